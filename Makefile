@@ -1,0 +1,41 @@
+# One command does everything: `make run` or `make test` on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PORT ?= 8501
+
+.PHONY: install test lint typecheck pytest run samples bench clean
+
+install: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements.txt
+	$(BIN)/pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+lint: install
+	$(BIN)/ruff check parsers collectors app tests benchmarks sample_checkpoints
+	$(BIN)/ruff format --check parsers collectors app tests benchmarks sample_checkpoints
+
+typecheck: install
+	$(BIN)/mypy
+
+pytest: install
+	$(BIN)/pytest
+
+test: lint typecheck pytest
+
+run: install
+	$(BIN)/stateglass dashboard sample_checkpoints --port $(PORT)
+
+samples: install
+	$(BIN)/python sample_checkpoints/generate.py
+
+bench: install
+	$(BIN)/python benchmarks/bench_state_read.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,1 @@
+"""What people touch: the ``stateglass`` CLI, the Streamlit dashboard, report export."""

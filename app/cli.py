@@ -1,0 +1,124 @@
+"""The ``stateglass`` command line.
+
+Examples::
+
+    stateglass info /data/checkpoints/orders
+    stateglass state /data/checkpoints/orders --batch-id 41 --format jsonl -o state.jsonl
+    stateglass changes /data/checkpoints/orders --from 30 --to 41
+    stateglass dashboard sample_checkpoints
+
+Errors print one line on stderr and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from app.errors import AppError
+from collectors.errors import CheckpointError
+
+EXIT_OK = 0
+EXIT_ERROR = 2
+
+
+def _add_store_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("checkpoint", help="checkpoint directory (the query's checkpointLocation)")
+    p.add_argument("--operator", type=int, default=0, metavar="ID", help="operator id (default 0)")
+    p.add_argument(
+        "--store",
+        default="default",
+        metavar="NAME",
+        help="store name as Spark names it: default, left-keyToNumValues, … (default: default)",
+    )
+    p.add_argument(
+        "--state-var",
+        default=None,
+        metavar="NAME",
+        help="transformWithState: the state variable (column family) to read",
+    )
+    p.add_argument(
+        "--partition", type=int, action="append", metavar="P", help="only this partition (repeatable)"
+    )
+    p.add_argument(
+        "--format",
+        choices=("jsonl", "table", "parquet"),
+        default="jsonl",
+        help="jsonl: one JSON object per row, as Spark's toJSON (default); table; parquet (needs -o)",
+    )
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument(
+        "--time-zone",
+        default="UTC",
+        metavar="TZ",
+        help="session time zone used to print timestamps, as spark.sql.session.timeZone (default UTC)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="stateglass",
+        description="Read Spark Structured Streaming state stores without a JVM.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p_info = sub.add_parser("info", help="query id, batches, operators, stores and schemas")
+    p_info.add_argument("checkpoint")
+    p_info.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+    p_state = sub.add_parser("state", help="the state of one store at a batch")
+    _add_store_args(p_state)
+    p_state.add_argument(
+        "--batch-id",
+        type=int,
+        default=None,
+        metavar="B",
+        help="read the state committed by batch B (state version B+1); default: last committed",
+    )
+
+    p_changes = sub.add_parser("changes", help="change feed between two batches")
+    _add_store_args(p_changes)
+    p_changes.add_argument("--from", dest="from_batch", type=int, required=True, metavar="B1")
+    p_changes.add_argument(
+        "--to", dest="to_batch", type=int, default=None, metavar="B2", help="default: last committed"
+    )
+
+    p_dash = sub.add_parser("dashboard", help="start the web dashboard")
+    p_dash.add_argument("path", nargs="?", default="sample_checkpoints", help="checkpoints to show")
+    p_dash.add_argument("--port", type=int, default=8501)
+    p_dash.add_argument("--headless", action="store_true", help="do not open a browser")
+    return parser
+
+
+def _commands() -> dict[str, Callable[[argparse.Namespace], int]]:
+    from app import commands
+
+    return {
+        "info": commands.info,
+        "state": commands.state,
+        "changes": commands.changes,
+        "dashboard": commands.dashboard,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _commands()[args.command](args)
+    except (CheckpointError, AppError) as exc:
+        print(f"stateglass: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except BrokenPipeError:
+        # `stateglass state … | head` closed the pipe: not an error for the user.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+    except KeyboardInterrupt:
+        print("stateglass: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

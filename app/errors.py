@@ -1,0 +1,20 @@
+"""Errors of the app layer.
+
+Hierarchy::
+
+    AppError                 a user-facing problem with the command line or an output file
+    └── OutputError          the output file cannot be written
+
+Collector errors (``collectors.errors.CheckpointError``) pass through unchanged: they already
+name the file. The CLI turns both into one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+
+class AppError(Exception):
+    """A one-line, user-facing error raised by the app layer."""
+
+
+class OutputError(AppError):
+    """The output file cannot be written."""

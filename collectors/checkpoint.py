@@ -1,0 +1,334 @@
+"""A checkpoint directory as StateGlass sees it: batches, operators, stores and their schemas.
+
+Example::
+
+    cp = Checkpoint.open("/data/checkpoints/orders")
+    print(cp.query_id, cp.last_committed_batch)
+    for store in cp.stores():
+        print(store.operator_id, store.store_name, store.provider, store.num_partitions)
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TypeVar
+
+from collectors.errors import CheckpointError, NotACheckpoint, NotFound, wrap_parse_error
+from collectors.fs import LOCAL, FileInfo, FileSystem
+from parsers.errors import ParseError
+from parsers.logs import CommitMetadata, OffsetSeq, StreamMetadata, batch_id_of
+from parsers.operator_metadata import OperatorMetadata
+from parsers.schema_file import ColumnFamilySchema, StateSchemaFile
+from parsers.sparktypes import StructType
+
+T = TypeVar("T")
+
+DEFAULT_STORE = "default"
+# Directories inside a partition directory that are not named stores.
+_NOT_STORES = frozenset({"_metadata", "SSTs", "logs", "archive"})
+HDFS = "hdfs"
+ROCKSDB = "rocksdb"
+
+
+@dataclass(frozen=True)
+class StoreInfo:
+    """One state store of one operator (it exists once per partition)."""
+
+    operator_id: int
+    operator_name: str
+    store_name: str
+    num_partitions: int
+    partitions: tuple[int, ...]
+    provider: str
+    column_families: tuple[ColumnFamilySchema, ...] = field(default=(), compare=False)
+    num_cols_prefix_key: int = 0
+    uses_column_families: bool = False
+
+    @property
+    def key_schema(self) -> StructType | None:
+        cf = self.column_family(DEFAULT_STORE if not self.uses_column_families else None)
+        return cf.key_schema if cf else None
+
+    @property
+    def value_schema(self) -> StructType | None:
+        cf = self.column_family(DEFAULT_STORE if not self.uses_column_families else None)
+        return cf.value_schema if cf else None
+
+    def column_family(self, name: str | None) -> ColumnFamilySchema | None:
+        """The schema entry named ``name`` (``None``: the only one, if there is just one)."""
+        if name is None:
+            return self.column_families[0] if len(self.column_families) == 1 else None
+        for cf in self.column_families:
+            if cf.name == name:
+                return cf
+        return None
+
+
+@dataclass(frozen=True)
+class OperatorInfo:
+    operator_id: int
+    operator_name: str
+    stores: tuple[StoreInfo, ...]
+
+
+class Checkpoint:
+    """Read-only view of a Structured Streaming checkpoint directory."""
+
+    def __init__(self, root: str, fs: FileSystem = LOCAL) -> None:
+        self.root = root
+        self.fs = fs
+
+    @classmethod
+    def open(cls, path: str, fs: FileSystem = LOCAL) -> Checkpoint:
+        """Open ``path``, or raise :class:`NotACheckpoint` with a one-line reason."""
+        root = os.path.abspath(path) if fs is LOCAL else path.rstrip("/")
+        if not fs.exists(root):
+            raise NotACheckpoint(root, "no such file or directory")
+        if not fs.is_dir(root):
+            raise NotACheckpoint(root, "is a file, not a checkpoint directory")
+        names = {f.name for f in fs.list(root)}
+        if not ({"offsets", "commits", "metadata"} & names):
+            raise NotACheckpoint(
+                root,
+                "not a Structured Streaming checkpoint (no metadata, offsets/ or commits/ inside)",
+            )
+        return cls(root, fs)
+
+    # ---- paths and parsing -------------------------------------------------------------
+
+    def path(self, *parts: str) -> str:
+        return posixpath.join(self.root, *parts) if self.fs is not LOCAL else os.path.join(
+            self.root, *parts
+        )
+
+    def parse(self, path: str, parser: Callable[[bytes], T]) -> T:
+        """Read ``path`` and decode it with ``parser``, naming the file in any error."""
+        data = self.fs.read(path)
+        try:
+            return parser(data)
+        except ParseError as exc:
+            raise wrap_parse_error(path, exc) from exc
+
+    def list_dir(self, *parts: str) -> list[FileInfo]:
+        path = self.path(*parts)
+        if not self.fs.is_dir(path):
+            return []
+        return [f for f in self.fs.list(path) if not f.name.startswith(".")]
+
+    # ---- query-level logs -----------------------------------------------------------------
+
+    @cached_property
+    def query_id(self) -> str | None:
+        if not self.fs.exists(self.path("metadata")):
+            return None
+        return self.parse(self.path("metadata"), StreamMetadata.from_bytes).query_id
+
+    def _batch_ids(self, log: str) -> list[int]:
+        ids = []
+        for f in self.list_dir(log):
+            b = batch_id_of(f.name)
+            if b is not None and not f.is_dir:
+                ids.append(b)
+        return sorted(ids)
+
+    @cached_property
+    def offset_batch_ids(self) -> list[int]:
+        return self._batch_ids("offsets")
+
+    @cached_property
+    def commit_batch_ids(self) -> list[int]:
+        return self._batch_ids("commits")
+
+    @property
+    def last_committed_batch(self) -> int | None:
+        return self.commit_batch_ids[-1] if self.commit_batch_ids else None
+
+    def offsets(self, batch_id: int) -> OffsetSeq:
+        if batch_id not in self.offset_batch_ids:
+            raise NotFound(self.path("offsets", str(batch_id)), "no such batch in offsets/")
+        return self.parse(self.path("offsets", str(batch_id)), OffsetSeq.from_bytes)
+
+    def commit(self, batch_id: int) -> CommitMetadata:
+        if batch_id not in self.commit_batch_ids:
+            raise NotFound(self.path("commits", str(batch_id)), "batch not committed")
+        return self.parse(self.path("commits", str(batch_id)), CommitMetadata.from_bytes)
+
+    @cached_property
+    def conf(self) -> OffsetSeq | None:
+        """The newest offset log entry: its ``conf`` is pinned for the query's lifetime."""
+        if not self.offset_batch_ids:
+            return None
+        return self.offsets(self.offset_batch_ids[-1])
+
+    # ---- operators and stores -----------------------------------------------------------
+
+    def operator_ids(self) -> list[int]:
+        return sorted(int(f.name) for f in self.list_dir("state") if f.is_dir and f.name.isdigit())
+
+    def partitions(self, operator_id: int) -> list[int]:
+        return sorted(
+            int(f.name)
+            for f in self.list_dir("state", str(operator_id))
+            if f.is_dir and f.name.isdigit()
+        )
+
+    def store_dir(self, operator_id: int, partition: int, store_name: str) -> str:
+        if store_name == DEFAULT_STORE:
+            return self.path("state", str(operator_id), str(partition))
+        return self.path("state", str(operator_id), str(partition), store_name)
+
+    def _operator_metadata(self, operator_id: int) -> OperatorMetadata | None:
+        v1 = self.path("state", str(operator_id), "_metadata", "metadata")
+        if self.fs.exists(v1):
+            return self.parse(v1, OperatorMetadata.from_bytes)
+        v2_batches = sorted(
+            b
+            for f in self.list_dir("state", str(operator_id), "_metadata", "v2")
+            if (b := batch_id_of(f.name)) is not None
+        )
+        last = self.last_committed_batch
+        usable = [b for b in v2_batches if last is None or b <= last] or v2_batches
+        if usable:
+            path = self.path("state", str(operator_id), "_metadata", "v2", str(usable[-1]))
+            return self.parse(path, OperatorMetadata.from_bytes)
+        return None
+
+    def _store_names_on_disk(self, operator_id: int, partitions: list[int]) -> list[str]:
+        if not partitions:
+            return []
+        entries = self.list_dir("state", str(operator_id), str(partitions[0]))
+        named = sorted(f.name for f in entries if f.is_dir and f.name not in _NOT_STORES)
+        has_default = any(not f.is_dir for f in entries) or not named
+        return ([DEFAULT_STORE] if has_default else []) + named
+
+    def _schema(self, operator_id: int, store_name: str, meta: OperatorMetadata | None) -> StateSchemaFile | None:
+        v12 = self.path(self.store_dir(operator_id, 0, store_name), "_metadata", "schema")
+        if self.fs.exists(v12):
+            return self.parse(v12, StateSchemaFile.from_bytes)
+        # Schema v3 (transformWithState, join formats 3/4): listed in operator metadata v2.
+        paths: list[str] = []
+        if meta is not None:
+            for s in meta.stores:
+                if s.store_name == store_name:
+                    paths = [_strip_file_uri(p) for p in s.state_schema_file_paths]
+        if not paths:
+            v3_dir = self.path("state", str(operator_id), "_stateSchema", store_name)
+            files = sorted(
+                (f for f in self.list_dir("state", str(operator_id), "_stateSchema", store_name)),
+                key=lambda f: (batch_id_of(f.name.split("_", 1)[0]) or 0, f.mtime),
+            )
+            paths = [posixpath.join(v3_dir, f.name) for f in files[-1:]]
+        if not paths:
+            return None
+        local = [self._relocate(p) for p in paths]
+        return self.parse(local[-1], StateSchemaFile.from_bytes)
+
+    def _relocate(self, path: str) -> str:
+        """Schema paths in operator metadata are absolute where Spark ran; map them here."""
+        marker = "/state/"
+        if self.fs.exists(path):
+            return path
+        idx = path.rfind(marker)
+        return self.path(*path[idx + 1 :].split("/")) if idx >= 0 else path
+
+    def _provider(self, operator_id: int, partitions: list[int], store_name: str) -> str:
+        if partitions:
+            for f in self.list_dir(self.store_dir(operator_id, partitions[0], store_name)):
+                if f.name.endswith((".delta", ".snapshot")):
+                    return HDFS
+                if f.name.endswith((".zip", ".changelog")) or f.name == "SSTs":
+                    return ROCKSDB
+        conf = self.conf
+        return conf.provider if conf is not None and conf.provider in (HDFS, ROCKSDB) else HDFS
+
+    @cached_property
+    def operators(self) -> list[OperatorInfo]:
+        out = []
+        for op in self.operator_ids():
+            meta = self._operator_metadata(op)
+            partitions = self.partitions(op)
+            name = meta.operator_name if meta else _guess_operator_name(self, op, partitions)
+            if meta is not None:
+                store_names = [s.store_name for s in meta.stores]
+            else:
+                store_names = self._store_names_on_disk(op, partitions)
+            stores = []
+            for store_name in store_names:
+                schema = self._schema(op, store_name, meta)
+                info = next((s for s in meta.stores if s.store_name == store_name), None) if meta else None
+                conf = self.conf
+                num_partitions = (
+                    info.num_partitions
+                    if info is not None
+                    else (conf.shuffle_partitions if conf and conf.shuffle_partitions else len(partitions))
+                )
+                cfs = schema.column_families if schema else ()
+                stores.append(
+                    StoreInfo(
+                        operator_id=op,
+                        operator_name=name,
+                        store_name=store_name,
+                        num_partitions=num_partitions,
+                        partitions=tuple(partitions),
+                        provider=self._provider(op, partitions, store_name),
+                        column_families=cfs,
+                        num_cols_prefix_key=info.num_cols_prefix_key if info else 0,
+                        uses_column_families=bool(schema and schema.format_version >= 3),
+                    )
+                )
+            out.append(OperatorInfo(op, name, tuple(stores)))
+        return out
+
+    def stores(self) -> list[StoreInfo]:
+        return [s for op in self.operators for s in op.stores]
+
+    def store(self, operator_id: int, store_name: str) -> StoreInfo:
+        for s in self.stores():
+            if s.operator_id == operator_id and s.store_name == store_name:
+                return s
+        known = ", ".join(f"{s.operator_id}/{s.store_name}" for s in self.stores()) or "none"
+        raise NotFound(
+            self.path("state", str(operator_id)),
+            f"no store {store_name!r} for operator {operator_id} (stores: {known})",
+        )
+
+    def resolve_batch(self, batch_id: int | None) -> int:
+        """``batch_id``, or the last committed batch when it is None."""
+        if batch_id is None:
+            if self.last_committed_batch is None:
+                raise NotFound(self.path("commits"), "no committed batch yet")
+            return self.last_committed_batch
+        if batch_id < 0:
+            raise NotFound(self.path("commits"), f"batch id must be >= 0, got {batch_id}")
+        return batch_id
+
+
+def _strip_file_uri(path: str) -> str:
+    if path.startswith("file://"):
+        return path[len("file://") :]
+    if path.startswith("file:"):
+        return path[len("file:") :]
+    return path
+
+
+def _guess_operator_name(cp: Checkpoint, op: int, partitions: list[int]) -> str:
+    """Spark 3.x writes no operator metadata; name the operator from what its stores look like."""
+    stores = cp._store_names_on_disk(op, partitions)
+    if any(s.startswith(("left-", "right-")) for s in stores):
+        return "symmetricHashJoin"
+    return "unknown"
+
+
+__all__ = [
+    "DEFAULT_STORE",
+    "HDFS",
+    "ROCKSDB",
+    "Checkpoint",
+    "CheckpointError",
+    "OperatorInfo",
+    "StoreInfo",
+]

@@ -1,0 +1,62 @@
+"""Errors raised while reading a checkpoint from disk.
+
+Hierarchy::
+
+    CheckpointError              one-line, user-facing: "<path>: <what is wrong>"
+    ├── NotACheckpoint           the path is missing or has no checkpoint layout
+    ├── CorruptFile              a file's bytes do not decode (wraps parsers.errors.ParseError)
+    ├── UnsupportedCheckpoint    a format version, codec or feature we do not read yet
+    ├── MissingVersion           a state version cannot be rebuilt from the files present
+    ├── NotFound                 an operator, store, partition or batch that is not there
+    └── UnsafeArchive            a zip whose entries would escape their directory (zip-slip)
+
+Parser errors are wrapped here with the file's path, so a user always learns which file.
+"""
+
+from __future__ import annotations
+
+from parsers.errors import ParseError, UnsupportedFormat
+
+
+class CheckpointError(Exception):
+    """Base of every collector error; ``str()`` is the one line shown to a user."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(f"{path}: {why}")
+        self.path = path
+        self.why = why
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.why}"
+
+
+class NotACheckpoint(CheckpointError):
+    """The path does not exist or is not a Structured Streaming checkpoint."""
+
+
+class CorruptFile(CheckpointError):
+    """A file inside the checkpoint could not be decoded."""
+
+
+class UnsupportedCheckpoint(CheckpointError):
+    """The checkpoint uses a format or feature this release does not read."""
+
+
+class MissingVersion(CheckpointError):
+    """A state version cannot be rebuilt: a delta/changelog is missing and no snapshot bridges it."""
+
+
+class NotFound(CheckpointError):
+    """The operator, store, partition or batch asked for is not in the checkpoint."""
+
+
+class UnsafeArchive(CheckpointError):
+    """A zip entry would be written outside its directory."""
+
+
+def wrap_parse_error(path: str, exc: ParseError) -> CheckpointError:
+    """Turn a parser error into the collector error that names ``path``."""
+    why = exc.why + (f" (at byte {exc.offset})" if exc.offset is not None else "")
+    if isinstance(exc, UnsupportedFormat):
+        return UnsupportedCheckpoint(path, why)
+    return CorruptFile(path, why)

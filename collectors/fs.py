@@ -1,0 +1,81 @@
+"""Read-only access to the files of a checkpoint.
+
+Everything in the collectors reads through a :class:`FileSystem`, which has no method that
+writes: StateGlass never changes a byte of a checkpoint. Tests pass fakes.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as stat_mod
+from dataclasses import dataclass
+from typing import Protocol
+
+from collectors.errors import CheckpointError, NotACheckpoint
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """What a directory listing says of one entry."""
+
+    name: str
+    is_dir: bool
+    size: int
+    mtime: float
+
+
+class FileSystem(Protocol):
+    """The read-only operations the collectors need."""
+
+    def list(self, path: str) -> list[FileInfo]: ...
+
+    def read(self, path: str) -> bytes: ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def is_dir(self, path: str) -> bool: ...
+
+
+class LocalFileSystem:
+    """The local disk."""
+
+    def list(self, path: str) -> list[FileInfo]:
+        try:
+            entries = list(os.scandir(path))
+        except FileNotFoundError as exc:
+            raise NotACheckpoint(path, "no such directory") from exc
+        except NotADirectoryError as exc:
+            raise NotACheckpoint(path, "not a directory") from exc
+        except PermissionError as exc:
+            raise CheckpointError(path, "permission denied") from exc
+        out = []
+        for entry in entries:
+            try:
+                st = entry.stat()
+            except FileNotFoundError:
+                # Spark renamed or purged it while we listed: it simply is not there.
+                continue
+            out.append(
+                FileInfo(entry.name, stat_mod.S_ISDIR(st.st_mode), st.st_size, st.st_mtime)
+            )
+        return out
+
+    def read(self, path: str) -> bytes:
+        try:
+            with open(path, "rb") as fh:
+                return fh.read()
+        except FileNotFoundError as exc:
+            raise CheckpointError(path, "file disappeared (purged by Spark?)") from exc
+        except IsADirectoryError as exc:
+            raise CheckpointError(path, "is a directory, expected a file") from exc
+        except PermissionError as exc:
+            raise CheckpointError(path, "permission denied") from exc
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def is_dir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
+
+LOCAL = LocalFileSystem()

@@ -1,0 +1,67 @@
+"""The interface every provider's reader implements, and what it needs to know."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, TypeVar
+
+from collectors.errors import wrap_parse_error
+from collectors.fs import FileInfo, FileSystem
+from parsers.errors import ParseError
+
+T = TypeVar("T")
+ChangeType = Literal["update", "delete", "append"]
+Change = tuple[ChangeType, bytes, "bytes | None"]
+
+
+@dataclass(frozen=True)
+class StoreContext:
+    """Everything a reader needs about one store of one partition."""
+
+    fs: FileSystem
+    store_dir: str
+    codec: str = "lz4"
+    row_checksum: bool = False
+    # RocksDB list-state merges: "," before Spark 4.3's mergeOperatorVersion 2, empty after.
+    merge_delimiter: bytes = b","
+    # Checkpoint format v2: the committed unique id of each version (from commits/).
+    unique_ids: dict[int, str] = field(default_factory=dict)
+
+    def join(self, *parts: str) -> str:
+        if self.store_dir.startswith("/") and os.sep == "/":
+            return os.path.join(self.store_dir, *parts)
+        return posixpath.join(self.store_dir, *parts)
+
+    def listing(self) -> list[FileInfo]:
+        if not self.fs.is_dir(self.store_dir):
+            return []
+        return [f for f in self.fs.list(self.store_dir) if not f.name.startswith(".")]
+
+    def decode_file(self, name: str, parser: Callable[[bytes], T]) -> T:
+        path = self.join(name)
+        data = self.fs.read(path)
+        try:
+            return parser(data)
+        except ParseError as exc:
+            raise wrap_parse_error(path, exc) from exc
+
+
+class StoreReader(Protocol):
+    """Rebuilds raw (key, value) bytes of one store partition at a state version."""
+
+    def __init__(self, ctx: StoreContext) -> None: ...
+
+    def versions(self) -> list[int]:
+        """Versions whose state can be rebuilt from the files present."""
+        ...
+
+    def load(self, version: int) -> Iterator[tuple[bytes, bytes]]:
+        """Every (key, value) of the store at ``version``."""
+        ...
+
+    def changes(self, version: int) -> Iterator[Change]:
+        """The records written by ``version`` (its delta or changelog), in file order."""
+        ...

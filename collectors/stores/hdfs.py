@@ -1,0 +1,106 @@
+"""HDFSBackedStateStoreProvider: ``N.delta`` and ``N.snapshot`` files.
+
+Version V = the newest snapshot S <= V, then the deltas S+1..V applied in order
+(``HDFSBackedStateStoreProvider.loadMap``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from collectors.errors import MissingVersion
+from collectors.stores.base import Change, StoreContext
+from parsers.compression import decompress
+from parsers.records import iter_records, strip_hdfs_row_checksum
+
+
+def parse_hdfs_name(name: str) -> tuple[int, str] | None:
+    """``(version, "delta"|"snapshot")`` for Spark's file names; None for anything else.
+
+    Mirrors ``fetchFiles``: exactly two dot-separated parts, so ``3.delta.crc`` and temp files
+    are skipped.
+    """
+    parts = name.split(".")
+    if len(parts) != 2 or not parts[0].isdigit():
+        return None
+    kind = parts[1].lower()
+    if kind not in ("delta", "snapshot"):
+        return None
+    return int(parts[0]), kind
+
+
+class HdfsStoreReader:
+    """Reads one HDFS-backed store partition directory."""
+
+    def __init__(self, ctx: StoreContext) -> None:
+        self.ctx = ctx
+        self.deltas: dict[int, str] = {}
+        self.snapshots: dict[int, str] = {}
+        for f in ctx.listing():
+            parsed = parse_hdfs_name(f.name)
+            if parsed is None or f.is_dir:
+                continue
+            version, kind = parsed
+            (self.deltas if kind == "delta" else self.snapshots)[version] = f.name
+
+    def versions(self) -> list[int]:
+        out = []
+        for v in sorted(set(self.deltas) | set(self.snapshots)):
+            try:
+                self._chain(v)
+            except MissingVersion:
+                continue
+            out.append(v)
+        return out
+
+    def _chain(self, version: int) -> tuple[str | None, list[str]]:
+        """The snapshot to start from (or None for empty) and the deltas to apply after it."""
+        if version in self.snapshots:
+            return self.snapshots[version], []
+        base = max((s for s in self.snapshots if s < version), default=0)
+        missing = [v for v in range(base + 1, version + 1) if v not in self.deltas]
+        if missing:
+            where = f"snapshot {base}" if base else "an empty store"
+            raise MissingVersion(
+                self.ctx.join(f"{missing[0]}.delta"),
+                f"missing, and no snapshot bridges it: version {version} needs the deltas "
+                f"{base + 1}..{version} on top of {where}",
+            )
+        return (self.snapshots.get(base) if base else None), [
+            self.deltas[v] for v in range(base + 1, version + 1)
+        ]
+
+    def _records(self, name: str, allow_deletes: bool) -> list[tuple[bytes, bytes | None]]:
+        row_checksum = self.ctx.row_checksum
+
+        def parse(data: bytes) -> list[tuple[bytes, bytes | None]]:
+            # Decode the whole file inside the error boundary so that errors name it.
+            records = iter_records(decompress(self.ctx.codec, data), allow_deletes=allow_deletes)
+            if not row_checksum:
+                return list(records)
+            return [(k, None if v is None else strip_hdfs_row_checksum(k, v)) for k, v in records]
+
+        return self.ctx.decode_file(name, parse)
+
+    def load(self, version: int) -> Iterator[tuple[bytes, bytes]]:
+        if version == 0:
+            return iter(())
+        snapshot, deltas = self._chain(version)
+        state: dict[bytes, bytes] = {}
+        if snapshot is not None:
+            for k, v in self._records(snapshot, allow_deletes=False):
+                assert v is not None
+                state[k] = v
+        for name in deltas:
+            for k, v in self._records(name, allow_deletes=True):
+                if v is None:
+                    state.pop(k, None)
+                else:
+                    state[k] = v
+        return iter(state.items())
+
+    def changes(self, version: int) -> Iterator[Change]:
+        if version not in self.deltas:
+            raise MissingVersion(self.ctx.join(f"{version}.delta"), "missing: no change data for it")
+        for k, v in self._records(self.deltas[version], allow_deletes=True):
+            yield ("delete", k, None) if v is None else ("update", k, v)

@@ -1,0 +1,273 @@
+"""RocksDBStateStoreProvider: ``N.zip`` + ``SSTs/``, and ``N.changelog`` with changelog checkpointing.
+
+Version V = ``V.zip`` restored into a private temporary directory and read with rocksdict,
+read-only; or, when V has no zip, the newest zip below it plus the changelogs after it
+(``RocksDB.loadCheckpointFromDfs`` + ``replayChangelog``). Checkpoint format v2 names files
+``V_<uniqueId>``, with the committed id taken from the commit log.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Iterator
+
+from collectors.errors import CorruptFile, MissingVersion, UnsafeArchive
+from collectors.fs import LOCAL
+from collectors.stores.base import Change, ChangeType, StoreContext
+from parsers.changelog import Changelog, parse_changelog, unwrap_delete_key
+from parsers.compression import decompress
+from parsers.errors import ParseError
+from parsers.rocksdb_checkpoint import RocksDBCheckpointMetadata, check_zip_entries
+
+_CHANGE_TYPES: dict[str, ChangeType] = {"put": "update", "delete": "delete", "merge": "append"}
+
+
+def parse_rocksdb_name(name: str) -> tuple[int, str | None, str] | None:
+    """``(version, unique_id or None, "zip"|"changelog")`` for Spark's file names, else None."""
+    stem, dot, ext = name.rpartition(".")
+    if not dot or ext not in ("zip", "changelog"):
+        return None
+    version, _, unique_id = stem.partition("_")
+    if not version.isdigit():
+        return None
+    return int(version), (unique_id or None), ext
+
+
+class RocksDBStoreReader:
+    """Reads one RocksDB store partition directory."""
+
+    def __init__(self, ctx: StoreContext) -> None:
+        self.ctx = ctx
+        # version -> {unique_id or None: file name}
+        self.zips: dict[int, dict[str | None, str]] = {}
+        self.changelogs: dict[int, dict[str | None, str]] = {}
+        for f in ctx.listing():
+            parsed = parse_rocksdb_name(f.name)
+            if parsed is None or f.is_dir:
+                continue
+            version, uid, ext = parsed
+            (self.zips if ext == "zip" else self.changelogs).setdefault(version, {})[uid] = f.name
+
+    # ---- choosing files -------------------------------------------------------------------
+
+    def _pick(self, files: dict[int, dict[str | None, str]], version: int, uid: str | None = None) -> str | None:
+        """The file of ``version`` with the committed unique id (format v2) or none (v1)."""
+        by_id = files.get(version)
+        if not by_id:
+            return None
+        want = uid if uid is not None else self.ctx.unique_ids.get(version)
+        if want is not None:
+            return by_id.get(want)
+        if None in by_id:
+            return by_id[None]
+        # Format v2 without a commit entry (batch not committed): ambiguous, refuse to guess.
+        return by_id[next(iter(by_id))] if len(by_id) == 1 else None
+
+    def versions(self) -> list[int]:
+        out = []
+        for v in sorted(set(self.zips) | set(self.changelogs)):
+            try:
+                self._plan(v)
+            except (MissingVersion, CorruptFile):
+                continue
+            out.append(v)
+        return out
+
+    def _plan(self, version: int) -> tuple[str | None, list[str]]:
+        """The zip to restore (None: empty store) and the changelogs to replay after it."""
+        direct = self._pick(self.zips, version)
+        if direct is not None:
+            return direct, []
+        if self.ctx.unique_ids or any(None not in ids for ids in self.changelogs.values()):
+            return self._plan_from_lineage(version)
+        base = max((v for v in self.zips if v < version and None in self.zips[v]), default=0)
+        missing = [v for v in range(base + 1, version + 1) if self._pick(self.changelogs, v) is None]
+        if missing:
+            where = f"{base}.zip" if base else "an empty store"
+            raise MissingVersion(
+                self.ctx.join(f"{missing[0]}.changelog"),
+                f"missing, and no snapshot bridges it: version {version} needs changelogs "
+                f"{base + 1}..{version} on top of {where}",
+            )
+        zip_name = self.zips[base][None] if base else None
+        return zip_name, [self.changelogs[v][None] for v in range(base + 1, version + 1)]
+
+    def _plan_from_lineage(self, version: int) -> tuple[str | None, list[str]]:
+        """Checkpoint format v2: the changelog of V names the versions and ids since its snapshot."""
+        name = self._pick(self.changelogs, version)
+        if name is None:
+            raise MissingVersion(
+                self.ctx.join(f"{version}_<id>.changelog"),
+                f"no zip or changelog with the committed id of version {version}",
+            )
+        changelog = self._changelog(name)
+        chain = [(item.version, item.checkpoint_unique_id) for item in changelog.lineage]
+        replay = [name]
+        for v, uid in reversed(chain):
+            zip_name = self._pick(self.zips, v, uid)
+            if zip_name is not None:
+                return zip_name, replay
+            log_name = self._pick(self.changelogs, v, uid)
+            if log_name is None:
+                raise MissingVersion(
+                    self.ctx.join(f"{v}_{uid}.changelog"),
+                    f"missing, and no snapshot bridges it (needed for version {version})",
+                )
+            replay.insert(0, log_name)
+        first = chain[0][0] if chain else version
+        if first != 1:
+            raise MissingVersion(
+                self.ctx.join(f"{first}_<id>.zip"),
+                f"lineage of version {version} starts at {first} but no snapshot is present",
+            )
+        return None, replay
+
+    # ---- reading ----------------------------------------------------------------------------
+
+    def _changelog(self, name: str) -> Changelog:
+        return self.ctx.decode_file(name, lambda d: parse_changelog(decompress(self.ctx.codec, d)))
+
+    def _zip_items(self, name: str) -> Iterator[tuple[bytes, bytes]]:
+        with restored_db(self.ctx, name) as db:
+            yield from db.items()
+
+    def load(self, version: int) -> Iterator[tuple[bytes, bytes]]:
+        if version == 0:
+            return iter(())
+        zip_name, replay = self._plan(version)
+        if not replay:
+            assert zip_name is not None
+            return self._zip_items(zip_name)
+        state: dict[bytes, bytes] = dict(self._zip_items(zip_name)) if zip_name else {}
+        delim = self.ctx.merge_delimiter
+        for name in replay:
+            for rec in self._changelog(name).records:
+                if rec.kind == "put":
+                    assert rec.value is not None
+                    state[rec.key] = rec.value
+                elif rec.kind == "delete":
+                    state.pop(self._delete_key(name, rec.key), None)
+                else:
+                    assert rec.value is not None
+                    old = state.get(rec.key)
+                    state[rec.key] = rec.value if old is None else old + delim + rec.value
+        return iter(state.items())
+
+    def _delete_key(self, name: str, key: bytes) -> bytes:
+        if not self.ctx.row_checksum:
+            return key
+        try:
+            return unwrap_delete_key(key)
+        except ParseError as exc:
+            raise CorruptFile(self.ctx.join(name), exc.why) from exc
+
+    def changes(self, version: int) -> Iterator[Change]:
+        name = self._pick(self.changelogs, version)
+        if name is None:
+            raise MissingVersion(
+                self.ctx.join(f"{version}.changelog"),
+                "missing: change data needs RocksDB changelog checkpointing "
+                "(spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled)",
+            )
+        for rec in self._changelog(name).records:
+            key = self._delete_key(name, rec.key) if rec.kind == "delete" else rec.key
+            yield _CHANGE_TYPES[rec.kind], key, rec.value
+
+    def zip_metadata(self, version: int) -> RocksDBCheckpointMetadata | None:
+        name = self._pick(self.zips, version)
+        if name is None:
+            return None
+        return _read_zip(self.ctx, name)[1]
+
+
+def _read_zip(ctx: StoreContext, name: str) -> tuple[dict[str, bytes], RocksDBCheckpointMetadata]:
+    path = ctx.join(name)
+    raw = ctx.fs.read(path)
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as zf:
+            names = zf.namelist()
+            try:
+                check_zip_entries(names)
+            except ParseError as exc:
+                raise UnsafeArchive(path, exc.why) from exc
+            entries = {n: zf.read(n) for n in names}
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as exc:
+        raise CorruptFile(path, f"not a valid zip archive ({exc})") from exc
+    if "metadata" not in entries:
+        raise CorruptFile(path, "zip has no 'metadata' entry: not a Spark RocksDB checkpoint")
+    try:
+        meta = RocksDBCheckpointMetadata.from_bytes(entries.pop("metadata"))
+    except ParseError as exc:
+        raise CorruptFile(f"{path}!metadata", exc.why) from exc
+    return entries, meta
+
+
+class restored_db:  # noqa: N801 - used as a context manager, like open()
+    """A zip plus its SSTs restored into a private temporary directory, opened read-only.
+
+    SSTs are symlinked when the checkpoint is on the local disk (RocksDB opened read-only never
+    writes to them) and copied otherwise.
+    """
+
+    def __init__(self, ctx: StoreContext, zip_name: str) -> None:
+        self.ctx = ctx
+        self.zip_name = zip_name
+        self.tmp: str | None = None
+        self.db: object | None = None
+
+    def __enter__(self) -> _Items:
+        import rocksdict
+
+        entries, meta = _read_zip(self.ctx, self.zip_name)
+        self.tmp = tempfile.mkdtemp(prefix="stateglass-rocksdb-")
+        sst_dir = self.ctx.join("SSTs")
+        present = {f.name: f.size for f in self.ctx.fs.list(sst_dir)} if self.ctx.fs.is_dir(sst_dir) else {}
+        for entry, data in entries.items():
+            with open(os.path.join(self.tmp, entry), "wb") as fh:
+                fh.write(data)
+        for sst in meta.sst_files:
+            src = os.path.join(sst_dir, sst.dfs_sst_file_name)
+            if sst.dfs_sst_file_name not in present:
+                raise MissingVersion(src, f"SST file referenced by {self.zip_name} is missing")
+            if present[sst.dfs_sst_file_name] != sst.size_bytes:
+                raise CorruptFile(
+                    src,
+                    f"size {present[sst.dfs_sst_file_name]} differs from {sst.size_bytes} "
+                    f"recorded in {self.zip_name} (half-written upload?)",
+                )
+            dst = os.path.join(self.tmp, sst.local_file_name)
+            if self.ctx.fs is LOCAL:
+                os.symlink(os.path.abspath(src), dst)
+            else:
+                with open(dst, "wb") as fh:
+                    fh.write(self.ctx.fs.read(src))
+        try:
+            opts = rocksdict.Options(raw_mode=True)
+            self.db = rocksdict.Rdict(
+                self.tmp, options=opts, access_type=rocksdict.AccessType.read_only()
+            )
+        except Exception as exc:  # rocksdict raises plain Exception subclasses
+            raise CorruptFile(self.ctx.join(self.zip_name), f"RocksDB cannot open it: {exc}") from exc
+        return _Items(self.db, self.ctx.join(self.zip_name))
+
+    def __exit__(self, *exc: object) -> None:
+        if self.db is not None:
+            self.db.close()  # type: ignore[attr-defined]
+        if self.tmp is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class _Items:
+    def __init__(self, db: object, path: str) -> None:
+        self.db = db
+        self.path = path
+
+    def items(self) -> Iterator[tuple[bytes, bytes]]:
+        try:
+            yield from self.db.items()  # type: ignore[attr-defined]
+        except Exception as exc:
+            raise CorruptFile(self.path, f"RocksDB read failed: {exc}") from exc
