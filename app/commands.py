@@ -12,7 +12,7 @@ from typing import Any
 from app.errors import AppError
 from app.output import open_sink
 from collectors.checkpoint import Checkpoint, StoreInfo
-from collectors.state import StateRequest, StateSource, read_changes, read_state
+from collectors.state import StateRequest, StateSource, iter_raw_changes, iter_raw_state
 
 
 def _ranges(values: list[int]) -> str:
@@ -115,8 +115,9 @@ def state(args: argparse.Namespace) -> int:
     request = _request(args, args.batch_id)
     source = StateSource(cp, request)
     with open_sink(args.format, args.output, source.row_codec, args.time_zone) as sink:
-        for row in read_state(cp, request):
-            sink.write_state(row)
+        for partition, key, value in iter_raw_state(source, args.batch_id):
+            with source.decoding(partition):
+                sink.write_state(partition, key, value)
     return 0
 
 
@@ -125,8 +126,11 @@ def changes(args: argparse.Namespace) -> int:
     request = _request(args)
     source = StateSource(cp, request)
     with open_sink(args.format, args.output, source.row_codec, args.time_zone) as sink:
-        for row in read_changes(cp, request, args.from_batch, args.to_batch):
-            sink.write_change(row)
+        for batch, kind, partition, key, value in iter_raw_changes(
+            source, args.from_batch, args.to_batch
+        ):
+            with source.decoding(partition):
+                sink.write_change(batch, kind, partition, key, value)
     return 0
 
 

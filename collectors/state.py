@@ -12,14 +12,15 @@ State version = batch id + 1 (``StatePartitionReader``: ``getReadStore(batchId +
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from collectors.checkpoint import Checkpoint, StoreInfo
-from collectors.errors import CheckpointError, NotFound, UnsupportedCheckpoint
+from collectors.errors import CheckpointError, CorruptFile, NotFound, UnsupportedCheckpoint
 from collectors.stores import StoreContext, StoreReader, open_store
-from parsers.errors import ParseError
-from parsers.state_rows import RowCodec, codec_for
+from parsers.errors import ParseError, UnsupportedFormat
+from parsers.state_rows import RowCodec, StoreSpec
 
 
 @dataclass(frozen=True)
@@ -71,21 +72,58 @@ class StateSource:
         merge_v = conf.merge_operator_version if conf else None
         self.merge_delimiter = b"" if merge_v == 2 else b","
         self.encoding_format = conf.encoding_format if conf else "unsaferow"
-        self.row_codec: RowCodec = self._row_codec()
 
-    def _row_codec(self) -> RowCodec:
+    @cached_property
+    def row_codec(self) -> RowCodec:
+        """Built on first use: listing versions needs no schema."""
+        store = self.store
+        where = self.cp.store_dir(store.operator_id, 0, store.store_name)
+        cf_id: int | None = None
+        if store.uses_column_families:
+            names = [cf.name for cf in store.column_families]
+            var = self.request.state_var
+            if not var:
+                raise NotFound(
+                    where,
+                    "this store keeps several state variables; pick one with --state-var "
+                    f"({', '.join(names)})",
+                )
+            schema = store.column_family(var)
+            if schema is None:
+                raise NotFound(where, f"no state variable {var!r} (known: {', '.join(names)})")
+            cf_id = self._cf_id(var)
+        else:
+            schema = store.column_family(None)
+        if schema is None:
+            raise UnsupportedCheckpoint(where, "no state schema file found for this store")
+        spec = StoreSpec(
+            provider=store.provider,
+            key_schema=schema.key_schema,
+            value_schema=schema.value_schema,
+            key_encoder_spec=schema.key_state_encoder_spec if store.uses_column_families else None,
+            num_cols_prefix_key=store.num_cols_prefix_key,
+            cf_id=cf_id,
+            row_checksum=self.row_checksum,
+            encoding_format=self.encoding_format,
+        )
         try:
-            return codec_for(
-                self.store,
-                state_var=self.request.state_var,
-                row_checksum=self.row_checksum,
-                encoding_format=self.encoding_format,
-                merge_delimiter=self.merge_delimiter,
-            )
+            return RowCodec(spec)
         except ParseError as exc:
-            raise UnsupportedCheckpoint(
-                self.cp.store_dir(self.store.operator_id, 0, self.store.store_name), exc.why
-            ) from exc
+            raise UnsupportedCheckpoint(where, exc.why) from exc
+
+    def _cf_id(self, name: str) -> int:
+        """Virtual column family ids live only in the zips' metadata: ask the newest one."""
+        for partition in self.partitions:
+            reader = self.reader(partition)
+            zips = getattr(reader, "zips", {})
+            for version in sorted(zips, reverse=True):
+                meta = reader.zip_metadata(version)  # type: ignore[attr-defined]
+                if meta is not None and name in meta.column_family_mapping:
+                    return int(meta.column_family_mapping[name])
+        raise NotFound(
+            self.cp.store_dir(self.store.operator_id, 0, self.store.store_name),
+            f"state variable {name!r} has no column family in any retained zip",
+        )
 
     @lru_cache(maxsize=None)  # noqa: B019 - one source per CLI call; the cache dies with it
     def _unique_ids(self, partition: int) -> dict[int, str]:
@@ -112,10 +150,20 @@ class StateSource:
         )
         return open_store(ctx, self.store.provider)
 
+    @contextmanager
+    def decoding(self, partition: int) -> Iterator[None]:
+        """Turn a row that does not decode into an error naming this store's directory."""
+        try:
+            yield
+        except ParseError as exc:
+            raise self.decode_error(partition, exc) from exc
+
     def decode_error(self, partition: int, exc: ParseError) -> CheckpointError:
+        """A row that does not decode: name the store directory (rows have no file of their own)."""
         where = self.cp.store_dir(self.store.operator_id, partition, self.store.store_name)
-        return UnsupportedCheckpoint(where, exc.why) if "unsupported" in type(exc).__name__.lower() \
-            else CheckpointError(where, f"a state row does not decode: {exc.why}")
+        if isinstance(exc, UnsupportedFormat):
+            return UnsupportedCheckpoint(where, exc.why)
+        return CorruptFile(where, f"a state row does not decode: {exc}")
 
 
 def _store_index(store: StoreInfo) -> int:
@@ -125,19 +173,44 @@ def _store_index(store: StoreInfo) -> int:
     return order.index(store.store_name) if store.store_name in order else 0
 
 
-def read_state(cp: Checkpoint, request: StateRequest) -> Iterator[StateRow]:
-    """Every row of the store at ``request.batch_id`` (state version batch id + 1)."""
-    source = StateSource(cp, request)
-    batch_id = cp.resolve_batch(request.batch_id)
-    version = batch_id + 1
+RawItem = tuple[int, bytes, "bytes | None"]
+RawChange = tuple[int, str, int, bytes, "bytes | None"]
+
+
+def iter_raw_state(source: StateSource, batch_id: int | None) -> Iterator[RawItem]:
+    """``(partition, key bytes, value bytes)`` as stored, at state version batch id + 1."""
+    version = source.cp.resolve_batch(batch_id) + 1
+    for partition in source.partitions:
+        for key, value in source.reader(partition).load(version):
+            yield partition, key, value
+
+
+def iter_raw_changes(source: StateSource, from_batch: int, to_batch: int | None) -> Iterator[RawChange]:
+    """``(batch, change type, partition, key, value)`` as stored, per partition then batch."""
+    cp = source.cp
+    last = cp.resolve_batch(to_batch)
+    if from_batch < 0:
+        raise NotFound(cp.path("commits"), f"--from must be >= 0, got {from_batch}")
+    if from_batch > last:
+        raise NotFound(cp.path("commits"), f"--from {from_batch} is after --to {last}")
     for partition in source.partitions:
         reader = source.reader(partition)
+        for batch in range(from_batch, last + 1):
+            for change_type, key, value in reader.changes(batch + 1):
+                yield batch, change_type, partition, key, value
+
+
+def read_state(cp: Checkpoint, request: StateRequest) -> Iterator[StateRow]:
+    """Every row of the store at ``request.batch_id`` (state version batch id + 1), decoded."""
+    source = StateSource(cp, request)
+    codec = source.row_codec
+    for partition, key, value in iter_raw_state(source, request.batch_id):
         try:
-            for key, value in reader.load(version):
-                for k, v in source.row_codec.decode(key, value):
-                    yield StateRow(partition, k, v)
+            pairs = codec.decode(key, value)  # type: ignore[arg-type]
         except ParseError as exc:
             raise source.decode_error(partition, exc) from exc
+        for k, v in pairs:
+            yield StateRow(partition, k, v)
 
 
 def read_changes(
@@ -145,15 +218,11 @@ def read_changes(
 ) -> Iterator[ChangeRow]:
     """Records written by batches ``from_batch``..``to_batch`` (inclusive), like ``readChangeFeed``."""
     source = StateSource(cp, request)
-    last = cp.resolve_batch(to_batch)
-    if from_batch > last:
-        raise NotFound(cp.path("commits"), f"--from {from_batch} is after --to {last}")
-    for partition in source.partitions:
-        reader = source.reader(partition)
-        for batch in range(from_batch, last + 1):
-            try:
-                for change_type, key, value in reader.changes(batch + 1):
-                    for k, v in source.row_codec.decode_change(change_type, key, value):
-                        yield ChangeRow(batch, change_type, partition, k, v)
-            except ParseError as exc:
-                raise source.decode_error(partition, exc) from exc
+    codec = source.row_codec
+    for batch, change_type, partition, key, value in iter_raw_changes(source, from_batch, to_batch):
+        try:
+            pairs = codec.decode_change(change_type, key, value)
+        except ParseError as exc:
+            raise source.decode_error(partition, exc) from exc
+        for k, v in pairs:
+            yield ChangeRow(batch, change_type, partition, k, v)

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from collectors.errors import MissingVersion
 from collectors.stores.base import Change, StoreContext
 from parsers.compression import decompress
-from parsers.records import iter_records, strip_hdfs_row_checksum
+from parsers.records import iter_records
 
 
 def parse_hdfs_name(name: str) -> tuple[int, str] | None:
@@ -71,14 +71,15 @@ class HdfsStoreReader:
         ]
 
     def _records(self, name: str, allow_deletes: bool) -> list[tuple[bytes, bytes | None]]:
-        row_checksum = self.ctx.row_checksum
-
         def parse(data: bytes) -> list[tuple[bytes, bytes | None]]:
             # Decode the whole file inside the error boundary so that errors name it.
-            records = iter_records(decompress(self.ctx.codec, data), allow_deletes=allow_deletes)
-            if not row_checksum:
-                return list(records)
-            return [(k, None if v is None else strip_hdfs_row_checksum(k, v)) for k, v in records]
+            return list(
+                iter_records(
+                    decompress(self.ctx.codec, data),
+                    allow_deletes=allow_deletes,
+                    row_checksum=self.ctx.row_checksum,
+                )
+            )
 
         return self.ctx.decode_file(name, parse)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
 import tempfile
 import zipfile
@@ -206,6 +207,19 @@ def _read_zip(ctx: StoreContext, name: str) -> tuple[dict[str, bytes], RocksDBCh
     return entries, meta
 
 
+_MERGE_OPERATOR = re.compile(rb"^(\s*merge_operator=).*$", re.M)
+
+
+def _pin_merge_operator(options: bytes, delimiter: bytes) -> bytes:
+    """Merge list-state operands with Spark's delimiter, whatever the OPTIONS file says.
+
+    4.3 records a bare ``StringAppendOperator`` (which loaders give a "," delimiter) and 3.5
+    records ``nullptr`` (which crashes RocksDB on merge entries); our private copy names it.
+    """
+    op = b"{id=StringAppendOperator;delimiter=" + delimiter + b";}"
+    return _MERGE_OPERATOR.sub(lambda m: m.group(1) + op, options)
+
+
 class restored_db:  # noqa: N801 - used as a context manager, like open()
     """A zip plus its SSTs restored into a private temporary directory, opened read-only.
 
@@ -227,6 +241,8 @@ class restored_db:  # noqa: N801 - used as a context manager, like open()
         sst_dir = self.ctx.join("SSTs")
         present = {f.name: f.size for f in self.ctx.fs.list(sst_dir)} if self.ctx.fs.is_dir(sst_dir) else {}
         for entry, data in entries.items():
+            if entry.startswith("OPTIONS-"):
+                data = _pin_merge_operator(data, self.ctx.merge_delimiter)
             with open(os.path.join(self.tmp, entry), "wb") as fh:
                 fh.write(data)
         for sst in meta.sst_files:

@@ -79,9 +79,7 @@ def decompress(data: bytes) -> bytes:
         start = pos + HEADER_LENGTH
         end = start + clen
         if end > size:
-            raise Truncated(
-                f"lz4: block payload cut short ({size - start} of {clen} bytes)", pos
-            )
+            raise Truncated(f"lz4: block payload cut short ({size - start} of {clen} bytes)", pos)
         block: bytes | memoryview
         if method == METHOD_RAW:
             block = view[start:end]

@@ -41,9 +41,10 @@ def _check_header(view: memoryview, pos: int) -> None:
         raise CorruptData(
             f"snappy: bad magic {bytes(view[pos : pos + 8])!r}, expected {MAGIC!r}", pos
         )
-    compatible = _INT.unpack_from(view, pos + 12)[0]
-    if compatible < MINIMUM_COMPATIBLE_VERSION:
-        raise CorruptData(f"snappy: incompatible stream version {compatible}", pos + 12)
+    # snappy-java checks the writer's version, not the "compatible version" field.
+    version = _INT.unpack_from(view, pos + 8)[0]
+    if version < MINIMUM_COMPATIBLE_VERSION:
+        raise CorruptData(f"snappy: incompatible stream version {version}", pos + 8)
 
 
 def decompress(data: bytes) -> bytes:

@@ -41,6 +41,8 @@ def _cases() -> list[Any]:
         cp = Checkpoint.open(path)
         committed = set(cp.commit_batch_ids)
         name = os.path.relpath(path, SAMPLES)
+        if not committed:
+            continue
         for store in cp.stores():
             snaps, deltas = _version_kinds(cp, store.operator_id, store.store_name)
             last = max(committed)

@@ -1,0 +1,161 @@
+"""`stateglass state` against Spark's State Data Source on a 1M-key aggregation checkpoint.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_state_read.py [--keys 1000000] [--runs 3] [--provider hdfs]
+
+1. Writes (once, cached under benchmarks/out/) a checkpoint with PySpark: a streaming
+   aggregation over ``--keys`` distinct keys, 4 shuffle partitions.
+2. Times, as whole processes in the same run and alternating:
+   * ``stateglass state CP --format jsonl > ours.jsonl``
+   * a Python process that starts Spark and writes
+     ``spark.read.format("statestore").load(CP).toJSON().collect()`` to ``spark.jsonl``.
+3. Checks that both files hold the same rows, and reports wall time and peak RSS of each.
+The figures go to stdout as a Markdown table, ready for docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+OUT = os.path.join(HERE, "out")
+PY = sys.executable
+
+WRITE_CHECKPOINT = r"""
+import os, sys, shutil, tempfile
+from pyspark.sql import SparkSession, functions as F
+keys, cp, provider = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+b = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+     .config("spark.sql.shuffle.partitions", "4").config("spark.driver.memory", "6g")
+     .config("spark.sql.session.timeZone", "UTC"))
+if provider == "rocksdb":
+    b = b.config("spark.sql.streaming.stateStore.providerClass",
+                 "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+spark = b.getOrCreate()
+spark.sparkContext.setLogLevel("ERROR")
+src = tempfile.mkdtemp(prefix="sg-bench-src-")
+for i in range(2):
+    spark.range(i * keys // 2, (i + 1) * keys // 2).select(
+        F.format_string("key-%08d", "id").alias("k"), (F.col("id") % 97).alias("v")
+    ).write.mode("overwrite").parquet(os.path.join(src, f"part{i}"))
+schema = spark.read.parquet(os.path.join(src, "part0")).schema
+shutil.rmtree(cp, ignore_errors=True)
+stream = (spark.readStream.schema(schema).option("maxFilesPerTrigger", 1)
+          .parquet(os.path.join(src, "*")))
+q = (stream.groupBy("k").agg(F.count("*").alias("n"), F.sum("v").alias("total"))
+     .writeStream.format("noop").outputMode("update").option("checkpointLocation", cp)
+     .trigger(availableNow=True).start())
+q.awaitTermination()
+spark.stop()
+shutil.rmtree(src, ignore_errors=True)
+"""
+
+SPARK_READ = r"""
+import sys
+from pyspark.sql import SparkSession
+cp, out = sys.argv[1], sys.argv[2]
+spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+         .config("spark.driver.memory", "6g").config("spark.sql.session.timeZone", "UTC")
+         .getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+rows = spark.read.format("statestore").load(cp).toJSON().collect()
+with open(out, "w") as fh:
+    for r in rows:
+        fh.write(r)
+        fh.write("\n")
+spark.stop()
+"""
+
+
+def timed(cmd: list[str], stdout_path: str | None = None) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB) of one whole process tree (children's max RSS)."""
+    wrapper = [PY, "-c", _RUSAGE_WRAPPER, *cmd]
+    start = time.perf_counter()
+    out = open(stdout_path, "w") if stdout_path else subprocess.DEVNULL
+    try:
+        proc = subprocess.run(wrapper, stdout=out, stderr=subprocess.PIPE, text=True, check=False)
+    finally:
+        if stdout_path:
+            out.close()  # type: ignore[union-attr]
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
+    rss_line = [line for line in proc.stderr.splitlines() if line.startswith("MAXRSS_KB=")][-1]
+    return wall, int(rss_line.split("=")[1]) / 1024
+
+
+# Runs the command as a child and reports the largest RSS among its descendants.
+_RUSAGE_WRAPPER = r"""
+import resource, subprocess, sys
+rc = subprocess.call(sys.argv[1:])
+print(f"MAXRSS_KB={resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}", file=sys.stderr)
+sys.exit(rc)
+"""
+
+
+def same_rows(a: str, b: str) -> bool:
+    sys.path.insert(0, ROOT)
+    from tests.e2e.oracle import multiset
+
+    with open(a) as fa, open(b) as fb:
+        la, lb = fa.read().splitlines(), fb.read().splitlines()
+    if len(la) != len(lb):
+        print(f"row counts differ: {len(la)} vs {len(lb)}")
+        return False
+    if sorted(la) == sorted(lb):
+        return True
+    return multiset(la) == multiset(lb)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--keys", type=int, default=1_000_000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--provider", choices=("hdfs", "rocksdb"), default="hdfs")
+    args = ap.parse_args()
+    os.makedirs(OUT, exist_ok=True)
+    cp = os.path.join(OUT, f"agg-{args.provider}-{args.keys}")
+    if not os.path.isdir(os.path.join(cp, "commits")):
+        print(f"writing checkpoint {cp} with PySpark …", flush=True)
+        subprocess.run([PY, "-c", WRITE_CHECKPOINT, str(args.keys), cp, args.provider], check=True)
+    stateglass = shutil.which("stateglass", path=os.path.dirname(PY)) or "stateglass"
+    ours_out, spark_out = os.path.join(OUT, "ours.jsonl"), os.path.join(OUT, "spark.jsonl")
+    results: dict[str, list[tuple[float, float]]] = {"stateglass": [], "spark": []}
+    for i in range(args.runs):
+        results["spark"].append(timed([PY, "-c", SPARK_READ, cp, spark_out]))
+        results["stateglass"].append(timed([stateglass, "state", cp, "--format", "jsonl"], ours_out))
+        print(f"run {i + 1}: spark {results['spark'][-1][0]:.2f}s, "
+              f"stateglass {results['stateglass'][-1][0]:.2f}s", flush=True)
+    identical = same_rows(ours_out, spark_out)
+    best = {k: min(v) for k, v in results.items()}
+    peak = {k: max(r for _, r in v) for k, v in results.items()}
+    ratio = best["spark"][0] / best["stateglass"][0]
+    rows = sum(1 for _ in open(ours_out))
+    print()
+    print(f"date {dt.date.today()}, machine {platform.machine()} {os.cpu_count()} cores, "
+          f"python {platform.python_version()}, {args.provider}, {rows} rows, rows identical: "
+          f"{identical}")
+    print("| reader | best wall (s) | all runs (s) | peak RSS (MiB) |")
+    print("|---|---|---|---|")
+    for k in ("spark", "stateglass"):
+        runs = ", ".join(f"{w:.2f}" for w, _ in results[k])
+        print(f"| {k} | {best[k][0]:.2f} | {runs} | {peak[k]:.0f} |")
+    print(f"\nspeed-up: {ratio:.1f}x (target 15x); stateglass peak RSS {peak['stateglass']:.0f} MiB "
+          "(target < 1024)")
+    if not identical:
+        raise SystemExit("rows differ")
+
+
+if __name__ == "__main__":
+    resource.setrlimit(resource.RLIMIT_NOFILE, resource.getrlimit(resource.RLIMIT_NOFILE))
+    main()
