@@ -5,6 +5,8 @@ Examples::
     stateglass info /data/checkpoints/orders
     stateglass state /data/checkpoints/orders --batch-id 41 --format jsonl -o state.jsonl
     stateglass changes /data/checkpoints/orders --from 30 --to 41
+    stateglass state /data/checkpoints/sessions --state-var counts     # transformWithState
+    stateglass state /data/checkpoints/sessions --read-timers
     stateglass dashboard sample_checkpoints
 
 Errors print one line on stderr and exit with status 2.
@@ -37,7 +39,12 @@ def _add_store_args(p: argparse.ArgumentParser) -> None:
         "--state-var",
         default=None,
         metavar="NAME",
-        help="transformWithState: the state variable (column family) to read",
+        help="transformWithState: the state variable to read (Spark's stateVarName)",
+    )
+    p.add_argument(
+        "--read-timers",
+        action="store_true",
+        help="transformWithState: read the registered timers (Spark's readRegisteredTimers)",
     )
     p.add_argument(
         "--partition", type=int, action="append", metavar="P", help="only this partition (repeatable)"
@@ -76,6 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="B",
         help="read the state committed by batch B (state version B+1); default: last committed",
+    )
+    p_state.add_argument(
+        "--no-flatten",
+        action="store_true",
+        help="transformWithState: one row per key with the whole list (list_value) or map "
+        "(map_value), as Spark's flattenCollectionTypes=false",
     )
 
     p_changes = sub.add_parser("changes", help="change feed between two batches")

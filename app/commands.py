@@ -12,7 +12,14 @@ from typing import Any
 from app.errors import AppError
 from app.output import open_sink
 from collectors.checkpoint import Checkpoint, StoreInfo
-from collectors.state import StateRequest, StateSource, iter_raw_changes, iter_raw_state
+from collectors.state import (
+    StateRequest,
+    StateSource,
+    iter_raw_changes,
+    iter_raw_partitions,
+    iter_raw_state,
+)
+from parsers.state_rows import LIST_STATE, MAP_STATE, TIMER_STATE
 
 
 def _ranges(values: list[int]) -> str:
@@ -56,7 +63,38 @@ def store_summary(cp: Checkpoint, store: StoreInfo) -> dict[str, Any]:
         ]
         if store.uses_column_families
         else [],
+        "time_mode": store.time_mode,
+        "state_variables": [_state_variable(store, var.name) for var in store.state_variables],
     }
+
+
+def _state_variable(store: StoreInfo, name: str) -> dict[str, Any]:
+    """A transformWithState state variable: its kind, how to read it, the columns it gives."""
+    var = store.state_variable(name)
+    assert var is not None
+    out: dict[str, Any] = {
+        "name": name,
+        "kind": var.kind,
+        "ttl_enabled": var.ttl_enabled,
+        "option": "--read-timers" if var.kind == TIMER_STATE else f"--state-var {name}",
+    }
+    cf = store.column_family(name)
+    if cf is None:
+        return out
+    key, value = cf.key_schema.simple_string(), cf.value_schema.simple_string()
+    parts = {f.name: f.data_type.simple_string() for f in cf.key_schema.fields}
+    group, user = parts.get("key", "?"), parts.get("userKey", "?")
+    if var.kind == LIST_STATE:
+        out["columns"] = {"key": key, "list_element": value}
+        out["columns_no_flatten"] = {"key": key, "list_value": f"array<{value}>"}
+    elif var.kind == MAP_STATE:
+        out["columns"] = {"key": group, "user_map_key": user, "user_map_value": value}
+        out["columns_no_flatten"] = {"key": group, "map_value": f"map<{user},{value}>"}
+    elif var.kind == TIMER_STATE:
+        out["columns"] = {"key": group, "expiration_timestamp_ms": "bigint"}
+    else:
+        out["columns"] = {"key": key, "value": value}
+    return out
 
 
 def info(args: argparse.Namespace) -> int:
@@ -89,7 +127,14 @@ def info(args: argparse.Namespace) -> int:
         print(f"operator {s['operator_id']} ({s['operator_name']})  store {s['store_name']}")
         print(f"  provider   {s['provider']}, {s['num_partitions']} partitions")
         print(f"  versions   {_ranges(s['versions'])}  (batch ids {_ranges(s['batch_ids'])})")
-        if s["column_families"]:
+        if s["state_variables"]:
+            print(f"  time mode  {s['time_mode'] or 'none'}")
+            for var in s["state_variables"]:
+                ttl = ", TTL" if var["ttl_enabled"] else ""
+                print(f"  state var  {var['name']}  ({var['kind']}{ttl}; {var['option']})")
+                for column, type_ in var.get("columns", {}).items():
+                    print(f"    {column:<24} {type_}")
+        elif s["column_families"]:
             for cf in s["column_families"]:
                 print(f"  state var  {cf['name']}")
                 print(f"    key      {cf['key_schema']}")
@@ -107,6 +152,8 @@ def _request(args: argparse.Namespace, batch_id: int | None = None) -> StateRequ
         batch_id=batch_id,
         partitions=args.partition,
         state_var=args.state_var,
+        read_timers=args.read_timers,
+        flatten=not getattr(args, "no_flatten", False),
     )
 
 
@@ -114,14 +161,23 @@ def state(args: argparse.Namespace) -> int:
     cp = Checkpoint.open(args.checkpoint)
     request = _request(args, args.batch_id)
     source = StateSource(cp, request)
-    with open_sink(args.format, args.output, source.row_codec, args.time_zone) as sink:
+    codec = source.row_codec
+    with open_sink(args.format, args.output, codec, args.time_zone) as sink:
+        if codec.grouped:
+            for partition, items in iter_raw_partitions(source, args.batch_id):
+                with source.decoding(partition):
+                    sink.write_rows(partition, codec.partition_rows(items))
+            return 0
         for partition, key, value in iter_raw_state(source, args.batch_id):
             with source.decoding(partition):
-                sink.write_state(partition, key, value)
+                sink.write_state(partition, key, value)  # type: ignore[arg-type]
     return 0
 
 
 def changes(args: argparse.Namespace) -> int:
+    if args.read_timers:
+        # Spark 4.3's reader fails on it too (a ClassCastException in its change feed).
+        raise AppError("no change feed for registered timers: read them with state --read-timers")
     cp = Checkpoint.open(args.checkpoint)
     request = _request(args)
     source = StateSource(cp, request)
@@ -138,10 +194,14 @@ def dashboard(args: argparse.Namespace) -> int:
     if not os.path.isdir(args.path):
         raise AppError(f"{args.path}: no such directory")
     script = os.path.join(os.path.dirname(__file__), "dashboard.py")
+    # Open a browser only where there is a screen to show it on.
+    headless = args.headless or not (os.environ.get("DISPLAY") or sys.platform == "darwin")
+    print(f"StateGlass dashboard on http://localhost:{args.port} (Ctrl+C to stop)", flush=True)
     cmd = [
         sys.executable, "-m", "streamlit", "run", script,
         "--server.port", str(args.port),
-        "--server.headless", "true" if args.headless else "false",
+        "--server.headless", "true" if headless else "false",
+        "--server.showEmailPrompt", "false",
         "--browser.gatherUsageStats", "false",
         "--", os.path.abspath(args.path),
     ]

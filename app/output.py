@@ -14,16 +14,35 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
+from functools import cached_property
 from types import TracebackType
 from typing import IO, Any
 
 from app.errors import AppError, OutputError
 from parsers.sparkjson import render_row, row_json_encoder, state_line_encoder, to_python
-from parsers.state_rows import RowCodec
+from parsers.sparktypes import AtomicType, DataType, StructField, StructType
+from parsers.state_rows import Column, Row, RowCodec
 
 TABLE_CELL = 40  # characters; wider cells are cut with an ellipsis
 FLUSH_EVERY = 20_000  # lines buffered before one write: fewer syscalls, bounded memory
+
+PARTITION_ID: Column = ("partition_id", AtomicType("integer"))
+CHANGE_HEAD: tuple[Column, ...] = (("batch_id", AtomicType("long")), ("change_type", AtomicType("string")))
+
+
+def state_columns(codec: RowCodec) -> tuple[Column, ...]:
+    """Every column of a state row, as Spark's reader returns them."""
+    return (*codec.columns, PARTITION_ID)
+
+
+def change_columns(codec: RowCodec) -> tuple[Column, ...]:
+    """Every column of a change-feed row."""
+    return (*CHANGE_HEAD, *codec.change_columns, PARTITION_ID)
+
+
+def as_struct(columns: Sequence[Column]) -> StructType:
+    return StructType(tuple(StructField(name, dt) for name, dt in columns))
 
 
 def _open_text(path: str | None) -> IO[str]:
@@ -43,12 +62,23 @@ class Sink:
         self.time_zone = time_zone
         self.rows_written = 0
 
-    def write_state(self, partition: int, key: bytes, value: bytes | None) -> None:
+    def write_state(self, partition: int, key: bytes, value: bytes) -> None:
+        """One stored item: the rows of :meth:`RowCodec.rows`."""
+        self.write_rows(partition, self.codec.rows(key, value))
+
+    def write_rows(self, partition: int, rows: Iterable[Row]) -> None:
+        """State rows (``codec.columns`` order, without ``partition_id``) of one partition."""
         raise NotImplementedError
 
     def write_change(
         self, batch: int, change_type: str, partition: int, key: bytes, value: bytes | None
     ) -> None:
+        """One change record: the rows of :meth:`RowCodec.change_rows`."""
+        for row in self.codec.change_rows(change_type, key, value):
+            self.write_change_row((batch, change_type, *row, partition))
+
+    def write_change_row(self, row: Row) -> None:
+        """A whole change-feed row, in :func:`change_columns` order."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -62,14 +92,14 @@ class Sink:
     ) -> None:
         self.close()
 
-    def _pairs(self, key: bytes, value: bytes | None) -> list[tuple[Any, Any]]:
-        if value is None:
-            return self.codec.decode_change("delete", key, None)
-        return self.codec.decode(key, value)
-
 
 class JsonLinesSink(Sink):
-    """One JSON object per row, exactly as ``spark.read.format("statestore")…toJSON()``."""
+    """One JSON object per row, exactly as ``spark.read.format("statestore")…toJSON()``.
+
+    Plain key/value rows whose bytes are UnsafeRows go from bytes to text in one generated
+    step; every other shape (transformWithState list, map and timer rows, Avro) renders the
+    codec's output rows, leaving null columns out as Spark does.
+    """
 
     def __init__(self, codec: RowCodec, time_zone: str, path: str | None) -> None:
         super().__init__(codec, time_zone)
@@ -80,8 +110,14 @@ class JsonLinesSink(Sink):
             self.line = state_line_encoder(codec.key_schema, codec.value_schema, time_zone)
             self.key_bytes_json = row_json_encoder(codec.key_schema, time_zone)
             self.value_bytes_json = row_json_encoder(codec.value_schema, time_zone)
-        self.key_json = render_row(codec.key_schema, time_zone)
-        self.value_json = render_row(codec.value_schema, time_zone)
+
+    @cached_property
+    def state_json(self) -> Callable[[Row], str]:
+        return render_row(as_struct(state_columns(self.codec)), self.time_zone)
+
+    @cached_property
+    def change_json(self) -> Callable[[Row], str]:
+        return render_row(as_struct(change_columns(self.codec)), self.time_zone)
 
     def _emit(self, text: str) -> None:
         self.buf.append(text)
@@ -95,31 +131,35 @@ class JsonLinesSink(Sink):
             self.out.write("\n".join(self.buf))
             self.buf.clear()
 
-    def write_state(self, partition: int, key: bytes, value: bytes | None) -> None:
+    def write_state(self, partition: int, key: bytes, value: bytes) -> None:
         if self.fast:
             payloads = self.codec.payloads(key, value)
             if payloads is not None:
                 self._emit(self.line(payloads[0], payloads[1], partition))
             return
-        for k, v in self._pairs(key, value):
-            val = "" if v is None else f',"value":{self.value_json(v)}'
-            self._emit(f'{{"key":{self.key_json(k)}{val},"partition_id":{partition}}}')
+        self.write_rows(partition, self.codec.rows(key, value))
+
+    def write_rows(self, partition: int, rows: Iterable[Row]) -> None:
+        render = self.state_json
+        for row in rows:
+            self._emit(render((*row, partition)))
 
     def write_change(
         self, batch: int, change_type: str, partition: int, key: bytes, value: bytes | None
     ) -> None:
-        head = f'{{"batch_id":{batch},"change_type":"{change_type}","key":'
         if self.fast:
             payloads = self.codec.payloads(key, value)
             if payloads is None:
                 return
             k, v = payloads
+            head = f'{{"batch_id":{batch},"change_type":"{change_type}","key":'
             val = "" if v is None else f',"value":{self.value_bytes_json(v)}'
             self._emit(f'{head}{self.key_bytes_json(k)}{val},"partition_id":{partition}}}')
             return
-        for dk, dv in self._pairs(key, value):
-            val = "" if dv is None else f',"value":{self.value_json(dv)}'
-            self._emit(f'{head}{self.key_json(dk)}{val},"partition_id":{partition}}}')
+        super().write_change(batch, change_type, partition, key, value)
+
+    def write_change_row(self, row: Row) -> None:
+        self._emit(self.change_json(row))
 
     def close(self) -> None:
         self.flush()
@@ -129,18 +169,58 @@ class JsonLinesSink(Sink):
             self.out.flush()
 
 
+class _Columns:
+    """Output columns as flat cells: a struct column becomes one cell per field."""
+
+    def __init__(self, columns: Sequence[Column], time_zone: str) -> None:
+        self.names: list[str] = []
+        self.convert: list[Callable[[Any], list[Any]]] = []
+        for name, dt in columns:
+            if isinstance(dt, StructType):
+                fields = _deduped(dt.names)
+                self.names.extend(f"{name}.{f}" for f in fields)
+                self.convert.append(_struct_cells(to_python(dt, time_zone), fields))
+            else:
+                self.names.append(name)
+                self.convert.append(_single_cell(name, dt, time_zone))
+
+    def cells(self, row: Row) -> list[Any]:
+        out: list[Any] = []
+        for convert, value in zip(self.convert, row, strict=True):
+            out.extend(convert(value))
+        return out
+
+
+def _struct_cells(py: Callable[[Any], dict[str, Any]], fields: list[str]) -> Callable[[Any], list[Any]]:
+    def cells(value: Any) -> list[Any]:
+        # to_python leaves null fields out; line cells up with the schema's fields.
+        found = py(value) if value is not None else {}
+        return [found.get(f) for f in fields]
+
+    return cells
+
+
+def _single_cell(name: str, dt: DataType, time_zone: str) -> Callable[[Any], list[Any]]:
+    py = to_python(StructType((StructField(name, dt),)), time_zone)
+    return lambda value: [None if value is None else py((value,)).get(name)]
+
+
 class TableSink(Sink):
     """A fixed-width text table, one column per top-level key and value field."""
 
     def __init__(self, codec: RowCodec, time_zone: str, path: str | None) -> None:
         super().__init__(codec, time_zone)
         self.path = path
-        self.key_py = to_python(codec.key_schema, time_zone)
-        self.value_py = to_python(codec.value_schema, time_zone)
-        self.key_names = [f"key.{f.name}" for f in codec.key_schema.fields]
-        self.value_names = [f"value.{f.name}" for f in codec.value_schema.fields]
         self.header: list[str] = []
         self.rows: list[list[str]] = []
+
+    @cached_property
+    def state_cells(self) -> _Columns:
+        return _Columns(self.codec.columns, self.time_zone)
+
+    @cached_property
+    def change_cells(self) -> _Columns:
+        return _Columns(self.codec.change_columns, self.time_zone)
 
     @staticmethod
     def _cell(v: Any) -> str:
@@ -149,30 +229,20 @@ class TableSink(Sink):
         text = v if isinstance(v, str) else json.dumps(v, default=str, ensure_ascii=False)
         return text if len(text) <= TABLE_CELL else text[: TABLE_CELL - 1] + "…"
 
-    def _cells(self, key: Any, value: Any) -> list[str]:
-        k = list(self.key_py(key).values()) if key is not None else []
-        kd = self.key_py(key)
-        vd = self.value_py(value) if value is not None else {}
-        # to_python leaves null fields out; line cells up with the schema's fields.
-        return [self._cell(kd.get(n)) for n in _deduped(self.codec.key_schema.names)] + [
-            self._cell(vd.get(n)) for n in _deduped(self.codec.value_schema.names)
-        ] if k is not None else []
-
-    def write_state(self, partition: int, key: bytes, value: bytes | None) -> None:
-        self.header = self.header or ["partition_id", *self.key_names, *self.value_names]
-        for k, v in self._pairs(key, value):
-            self.rows.append([str(partition), *self._cells(k, v)])
+    def write_rows(self, partition: int, rows: Iterable[Row]) -> None:
+        columns = self.state_cells
+        self.header = self.header or ["partition_id", *columns.names]
+        for row in rows:
+            self.rows.append([str(partition), *map(self._cell, columns.cells(row))])
             self.rows_written += 1
 
-    def write_change(
-        self, batch: int, change_type: str, partition: int, key: bytes, value: bytes | None
-    ) -> None:
-        self.header = self.header or [
-            "batch_id", "change_type", "partition_id", *self.key_names, *self.value_names,
-        ]
-        for k, v in self._pairs(key, value):
-            self.rows.append([str(batch), change_type, str(partition), *self._cells(k, v)])
-            self.rows_written += 1
+    def write_change_row(self, row: Row) -> None:
+        columns = self.change_cells
+        self.header = self.header or ["batch_id", "change_type", "partition_id", *columns.names]
+        batch, change_type, *rest, partition = row
+        cells = map(self._cell, columns.cells(tuple(rest)))
+        self.rows.append([str(batch), str(change_type), str(partition), *cells])
+        self.rows_written += 1
 
     def close(self) -> None:
         out = _open_text(self.path)
@@ -202,56 +272,67 @@ def _deduped(names: list[str]) -> list[str]:
     return out
 
 
+_PARQUET_ATOMIC = {"long": "int64", "integer": "int32", "string": "string"}
+
+
 class ParquetSink(Sink):
-    """Parquet with ``key`` and ``value`` struct columns (values as Spark's JSON gives them)."""
+    """Parquet with one column per output column: structs, arrays and maps as Spark's JSON."""
 
     def __init__(self, codec: RowCodec, time_zone: str, path: str | None) -> None:
         super().__init__(codec, time_zone)
         if path is None:
             raise AppError("--format parquet needs -o FILE")
         self.path = path
-        self.key_py = to_python(codec.key_schema, time_zone)
-        self.value_py = to_python(codec.value_schema, time_zone)
-        self.columns: dict[str, list[Any]] = {}
+        self.names: list[str] = []
+        self.types: list[DataType] = []
+        self.values: list[list[Any]] = []
+        self.convert: list[Callable[[Any], Any]] = []
 
-    def _add(self, **cols: Any) -> None:
-        for name, v in cols.items():
-            self.columns.setdefault(name, []).append(v)
+    def _start(self, columns: Sequence[Column]) -> None:
+        if self.names:
+            return
+        for name, dt in columns:
+            self.names.append(name)
+            self.types.append(dt)
+            self.values.append([])
+            self.convert.append(self._converter(name, dt))
+
+    def _converter(self, name: str, dt: DataType) -> Callable[[Any], Any]:
+        if isinstance(dt, AtomicType) and dt.name in _PARQUET_ATOMIC:
+            return lambda v: v
+        py = to_python(StructType((StructField(name, dt),)), self.time_zone)
+
+        def to_json(v: Any) -> Any:
+            if v is None:
+                return None
+            return json.dumps(py((v,)).get(name), default=str, ensure_ascii=False)
+
+        return to_json
+
+    def _add(self, row: Row) -> None:
+        for column, convert, value in zip(self.values, self.convert, row, strict=True):
+            column.append(convert(value))
         self.rows_written += 1
 
-    def write_state(self, partition: int, key: bytes, value: bytes | None) -> None:
-        for k, v in self._pairs(key, value):
-            self._add(
-                key=json.dumps(self.key_py(k), default=str, ensure_ascii=False),
-                value=None if v is None else json.dumps(self.value_py(v), default=str, ensure_ascii=False),
-                partition_id=partition,
-            )
+    def write_rows(self, partition: int, rows: Iterable[Row]) -> None:
+        self._start(state_columns(self.codec))
+        for row in rows:
+            self._add((*row, partition))
 
-    def write_change(
-        self, batch: int, change_type: str, partition: int, key: bytes, value: bytes | None
-    ) -> None:
-        for k, v in self._pairs(key, value):
-            self._add(
-                batch_id=batch,
-                change_type=change_type,
-                key=json.dumps(self.key_py(k), default=str, ensure_ascii=False),
-                value=None if v is None else json.dumps(self.value_py(v), default=str, ensure_ascii=False),
-                partition_id=partition,
-            )
+    def write_change_row(self, row: Row) -> None:
+        self._start(change_columns(self.codec))
+        self._add(row)
 
     def close(self) -> None:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        types: dict[str, Any] = {
-            "batch_id": pa.int64(),
-            "change_type": pa.string(),
-            "key": pa.string(),
-            "value": pa.string(),
-            "partition_id": pa.int32(),
-        }
-        names = list(self.columns) or ["key", "value", "partition_id"]
-        table = pa.table([pa.array(self.columns.get(n, []), type=types[n]) for n in names], names=names)
+        self._start(state_columns(self.codec))
+        arrays = []
+        for dt, values in zip(self.types, self.values, strict=True):
+            kind = _PARQUET_ATOMIC.get(dt.name, "string") if isinstance(dt, AtomicType) else "string"
+            arrays.append(pa.array(values, type=getattr(pa, kind)()))
+        table = pa.table(arrays, names=self.names)
         try:
             pq.write_table(table, self.path)
         except OSError as exc:

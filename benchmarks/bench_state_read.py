@@ -20,7 +20,6 @@ import argparse
 import datetime as dt
 import os
 import platform
-import resource
 import shutil
 import subprocess
 import sys
@@ -77,30 +76,45 @@ spark.stop()
 """
 
 
+def _tree_rss_kib(root: int) -> int:
+    """Summed RSS of ``root`` and all its descendants, from /proc (Linux)."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid, ppid = int(entry), int(fields[1])
+        children.setdefault(ppid, []).append(pid)
+        rss[pid] = int(fields[21]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += rss.get(pid, 0)
+        todo.extend(children.get(pid, []))
+    return total
+
+
 def timed(cmd: list[str], stdout_path: str | None = None) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one whole process tree (children's max RSS)."""
-    wrapper = [PY, "-c", _RUSAGE_WRAPPER, *cmd]
-    start = time.perf_counter()
+    """Wall seconds and peak RSS (MiB) of a whole process tree (JVM included), sampled."""
     out = open(stdout_path, "w") if stdout_path else subprocess.DEVNULL
-    try:
-        proc = subprocess.run(wrapper, stdout=out, stderr=subprocess.PIPE, text=True, check=False)
-    finally:
-        if stdout_path:
-            out.close()  # type: ignore[union-attr]
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, text=True)
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, _tree_rss_kib(proc.pid))
+        time.sleep(0.05)
     wall = time.perf_counter() - start
+    stderr = proc.stderr.read() if proc.stderr else ""
+    if stdout_path:
+        out.close()  # type: ignore[union-attr]
     if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
-    rss_line = [line for line in proc.stderr.splitlines() if line.startswith("MAXRSS_KB=")][-1]
-    return wall, int(rss_line.split("=")[1]) / 1024
-
-
-# Runs the command as a child and reports the largest RSS among its descendants.
-_RUSAGE_WRAPPER = r"""
-import resource, subprocess, sys
-rc = subprocess.call(sys.argv[1:])
-print(f"MAXRSS_KB={resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}", file=sys.stderr)
-sys.exit(rc)
-"""
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{stderr[-3000:]}")
+    return wall, peak / 1024
 
 
 def same_rows(a: str, b: str) -> bool:
@@ -157,5 +171,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    resource.setrlimit(resource.RLIMIT_NOFILE, resource.getrlimit(resource.RLIMIT_NOFILE))
     main()

@@ -32,6 +32,23 @@ DEFAULT_STORE = "default"
 _NOT_STORES = frozenset({"_metadata", "SSTs", "logs", "archive"})
 HDFS = "hdfs"
 ROCKSDB = "rocksdb"
+# Operators whose state Spark's reader reads one state variable at a time (``twsShortNameSeq``).
+TWS_OPERATORS = frozenset(
+    {"transformWithStateExec", "transformWithStateInPandasExec", "transformWithStateInPySparkExec"}
+)
+
+
+@dataclass(frozen=True)
+class StateVariable:
+    """A transformWithState state variable, from operator metadata v2's ``stateVariables``.
+
+    ``kind`` is ``ValueState``, ``ListState``, ``MapState`` or ``TimerState`` (the timers'
+    ``$eventTimers_keyToTimestamp`` / ``$procTimers_keyToTimestamp`` column family).
+    """
+
+    name: str
+    kind: str
+    ttl_enabled: bool = False
 
 
 @dataclass(frozen=True)
@@ -47,6 +64,19 @@ class StoreInfo:
     column_families: tuple[ColumnFamilySchema, ...] = field(default=(), compare=False)
     num_cols_prefix_key: int = 0
     uses_column_families: bool = False
+    # transformWithState: its time mode and state variables (operator metadata v2).
+    time_mode: str | None = None
+    state_variables: tuple[StateVariable, ...] = field(default=(), compare=False)
+
+    @property
+    def is_transform_with_state(self) -> bool:
+        return self.operator_name in TWS_OPERATORS
+
+    def state_variable(self, name: str) -> StateVariable | None:
+        for var in self.state_variables:
+            if var.name == name:
+                return var
+        return None
 
     @property
     def key_schema(self) -> StructType | None:
@@ -267,6 +297,7 @@ class Checkpoint:
                     else (conf.shuffle_partitions if conf and conf.shuffle_partitions else len(partitions))
                 )
                 cfs = schema.column_families if schema else ()
+                time_mode, state_vars = _tws_properties(meta)
                 stores.append(
                     StoreInfo(
                         operator_id=op,
@@ -278,6 +309,8 @@ class Checkpoint:
                         column_families=cfs,
                         num_cols_prefix_key=info.num_cols_prefix_key if info else 0,
                         uses_column_families=bool(schema and schema.format_version >= 3),
+                        time_mode=time_mode,
+                        state_variables=state_vars,
                     )
                 )
             out.append(OperatorInfo(op, name, tuple(stores)))
@@ -315,13 +348,43 @@ def _strip_file_uri(path: str) -> str:
     return path
 
 
+def _tws_properties(meta: OperatorMetadata | None) -> tuple[str | None, tuple[StateVariable, ...]]:
+    """Time mode and state variables of a transformWithState operator (v2 metadata only)."""
+    props = meta.operator_properties if meta is not None else None
+    if not props or meta is None or meta.operator_name not in TWS_OPERATORS:
+        return None, ()
+    time_mode = props.get("timeMode")
+    found = []
+    for var in props.get("stateVariables") or ():
+        if not isinstance(var, dict):
+            continue
+        name, kind = var.get("stateName"), var.get("stateVariableType")
+        if isinstance(name, str) and isinstance(kind, str):
+            found.append(StateVariable(name, kind, bool(var.get("ttlEnabled", False))))
+    return (time_mode if isinstance(time_mode, str) else None), tuple(found)
+
+
 def _guess_operator_name(cp: Checkpoint, op: int, partitions: list[int]) -> str:
-    """Spark 3.x writes no operator metadata; name the operator from what its stores look like."""
+    """Spark 3.x writes no operator metadata: name the operator from its stores' schemas.
+
+    Inferred names end with ``?`` so that nobody mistakes them for Spark's own.
+    """
     stores = cp._store_names_on_disk(op, partitions)
     if any(s.startswith(("left-", "right-")) for s in stores):
-        return "symmetricHashJoin"
-    return "unknown"
-
+        return "symmetricHashJoin?"
+    schema = cp._schema(op, "default", None) if "default" in stores else None
+    if schema is None or not schema.column_families:
+        return "unknown"
+    key, value = schema.column_families[0].key_schema, schema.column_families[0].value_schema
+    if value.names == ["__dummy__"]:
+        return "dedupe?"
+    if value.names == ["expiresAtMicros"]:
+        return "dedupeWithinWatermark?"
+    if "groupState" in value.names or "timeoutTimestamp" in value.names:
+        return "flatMapGroupsWithState?"
+    if key.names and key.names[-1] == "sessionStartTime":
+        return "sessionWindowStateStoreSaveExec?"
+    return "stateStoreSave?"
 
 __all__ = [
     "DEFAULT_STORE",
@@ -330,5 +393,6 @@ __all__ = [
     "Checkpoint",
     "CheckpointError",
     "OperatorInfo",
+    "StateVariable",
     "StoreInfo",
 ]

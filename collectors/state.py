@@ -20,7 +20,19 @@ from collectors.checkpoint import Checkpoint, StoreInfo
 from collectors.errors import CheckpointError, CorruptFile, NotFound, UnsupportedCheckpoint
 from collectors.stores import StoreContext, StoreReader, open_store
 from parsers.errors import ParseError, UnsupportedFormat
-from parsers.state_rows import RowCodec, StoreSpec
+from parsers.state_rows import (
+    LIST_STATE,
+    STATE_VARIABLE_TYPES,
+    TIMER_STATE,
+    RowCodec,
+    StoreSpec,
+)
+
+# readRegisteredTimers reads ``TimerStateUtils.getTimerStateVarNames(timeMode)._1``.
+TIMER_VARIABLES = {
+    "EventTime": "$eventTimers_keyToTimestamp",
+    "ProcessingTime": "$procTimers_keyToTimestamp",
+}
 
 
 @dataclass(frozen=True)
@@ -32,6 +44,9 @@ class StateRequest:
     batch_id: int | None = None
     partitions: Sequence[int] | None = None
     state_var: str | None = None
+    # transformWithState, as Spark's readRegisteredTimers and flattenCollectionTypes options.
+    read_timers: bool = False
+    flatten: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,9 +94,18 @@ class StateSource:
         store = self.store
         where = self.cp.store_dir(store.operator_id, 0, store.store_name)
         cf_id: int | None = None
-        if store.uses_column_families:
+        kind: str | None = None
+        if store.is_transform_with_state and store.state_variables:
+            var, kind = self._tws_variable(where)
+            schema = store.column_family(var)
+            if schema is None:
+                raise UnsupportedCheckpoint(where, f"state variable {var!r} has no schema entry")
+            cf_id = self._cf_id(var)
+        elif store.uses_column_families:
             names = [cf.name for cf in store.column_families]
-            var = self.request.state_var
+            var = self.request.state_var or ""
+            if self.request.read_timers:
+                raise NotFound(where, "--read-timers is only for transformWithState operators")
             if not var:
                 raise NotFound(
                     where,
@@ -93,6 +117,13 @@ class StateSource:
                 raise NotFound(where, f"no state variable {var!r} (known: {', '.join(names)})")
             cf_id = self._cf_id(var)
         else:
+            if self.request.state_var or self.request.read_timers:
+                option = "--state-var" if self.request.state_var else "--read-timers"
+                raise NotFound(
+                    where,
+                    f"{option} is only for transformWithState operators "
+                    f"(operator {store.operator_id} is {store.operator_name})",
+                )
             schema = store.column_family(None)
         if schema is None:
             raise UnsupportedCheckpoint(where, "no state schema file found for this store")
@@ -103,13 +134,56 @@ class StateSource:
             key_encoder_spec=schema.key_state_encoder_spec if store.uses_column_families else None,
             num_cols_prefix_key=store.num_cols_prefix_key,
             cf_id=cf_id,
+            multi_value=kind == LIST_STATE,
             row_checksum=self.row_checksum,
             encoding_format=self.encoding_format,
+            state_kind=kind,
+            flatten=self.request.flatten,
         )
         try:
             return RowCodec(spec)
         except ParseError as exc:
             raise UnsupportedCheckpoint(where, exc.why) from exc
+
+    def _tws_variable(self, where: str) -> tuple[str, str]:
+        """The (column family, kind) a transformWithState read asks for, checked as Spark does.
+
+        ``--state-var`` names a ValueState, ListState or MapState; ``--read-timers`` reads
+        the operator's TimerState (``$eventTimers_keyToTimestamp`` or
+        ``$procTimers_keyToTimestamp`` by time mode). One of them is required.
+        """
+        store, request = self.store, self.request
+        user_vars = [v.name for v in store.state_variables if v.kind != TIMER_STATE]
+        known = ", ".join(user_vars) or "none"
+        if request.read_timers:
+            if request.state_var:
+                raise NotFound(where, "--state-var and --read-timers cannot be used together")
+            name = TIMER_VARIABLES.get(store.time_mode or "")
+            if name is None:
+                raise NotFound(
+                    where, f"no registered timers in time mode {store.time_mode or 'None'}"
+                )
+        else:
+            if not request.state_var:
+                timers = " or --read-timers" if store.time_mode in TIMER_VARIABLES else ""
+                raise NotFound(
+                    where,
+                    "a transformWithState operator is read one state variable at a time: "
+                    f"pick one with --state-var{timers} (state variables: {known})",
+                )
+            name = request.state_var
+        var = store.state_variable(name)
+        if var is None:
+            raise NotFound(
+                where,
+                f"state variable {name!r} is not defined for the transformWithState operator "
+                f"(state variables: {known})",
+            )
+        if var.kind == TIMER_STATE and not request.read_timers:
+            raise NotFound(where, f"{name!r} holds the registered timers: read it with --read-timers")
+        if var.kind not in STATE_VARIABLE_TYPES:
+            raise UnsupportedCheckpoint(where, f"state variable type {var.kind!r} of {name!r}")
+        return var.name, var.kind
 
     def _cf_id(self, name: str) -> int:
         """Virtual column family ids live only in the zips' metadata: ask the newest one."""
@@ -183,6 +257,18 @@ def iter_raw_state(source: StateSource, batch_id: int | None) -> Iterator[RawIte
     for partition in source.partitions:
         for key, value in source.reader(partition).load(version):
             yield partition, key, value
+
+
+def iter_raw_partitions(
+    source: StateSource, batch_id: int | None
+) -> Iterator[tuple[int, Iterator[tuple[bytes, bytes]]]]:
+    """``(partition, its (key bytes, value bytes))`` at state version batch id + 1.
+
+    For codecs that need a whole partition at once (:attr:`RowCodec.grouped`).
+    """
+    version = source.cp.resolve_batch(batch_id) + 1
+    for partition in source.partitions:
+        yield partition, source.reader(partition).load(version)
 
 
 def iter_raw_changes(source: StateSource, from_batch: int, to_batch: int | None) -> Iterator[RawChange]:

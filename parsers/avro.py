@@ -365,19 +365,75 @@ def _map(data_type: MapType, what: str) -> Reader:
     min_size = 1 + _min_size(data_type.value_type, _is_complex(data_type.value_type))
 
     def read(buf: bytes, pos: int) -> tuple[Any, int]:
-        keys: list[Any] = []
+        raw_keys: list[bytes] = []
         values: list[Any] = []
         while True:
             count, pos = _block_count(buf, pos, min_size, what)
             if not count:
-                return _map_value(keys, values), pos
+                return _map_value(raw_keys, values), pos
             for _ in range(count):
-                key, pos = _read_string(buf, pos)
+                key, pos = _read_bytes(buf, pos, "map key")
                 value, pos = value_reader(buf, pos)
-                keys.append(key)
+                raw_keys.append(key)
                 values.append(value)
 
     return read
+
+
+# ---------------------------------------------------------------------------------------------
+# Map order. Spark reads an Avro map into a java.util.HashMap (Avro's fast reader:
+# ``new HashMap<>()``, keys are ``Utf8``) and builds its MapData by iterating that, so the
+# entries come back in hash order, not in stored order.
+
+_TREEIFY_THRESHOLD = 8
+_MIN_TREEIFY_CAPACITY = 64
+
+
+def utf8_hash(raw: bytes) -> int:
+    """``org.apache.avro.util.Utf8.hashCode()`` (``Arrays.hashCode`` of the signed bytes)."""
+    h = 1
+    for b in raw:
+        h = (31 * h + (b - 256 if b > 127 else b)) & _MASK32
+    return h
+
+
+def java_hash_map_order(raw_keys: list[bytes]) -> list[int]:
+    """Positions of the distinct keys in the order a default ``java.util.HashMap`` iterates.
+
+    Within a bucket a HashMap keeps insertion order, and a resize keeps it too, so the order
+    is (bucket in the final table, first insertion). The final capacity starts at 16 and
+    doubles whenever the size passes 3/4 of it, or when a bucket reaches nine entries in a
+    table smaller than 64. Not modelled: a bucket of nine or more entries in a table of 64 or
+    more becomes a red-black tree, whose iteration order differs; that takes nine keys
+    whose hashes agree in their low six or more bits (after ``h ^ h >>> 16``).
+    """
+    capacity, threshold = 16, 12
+    spread: dict[bytes, int] = {}
+    chains: dict[int, int] = {}
+    for key in raw_keys:
+        if key in spread:
+            continue  # put() replaces the value in place
+        h = utf8_hash(key)
+        h ^= h >> 16
+        spread[key] = h
+        bucket = h & (capacity - 1)
+        chains[bucket] = chains.get(bucket, 0) + 1
+        grow = chains[bucket] > _TREEIFY_THRESHOLD and capacity < _MIN_TREEIFY_CAPACITY
+        if grow:
+            capacity, threshold = capacity * 2, threshold * 2
+        if len(spread) > threshold:
+            capacity, threshold = capacity * 2, threshold * 2
+            grow = True
+        if grow:
+            chains = {}
+            for value in spread.values():
+                b = value & (capacity - 1)
+                chains[b] = chains.get(b, 0) + 1
+    first: dict[bytes, int] = {}
+    for i, key in enumerate(raw_keys):
+        first.setdefault(key, i)
+    mask = capacity - 1
+    return sorted(first.values(), key=lambda i: (spread[raw_keys[i]] & mask, i))
 
 
 def _struct_value(values: list[Any]) -> Any:
@@ -388,5 +444,8 @@ def _array_value(items: list[Any]) -> Any:
     return items
 
 
-def _map_value(keys: list[Any], values: list[Any]) -> Any:
-    return list(zip(keys, values, strict=True))
+def _map_value(raw_keys: list[bytes], values: list[Any]) -> Any:
+    if len(raw_keys) < 2:
+        return [(_string_value(k), v) for k, v in zip(raw_keys, values, strict=True)]
+    last = dict(zip(raw_keys, values, strict=True))  # a repeated key keeps its last value
+    return [(_string_value(raw_keys[i]), last[raw_keys[i]]) for i in java_hash_map_order(raw_keys)]

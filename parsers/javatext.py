@@ -280,9 +280,15 @@ def java_double_to_string(x: float) -> str:
     return _java_layout(bool(sign), digits, exp10)
 
 
-@lru_cache(maxsize=65536)
 def java_float_to_string(x: float) -> str:
     """``Float.toString((float) x)`` as printed by Java 17; ``x`` must be a float32 value."""
+    if x == 0.0:  # 0.0 == -0.0, so zeros must not reach the cache
+        return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
+    return _float_text(x)
+
+
+@lru_cache(maxsize=65536)
+def _float_text(x: float) -> str:
     bits = _I.unpack(_F.pack(x))[0]
     negative = bool(bits >> 31)
     fract = bits & 0x7FFFFF

@@ -469,6 +469,10 @@ def fstring_literal(text: str) -> str:
     return "".join(out)
 
 
+# What a struct/slice/int conversion raises on damaged bytes (wrapped as CorruptData).
+_FOREIGN = (struct.error, IndexError, ValueError, OverflowError)
+
+
 def _signed_big_endian(raw: bytes) -> int:
     return int.from_bytes(raw, "big", signed=True)
 
@@ -496,7 +500,8 @@ def _runtime(zone: TimeZoneSpec) -> dict[str, Any]:
             "_q": json_quote,
             "_map": map,
             "_str": str,
-            "_foreign": (struct.error, IndexError, ValueError, OverflowError),
+            "_foreign": _FOREIGN,
+            "_fast_errors": (CorruptData, *_FOREIGN),
             "_wrap": wrap_foreign_errors,
             "CorruptData": CorruptData,
         }
@@ -547,7 +552,8 @@ class _JsonWriter:
         if fmt in _FIXED_TEXT:
             return _FIXED_TEXT[fmt].format(v=slots[0])
         size, off = slots
-        src.emit(indent, f"{off} += {base}")
+        if base != "0":
+            src.emit(indent, f"{off} += {base}")
         if fmt == "calendar":
             return f"_calj(_cal({buf}, {off}, {size}, {end}))"
         stop = var_bytes_check(src, indent, kind.replace("_", " "), off, size, end)
@@ -568,17 +574,19 @@ class _JsonWriter:
 
     # --- structs ------------------------------------------------------------------------------
 
-    def struct_body(
-        self, indent: int, st: StructType, buf: str, base: str, end: str, target: str
-    ) -> None:
-        """Emit statements leaving the JSON object text of the struct at ``base`` in ``target``."""
+    def struct_unpack(
+        self, indent: int, st: StructType, buf: str, base: str
+    ) -> tuple[list[str], list[tuple[str, ...]]]:
+        """Emit the one ``unpack_from`` of a struct's fixed region.
+
+        Returns the null-bitset word variables and, per field, its slot variables: one
+        for a fixed value, (size, relative offset) for a variable-length one, none for void.
+        """
         src = self.src
-        fields = st.fields
-        if not fields:
-            src.emit(indent, f"{target} = '{{}}'")
-            return
-        kinds = [slot_kind(f.data_type) for f in fields]
-        words = (len(fields) + 63) >> 6
+        kinds = [slot_kind(f.data_type) for f in st.fields]
+        if not kinds:
+            return [], []
+        words = (len(kinds) + 63) >> 6
         layout = "<" + "Q" * words + "".join(slot_code(k) for k in kinds)
         reader = src.const(struct.Struct(layout).unpack_from, "_S")
         nulls = [src.fresh("n") for _ in range(words)]
@@ -595,23 +603,65 @@ class _JsonWriter:
                 one = (src.fresh("v"),)
                 slot_vars.append(one)
                 flat += one
-        names = [fstring_literal(json_quote(f.name)) for f in fields]
         src.emit(indent, f"{', '.join(flat)}{',' if len(flat) == 1 else ''} = {reader}({buf}, {base})")
-        # Fast path: no null field, one f-string.
-        src.emit(indent, f"if not ({' | '.join(nulls)}):")
+        return nulls, slot_vars
+
+    def struct_fast(
+        self,
+        indent: int,
+        st: StructType,
+        slot_vars: list[tuple[str, ...]],
+        buf: str,
+        base: str,
+        end: str,
+    ) -> str:
+        """Emit the field texts of a struct without null fields; return the f-string body.
+
+        The body is the inside of the object, ``"a":{t1},"b":{v2}``, in f-string syntax.
+        """
         pieces = []
-        for i, field in enumerate(fields):
-            expr = self.text(indent + 1, field.data_type, slot_vars[i], buf, base, end)
-            pieces.append(f"{names[i]}:{{{expr}}}")
-        src.emit(indent + 1, f"{target} = f'{{{{{','.join(pieces)}}}}}'")
-        src.emit(indent, "else:")
+        for field, slots in zip(st.fields, slot_vars):
+            expr = self.text(indent, field.data_type, slots, buf, base, end)
+            pieces.append(f"{fstring_literal(json_quote(field.name))}:{{{expr}}}")
+        return ",".join(pieces)
+
+    def struct_slow(
+        self,
+        indent: int,
+        st: StructType,
+        nulls: list[str],
+        slot_vars: list[tuple[str, ...]],
+        buf: str,
+        base: str,
+        end: str,
+        target: str,
+    ) -> None:
+        """Emit the general case: skip null fields, join the others into ``target``."""
+        src = self.src
         parts = src.fresh("p")
-        src.emit(indent + 1, f"{parts} = []")
-        for i, field in enumerate(fields):
-            src.emit(indent + 1, f"if not {nulls[i >> 6]} & {1 << (i & 63)}:")
-            expr = self.text(indent + 2, field.data_type, slot_vars[i], buf, base, end)
-            src.emit(indent + 2, f"{parts}.append(f'{names[i]}:{{{expr}}}')")
-        src.emit(indent + 1, f"{target} = '{{' + ','.join({parts}) + '}}'")
+        src.emit(indent, f"{parts} = []")
+        for i, field in enumerate(st.fields):
+            src.emit(indent, f"if not {nulls[i >> 6]} & {1 << (i & 63)}:")
+            expr = self.text(indent + 1, field.data_type, slot_vars[i], buf, base, end)
+            name = fstring_literal(json_quote(field.name))
+            src.emit(indent + 1, f"{parts}.append(f'{name}:{{{expr}}}')")
+        src.emit(indent, f"{target} = '{{' + ','.join({parts}) + '}}'")
+
+    def struct_body(
+        self, indent: int, st: StructType, buf: str, base: str, end: str, target: str
+    ) -> None:
+        """Emit statements leaving the JSON object text of the struct at ``base`` in ``target``."""
+        src = self.src
+        if not st.fields:
+            src.emit(indent, f"{target} = '{{}}'")
+            return
+        nulls, slot_vars = self.struct_unpack(indent, st, buf, base)
+        # Most rows have no null field: then one f-string makes the whole object.
+        src.emit(indent, f"if not ({' | '.join(nulls)}):")
+        body = self.struct_fast(indent + 1, st, slot_vars, buf, base, end)
+        src.emit(indent + 1, f"{target} = f'{{{{{body}}}}}'")
+        src.emit(indent, "else:")
+        self.struct_slow(indent + 1, st, nulls, slot_vars, buf, base, end, target)
 
     # --- nested functions ---------------------------------------------------------------------
 
@@ -745,11 +795,33 @@ def state_line_encoder(
     _check_supported(value_schema)
     src = Source(_runtime(TimeZoneSpec(zone)))
     writer = _JsonWriter(src)
-    src.emit(0, "def line(kb, vb, pid):")
+    # The general function: any nulls, a missing value, errors labelled key/value row.
+    src.emit(0, "def general(kb, vb, pid):")
     _emit_guarded_body(writer, key_schema, "kb", "k_", "key row: ")
     src.emit(1, "if vb is None: return f'{{\"key\":{k_},\"partition_id\":{pid}}}'")
     _emit_guarded_body(writer, value_schema, "vb", "v_", "value row: ")
     src.emit(1, "return f'{{\"key\":{k_},\"value\":{v_},\"partition_id\":{pid}}}'")
+    src.emit(0, "")
+    # The fast path: bytes in, no null field in key or value: one f-string for the line.
+    # Anything unusual (including an error) goes to general(), which has the full story.
+    src.emit(0, "def line(kb, vb, pid):")
+    src.emit(1, "if kb.__class__ is not bytes or vb.__class__ is not bytes:")
+    src.emit(2, "return general(kb, vb, pid)")
+    src.emit(1, "try:")
+    key_nulls, key_slots = writer.struct_unpack(2, key_schema, "kb", "0")
+    value_nulls, value_slots = writer.struct_unpack(2, value_schema, "vb", "0")
+    nulls = key_nulls + value_nulls
+    src.emit(2, f"if not ({' | '.join(nulls)}):" if nulls else "if True:")
+    key_body = writer.struct_fast(3, key_schema, key_slots, "kb", "0", "len(kb)")
+    value_body = writer.struct_fast(3, value_schema, value_slots, "vb", "0", "len(vb)")
+    src.emit(
+        3,
+        f"return f'{{{{\"key\":{{{{{key_body}}}}},\"value\":{{{{{value_body}}}}},"
+        "\"partition_id\":{pid}}}'",
+    )
+    src.emit(1, "except _fast_errors:")
+    src.emit(2, "pass")
+    src.emit(1, "return general(kb, vb, pid)")
     namespace = src.compile("state line encoder")
     line: LineEncoder = namespace["line"]
     return line

@@ -113,6 +113,7 @@ def encode_row(schema: StructType, values: Sequence[Any]) -> bytes:
             if value is None:
                 bits[i >> 6] |= 1 << (i & 63)
                 slots.append(offset << 32)
+                var += bytes(16)
             else:
                 data = _var_bytes(dt, kind, value)
                 slots.append((offset << 32) | len(data))

@@ -290,6 +290,14 @@ PANDAS_STATE_SCHEMA = (
     "events LONG, total DOUBLE, first_seen TIMESTAMP, last_seen TIMESTAMP, kinds STRING"
 )
 PANDAS_OUTPUT_SCHEMA = "user STRING, events LONG, total DOUBLE, status STRING"
+PANDAS_OUTPUT_COLUMNS = ["user", "events", "total", "status"]
+
+
+def status_frame(user: str, events: int, total: float, status: str) -> pd.DataFrame:
+    """One output row of the pandas stateful queries (PANDAS_OUTPUT_SCHEMA)."""
+    import pandas as pd
+
+    return pd.DataFrame([(user, events, total, status)], columns=PANDAS_OUTPUT_COLUMNS)
 
 
 def track_user(
@@ -302,9 +310,7 @@ def track_user(
     if state.hasTimedOut:
         events, total = state.get[0], state.get[1]
         state.remove()
-        yield pd.DataFrame(
-            [(user, events, total, "expired")], columns=["user", "events", "total", "status"]
-        )
+        yield status_frame(user, events, total, "expired")
         return
     events, total, first, last, kinds = state.get if state.exists else (0, 0.0, None, None, "")
     for pdf in pdfs:
@@ -317,9 +323,7 @@ def track_user(
     state.update((events, total, first, last, kinds))
     expiry = pd.Timestamp(last).value // 1_000_000 + IDLE_TIMEOUT_MS
     state.setTimeoutTimestamp(max(expiry, state.getCurrentWatermarkMs() + 1))
-    yield pd.DataFrame(
-        [(user, events, total, "active")], columns=["user", "events", "total", "status"]
-    )
+    yield status_frame(user, events, total, "active")
 
 
 def pandas_with_state(streams: Streams) -> DataFrame:
@@ -356,10 +360,9 @@ def sessions(streams: Streams) -> DataFrame:
 
 def make_tws_processor() -> Any:
     """Build the StatefulProcessor class lazily (pyspark is imported only at run time)."""
-    import pandas as pd
     from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
-    class UserTracker(StatefulProcessor):  # type: ignore[misc]
+    class UserTracker(StatefulProcessor):
         """Value, list and map state per user, cleared by an event-time timer."""
 
         def init(self, handle: Any) -> None:
@@ -384,9 +387,7 @@ def make_tws_processor() -> Any:
             for timer in self.handle.listTimers():
                 self.handle.deleteTimer(timer)
             self.handle.registerTimer(last_ms + IDLE_TIMEOUT_MS)
-            yield pd.DataFrame(
-                [(user, events, total, "active")], columns=["user", "events", "total", "status"]
-            )
+            yield status_frame(user, events, total, "active")
 
         def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Any:
             (user,) = key
@@ -394,9 +395,7 @@ def make_tws_processor() -> Any:
             self.stats.clear()
             self.recent.clear()
             self.by_kind.clear()
-            yield pd.DataFrame(
-                [(user, events, total, "expired")], columns=["user", "events", "total", "status"]
-            )
+            yield status_frame(user, events, total, "expired")
 
         def close(self) -> None:
             pass
@@ -585,6 +584,7 @@ def generate(tag: str, only: list[str]) -> None:
             print(f"[{tag}] {sample.name} done in {time.monotonic() - started:.0f}s", flush=True)
     finally:
         spark.stop()
+        shutil.rmtree(scratch_root, ignore_errors=True)
 
 
 def run_tag_elsewhere(python: str, tag: str, only: list[str]) -> None:
@@ -831,7 +831,45 @@ def report_markdown(r: Report) -> str:
 README_NOTES = """\
 ## Spark behaviour worth knowing
 
-(filled in below)
+Observed while generating these samples (pyspark 4.3.0 and 3.5.7, Java 17):
+
+* **State version = batch id + 1.** Batch 11 is `12.delta` / `12.changelog` / `12.zip`.
+* **Snapshots are written next to deltas, by the maintenance thread**, not by the batch:
+  with `minDeltasForSnapshot=2` the HDFS provider wrote `3/6/9/12.snapshot` beside the
+  `.delta` of the same version. RocksDB without changelog uploads a `.zip` every version;
+  with changelog checkpointing every version has a `.changelog` and every second one a `.zip`
+  (versions 2, 4, ..., 12; but 1, 3, ..., 11 for transformWithState).
+  RocksDB zips hold only `metadata`, `MANIFEST`, `CURRENT`, `OPTIONS` and an empty `.log`;
+  the SST files live beside them in `SSTs/` as `<local-number>-<uuid>.sst`, mapped by the
+  zip's `metadata` JSON.
+* **Aggregation value columns are buffer names, not aliases, and repeat**: the agg samples'
+  value schema is `count, sum, isEmpty, sum, count, min, max, ...`. `sum(decimal)` adds an
+  `isEmpty` boolean, `first`/`last` add `valueSet`, `avg` stores `sum` and `count`.
+  `sum(decimal(38,10))` keeps `decimal(38,10)`.
+* **Spark 3.5.7 writes no operator metadata** (`state/<op>/_metadata/metadata` is absent), so
+  the `state-metadata` source returns nothing for `spark-3.5/*`; Spark 4.3 writes it (v1),
+  and for transformWithState a v2 file under `state/0/_metadata/v2/` whose
+  `stateSchemaFilePaths` are **absolute `file:` URIs** to `state/0/_stateSchema/default/...`,
+  i.e. the directory the sample was generated in. Resolve them relative to the checkpoint.
+* **applyInPandasWithState** stores `struct<groupState: struct<...user state...>,
+  timeoutTimestamp: bigint>` (the Scala flatMapGroupsWithState format 2 layout). An
+  `ARRAY<STRING>` field in its state schema made the 4.3.0 Python worker fail while parsing the
+  schema (`KeyError: 'elementType'` in `StructType.fromJson`), so the sample keeps scalars.
+* **dropDuplicates** stores the key columns and a value of one `__dummy__` column of type
+  `void` (NullType).
+* **Session windows** key on the grouping columns plus `sessionStartTime`
+  (`numColsPrefixKey` 1) and repeat the grouping column and the `session_window` struct in
+  the value.
+* **Stream-stream join** state format 2: `keyToNumValues` holds a `bigint` count per join key,
+  `keyWithIndexToValue` the row plus a `matched` boolean, under `key` + `index`.
+* **transformWithStateInPandas** keeps every state variable in one `default` store (RocksDB
+  column families). Timers are read with `readRegisteredTimers=true`, not `stateVarName`.
+  In the change feed, list-state appends show up as `append` (RocksDB merge), not `update`.
+* **Offsets conf differs by version**: 4.3 records extra keys such as
+  `spark.sql.streaming.stateStore.encodingFormat=unsaferow`,
+  `...rocksdb.mergeOperatorVersion=2` and `...stateStore.rowChecksum.enabled=false`.
+* **Disk usage**: the files are tiny but numerous, so `du -sh` (4 KiB blocks) reports about
+  ten times the apparent size listed above.
 """
 
 

@@ -42,30 +42,71 @@ def multiset(lines: list[str]) -> Counter[str]:
     return Counter(canonical(line) for line in lines if line.strip())
 
 
-def spark_state(spark: Any, checkpoint: str, operator: int, store: str, batch: int) -> list[str]:
-    df = (
-        spark.read.format("statestore")
-        .option("operatorId", operator)
-        .option("storeName", store)
-        .option("batchId", batch)
-        .load(checkpoint)
-    )
+def _reader(spark: Any, options: dict[str, Any]) -> Any:
+    reader = spark.read.format("statestore")
+    for name, value in options.items():
+        reader = reader.option(name, value)
+    return reader
+
+
+def spark_state(
+    spark: Any,
+    checkpoint: str,
+    operator: int,
+    store: str,
+    batch: int,
+    options: dict[str, Any] | None = None,
+) -> list[str]:
+    """Spark's rows; ``options`` adds reader options (``stateVarName``, …)."""
+    opts = {"operatorId": operator, "storeName": store, "batchId": batch, **(options or {})}
+    df = _reader(spark, opts).load(checkpoint)
     return list(df.toJSON().collect())
 
 
 def spark_changes(
-    spark: Any, checkpoint: str, operator: int, store: str, start: int, end: int
+    spark: Any,
+    checkpoint: str,
+    operator: int,
+    store: str,
+    start: int,
+    end: int,
+    options: dict[str, Any] | None = None,
 ) -> list[str]:
-    df = (
-        spark.read.format("statestore")
-        .option("operatorId", operator)
-        .option("storeName", store)
-        .option("readChangeFeed", "true")
-        .option("changeStartBatchId", start)
-        .option("changeEndBatchId", end)
-        .load(checkpoint)
-    )
+    opts = {
+        "operatorId": operator,
+        "storeName": store,
+        "readChangeFeed": "true",
+        "changeStartBatchId": start,
+        "changeEndBatchId": end,
+        **(options or {}),
+    }
+    df = _reader(spark, opts).load(checkpoint)
     return list(df.toJSON().collect())
+
+
+def state_reads(store: Any) -> list[tuple[str, dict[str, Any], list[str]]]:
+    """How to read one store: ``(label, Spark options, stateglass arguments)`` per read.
+
+    A transformWithState store is read once per state variable (and once for its timers);
+    list and map variables also unflattened. Any other store is read once, as it is.
+    """
+    if not (store.is_transform_with_state and store.state_variables):
+        return [("", {}, [])]
+    reads: list[tuple[str, dict[str, Any], list[str]]] = []
+    for var in store.state_variables:
+        if var.kind == "TimerState":
+            reads.append(("timers", {"readRegisteredTimers": "true"}, ["--read-timers"]))
+            continue
+        reads.append((var.name, {"stateVarName": var.name}, ["--state-var", var.name]))
+        if var.kind in ("ListState", "MapState"):
+            reads.append(
+                (
+                    f"{var.name}-noflat",
+                    {"stateVarName": var.name, "flattenCollectionTypes": "false"},
+                    ["--state-var", var.name, "--no-flatten"],
+                )
+            )
+    return reads
 
 
 def ours(args: list[str], tmp_path: Any) -> list[str]:

@@ -1,15 +1,19 @@
-"""Write ``json_golden.json``: raw state rows plus the JSON lines Spark prints for them.
+"""Capture what Spark's State Data Source prints, as golden files for ``test_sparkjson.py``.
 
 Not a test; run by hand with PySpark (4.3.0, Java 17) when the rendering rules need
 re-checking::
 
-    .venv/bin/python tests/parsers/data/make_json_golden.py
+    .venv/bin/python tests/parsers/data/make_json_golden.py [CORPUS_OUT_DIR]
 
-A streaming aggregation groups rows by a rich key and keeps ``first(...)`` of one column per
-tricky value class, so the state store holds UnsafeRows of every type. The State Data Source
-then reads the checkpoint back with ``toJSON()`` in several session time zones. The raw
-key/value bytes come from the ``.delta`` files. ``test_sparkjson.py`` checks that our
-encoder reproduces every line byte for byte.
+* ``json_golden.json``: a streaming aggregation groups rows by a rich key and keeps
+  ``first(...)`` of one column per tricky value class, so the state store holds UnsafeRows
+  of every type. The State Data Source reads the checkpoint back with ``toJSON()`` in
+  several session time zones; the raw key/value bytes come from the ``.delta`` file.
+* ``java_number_text.json``: Spark's text for random floats and doubles (bit patterns),
+  including values whose Java 17 text is not the shortest.
+* ``corpus_json_golden.json`` (with ``CORPUS_OUT_DIR``, the unpacked ``out`` directory of
+  ``shared/fixtures/spark-checkpoints.tar.gz``): Spark 4.3's lines for a few HDFS-provider
+  checkpoints of the corpus, written by Spark 3.5.9 and 4.3.0.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
@@ -27,6 +32,20 @@ from parsers.compression import decompress  # noqa: E402
 from parsers.records import iter_records  # noqa: E402
 
 OUT = Path(__file__).with_name("json_golden.json")
+CORPUS_OUT = Path(__file__).with_name("corpus_json_golden.json")
+NUMBERS_OUT = Path(__file__).with_name("java_number_text.json")
+CORPUS_SCENARIOS = [
+    "3.5.9/agg-hdfs",
+    "3.5.9/dedup-hdfs",
+    "3.5.9/winagg-hdfs",
+    "3.5.9/session-hdfs",
+    "3.5.9c/fmgws-hdfs",
+    "3.5.9c/fmgws-hdfs-v1",
+    "3.5.9c/dedupww-hdfs",
+    "4.3.0/agg-hdfs",
+    "4.3.0/dedup-hdfs",
+    "4.3.0/fmgws-hdfs",
+]
 ZONES = ["UTC", "+05:30", "America/Los_Angeles", "Asia/Kolkata"]
 N = 24  # rows (= keys); column c takes value i % len(values[c])
 
@@ -117,9 +136,22 @@ def _pick(values: list[str]) -> str:
     return f"element_at(array({', '.join(values)}), cast(i % {len(values)} as int) + 1)"
 
 
+def corpus_golden(spark: Any, corpus: Path) -> None:
+    """Spark's lines (latest batch, session zone UTC) for some corpus checkpoints."""
+    out = {}
+    for scenario in CORPUS_SCENARIOS:
+        state = spark.read.format("statestore").load(str(corpus / scenario / "checkpoint"))
+        out[scenario] = {
+            "key_schema": json.loads(state.schema["key"].dataType.json()),
+            "value_schema": json.loads(state.schema["value"].dataType.json()),
+            "lines": sorted(state.toJSON().collect()),
+        }
+    CORPUS_OUT.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
+    print(f"wrote {len(out)} scenarios to {CORPUS_OUT}")
+
+
 def main() -> None:
     from pyspark.sql import SparkSession
-    from pyspark.sql.functions import expr
 
     spark = (
         SparkSession.builder.master("local[2]")
@@ -129,6 +161,68 @@ def main() -> None:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    try:
+        rich_golden(spark)
+        number_golden(spark)
+        if len(sys.argv) > 1:
+            corpus_golden(spark, Path(sys.argv[1]))
+    finally:
+        spark.stop()
+
+
+def _one_pair_per_line(out: dict[str, list[list[str]]]) -> str:
+    blocks = []
+    for kind, pairs in out.items():
+        body = ",\n".join(json.dumps(p) for p in pairs)
+        blocks.append(f"{json.dumps(kind)}: [\n{body}\n]")
+    return "{\n" + ",\n".join(blocks) + "\n}\n"
+
+
+def number_golden(spark: Any, count: int = 1500) -> None:
+    """``[bits as hex, Spark's text]`` for random float and double bit patterns."""
+    import random
+    import struct
+
+    rnd = random.Random(20261121)
+
+    def finite(fmt: str, bits: int) -> float | None:
+        x = struct.unpack(fmt, struct.pack(fmt.upper().replace("F", "I").replace("D", "Q"), bits))[0]
+        return x if x == x and abs(x) != float("inf") else None
+
+    floats: list[tuple[int, float]] = []
+    doubles: list[tuple[int, float]] = []
+    while len(floats) < count:
+        bits = rnd.getrandbits(32)
+        x = finite("<f", bits)
+        if x is not None:
+            floats.append((bits, x))
+    while len(doubles) < count:
+        bits = rnd.getrandbits(64)
+        if len(doubles) % 3 == 0:  # few significant bits: powers of two and the like
+            bits &= ~((1 << rnd.randint(0, 52)) - 1)
+        x = finite("<d", bits)
+        if x is not None:
+            doubles.append((bits, x))
+    rows = [(i, f, d) for i, ((_, f), (_, d)) in enumerate(zip(floats, doubles))]
+    frame = spark.createDataFrame(rows, "i long, f float, d double")
+    texts = {}
+    for line in frame.toJSON().collect():
+        obj = json.loads(line)
+        f_text = line.split('"f":', 1)[1].split(",", 1)[0]
+        d_text = line.split('"d":', 1)[1].rstrip("}")
+        texts[obj["i"]] = (f_text, d_text)
+    out = {
+        "float": [[f"{bits:08x}", texts[i][0]] for i, (bits, _) in enumerate(floats)],
+        "double": [[f"{bits:016x}", texts[i][1]] for i, (bits, _) in enumerate(doubles)],
+    }
+    NUMBERS_OUT.write_text(_one_pair_per_line(out))
+    print(f"wrote {2 * count} numbers to {NUMBERS_OUT}")
+
+
+def rich_golden(spark: Any) -> None:
+    """State rows of every type and Spark's lines for them in several time zones."""
+    from pyspark.sql.functions import expr
+
     work = Path(tempfile.mkdtemp(prefix="json-golden-"))
     try:
         source = work / "input"
@@ -184,7 +278,6 @@ def main() -> None:
         )
         print(f"wrote {len(rows)} rows, {sum(map(len, lines.values()))} lines to {OUT}")
     finally:
-        spark.stop()
         shutil.rmtree(work, ignore_errors=True)
 
 
