@@ -33,7 +33,8 @@ def summarize(path: str) -> dict[str, object]:
             query_id=cp.query_id,
             last_committed_batch=cp.last_committed_batch,
             operators=", ".join(
-                f"{s.operator_id}:{s.operator_name}/{s.store_name} ({s.provider})" for s in cp.stores()
+                f"{s.operator_id}:{s.operator_name}/{s.store_name} ({s.provider})"
+                for s in cp.stores()
             ),
             problem="",
         )

@@ -11,13 +11,12 @@ from typing import Any
 
 from app.errors import AppError
 from app.output import open_sink
+from app.parallel import can_parallelize, default_jobs, write_state_parallel
 from collectors.checkpoint import Checkpoint, StoreInfo
 from collectors.state import (
     StateRequest,
     StateSource,
     iter_raw_changes,
-    iter_raw_partitions,
-    iter_raw_state,
 )
 from parsers.state_rows import LIST_STATE, MAP_STATE, TIMER_STATE
 
@@ -116,7 +115,8 @@ def info(args: argparse.Namespace) -> int:
     pending = sorted(set(cp.offset_batch_ids) - set(cp.commit_batch_ids))
     print(f"checkpoint   {cp.root}")
     print(f"query id     {cp.query_id or '(no metadata file)'}")
-    print(f"batches      offsets {_ranges(cp.offset_batch_ids)}; committed {_ranges(cp.commit_batch_ids)}")
+    offsets, commits = _ranges(cp.offset_batch_ids), _ranges(cp.commit_batch_ids)
+    print(f"batches      offsets {offsets}; committed {commits}")
     if pending:
         print(f"pending      {_ranges(pending)} (offsets written, not committed)")
     print(f"codec        {summary['codec']}; shuffle partitions {summary['shuffle_partitions']}")
@@ -162,15 +162,15 @@ def state(args: argparse.Namespace) -> int:
     request = _request(args, args.batch_id)
     source = StateSource(cp, request)
     codec = source.row_codec
+    version = cp.resolve_batch(args.batch_id) + 1
+    jobs = args.jobs if args.jobs else default_jobs(len(source.partitions))
     with open_sink(args.format, args.output, codec, args.time_zone) as sink:
-        if codec.grouped:
-            for partition, items in iter_raw_partitions(source, args.batch_id):
-                with source.decoding(partition):
-                    sink.write_rows(partition, codec.partition_rows(items))
+        if can_parallelize(sink, source.partitions, jobs):
+            write_state_parallel(source, sink, version, jobs)  # type: ignore[arg-type]
             return 0
-        for partition, key, value in iter_raw_state(source, args.batch_id):
+        for partition in source.partitions:
             with source.decoding(partition):
-                sink.write_state(partition, key, value)  # type: ignore[arg-type]
+                sink.write_partition(partition, source.reader(partition).load(version))
     return 0
 
 
@@ -198,11 +198,20 @@ def dashboard(args: argparse.Namespace) -> int:
     headless = args.headless or not (os.environ.get("DISPLAY") or sys.platform == "darwin")
     print(f"StateGlass dashboard on http://localhost:{args.port} (Ctrl+C to stop)", flush=True)
     cmd = [
-        sys.executable, "-m", "streamlit", "run", script,
-        "--server.port", str(args.port),
-        "--server.headless", "true" if headless else "false",
-        "--server.showEmailPrompt", "false",
-        "--browser.gatherUsageStats", "false",
-        "--", os.path.abspath(args.path),
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        script,
+        "--server.port",
+        str(args.port),
+        "--server.headless",
+        "true" if headless else "false",
+        "--server.showEmailPrompt",
+        "false",
+        "--browser.gatherUsageStats",
+        "false",
+        "--",
+        os.path.abspath(args.path),
     ]
     return subprocess.call(cmd)

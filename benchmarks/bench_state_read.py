@@ -23,6 +23,7 @@ import platform
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -101,19 +102,21 @@ def _tree_rss_kib(root: int) -> int:
 
 def timed(cmd: list[str], stdout_path: str | None = None) -> tuple[float, float]:
     """Wall seconds and peak RSS (MiB) of a whole process tree (JVM included), sampled."""
-    out = open(stdout_path, "w") if stdout_path else subprocess.DEVNULL
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, text=True)
-    peak = 0
-    while proc.poll() is None:
-        peak = max(peak, _tree_rss_kib(proc.pid))
-        time.sleep(0.05)
-    wall = time.perf_counter() - start
-    stderr = proc.stderr.read() if proc.stderr else ""
-    if stdout_path:
-        out.close()  # type: ignore[union-attr]
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed:\n{stderr[-3000:]}")
+    # stderr goes to a file: a pipe nobody reads while we poll could fill up and hang Spark.
+    with (
+        open(stdout_path or os.devnull, "w") as out,
+        tempfile.TemporaryFile("w+") as err,
+    ):
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        peak = 0
+        while proc.poll() is None:
+            peak = max(peak, _tree_rss_kib(proc.pid))
+            time.sleep(0.05)
+        wall = time.perf_counter() - start
+        if proc.returncode != 0:
+            err.seek(0)
+            raise SystemExit(f"{' '.join(cmd)} failed:\n{err.read()[-3000:]}")
     return wall, peak / 1024
 
 
@@ -147,25 +150,35 @@ def main() -> None:
     results: dict[str, list[tuple[float, float]]] = {"stateglass": [], "spark": []}
     for i in range(args.runs):
         results["spark"].append(timed([PY, "-c", SPARK_READ, cp, spark_out]))
-        results["stateglass"].append(timed([stateglass, "state", cp, "--format", "jsonl"], ours_out))
-        print(f"run {i + 1}: spark {results['spark'][-1][0]:.2f}s, "
-              f"stateglass {results['stateglass'][-1][0]:.2f}s", flush=True)
+        results["stateglass"].append(
+            timed([stateglass, "state", cp, "--format", "jsonl"], ours_out)
+        )
+        print(
+            f"run {i + 1}: spark {results['spark'][-1][0]:.2f}s, "
+            f"stateglass {results['stateglass'][-1][0]:.2f}s",
+            flush=True,
+        )
     identical = same_rows(ours_out, spark_out)
     best = {k: min(v) for k, v in results.items()}
     peak = {k: max(r for _, r in v) for k, v in results.items()}
     ratio = best["spark"][0] / best["stateglass"][0]
-    rows = sum(1 for _ in open(ours_out))
+    with open(ours_out) as fh:
+        rows = sum(1 for _ in fh)
     print()
-    print(f"date {dt.date.today()}, machine {platform.machine()} {os.cpu_count()} cores, "
-          f"python {platform.python_version()}, {args.provider}, {rows} rows, rows identical: "
-          f"{identical}")
+    print(
+        f"date {dt.date.today()}, machine {platform.machine()} {os.cpu_count()} cores, "
+        f"python {platform.python_version()}, {args.provider}, {rows} rows, rows identical: "
+        f"{identical}"
+    )
     print("| reader | best wall (s) | all runs (s) | peak RSS (MiB) |")
     print("|---|---|---|---|")
     for k in ("spark", "stateglass"):
         runs = ", ".join(f"{w:.2f}" for w, _ in results[k])
         print(f"| {k} | {best[k][0]:.2f} | {runs} | {peak[k]:.0f} |")
-    print(f"\nspeed-up: {ratio:.1f}x (target 15x); stateglass peak RSS {peak['stateglass']:.0f} MiB "
-          "(target < 1024)")
+    print(
+        f"\nspeed-up: {ratio:.1f}x (target 15x); stateglass peak RSS {peak['stateglass']:.0f} MiB "
+        "(target < 1024)"
+    )
     if not identical:
         raise SystemExit("rows differ")
 

@@ -12,9 +12,9 @@ Two schemas:
   nested struct, decimal(38,18), timestamp, date, binary, double, float…).
 
 For each it times, per row: ``row_decoder`` on key and value; ``state_line_encoder``
-(bytes → JSON line, the path ``stateglass state --format jsonl`` uses); and
-``row_decoder`` + ``render_row`` (tuples → JSON). Prints a Markdown table (best of
-``--runs``) for docs/benchmarks.md.
+(bytes → JSON line, the path ``stateglass state --format jsonl`` uses) and its batch form
+``state_lines_encoder``; and ``row_decoder`` + ``render_row`` (tuples → JSON). Prints a
+Markdown table (best of ``--runs``) for docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from parsers.sparkjson import render_row, state_line_encoder  # noqa: E402
-from parsers.sparktypes import (  # noqa: E402
+from parsers.sparkjson import render_row, state_line_encoder, state_lines_encoder
+from parsers.sparktypes import (
     ArrayType,
     AtomicType,
     DecimalType,
@@ -40,8 +40,8 @@ from parsers.sparktypes import (  # noqa: E402
     StructField,
     StructType,
 )
-from parsers.unsaferow import row_decoder  # noqa: E402
-from parsers.unsafewriter import encode_row  # noqa: E402
+from parsers.unsaferow import row_decoder
+from parsers.unsafewriter import encode_row
 
 Pair = tuple[bytes, bytes]
 
@@ -128,10 +128,13 @@ def best_of(runs: int, fn: Callable[[], object]) -> float:
     return best
 
 
-def measure(name: str, key_schema: StructType, value_schema: StructType, rows: list[Pair], runs: int) -> list[str]:
+def measure(
+    name: str, key_schema: StructType, value_schema: StructType, rows: list[Pair], runs: int
+) -> list[str]:
     key = row_decoder(key_schema)
     value = row_decoder(value_schema)
     line = state_line_encoder(key_schema, value_schema)
+    lines = state_lines_encoder(key_schema, value_schema)
     render_key = render_row(key_schema)
     render_value = render_row(value_schema)
     n = len(rows)
@@ -144,6 +147,9 @@ def measure(name: str, key_schema: StructType, value_schema: StructType, rows: l
     def encode() -> None:
         for k, v in rows:
             line(k, v, 0)
+
+    def encode_batch() -> None:
+        lines(rows, 0)
 
     def decode_render() -> None:
         for k, v in rows:
@@ -158,6 +164,7 @@ def measure(name: str, key_schema: StructType, value_schema: StructType, rows: l
     for label, fn in (
         ("decode key+value (row_decoder)", decode),
         ("bytes → JSON line (state_line_encoder)", encode),
+        ("bytes → JSON lines (state_lines_encoder)", encode_batch),
         ("decode + render_row", decode_render),
     ):
         t = best_of(runs, fn) - base
@@ -170,7 +177,10 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    print(f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs; {args.rows} rows, best of {args.runs}")
+    print(
+        f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs;"
+        f" {args.rows} rows, best of {args.runs}"
+    )
     print()
     print("| schema | step | µs/row | M rows/s |")
     print("|---|---|---|---|")

@@ -131,8 +131,10 @@ class Checkpoint:
     # ---- paths and parsing -------------------------------------------------------------
 
     def path(self, *parts: str) -> str:
-        return posixpath.join(self.root, *parts) if self.fs is not LOCAL else os.path.join(
-            self.root, *parts
+        return (
+            posixpath.join(self.root, *parts)
+            if self.fs is not LOCAL
+            else os.path.join(self.root, *parts)
         )
 
     def parse(self, path: str, parser: Callable[[bytes], T]) -> T:
@@ -235,7 +237,9 @@ class Checkpoint:
         has_default = any(not f.is_dir for f in entries) or not named
         return ([DEFAULT_STORE] if has_default else []) + named
 
-    def _schema(self, operator_id: int, store_name: str, meta: OperatorMetadata | None) -> StateSchemaFile | None:
+    def _schema(
+        self, operator_id: int, store_name: str, meta: OperatorMetadata | None
+    ) -> StateSchemaFile | None:
         v12 = self.path(self.store_dir(operator_id, 0, store_name), "_metadata", "schema")
         if self.fs.exists(v12):
             return self.parse(v12, StateSchemaFile.from_bytes)
@@ -289,12 +293,20 @@ class Checkpoint:
             stores = []
             for store_name in store_names:
                 schema = self._schema(op, store_name, meta)
-                info = next((s for s in meta.stores if s.store_name == store_name), None) if meta else None
+                info = (
+                    next((s for s in meta.stores if s.store_name == store_name), None)
+                    if meta
+                    else None
+                )
                 conf = self.conf
                 num_partitions = (
                     info.num_partitions
                     if info is not None
-                    else (conf.shuffle_partitions if conf and conf.shuffle_partitions else len(partitions))
+                    else (
+                        conf.shuffle_partitions
+                        if conf and conf.shuffle_partitions
+                        else len(partitions)
+                    )
                 )
                 cfs = schema.column_families if schema else ()
                 time_mode, state_vars = _tws_properties(meta)
@@ -385,6 +397,7 @@ def _guess_operator_name(cp: Checkpoint, op: int, partitions: list[int]) -> str:
     if key.names and key.names[-1] == "sessionStartTime":
         return "sessionWindowStateStoreSaveExec?"
     return "stateStoreSave?"
+
 
 __all__ = [
     "DEFAULT_STORE",

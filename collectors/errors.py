@@ -8,7 +8,8 @@ Hierarchy::
     ├── UnsupportedCheckpoint    a format version, codec or feature we do not read yet
     ├── MissingVersion           a state version cannot be rebuilt from the files present
     ├── NotFound                 an operator, store, partition or batch that is not there
-    └── UnsafeArchive            a zip whose entries would escape their directory (zip-slip)
+    ├── UnsafeArchive            a zip whose entries would escape their directory (zip-slip)
+    └── DatabaseBusy             StateGlass's own DuckDB file stayed locked past the timeout
 
 Parser errors are wrapped here with the file's path, so a user always learns which file.
 """
@@ -29,6 +30,10 @@ class CheckpointError(Exception):
     def __str__(self) -> str:
         return f"{self.path}: {self.why}"
 
+    def __reduce__(self) -> tuple[type[CheckpointError], tuple[str, str]]:
+        # Errors cross process boundaries when partitions are read in parallel.
+        return (type(self), (self.path, self.why))
+
 
 class NotACheckpoint(CheckpointError):
     """The path does not exist or is not a Structured Streaming checkpoint."""
@@ -43,7 +48,7 @@ class UnsupportedCheckpoint(CheckpointError):
 
 
 class MissingVersion(CheckpointError):
-    """A state version cannot be rebuilt: a delta/changelog is missing and no snapshot bridges it."""
+    """A state version cannot be rebuilt: a delta or changelog is missing, nothing bridges it."""
 
 
 class NotFound(CheckpointError):
@@ -52,6 +57,10 @@ class NotFound(CheckpointError):
 
 class UnsafeArchive(CheckpointError):
     """A zip entry would be written outside its directory."""
+
+
+class DatabaseBusy(CheckpointError):
+    """The DuckDB database stayed locked by another process longer than the timeout."""
 
 
 def wrap_parse_error(path: str, exc: ParseError) -> CheckpointError:

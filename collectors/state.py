@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from dataclasses import dataclass, replace
+from functools import cache, cached_property
 
 from collectors.checkpoint import Checkpoint, StoreInfo
 from collectors.errors import CheckpointError, CorruptFile, NotFound, UnsupportedCheckpoint
@@ -28,6 +28,8 @@ from parsers.state_rows import (
     StoreSpec,
 )
 
+# Join state format 4 keeps lists of values (rows; counts) in these column families.
+JOIN_MULTI_VALUED = ("-keyWithTsToValues", "-tsWithKey")
 # readRegisteredTimers reads ``TimerStateUtils.getTimerStateVarNames(timeMode)._1``.
 TIMER_VARIABLES = {
     "EventTime": "$eventTimers_keyToTimestamp",
@@ -71,7 +73,13 @@ class StateSource:
     def __init__(self, cp: Checkpoint, request: StateRequest) -> None:
         self.cp = cp
         self.request = request
-        self.store: StoreInfo = cp.store(request.operator_id, request.store_name)
+        self.store: StoreInfo = _store(cp, request)
+        if self.store.store_name != request.store_name:
+            # Join state format 3 keeps its four stores as column families of "default";
+            # Spark's reader takes their names as storeName.
+            self.request = request = replace(
+                request, store_name=self.store.store_name, state_var=request.store_name
+            )
         wanted = request.partitions
         if wanted is not None:
             unknown = sorted(set(wanted) - set(self.store.partitions))
@@ -95,12 +103,14 @@ class StateSource:
         where = self.cp.store_dir(store.operator_id, 0, store.store_name)
         cf_id: int | None = None
         kind: str | None = None
+        multi_value = False
         if store.is_transform_with_state and store.state_variables:
             var, kind = self._tws_variable(where)
             schema = store.column_family(var)
             if schema is None:
                 raise UnsupportedCheckpoint(where, f"state variable {var!r} has no schema entry")
             cf_id = self._cf_id(var)
+            multi_value = kind == LIST_STATE
         elif store.uses_column_families:
             names = [cf.name for cf in store.column_families]
             var = self.request.state_var or ""
@@ -116,6 +126,7 @@ class StateSource:
             if schema is None:
                 raise NotFound(where, f"no state variable {var!r} (known: {', '.join(names)})")
             cf_id = self._cf_id(var)
+            multi_value = var.endswith(JOIN_MULTI_VALUED)
         else:
             if self.request.state_var or self.request.read_timers:
                 option = "--state-var" if self.request.state_var else "--read-timers"
@@ -134,7 +145,7 @@ class StateSource:
             key_encoder_spec=schema.key_state_encoder_spec if store.uses_column_families else None,
             num_cols_prefix_key=store.num_cols_prefix_key,
             cf_id=cf_id,
-            multi_value=kind == LIST_STATE,
+            multi_value=multi_value,
             row_checksum=self.row_checksum,
             encoding_format=self.encoding_format,
             state_kind=kind,
@@ -180,7 +191,9 @@ class StateSource:
                 f"(state variables: {known})",
             )
         if var.kind == TIMER_STATE and not request.read_timers:
-            raise NotFound(where, f"{name!r} holds the registered timers: read it with --read-timers")
+            raise NotFound(
+                where, f"{name!r} holds the registered timers: read it with --read-timers"
+            )
         if var.kind not in STATE_VARIABLE_TYPES:
             raise UnsupportedCheckpoint(where, f"state variable type {var.kind!r} of {name!r}")
         return var.name, var.kind
@@ -199,7 +212,7 @@ class StateSource:
             f"state variable {name!r} has no column family in any retained zip",
         )
 
-    @lru_cache(maxsize=None)  # noqa: B019 - one source per CLI call; the cache dies with it
+    @cache  # noqa: B019 - one source per CLI call; the cache dies with it
     def _unique_ids(self, partition: int) -> dict[int, str]:
         """Checkpoint format v2: committed unique id per state version, from commits/."""
         out: dict[int, str] = {}
@@ -240,10 +253,31 @@ class StateSource:
         return CorruptFile(where, f"a state row does not decode: {exc}")
 
 
+def _store(cp: Checkpoint, request: StateRequest) -> StoreInfo:
+    """The store a request names, or the one keeping it as a column family (join format 3)."""
+    try:
+        return cp.store(request.operator_id, request.store_name)
+    except NotFound:
+        for store in cp.stores():
+            if (
+                store.operator_id == request.operator_id
+                and store.uses_column_families
+                and not store.is_transform_with_state
+                and not request.state_var
+                and store.column_family(request.store_name) is not None
+            ):
+                return store
+        raise
+
+
 def _store_index(store: StoreInfo) -> int:
     """Position of a store within a partition's list of unique ids (joins have four)."""
-    order = ["left-keyToNumValues", "left-keyWithIndexToValue", "right-keyToNumValues",
-             "right-keyWithIndexToValue"]
+    order = [
+        "left-keyToNumValues",
+        "left-keyWithIndexToValue",
+        "right-keyToNumValues",
+        "right-keyWithIndexToValue",
+    ]
     return order.index(store.store_name) if store.store_name in order else 0
 
 
@@ -271,7 +305,9 @@ def iter_raw_partitions(
         yield partition, source.reader(partition).load(version)
 
 
-def iter_raw_changes(source: StateSource, from_batch: int, to_batch: int | None) -> Iterator[RawChange]:
+def iter_raw_changes(
+    source: StateSource, from_batch: int, to_batch: int | None
+) -> Iterator[RawChange]:
     """``(batch, change type, partition, key, value)`` as stored, per partition then batch."""
     cp = source.cp
     last = cp.resolve_batch(to_batch)
@@ -302,7 +338,7 @@ def read_state(cp: Checkpoint, request: StateRequest) -> Iterator[StateRow]:
 def read_changes(
     cp: Checkpoint, request: StateRequest, from_batch: int, to_batch: int | None = None
 ) -> Iterator[ChangeRow]:
-    """Records written by batches ``from_batch``..``to_batch`` (inclusive), like ``readChangeFeed``."""
+    """Records written by batches ``from_batch``..``to_batch`` (inclusive): ``readChangeFeed``."""
     source = StateSource(cp, request)
     codec = source.row_codec
     for batch, change_type, partition, key, value in iter_raw_changes(source, from_batch, to_batch):

@@ -13,14 +13,20 @@ Spark's nullability:
   ``["null", map]`` — never wrapped twice;
 * array items and map values are wrapped in ``["null", …]`` only when they are structs,
   arrays or maps themselves;
-* byte/short/int/date → ``int``, long/timestamp/timestamp_ntz → ``long`` (zig-zag varints);
+* int/date → ``int``, long/timestamp/timestamp_ntz → ``long`` (zig-zag varints);
   float/double → 4/8 bytes little-endian; boolean → 1 byte; string/binary → long length ‖
   bytes; decimal(p, s) → ``fixed(minBytesForPrecision(p))``, big-endian two's complement;
   arrays and maps → blocks of ``long count`` (negative: ``-count`` items preceded by a long
   byte size) ending with a 0 count; map keys are strings.
 
+Spark 4.3 cannot run a query whose state holds tinyint, smallint, char/varchar, intervals,
+variant or maps with non-string keys in Avro encoding (no Avro schema, or one its
+``AvroDeserializer`` refuses), so those types are :class:`UnsupportedFormat` here.
+
 Decoded values follow the conventions of :mod:`parsers.unsaferow`, so one renderer serves
-both encodings.
+both encodings. One difference in what Spark returns: it reads an Avro map into a
+``java.util.HashMap`` and builds its MapData from that, so map entries come back in hash
+order (:func:`java_hash_map_order`), not in the order they are stored.
 
 Example::
 
@@ -62,6 +68,9 @@ _MASK32 = (1 << 32) - 1
 _MASK64 = (1 << 64) - 1
 # Spark's largest array (ByteArrayMethods.MAX_ROUNDED_ARRAY_LENGTH); longer is corruption.
 MAX_ITEMS = (1 << 31) - 16
+# Items of type void take no bytes, so only this sanity limit stops a corrupt count from
+# building a list of billions of Nones.
+MAX_VOID_ITEMS = 1 << 20
 
 
 @lru_cache(maxsize=256)
@@ -69,7 +78,7 @@ def avro_row_decoder(schema: StructType) -> RowDecoder:
     """A function decoding one Avro datum written for ``schema`` to a tuple of column values.
 
     The whole datum must be consumed. Raises :class:`UnsupportedFormat` for types Spark's
-    Avro state encoder cannot write (intervals, variant); decoding raises
+    Avro state encoding does not support (see the module doc); decoding raises
     :class:`CorruptData` or :class:`Truncated` with the byte offset in the datum.
     """
     read = _record(schema, "row")
@@ -323,7 +332,9 @@ def _record(schema: StructType, what: str) -> Reader:
     return read
 
 
-def _block_count(buf: bytes, pos: int, min_size: int, what: str) -> tuple[int, int]:
+def _block_count(
+    buf: bytes, pos: int, min_size: int, what: str, max_items: int = MAX_ITEMS
+) -> tuple[int, int]:
     """Read one block header: ``long count`` and, for a negative count, a byte size."""
     count, after = _read_long(buf, pos, f"{what} block count")
     if count < 0:
@@ -331,7 +342,7 @@ def _block_count(buf: bytes, pos: int, min_size: int, what: str) -> tuple[int, i
         size, after = _read_long(buf, after, f"{what} block size")
         if size < 0:
             raise CorruptData(f"{what} block has negative byte size {size}", pos)
-    if count > MAX_ITEMS or count * min_size > len(buf) - after:
+    if count > max_items or count * min_size > len(buf) - after:
         raise CorruptData(f"{what} block of {count} items does not fit the datum", pos)
     return count, after
 
@@ -339,15 +350,16 @@ def _block_count(buf: bytes, pos: int, min_size: int, what: str) -> tuple[int, i
 def _array(data_type: ArrayType, what: str) -> Reader:
     item = _element(data_type.element_type, f"{what}[]")
     min_size = _min_size(data_type.element_type, _is_complex(data_type.element_type))
+    limit = MAX_ITEMS if min_size else MAX_VOID_ITEMS
 
     def read(buf: bytes, pos: int) -> tuple[Any, int]:
         items: list[Any] = []
         while True:
-            count, pos = _block_count(buf, pos, min_size, what)
+            count, pos = _block_count(buf, pos, min_size, what, limit)
             if not count:
                 return _array_value(items), pos
-            if len(items) + count > MAX_ITEMS:
-                raise CorruptData(f"{what} has over {MAX_ITEMS} items", pos)
+            if len(items) + count > limit:
+                raise CorruptData(f"{what} has over {limit} items", pos)
             for _ in range(count):
                 value, pos = item(buf, pos)
                 items.append(value)

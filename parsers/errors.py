@@ -30,6 +30,9 @@ class ParseError(Exception):
             self.path = path
         return self
 
+    def __reduce__(self) -> tuple[type[ParseError], tuple[str, int | None, str | None]]:
+        return (type(self), (self.why, self.offset, self.path))
+
     def __str__(self) -> str:
         where = f" (at byte {self.offset})" if self.offset is not None else ""
         prefix = f"{self.path}: " if self.path else ""

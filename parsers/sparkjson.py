@@ -21,7 +21,8 @@ module writes the same text without a JVM. Every rule below was observed on Spar
   ``1 years 2 months 3 days 4.5 seconds``;
 * map keys as the Java ``toString`` of the key (``19723`` for a date, ``[0,1]`` for a struct).
 
-Three ways in:
+Single values are formatted by :mod:`parsers.sparktext`; this module generates, per schema,
+the code that walks rows and assembles their text. Three ways in:
 
 * :func:`state_line_encoder` — raw key/value UnsafeRow bytes straight to the JSON line (the
   fast path: one generated function per schema pair, no intermediate tuples);
@@ -38,46 +39,48 @@ Example::
 
 from __future__ import annotations
 
-import binascii
-import datetime as _dt
 import json
-import re
 import struct
-import zlib
-from collections.abc import Callable
-from decimal import Decimal
+from collections.abc import Callable, Iterable
 from functools import lru_cache
-from typing import Any
 from json.encoder import encode_basestring
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from typing import Any
 
 from parsers.errors import CorruptData, UnsupportedFormat
 from parsers.javatext import (
     bigdecimal_to_string,
     fix_unicode_escapes,
-    java_double_to_string,
-    java_float_to_string,
-    java_int_hex,
-    java_long_hex,
     json_quote,
-    murmur3_hash_bytes,
+)
+from parsers.sparktext import (
+    TimeZoneSpec,
+    binary_json,
+    calendar_interval_json,
+    check_supported,
+    date_json,
+    day_time_interval_json,
+    decimal_json,
+    double_json,
+    float_json,
+    json_format,
+    key_text,
+    timestamp_json,
+    timestamp_ntz_json,
+    year_month_interval_json,
 )
 from parsers.sparktypes import (
     ArrayType,
     AtomicType,
     DataType,
-    DayTimeIntervalType,
     DecimalType,
     MapType,
-    StringLikeType,
     StructType,
-    YearMonthIntervalType,
 )
 from parsers.unsaferow import (
     RUNTIME,
     CalendarInterval,
+    DecoderWriter,
     Source,
-    _DecoderWriter,
     array_element,
     emit_decode_utf8,
     slot_code,
@@ -87,9 +90,12 @@ from parsers.unsaferow import (
 )
 from parsers.unsafewriter import encode_array, encode_row
 
+_INF = float("inf")
+
 __all__ = [
     "JsonRenderer",
     "LineEncoder",
+    "LinesEncoder",
     "RowJsonEncoder",
     "TimeZoneSpec",
     "json_format",
@@ -97,356 +103,18 @@ __all__ = [
     "row_json_encoder",
     "state_line",
     "state_line_encoder",
+    "state_lines_encoder",
     "to_python",
 ]
 
 LineEncoder = Callable[[Any, Any, int], str]
 """``line(key_bytes, value_bytes_or_None, partition_id) -> str`` (no newline)."""
+LinesEncoder = Callable[[Iterable[tuple[Any, Any]], int], list[str]]
+"""``lines(pairs, partition_id) -> list[str]``: one line per ``(key, value)`` pair."""
 RowJsonEncoder = Callable[..., str]
 """``encode(buf, offset=0) -> str``: the JSON object text of one UnsafeRow."""
 JsonRenderer = Callable[[tuple[Any, ...]], str]
 """``render(row_tuple) -> str``: the JSON object text of a decoded row."""
-
-
-# ---------------------------------------------------------------------------------------------
-# Dates, timestamps and intervals
-# ---------------------------------------------------------------------------------------------
-
-_EPOCH_ORDINAL = 719163  # date(1970, 1, 1).toordinal()
-_MIN_PY_DAY = -719162  # 0001-01-01
-_MAX_PY_DAY = 2932896  # 9999-12-31
-# Proleptic-Gregorian days Julian calendars skip; Spark's rebase sends them to 1582-10-15.
-_GAP_FIRST_DAY, _GAP_LAST_DAY, _GREGORIAN_START = -141437, -141428, -141427
-_MICROS_PER_DAY = 86_400_000_000
-
-
-def _civil_from_days(days: int) -> tuple[int, int, int]:
-    """(year, month, day) of a proleptic-Gregorian day number, for any year (H. Hinnant)."""
-    z = days + 719468
-    era = z // 146097
-    doe = z - era * 146097
-    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
-    y = yoe + era * 400
-    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-    mp = (5 * doy + 2) // 153
-    d = doy - (153 * mp + 2) // 5 + 1
-    m = mp + 3 if mp < 10 else mp - 9
-    return (y + 1 if m <= 2 else y), m, d
-
-
-def _plain_date(days: int) -> str:
-    """``uuuu-MM-dd`` (java.time: 4-digit years padded, ``+`` above 9999, ``-`` below 0)."""
-    if _MIN_PY_DAY <= days <= _MAX_PY_DAY:
-        return _dt.date.fromordinal(days + _EPOCH_ORDINAL).isoformat()
-    y, m, d = _civil_from_days(days)
-    year = f"+{y}" if y > 9999 else (f"-{-y:04d}" if y < 0 else f"{y:04d}")
-    return f"{year}-{m:02d}-{d:02d}"
-
-
-_DATE_CACHE: dict[int, str] = {}
-
-
-def date_json(days: int) -> str:
-    """JSON text of a ``date`` (days since 1970-01-01), e.g. ``"2024-01-02"``."""
-    text = _DATE_CACHE.get(days)
-    if text is None:
-        shown = _GREGORIAN_START if _GAP_FIRST_DAY <= days <= _GAP_LAST_DAY else days
-        text = f'"{_plain_date(shown)}"'
-        if len(_DATE_CACHE) > 100_000:
-            _DATE_CACHE.clear()
-        _DATE_CACHE[days] = text
-    return text
-
-
-def _offset_suffix(seconds: int) -> str:
-    """Java's ``XXX`` offset: ``Z``, ``+05:30``, or ``-07:52:58`` when seconds are set."""
-    if seconds == 0:
-        return "Z"
-    sign = "-" if seconds < 0 else "+"
-    h, rest = divmod(abs(seconds), 3600)
-    m, s = divmod(rest, 60)
-    return f"{sign}{h:02d}:{m:02d}" + (f":{s:02d}" if s else "")
-
-
-_FIXED_ZONE = re.compile(r"(?:UTC|GMT|UT)?([+-])(\d{1,2})(?::?(\d{2}))?(?::?(\d{2}))?")
-_UTC_NAMES = {"UTC", "Z", "GMT", "UT", "ETC/UTC", "ETC/GMT", "ETC/UCT", "UCT", "ZULU", "UNIVERSAL"}
-
-
-class TimeZoneSpec:
-    """A session time zone: ``UTC``, a fixed offset (``+05:30``, ``GMT+1``) or an IANA name.
-
-    ``offset_at(epoch_seconds)`` gives the zone's UTC offset in seconds at that instant.
-    Named zones use the Python ``zoneinfo`` database; instants outside years 1-9999 use the
-    offset at the nearest end of that range.
-    """
-
-    def __init__(self, zone: str = "UTC") -> None:
-        self.name = zone
-        self.fixed: int | None = None
-        self._zone: ZoneInfo | None = None
-        text = zone.strip()
-        if text.upper() in _UTC_NAMES:
-            self.fixed = 0
-            return
-        m = _FIXED_ZONE.fullmatch(text)
-        if m:
-            sign, hours, minutes, seconds = m.groups()
-            total = int(hours) * 3600 + int(minutes or 0) * 60 + int(seconds or 0)
-            self.fixed = -total if sign == "-" else total
-            return
-        try:
-            self._zone = ZoneInfo(text)
-        except (ZoneInfoNotFoundError, ValueError) as exc:
-            raise UnsupportedFormat(f"unknown session time zone {zone!r}") from exc
-
-    _LOW = -62135596800  # 0001-01-01T00:00:00Z
-    _HIGH = 253402300799  # 9999-12-31T23:59:59Z
-
-    def offset_at(self, epoch_seconds: int) -> int:
-        """UTC offset in seconds at an instant."""
-        if self.fixed is not None:
-            return self.fixed
-        assert self._zone is not None
-        sec = min(max(epoch_seconds, self._LOW + 86400), self._HIGH - 86400)
-        offset = _dt.datetime.fromtimestamp(sec, self._zone).utcoffset()
-        return int(offset.total_seconds()) if offset is not None else 0
-
-
-def _clock(seconds_of_day: int) -> str:
-    h, rest = divmod(seconds_of_day, 3600)
-    m, s = divmod(rest, 60)
-    return f"{h:02d}:{m:02d}:{s:02d}"
-
-
-def timestamp_json(zone: TimeZoneSpec) -> Callable[[int], str]:
-    """A function: microseconds since the epoch → JSON text in ``zone``, millisecond precision.
-
-    Spark's default JSON ``timestampFormat`` is ``yyyy-MM-dd'T'HH:mm:ss.SSSXXX``. The text up
-    to the seconds is cached per second, as state rows repeat window bounds a lot.
-    """
-    cache: dict[int, tuple[str, str]] = {}
-    gap_start = _GAP_FIRST_DAY * 86400
-    gap_end = (_GAP_LAST_DAY + 1) * 86400
-
-    def head(sec: int) -> tuple[str, str]:
-        # toJSON round-trips through java.sql.Timestamp; the JVM's default zone (UTC on our
-        # runners) decides which instants fall in the 1582 gap.
-        if gap_start <= sec < gap_end:
-            sec += (_GREGORIAN_START - sec // 86400) * 86400
-        offset = zone.offset_at(sec)
-        days, rest = divmod(sec + offset, 86400)
-        return f'"{_plain_date(days)}T{_clock(rest)}', f'{_offset_suffix(offset)}"'
-
-    def ts(micros: int) -> str:
-        sec, us = divmod(micros, 1_000_000)
-        parts = cache.get(sec)
-        if parts is None:
-            parts = head(sec)
-            if len(cache) > 100_000:
-                cache.clear()
-            cache[sec] = parts
-        return f"{parts[0]}.{us // 1000:03d}{parts[1]}"
-
-    return ts
-
-
-def timestamp_ntz_json(micros: int) -> str:
-    """JSON text of a ``timestamp_ntz``: local date-time, millisecond precision, no zone."""
-    days, rest = divmod(micros, _MICROS_PER_DAY)
-    sec, us = divmod(rest, 1_000_000)
-    return f'"{_plain_date(days)}T{_clock(sec)}.{us // 1000:03d}"'
-
-
-def year_month_interval_json(months: int) -> str:
-    """``"INTERVAL '1-2' YEAR TO MONTH"`` (always both fields, as Spark 4.3 prints them)."""
-    sign = "-" if months < 0 else ""
-    a = abs(months)
-    return f"\"INTERVAL '{sign}{a // 12}-{a % 12}' YEAR TO MONTH\""
-
-
-def _seconds_text(micros: int) -> str:
-    """``BigDecimal.valueOf(micros, 6).stripTrailingZeros().toPlainString()``."""
-    sign = "-" if micros < 0 else ""
-    whole, frac = divmod(abs(micros), 1_000_000)
-    return f"{sign}{whole}.{frac:06d}".rstrip("0") if frac else f"{sign}{whole}"
-
-
-def day_time_interval_json(micros: int) -> str:
-    """``"INTERVAL '1 02:03:04.5' DAY TO SECOND"`` (always DAY TO SECOND)."""
-    sign = "-" if micros < 0 else ""
-    days, rest = divmod(abs(micros), _MICROS_PER_DAY)
-    h, rest = divmod(rest, 3_600_000_000)
-    m, rest = divmod(rest, 60_000_000)
-    s, frac = divmod(rest, 1_000_000)
-    sec = f"{s:02d}." + f"{frac:06d}".rstrip("0") if frac else f"{s:02d}"
-    return f"\"INTERVAL '{sign}{days} {h:02d}:{m:02d}:{sec}' DAY TO SECOND\""
-
-
-def _java_div(a: int, b: int) -> tuple[int, int]:
-    """Java's truncating ``/`` and ``%``."""
-    q = abs(a) // b
-    q = -q if a < 0 else q
-    return q, a - q * b
-
-
-def calendar_interval_text(iv: CalendarInterval) -> str:
-    """``IntervalUtils.toMultiUnitsString``: ``1 years 2 months 3 days 4 hours 5.5 seconds``."""
-    months, days, micros = iv
-    if not (months or days or micros):
-        return "0 seconds"
-    units: list[str] = []
-
-    def unit(value: int, name: str) -> None:
-        if value:
-            units.append(f"{value} {name}")
-
-    if months:
-        years, rest = _java_div(months, 12)
-        unit(years, "years")
-        unit(rest, "months")
-    unit(days, "days")
-    if micros:
-        hours, rest = _java_div(micros, 3_600_000_000)
-        unit(hours, "hours")
-        minutes, rest = _java_div(rest, 60_000_000)
-        unit(minutes, "minutes")
-        if rest:
-            units.append(f"{_seconds_text(rest)} seconds")
-    return " ".join(units)
-
-
-def calendar_interval_json(iv: CalendarInterval) -> str:
-    """JSON text of a calendar interval (``interval`` type)."""
-    return json_quote(calendar_interval_text(iv))
-
-
-# ---------------------------------------------------------------------------------------------
-# Numbers, strings, binary
-# ---------------------------------------------------------------------------------------------
-
-_INF = float("inf")
-_NON_FINITE = {"NaN": '"NaN"', "Infinity": '"Infinity"', "-Infinity": '"-Infinity"'}
-
-
-def double_json(x: float) -> str:
-    """JSON text of a double (Jackson quotes NaN and the infinities)."""
-    text = java_double_to_string(x)
-    return _NON_FINITE.get(text, text) if text[-1] in "yN" else text
-
-
-def float_json(x: float) -> str:
-    """JSON text of a float (``Float.toString`` of the float32 value)."""
-    text = java_float_to_string(x)
-    return _NON_FINITE.get(text, text) if text[-1] in "yN" else text
-
-
-def binary_json(raw: bytes) -> str:
-    """Jackson's ``writeBinary``: base64 (standard alphabet, padded, no line feeds)."""
-    return f'"{binascii.b2a_base64(raw, newline=False).decode("ascii")}"'
-
-
-def decimal_json(value: Decimal) -> str:
-    """JSON number text of a decoded decimal (``BigDecimal.toString``)."""
-    return str(value)
-
-
-# ---------------------------------------------------------------------------------------------
-# Map keys: Spark writes keyArray.get(i).toString
-# ---------------------------------------------------------------------------------------------
-
-_ARRAY_DATA = "org.apache.spark.sql.catalyst.expressions.UnsafeArrayData@"
-
-
-def struct_key_text(raw: bytes) -> str:
-    """``UnsafeRow.toString``: the row's 8-byte words in hex, ``[0,1,1800000002,7978]``."""
-    words = struct.unpack_from(f"<{len(raw) // 8}q", raw) if len(raw) >= 8 else ()
-    return "[" + ",".join(java_long_hex(w) for w in words) + "]"
-
-
-def array_key_text(raw: bytes) -> str:
-    """``Object.toString`` of an UnsafeArrayData: class name ``@`` its Murmur3 hash."""
-    return _ARRAY_DATA + java_int_hex(murmur3_hash_bytes(raw, 42))
-
-
-def binary_key_text(raw: bytes) -> str:
-    """``byte[].toString`` is ``[B@`` and an identity hash no one can reproduce.
-
-    We print ``[B@`` and the CRC-32 of the bytes: stable, and as unlike Spark as Spark is
-    unlike itself from one run to the next.
-    """
-    return f"[B@{zlib.crc32(raw):x}"
-
-
-def json_format(dt: DataType) -> str:
-    """How a value of ``dt`` is written: ``num``, ``bool``, ``string``, ``date``, ``ts``, …"""
-    if isinstance(dt, AtomicType):
-        return {
-            "boolean": "bool",
-            "byte": "num",
-            "short": "num",
-            "integer": "num",
-            "long": "num",
-            "float": "float",
-            "double": "double",
-            "date": "date",
-            "timestamp": "ts",
-            "timestamp_ntz": "ntz",
-            "string": "string",
-            "binary": "binary",
-            "interval": "calendar",
-            "void": "void",
-            "variant": "variant",
-        }[dt.name]
-    if isinstance(dt, StringLikeType):
-        return "string"
-    if isinstance(dt, DecimalType):
-        return "dec"
-    if isinstance(dt, YearMonthIntervalType):
-        return "ym"
-    if isinstance(dt, DayTimeIntervalType):
-        return "dti"
-    return slot_kind(dt)  # struct, array, map
-
-
-def _key_text(fmt: str) -> Callable[[Any], str]:
-    """Java ``toString`` of a decoded map key (struct/array/binary keys take raw bytes)."""
-    table: dict[str, Callable[[Any], str]] = {
-        "string": str,
-        "bool": lambda v: "true" if v else "false",
-        "num": str,
-        "date": str,
-        "ts": str,
-        "ntz": str,
-        "ym": str,
-        "dti": str,
-        "float": java_float_to_string,
-        "double": java_double_to_string,
-        "dec": str,
-        "calendar": calendar_interval_text,
-        "binary": binary_key_text,
-        "struct": struct_key_text,
-        "array": array_key_text,
-    }
-    found = table.get(fmt)
-    if found is None:
-        raise UnsupportedFormat(f"Spark does not allow {fmt} map keys")
-    return found
-
-
-def _check_supported(dt: DataType) -> None:
-    """Refuse, when building a renderer, types whose JSON we do not produce yet."""
-    fmt = json_format(dt)
-    if fmt == "variant":
-        raise UnsupportedFormat("JSON rendering of variant values is not supported yet")
-    if isinstance(dt, StructType):
-        for f in dt.fields:
-            _check_supported(f.data_type)
-    elif isinstance(dt, ArrayType):
-        _check_supported(dt.element_type)
-    elif isinstance(dt, MapType):
-        _key_text(json_format(dt.key_type))
-        _check_supported(dt.key_type)
-        _check_supported(dt.value_type)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -528,7 +196,7 @@ class _JsonWriter:
 
     def __init__(self, src: Source) -> None:
         self.src = src
-        self.values = _DecoderWriter(src)  # plain decoders, for map keys
+        self.values = DecoderWriter(src)  # plain decoders, for map keys
         self.functions: dict[tuple[str, DataType], str] = {}
 
     # --- one value ----------------------------------------------------------------------------
@@ -603,7 +271,9 @@ class _JsonWriter:
                 one = (src.fresh("v"),)
                 slot_vars.append(one)
                 flat += one
-        src.emit(indent, f"{', '.join(flat)}{',' if len(flat) == 1 else ''} = {reader}({buf}, {base})")
+        src.emit(
+            indent, f"{', '.join(flat)}{',' if len(flat) == 1 else ''} = {reader}({buf}, {base})"
+        )
         return nulls, slot_vars
 
     def struct_fast(
@@ -620,7 +290,7 @@ class _JsonWriter:
         The body is the inside of the object, ``"a":{t1},"b":{v2}``, in f-string syntax.
         """
         pieces = []
-        for field, slots in zip(st.fields, slot_vars):
+        for field, slots in zip(st.fields, slot_vars, strict=True):
             expr = self.text(indent, field.data_type, slots, buf, base, end)
             pieces.append(f"{fstring_literal(json_quote(field.name))}:{{{expr}}}")
         return ",".join(pieces)
@@ -734,12 +404,15 @@ class _JsonWriter:
         assert isinstance(at, ArrayType)
         dt = at.element_type
         fmt = json_format(dt)
-        to_text = src.const(_key_text(fmt), "_k")
+        to_text = src.const(key_text(fmt), "_k")
         src.emit(0, f"def {name}(buf, base, end):")
         if fmt in ("struct", "array", "binary"):
             # Spark prints these from the key's bytes (UnsafeRow/UnsafeArrayData.toString).
             raw = self.values.function_for(ArrayType(AtomicType("binary"), False))
             src.emit(1, f"return [_q({to_text}(k)) for k in {raw}(buf, base, end)]")
+        elif fmt == "string":
+            values = self.values.function_for(ArrayType(dt, False))
+            src.emit(1, f"return [_q(k) for k in {values}(buf, base, end)]")
         else:
             values = self.values.function_for(ArrayType(dt, False))
             src.emit(1, f"return [_q({to_text}(k)) for k in {values}(buf, base, end)]")
@@ -752,10 +425,7 @@ class _JsonWriter:
         src.emit(1, "split = _mapsplit(buf, base, end)")
         src.emit(1, f"ks = {keys}(buf, base + 8, split)")
         src.emit(1, f"vs = {values}(buf, split, end)")
-        src.emit(1, "if len(ks) != len(vs):")
-        src.emit(
-            2, "raise CorruptData(f'map at byte {base} has {len(ks)} keys but {len(vs)} values', base)"
-        )
+        src.emit(1, "if len(ks) != len(vs): raise _mapsizes(ks, vs, base)")
         src.emit(1, "return '{' + ','.join([k + ':' + v for k, v in _zip(ks, vs)]) + '}'")
 
 
@@ -771,10 +441,73 @@ def _emit_guarded_body(
     src.emit(2, f"exc.why = {what!r} + exc.why")
     src.emit(2, "raise")
     src.emit(1, "except _foreign as exc:")
-    src.emit(2, "raise _wrap(exc, 0) from exc")
+    src.emit(2, f"raise _wrap(exc, 0, {what!r}) from exc")
+
+
+def _emit_fast_line(
+    writer: _JsonWriter, key_schema: StructType, value_schema: StructType, indent: int, done: str
+) -> None:
+    """Emit the no-null fast path of one line inside ``try:``; ``done`` uses the text.
+
+    ``done`` is a format string for the statement that consumes the finished line, e.g.
+    ``return {}``. Rows with nulls fall through; errors are left to the caller's except.
+    """
+    src = writer.src
+    key_nulls, key_slots = writer.struct_unpack(indent, key_schema, "kb", "0")
+    value_nulls, value_slots = writer.struct_unpack(indent, value_schema, "vb", "0")
+    nulls = key_nulls + value_nulls
+    src.emit(indent, f"if not ({' | '.join(nulls)}):" if nulls else "if True:")
+    key_body = writer.struct_fast(indent + 1, key_schema, key_slots, "kb", "0", "len(kb)")
+    value_body = writer.struct_fast(indent + 1, value_schema, value_slots, "vb", "0", "len(vb)")
+    text = (
+        f'f\'{{{{"key":{{{{{key_body}}}}},"value":{{{{{value_body}}}}},"partition_id":{{pid}}}}}}\''
+    )
+    src.emit(indent + 1, done.format(text))
 
 
 @lru_cache(maxsize=256)
+def _state_encoders(
+    key_schema: StructType, value_schema: StructType, zone: str
+) -> tuple[LineEncoder, LinesEncoder]:
+    """Generate the one-line and the many-lines encoders of a (key, value) schema pair."""
+    check_supported(key_schema)
+    check_supported(value_schema)
+    src = Source(_runtime(TimeZoneSpec(zone)))
+    writer = _JsonWriter(src)
+    # The general function: any nulls, a missing value, errors labelled key/value row.
+    src.emit(0, "def general(kb, vb, pid):")
+    _emit_guarded_body(writer, key_schema, "kb", "k_", "key row: ")
+    src.emit(1, 'if vb is None: return f\'{{"key":{k_},"partition_id":{pid}}}\'')
+    _emit_guarded_body(writer, value_schema, "vb", "v_", "value row: ")
+    src.emit(1, 'return f\'{{"key":{k_},"value":{v_},"partition_id":{pid}}}\'')
+    src.emit(0, "")
+    # The fast path: bytes in, no null field in key or value: one f-string for the line.
+    # Anything unusual (including an error) goes to general(), which has the full story.
+    src.emit(0, "def line(kb, vb, pid):")
+    src.emit(1, "if kb.__class__ is not bytes or vb.__class__ is not bytes:")
+    src.emit(2, "return general(kb, vb, pid)")
+    src.emit(1, "try:")
+    _emit_fast_line(writer, key_schema, value_schema, 2, "return {}")
+    src.emit(1, "except _fast_errors:")
+    src.emit(2, "pass")
+    src.emit(1, "return general(kb, vb, pid)")
+    src.emit(0, "")
+    # The same loop inside one function saves a Python call per row.
+    src.emit(0, "def lines(pairs, pid):")
+    src.emit(1, "out = []")
+    src.emit(1, "append = out.append")
+    src.emit(1, "for kb, vb in pairs:")
+    src.emit(2, "if kb.__class__ is bytes and vb.__class__ is bytes:")
+    src.emit(3, "try:")
+    _emit_fast_line(writer, key_schema, value_schema, 4, "append({})\ncontinue")
+    src.emit(3, "except _fast_errors:")
+    src.emit(4, "pass")
+    src.emit(2, "append(general(kb, vb, pid))")
+    src.emit(1, "return out")
+    namespace = src.compile("state line encoder")
+    return namespace["line"], namespace["lines"]
+
+
 def state_line_encoder(
     key_schema: StructType, value_schema: StructType, zone: str = "UTC"
 ) -> LineEncoder:
@@ -785,46 +518,26 @@ def state_line_encoder(
     ``value_bytes`` may be ``None`` (a removed key), which leaves ``"value"`` out as Spark
     leaves out null columns. Raises :class:`CorruptData` for rows that do not fit their
     schema and, when built, :class:`UnsupportedFormat` for types it cannot render.
+    Generated once per (schemas, zone) and cached.
 
     Example::
 
         line = state_line_encoder(key_schema, value_schema)
         text = line(b"...", b"...", 0)  # '{"key":{"k":"a"},"value":{"count":3},"partition_id":0}'
     """
-    _check_supported(key_schema)
-    _check_supported(value_schema)
-    src = Source(_runtime(TimeZoneSpec(zone)))
-    writer = _JsonWriter(src)
-    # The general function: any nulls, a missing value, errors labelled key/value row.
-    src.emit(0, "def general(kb, vb, pid):")
-    _emit_guarded_body(writer, key_schema, "kb", "k_", "key row: ")
-    src.emit(1, "if vb is None: return f'{{\"key\":{k_},\"partition_id\":{pid}}}'")
-    _emit_guarded_body(writer, value_schema, "vb", "v_", "value row: ")
-    src.emit(1, "return f'{{\"key\":{k_},\"value\":{v_},\"partition_id\":{pid}}}'")
-    src.emit(0, "")
-    # The fast path: bytes in, no null field in key or value: one f-string for the line.
-    # Anything unusual (including an error) goes to general(), which has the full story.
-    src.emit(0, "def line(kb, vb, pid):")
-    src.emit(1, "if kb.__class__ is not bytes or vb.__class__ is not bytes:")
-    src.emit(2, "return general(kb, vb, pid)")
-    src.emit(1, "try:")
-    key_nulls, key_slots = writer.struct_unpack(2, key_schema, "kb", "0")
-    value_nulls, value_slots = writer.struct_unpack(2, value_schema, "vb", "0")
-    nulls = key_nulls + value_nulls
-    src.emit(2, f"if not ({' | '.join(nulls)}):" if nulls else "if True:")
-    key_body = writer.struct_fast(3, key_schema, key_slots, "kb", "0", "len(kb)")
-    value_body = writer.struct_fast(3, value_schema, value_slots, "vb", "0", "len(vb)")
-    src.emit(
-        3,
-        f"return f'{{{{\"key\":{{{{{key_body}}}}},\"value\":{{{{{value_body}}}}},"
-        "\"partition_id\":{pid}}}'",
-    )
-    src.emit(1, "except _fast_errors:")
-    src.emit(2, "pass")
-    src.emit(1, "return general(kb, vb, pid)")
-    namespace = src.compile("state line encoder")
-    line: LineEncoder = namespace["line"]
-    return line
+    return _state_encoders(key_schema, value_schema, zone)[0]
+
+
+def state_lines_encoder(
+    key_schema: StructType, value_schema: StructType, zone: str = "UTC"
+) -> LinesEncoder:
+    """``lines(pairs, partition_id) -> list[str]``: :func:`state_line_encoder` for many rows.
+
+    ``pairs`` is any iterable of ``(key_bytes, value_bytes_or_None)``, such as
+    :func:`parsers.records.iter_records` of one partition's file. Same text and errors, one
+    Python call less per row.
+    """
+    return _state_encoders(key_schema, value_schema, zone)[1]
 
 
 @lru_cache(maxsize=256)
@@ -834,7 +547,7 @@ def row_json_encoder(schema: StructType, zone: str = "UTC") -> RowJsonEncoder:
     The row runs from ``offset`` to the end of ``buf``. Same rules and errors as
     :func:`state_line_encoder`.
     """
-    _check_supported(schema)
+    check_supported(schema)
     src = Source(_runtime(TimeZoneSpec(zone)))
     writer = _JsonWriter(src)
     src.emit(0, "def encode(buf, offset=0):")
@@ -900,7 +613,7 @@ def _value_renderer(dt: DataType, zone: TimeZoneSpec) -> Callable[[Any], str]:
 def _tuple_key_string(dt: DataType) -> Callable[[Any], str]:
     """Java ``toString`` of a decoded map key (structs and arrays re-encoded to bytes)."""
     fmt = json_format(dt)
-    text = _key_text(fmt)
+    text = key_text(fmt)
     if isinstance(dt, StructType):
         struct_type = dt
         return lambda k: text(encode_row(struct_type, k))
@@ -918,20 +631,51 @@ def _tuple_key_text(dt: DataType) -> Callable[[Any], str]:
     return lambda k: json_quote(string(k))
 
 
+# Expressions over a decoded value ``{v}`` giving its JSON text, for render_row's code.
+_TUPLE_TEXT = {
+    "bool": "_TF[{v}]",
+    "num": "{v}",
+    "dec": "{v}",  # format(Decimal) is str(Decimal): BigDecimal.toString's digits
+    "float": "_jf({v})",
+    "double": "_jd({v})",
+    "string": "_q({v})",
+    "binary": "_b64({v})",
+    "date": "_date({v})",
+    "ts": "_ts({v})",
+    "ntz": "_ntz({v})",
+    "ym": "_ym({v})",
+    "dti": "_dti({v})",
+}
+
+
 def _struct_renderer(st: StructType, zone: TimeZoneSpec) -> Callable[[Any], str]:
-    names = [json_quote(f.name) + ":" for f in st.fields]
-    renderers = [_value_renderer(f.data_type, zone) for f in st.fields]
-    voids = [json_format(f.data_type) == "void" for f in st.fields]
-    pairs = list(zip(names, renderers, voids))
-
-    def render(row: tuple[Any, ...]) -> str:
-        parts = [
-            name + render_value(value)
-            for (name, render_value, void), value in zip(pairs, row)
-            if value is not None and not void
-        ]
-        return "{" + ",".join(parts) + "}"
-
+    """Generate ``render(row_tuple) -> str`` for one struct type (nested ones recursively)."""
+    src = Source(_runtime(zone))
+    names = [f"v{i}" for i in range(len(st.fields))]
+    present: list[tuple[str, str]] = []  # (value variable, f-string piece) of non-void fields
+    for var, field in zip(names, st.fields, strict=True):
+        fmt = json_format(field.data_type)
+        if fmt == "void":
+            continue  # always null, so always left out
+        template = _TUPLE_TEXT.get(fmt)
+        if template is None:
+            nested = src.const(_value_renderer(field.data_type, zone), "_r")
+            template = nested + "({v})"
+        name = fstring_literal(json_quote(field.name))
+        present.append((var, f"{name}:{{{template.format(v=var)}}}"))
+    src.emit(0, "def render(row):")
+    if names:
+        src.emit(1, f"{', '.join(names)}, = row")
+    if not present:
+        src.emit(1, "return '{}'")
+    else:
+        src.emit(1, f"if {' and '.join(f'{v} is not None' for v, _ in present)}:")
+        src.emit(2, f"return f'{{{{{','.join(piece for _, piece in present)}}}}}'")
+        src.emit(1, "p = []")
+        for var, piece in present:
+            src.emit(1, f"if {var} is not None: p.append(f'{piece}')")
+        src.emit(1, "return '{' + ','.join(p) + '}'")
+    render: Callable[[Any], str] = src.compile("row renderer")["render"]
     return render
 
 
@@ -943,7 +687,7 @@ def render_row(schema: StructType, zone: str = "UTC") -> JsonRenderer:
     than :func:`row_json_encoder` (which starts from bytes), but handy for rows already
     decoded. ``None`` fields (and ``void`` ones) are left out, like Spark does.
     """
-    _check_supported(schema)
+    check_supported(schema)
     return _struct_renderer(schema, TimeZoneSpec(zone))
 
 
@@ -978,12 +722,12 @@ def _python_struct(st: StructType, zone: TimeZoneSpec) -> Callable[[Any], dict[s
         keys.append(f.name if n == 0 else f"{f.name}_{n}")
     converters = [_python_converter(f.data_type, zone) for f in st.fields]
     voids = [json_format(f.data_type) == "void" for f in st.fields]
-    items = list(zip(keys, converters, voids))
+    items = list(zip(keys, converters, voids, strict=True))
 
     def convert(row: tuple[Any, ...]) -> dict[str, Any]:
         return {
             key: conv(value)
-            for (key, conv, void), value in zip(items, row)
+            for (key, conv, void), value in zip(items, row, strict=True)
             if value is not None and not void
         }
 
@@ -1000,5 +744,5 @@ def to_python(schema: StructType, zone: str = "UTC") -> Callable[[tuple[Any, ...
     its later occurrences instead of overwriting the first. Null fields are left out,
     timestamps and dates are Spark's strings, NaN and infinities the strings Spark writes.
     """
-    _check_supported(schema)
+    check_supported(schema)
     return _python_struct(schema, TimeZoneSpec(zone))

@@ -2,7 +2,8 @@
 
 Example::
 
-    >>> t = parse_datatype('{"type":"struct","fields":[{"name":"k","type":"string","nullable":true,"metadata":{}}]}')
+    >>> t = parse_datatype('{"type":"struct","fields":[{"name":"k","type":"string",'
+    ...                    '"nullable":true,"metadata":{}}]}')
     >>> t.simple_string()
     'struct<k:string>'
 """
@@ -11,8 +12,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from parsers.errors import UnsupportedFormat
 

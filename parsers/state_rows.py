@@ -21,6 +21,7 @@ from typing import Any
 
 from parsers.avro import avro_row_decoder
 from parsers.errors import CorruptData, UnsupportedFormat
+from parsers.javatext import murmur3_hash_bytes
 from parsers.rocksdb_encoding import (
     decode_value,
     decode_values,
@@ -28,7 +29,6 @@ from parsers.rocksdb_encoding import (
     split_cf_prefix,
     split_schema_id,
 )
-from parsers.javatext import murmur3_hash_bytes
 from parsers.sparktypes import ArrayType, AtomicType, DataType, MapType, StructType
 from parsers.unsaferow import row_decoder
 from parsers.unsafewriter import encode_row
@@ -157,9 +157,7 @@ class RowCodec:
             return False  # Avro datums are not UnsafeRows
         if self.spec.state_kind not in (None, VALUE_STATE):
             return False  # list/map/timer rows are reshaped: see :meth:`rows`
-        return self.spec.provider == "hdfs" or (
-            self._simple_key and not self.spec.multi_value
-        )
+        return self.spec.provider == "hdfs" or (self._simple_key and not self.spec.multi_value)
 
     def payloads(self, key: bytes, value: bytes | None) -> tuple[bytes, bytes | None] | None:
         """The key and value UnsafeRow bytes inside a stored pair, without decoding them.
@@ -175,7 +173,9 @@ class RowCodec:
             if cf != self.spec.cf_id:
                 return None
         if not key or key[0] != 0:
-            raise CorruptData("key does not start with encoding version 0" if key else "empty key", 0)
+            raise CorruptData(
+                "key does not start with encoding version 0" if key else "empty key", 0
+            )
         if value is None:
             return key[1:], None
         if not self.spec.row_checksum and value and value[0] == 0:
@@ -228,9 +228,8 @@ class RowCodec:
     def change_columns(self) -> tuple[Column, ...]:
         """Change-feed columns between ``change_type`` and ``partition_id``.
 
-        Spark's change feed always has one row per record, flattened: a list record gives
-        its first element only (the single-value decoder reads one), a map record its key,
-        user key and value.
+        Spark's change feed is always flattened: a list record gives one row per element
+        (see :meth:`change_rows`), a map record its key, user key and value.
         """
         spec = self.spec
         if spec.state_kind == LIST_STATE:
@@ -274,6 +273,10 @@ class RowCodec:
         out: list[Row]
         if kind == LIST_STATE and not self.spec.flatten:
             out = [(pairs[0][0], [v for _, v in pairs])] if pairs else []
+        elif kind is None and self.spec.multi_value:
+            # A multi-valued store read whole (join format 4's keyWithTsToValues): Spark's
+            # store iterator decodes one value per key, the first.
+            out = [(k, v) for k, v in pairs[:1]]
         elif kind == MAP_STATE:
             if not self.spec.flatten:
                 raise TypeError("unflattened map state is read a partition at a time")
@@ -286,22 +289,28 @@ class RowCodec:
             out = [(k, v) for k, v in pairs]
         return out
 
-    def change_rows(self, change_type: str, key: bytes, value: bytes | None) -> list[Row]:
-        """Output rows (see :attr:`change_columns`) of one change record."""
+    def change_rows(
+        self, change_type: str, key: bytes, value: bytes | None
+    ) -> list[tuple[str, Row]]:
+        """``(change type, row)`` per output row (see :attr:`change_columns`) of one record.
+
+        A multi-valued record (list state) gives one row per element, as Spark 4.3's change
+        feed does: the first element with the record's type, the others as ``append``.
+        """
         pairs = self.decode_change(change_type, key, value)
         kind = self.spec.state_kind
-        out: list[Row]
+        rows: list[Row]
         if kind == MAP_STATE:
             group_at, _, user_at, _ = self._composite
-            out = [(k[group_at], k[user_at], v) for k, v in pairs]
+            rows = [(k[group_at], k[user_at], v) for k, v in pairs]
         elif kind == TIMER_STATE:
             group_at, _, ts_at, _ = self._composite
-            out = [(k[group_at], k[ts_at]) for k, _ in pairs]
-        elif kind == LIST_STATE:
-            out = [(k, v) for k, v in pairs[:1]]
+            rows = [(k[group_at], k[ts_at]) for k, _ in pairs]
         else:
-            out = [(k, v) for k, v in pairs]
-        return out
+            rows = [(k, v) for k, v in pairs]
+        if self.spec.multi_value:
+            return [(change_type if i == 0 else "append", row) for i, row in enumerate(rows)]
+        return [(change_type, row) for row in rows]
 
     def partition_rows(self, items: Iterable[tuple[bytes, bytes]]) -> Iterator[Row]:
         """Output rows of every stored item of one partition.

@@ -201,7 +201,9 @@ def array_header(buf: bytes, base: int, end: int, elem_size: int) -> tuple[int, 
     words = (n + 63) >> 6
     data = base + 8 + 8 * words
     if n < 0 or data + n * elem_size > end:
-        raise CorruptData(f"array of {n} elements at byte {base} does not fit in {end - base} bytes", base)
+        raise CorruptData(
+            f"array of {n} elements at byte {base} does not fit in {end - base} bytes", base
+        )
     if not words:
         return n, None, data
     nulls = _unpack_from(f"<{words}Q", buf, base + 8)
@@ -231,6 +233,11 @@ def map_split(buf: bytes, base: int, end: int) -> int:
     return base + 8 + key_size
 
 
+def map_sizes_differ(keys: list[Any], values: list[Any], base: int) -> CorruptData:
+    """The error for a map whose key and value arrays have different lengths."""
+    return CorruptData(f"map at byte {base} has {len(keys)} keys but {len(values)} values", base)
+
+
 def make_decimal(unscaled: int, scale: int) -> Decimal:
     """``unscaled × 10^-scale``, exactly, keeping the scale (so ``str`` shows Spark's digits)."""
     return Decimal(f"{unscaled}E{-scale}")
@@ -249,7 +256,9 @@ def read_variant(raw: bytes, start: int) -> VariantVal:
         raise CorruptData(f"variant of {len(raw)} bytes at byte {start} has no length", start)
     value_len = int.from_bytes(raw[:4], "little", signed=True)
     if not 0 <= value_len <= len(raw) - 4:
-        raise CorruptData(f"variant value length {value_len} at byte {start} is out of range", start)
+        raise CorruptData(
+            f"variant value length {value_len} at byte {start} is out of range", start
+        )
     return VariantVal(bytes(raw[4 : 4 + value_len]), bytes(raw[4 + value_len :]))
 
 
@@ -258,6 +267,7 @@ RUNTIME: dict[str, Any] = {
     "_arr": array_header,
     "_nullpos": null_positions,
     "_mapsplit": map_split,
+    "_mapsizes": map_sizes_differ,
     "_dec": make_decimal,
     "_cal": read_calendar,
     "_variant": read_variant,
@@ -308,7 +318,9 @@ class Source:
         return name
 
     def emit(self, indent: int, line: str) -> None:
-        self.lines.append("    " * indent + line)
+        """Add a line (or several, separated by newlines) at ``indent`` levels."""
+        for part in line.split("\n"):
+            self.lines.append("    " * indent + part)
 
     def compile(self, label: str) -> dict[str, Any]:
         """Execute the source; return its namespace (the functions it defined)."""
@@ -338,7 +350,7 @@ def emit_decode_utf8(
     src.emit(indent + 1, f"{target} = _u8({target})")
 
 
-class _DecoderWriter:
+class DecoderWriter:
     """Writes one function per struct, array and map type reachable from a schema."""
 
     def __init__(self, src: Source) -> None:
@@ -415,7 +427,7 @@ class _DecoderWriter:
             return
         unpack_target = ", ".join(slot_vars) + ("," if len(slot_vars) == 1 else "")
         src.emit(1, f"{unpack_target} = {reader}(buf, base)")
-        for i, (field, kind) in enumerate(zip(fields, kinds)):
+        for i, (field, kind) in enumerate(zip(fields, kinds, strict=True)):
             bit = f"{null_vars[i >> 6]} & {1 << (i & 63)}"
             v = targets[i]
             if kind == "void":
@@ -472,15 +484,14 @@ class _DecoderWriter:
         src.emit(1, "split = _mapsplit(buf, base, end)")
         src.emit(1, f"ks = {keys}(buf, base + 8, split)")
         src.emit(1, f"vs = {values}(buf, split, end)")
-        src.emit(1, "if len(ks) != len(vs):")
-        src.emit(2, "raise CorruptData(f'map at byte {base} has {len(ks)} keys but {len(vs)} values', base)")
+        src.emit(1, "if len(ks) != len(vs): raise _mapsizes(ks, vs, base)")
         src.emit(1, "return _list(_zip(ks, vs))")
         src.emit(0, "")
 
 
-def wrap_foreign_errors(exc: Exception, offset: int) -> CorruptData:
+def wrap_foreign_errors(exc: Exception, offset: int, what: str = "") -> CorruptData:
     """A ``struct``/index error inside a generated decoder, as the ``CorruptData`` it means."""
-    return CorruptData(f"UnsafeRow does not match its schema: {exc}", offset)
+    return CorruptData(f"{what}UnsafeRow does not match its schema: {exc}", offset)
 
 
 @lru_cache(maxsize=256)
@@ -498,7 +509,7 @@ def row_decoder(schema: StructType) -> RowDecoder:
         count, total = decode(value_bytes)
     """
     src = Source(RUNTIME)
-    writer = _DecoderWriter(src)
+    writer = DecoderWriter(src)
     top = writer.function_for(schema)
     src.namespace["_top"] = src.namespace.get(top)
     src.namespace["_wrap"] = wrap_foreign_errors

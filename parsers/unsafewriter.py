@@ -104,7 +104,7 @@ def encode_row(schema: StructType, values: Sequence[Any]) -> bytes:
     bits = [0] * words
     slots: list[int] = []
     var = bytearray()
-    for i, (field, value) in enumerate(zip(fields, values)):
+    for i, (field, value) in enumerate(zip(fields, values, strict=True)):
         dt = field.data_type
         kind = slot_kind(dt)
         if kind == "decimal_large":

@@ -1,9 +1,16 @@
-"""Shared fixtures: the corpus of real Spark checkpoints (unpacked once per test session)."""
+"""Shared fixtures: the corpus of real Spark checkpoints (unpacked once per test session), and
+one SparkSession for the whole test session (Spark's own reader is the oracle; the Spark engine
+runs on it too)."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
 import tarfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,3 +28,26 @@ def fixture_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with tarfile.open(CORPUS_TARBALL) as tar:
         tar.extractall(target, filter="data")
     return target / "out"
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("no Java: install openjdk-17 to run the Spark oracle tests")
+    from pyspark.sql import SparkSession
+
+    # The Spark engine's Python tasks must run in this interpreter: it has our dependencies.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("stateglass-oracle")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", "2g")
+        .config("spark.log.level", "ERROR")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

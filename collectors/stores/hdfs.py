@@ -102,6 +102,8 @@ class HdfsStoreReader:
 
     def changes(self, version: int) -> Iterator[Change]:
         if version not in self.deltas:
-            raise MissingVersion(self.ctx.join(f"{version}.delta"), "missing: no change data for it")
+            raise MissingVersion(
+                self.ctx.join(f"{version}.delta"), "missing: no change data for it"
+            )
         for k, v in self._records(self.deltas[version], allow_deletes=True):
             yield ("delete", k, None) if v is None else ("update", k, v)

@@ -1,4 +1,4 @@
-"""RocksDBStateStoreProvider: ``N.zip`` + ``SSTs/``, and ``N.changelog`` with changelog checkpointing.
+"""RocksDBStateStoreProvider: ``N.zip`` + ``SSTs/``, plus ``N.changelog`` when enabled.
 
 Version V = ``V.zip`` restored into a private temporary directory and read with rocksdict,
 read-only; or, when V has no zip, the newest zip below it plus the changelogs after it
@@ -55,7 +55,9 @@ class RocksDBStoreReader:
 
     # ---- choosing files -------------------------------------------------------------------
 
-    def _pick(self, files: dict[int, dict[str | None, str]], version: int, uid: str | None = None) -> str | None:
+    def _pick(
+        self, files: dict[int, dict[str | None, str]], version: int, uid: str | None = None
+    ) -> str | None:
         """The file of ``version`` with the committed unique id (format v2) or none (v1)."""
         by_id = files.get(version)
         if not by_id:
@@ -86,7 +88,9 @@ class RocksDBStoreReader:
         if self.ctx.unique_ids or any(None not in ids for ids in self.changelogs.values()):
             return self._plan_from_lineage(version)
         base = max((v for v in self.zips if v < version and None in self.zips[v]), default=0)
-        missing = [v for v in range(base + 1, version + 1) if self._pick(self.changelogs, v) is None]
+        missing = [
+            v for v in range(base + 1, version + 1) if self._pick(self.changelogs, v) is None
+        ]
         if missing:
             where = f"{base}.zip" if base else "an empty store"
             raise MissingVersion(
@@ -98,7 +102,7 @@ class RocksDBStoreReader:
         return zip_name, [self.changelogs[v][None] for v in range(base + 1, version + 1)]
 
     def _plan_from_lineage(self, version: int) -> tuple[str | None, list[str]]:
-        """Checkpoint format v2: the changelog of V names the versions and ids since its snapshot."""
+        """Checkpoint format v2: V's changelog names the versions and ids since its snapshot."""
         name = self._pick(self.changelogs, version)
         if name is None:
             raise MissingVersion(
@@ -220,7 +224,7 @@ def _pin_merge_operator(options: bytes, delimiter: bytes) -> bytes:
     return _MERGE_OPERATOR.sub(lambda m: m.group(1) + op, options)
 
 
-class restored_db:  # noqa: N801 - used as a context manager, like open()
+class restored_db:
     """A zip plus its SSTs restored into a private temporary directory, opened read-only.
 
     SSTs are symlinked when the checkpoint is on the local disk (RocksDB opened read-only never
@@ -239,7 +243,11 @@ class restored_db:  # noqa: N801 - used as a context manager, like open()
         entries, meta = _read_zip(self.ctx, self.zip_name)
         self.tmp = tempfile.mkdtemp(prefix="stateglass-rocksdb-")
         sst_dir = self.ctx.join("SSTs")
-        present = {f.name: f.size for f in self.ctx.fs.list(sst_dir)} if self.ctx.fs.is_dir(sst_dir) else {}
+        present = (
+            {f.name: f.size for f in self.ctx.fs.list(sst_dir)}
+            if self.ctx.fs.is_dir(sst_dir)
+            else {}
+        )
         for entry, data in entries.items():
             if entry.startswith("OPTIONS-"):
                 data = _pin_merge_operator(data, self.ctx.merge_delimiter)
@@ -267,7 +275,9 @@ class restored_db:  # noqa: N801 - used as a context manager, like open()
                 self.tmp, options=opts, access_type=rocksdict.AccessType.read_only()
             )
         except Exception as exc:  # rocksdict raises plain Exception subclasses
-            raise CorruptFile(self.ctx.join(self.zip_name), f"RocksDB cannot open it: {exc}") from exc
+            raise CorruptFile(
+                self.ctx.join(self.zip_name), f"RocksDB cannot open it: {exc}"
+            ) from exc
         return _Items(self.db, self.ctx.join(self.zip_name))
 
     def __exit__(self, *exc: object) -> None:

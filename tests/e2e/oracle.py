@@ -6,7 +6,6 @@ Rows are compared as multisets of parsed JSON, keeping field order and duplicate
 
 from __future__ import annotations
 
-import io
 import json
 import os
 from collections import Counter
@@ -113,5 +112,5 @@ def ours(args: list[str], tmp_path: Any) -> list[str]:
     out = os.path.join(str(tmp_path), f"out-{abs(hash(tuple(args)))}.jsonl")
     code = cli_main([*args, "--format", "jsonl", "-o", out])
     assert code == 0, f"stateglass {' '.join(args)} exited {code}"
-    with io.open(out, encoding="utf-8") as fh:
+    with open(out, encoding="utf-8") as fh:
         return fh.read().splitlines()

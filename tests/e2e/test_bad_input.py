@@ -66,7 +66,9 @@ def _last_batch(cp: Path) -> int:
 def test_truncated_delta(tmp_path: Path) -> None:
     cp = _copy("agg-hdfs", tmp_path)
     snaps = {int(p.name.split(".")[0]) for p in _store_files(cp, ".snapshot")}
-    delta = next(p for p in reversed(_store_files(cp, ".delta")) if int(p.name.split(".")[0]) not in snaps)
+    delta = next(
+        p for p in reversed(_store_files(cp, ".delta")) if int(p.name.split(".")[0]) not in snaps
+    )
     data = delta.read_bytes()
     delta.write_bytes(data[: len(data) // 2])
     proc = run_cli("state", str(cp), "--batch-id", str(int(delta.name.split(".")[0]) - 1))

@@ -5,8 +5,9 @@ The corpus (``tests/conftest.py``'s ``fixture_corpus``) holds 71 checkpoints wri
 batch — a transformWithState store once per state variable and once for its timers — by Spark
 4.3's State Data Source and by StateGlass, and the rows must be the same.
 
-Some reads Spark 4.3 itself cannot do; those cases check that StateGlass reads them without
-error and end as xfail naming Spark's error (see ``SPARK_CANNOT``).
+Some reads Spark 4.3 itself cannot do; those cases end as xfail naming why (``SPARK_CANNOT``),
+and fail if Spark fails for another reason. Checkpoint format v2 needs the reading session's
+``checkpointFormatVersion`` set to 2 (``checkpoint_format``).
 
 Spark reads a transformWithState operator's schema files from the absolute paths its operator
 metadata records (``file:/tmp/spk/out/…`` where the corpus was written), so the fixture
@@ -19,6 +20,7 @@ import os
 import re
 import tarfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,16 +29,18 @@ import pytest
 from app.cli import main as cli_main
 from collectors.checkpoint import Checkpoint
 from tests.conftest import CORPUS_TARBALL
-from tests.e2e.oracle import multiset, ours, spark_state, state_reads
+from tests.e2e.oracle import multiset, spark_state, state_reads
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-# Checkpoints Spark 4.3's reader fails on, and why (checked: Spark must still fail on them).
+# Reads Spark 4.3's reader fails on: (what its error says, why). Spark must still fail there.
 SPARK_CANNOT = {
-    # TWS + checkpointFormatVersion 2: the TWS read path opens the store without the
-    # checkpoint unique id and parses "21_<uuid>.changelog" as a version number.
-    "4.0.5b/tws-rocks-cl-ckv2": "NumberFormatException",
-    "4.3.0/tws-rocks-cl-ckv2": "NumberFormatException",
+    # No operator metadata before Spark 4.0, so Spark (and StateGlass) take the session
+    # window's prefix-scan keys for plain keys and cannot decode them.
+    "3.5.9/session-rocks-cl": (
+        "STATE_STORE_KEY_ROW_FORMAT_VALIDATION_FAILURE",
+        "3.5 session windows on RocksDB: no operator metadata says the keys are prefix-scan",
+    ),
 }
 # Directories of the corpus that hold no checkpoint at all.
 EMPTY = {"3.5.9b/fmgws-hdfs"}
@@ -67,20 +71,26 @@ def _recorded_roots(corpus: Path) -> set[str]:
 @pytest.fixture(scope="session")
 def recorded_root(fixture_corpus: Path) -> Iterator[None]:
     """Make the recorded ``…/out`` path lead to the unpacked corpus while the session lasts."""
-    made: list[Path] = []
+    made: list[Path] = []  # links and directories we created, removed in reverse order
     for root in sorted(_recorded_roots(fixture_corpus)):
         link = Path(root)
         if link.exists() or link.is_symlink():
             continue  # already there (e.g. another copy of the corpus): compared per case
+        missing = [p for p in reversed(link.parents) if not p.exists()]
         try:
-            link.parent.mkdir(parents=True, exist_ok=True)
+            for directory in missing:
+                directory.mkdir()
+                made.append(directory)
             link.symlink_to(fixture_corpus, target_is_directory=True)
+            made.append(link)
         except OSError:
             continue
-        made.append(link)
     yield
-    for link in made:
-        link.unlink()
+    for path in reversed(made):
+        if path.is_symlink():
+            path.unlink()
+        else:
+            path.rmdir()
 
 
 def _schema_files_reachable(cp: Checkpoint) -> str | None:
@@ -119,30 +129,94 @@ def test_corpus_checkpoint_matches_spark(
     mismatches: list[str] = []
     spark_failures: list[str] = []
     checked = 0
-    for store in cp.stores():
-        for label, options, args in state_reads(store):
-            if label.endswith("-noflat"):
-                continue  # unflattened reads are checked on the samples (test_fidelity)
-            what = f"op{store.operator_id}/{store.store_name}{'/' + label if label else ''}"
+    ours_fail: list[str] = []
+    checked = 0
+    with checkpoint_format(spark, cp):
+        for what, store_name, options, args in _reads(cp):
+            out = tmp_path / f"{checked}-{len(spark_failures)}.jsonl"
             cli = [
-                "state", path, "--operator", str(store.operator_id), "--store",
-                store.store_name, "--batch-id", str(batch), *args,
+                "state",
+                path,
+                "--operator",
+                what.split("/")[0][2:],
+                "--store",
+                store_name,
+                "--batch-id",
+                str(batch),
+                *args,
+                "-o",
+                str(out),
             ]
-            got = ours(cli, tmp_path)
-            if options and unreachable:
+            code = cli_main(cli)
+            if unreachable and (options.get("stateVarName") or options.get("readRegisteredTimers")):
                 pytest.skip(unreachable)
             try:
-                expected = spark_state(spark, path, store.operator_id, store.store_name, batch, options)
+                expected = spark_state(
+                    spark, path, int(what.split("/")[0][2:]), store_name, batch, options
+                )
             except Exception as exc:  # Py4JJavaError, AnalysisException, …
                 spark_failures.append(f"{what}: {_spark_error(exc)}")
+                if code != 0:
+                    ours_fail.append(what)
                 continue
             checked += 1
+            if code != 0:
+                mismatches.append(f"{what}: stateglass exited {code}, Spark read it")
+                continue
+            got = out.read_text(encoding="utf-8").splitlines()
             if multiset(got) != multiset(expected):
                 mismatches.append(f"{what}: {len(got)} rows, Spark {len(expected)}")
     assert not mismatches, "differs from Spark: " + "; ".join(mismatches)
-    known = SPARK_CANNOT.get(name)
-    if known is not None:
-        assert spark_failures and all(known in f for f in spark_failures), spark_failures
-        pytest.xfail(f"Spark 4.3 cannot read it ({spark_failures[0]}); StateGlass can")
-    assert not spark_failures, "Spark failed: " + "; ".join(spark_failures)
+    if spark_failures:
+        known = SPARK_CANNOT.get(name)
+        assert known is not None, "Spark failed: " + "; ".join(spark_failures)
+        assert all(known[0] in f for f in spark_failures), spark_failures
+        ours_too = " (neither can StateGlass)" if ours_fail else "; StateGlass can"
+        pytest.xfail(f"Spark 4.3 cannot read it{ours_too}: {known[1]}")
     assert checked
+
+
+def _reads(cp: Checkpoint) -> list[tuple[str, str, dict[str, Any], list[str]]]:
+    """``(what, store name, Spark options, stateglass arguments)`` for every read of ``cp``.
+
+    A store keeping other stores as column families (join state format 3 and 4) is read per
+    column family, by name, as Spark's ``storeName`` takes them.
+    """
+    reads = []
+    for store in cp.stores():
+        op = f"op{store.operator_id}"
+        if store.uses_column_families and not store.is_transform_with_state:
+            for cf in store.column_families:
+                reads.append((f"{op}/{cf.name}", cf.name, {}, []))
+            continue
+        for label, options, args in state_reads(store):
+            if label.endswith("-noflat"):
+                continue  # unflattened reads are checked on the samples (test_fidelity)
+            what = f"{op}/{store.store_name}{'/' + label if label else ''}"
+            reads.append((what, store.store_name, options, args))
+    return reads
+
+
+@contextmanager
+def checkpoint_format(spark: Any, cp: Checkpoint) -> Iterator[None]:
+    """Read checkpoint format v2 (unique ids in commits/) with the session set for it.
+
+    Spark's reader takes ``stateStore.checkpointFormatVersion`` from the session, not the
+    offset log; left at 1 it cannot open a v2 RocksDB store (NumberFormatException on
+    ``<version>_<uuid>`` file names).
+    """
+    last = cp.last_committed_batch
+    v2 = last is not None and bool(cp.commit(last).state_unique_ids)
+    key = "spark.sql.streaming.stateStore.checkpointFormatVersion"
+    if not v2:
+        yield
+        return
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, "2")
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)

@@ -120,8 +120,15 @@ def test_state_matches_spark(
     expected = spark_state(spark, path, operator, store, batch, options)
     got = ours(
         [
-            "state", path, "--operator", str(operator), "--store", store,
-            "--batch-id", str(batch), *args,
+            "state",
+            path,
+            "--operator",
+            str(operator),
+            "--store",
+            store,
+            "--batch-id",
+            str(batch),
+            *args,
         ],
         tmp_path,
     )
@@ -146,8 +153,17 @@ def test_changes_match_spark(
     expected = spark_changes(spark, path, operator, store, start, end, options)
     got = ours(
         [
-            "changes", path, "--operator", str(operator), "--store", store,
-            "--from", str(start), "--to", str(end), *args,
+            "changes",
+            path,
+            "--operator",
+            str(operator),
+            "--store",
+            store,
+            "--from",
+            str(start),
+            "--to",
+            str(end),
+            *args,
         ],
         tmp_path,
     )

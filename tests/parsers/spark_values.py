@@ -76,7 +76,9 @@ def atomic_types() -> st.SearchStrategy[DataType]:
 NAMES = st.sampled_from(["a", "b", "a", "k", 'q"uote', "é", "count", "x{y}"])
 
 
-def structs(children: st.SearchStrategy[DataType], max_fields: int = 5) -> st.SearchStrategy[StructType]:
+def structs(
+    children: st.SearchStrategy[DataType], max_fields: int = 5
+) -> st.SearchStrategy[StructType]:
     """Structs of ``children`` (names repeat on purpose, as in state value schemas)."""
     return st.lists(st.tuples(NAMES, children), max_size=max_fields).map(
         lambda fs: StructType(tuple(StructField(n, t) for n, t in fs))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import struct
 from decimal import Decimal
 from pathlib import Path
@@ -82,7 +83,7 @@ def corpus_store_rows(corpus: Path, scenario: str) -> tuple[StructType, StructTy
 
 def test_worked_example_of_the_format_doc() -> None:
     """checkpoint-format.md §6.4: key ``struct<k:string>`` with k = "a"."""
-    row = bytes.fromhex("0000000000000000" "0100000010000000" "6100000000000000")
+    row = bytes.fromhex("000000000000000001000000100000006100000000000000")
     assert row_decoder(KEY_K)(row) == ("a",)
 
 
@@ -138,7 +139,7 @@ def test_aggregation_with_duplicate_field_names(fixture_corpus: Path) -> None:
 # --- round trips ----------------------------------------------------------------------------
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(schema_and_row())
 def test_decode_inverts_encode(case: tuple[StructType, tuple[Any, ...]]) -> None:
     schema, row = case
@@ -225,21 +226,32 @@ def test_short_fixed_region_is_corrupt() -> None:
 @pytest.mark.parametrize(
     ("schema", "data"),
     [
-        pytest.param(KEY_K, bytes(8) + ((16 << 32) | 9).to_bytes(8, "little") + b"a" * 8, id="string-size"),
-        pytest.param(KEY_K, bytes(8) + ((4096 << 32) | 1).to_bytes(8, "little"), id="string-offset"),
+        pytest.param(
+            KEY_K, bytes(8) + ((16 << 32) | 9).to_bytes(8, "little") + b"a" * 8, id="string-size"
+        ),
+        pytest.param(
+            KEY_K, bytes(8) + ((4096 << 32) | 1).to_bytes(8, "little"), id="string-offset"
+        ),
         pytest.param(
             struct_of(("a", ArrayType(LONG))),
-            bytes(8) + ((16 << 32) | 16).to_bytes(8, "little") + (10**9).to_bytes(8, "little") + bytes(8),
+            bytes(8)
+            + ((16 << 32) | 16).to_bytes(8, "little")
+            + (10**9).to_bytes(8, "little")
+            + bytes(8),
             id="array-count",
         ),
         pytest.param(
             struct_of(("a", ArrayType(LONG))),
-            bytes(8) + ((16 << 32) | 8).to_bytes(8, "little") + (-1).to_bytes(8, "little", signed=True),
+            bytes(8)
+            + ((16 << 32) | 8).to_bytes(8, "little")
+            + (-1).to_bytes(8, "little", signed=True),
             id="array-negative-count",
         ),
         pytest.param(
             struct_of(("m", MapType(STRING, LONG))),
-            bytes(8) + ((16 << 32) | 8).to_bytes(8, "little") + (-8).to_bytes(8, "little", signed=True),
+            bytes(8)
+            + ((16 << 32) | 8).to_bytes(8, "little")
+            + (-8).to_bytes(8, "little", signed=True),
             id="map-negative-key-size",
         ),
         pytest.param(
@@ -271,9 +283,11 @@ def test_map_with_unequal_arrays_is_corrupt() -> None:
         row_decoder(schema)(bad)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(schema_and_row(), st.data())
-def test_damaged_rows_raise_only_corrupt_data(case: tuple[StructType, tuple[Any, ...]], data: st.DataObject) -> None:
+def test_damaged_rows_raise_only_corrupt_data(
+    case: tuple[StructType, tuple[Any, ...]], data: st.DataObject
+) -> None:
     """Flip, cut or extend a valid row: the decoder returns or raises CorruptData, nothing else."""
     schema, row = case
     raw = bytearray(encode_row(schema, row))
@@ -286,10 +300,8 @@ def test_damaged_rows_raise_only_corrupt_data(case: tuple[StructType, tuple[Any,
         del raw[data.draw(st.integers(0, len(raw))) :]
     else:
         raw += data.draw(st.binary(max_size=16))
-    try:
+    with contextlib.suppress(CorruptData):
         row_decoder(schema)(bytes(raw))
-    except CorruptData:
-        pass
 
 
 def test_unknown_type_is_unsupported() -> None:

@@ -65,36 +65,110 @@ COLUMNS: dict[str, list[str]] = {
     "sh": ["cast(-32768 as smallint)", "cast(7 as smallint)"],
     "i32": ["-2147483648", "2147483647", "0"],
     "i64": ["-9223372036854775808", "9223372036854775807", "cast(null as bigint)"],
-    "f32": [_f(v) for v in ["0.1", "1e-5", "1e7", "12345678", "-0.0", "'NaN'", "'Infinity'",
-            "'-Infinity'", "1.4e-45", "3.4028235e38", "495433023488", "0.001", "1e-4",
-            "8.783768771816667e-28", "0.25", "16777217"]],  # fmt: skip
-    "f64": [_d(v) for v in ["1e-5", "1e21", "1e7", "1e-3", "1e-4", "'NaN'", "'-Infinity'",
-            "4.9e-324", "2.842170943040401e-14", "1.9395363977182264e18", "0.1D + 0.2D",
-            "100", "123456789", "-0.0", "1e300", "5e-324"]],  # fmt: skip
-    "dec38": ["cast(1.5 as decimal(38,18))", "cast(-1.5 as decimal(38,18))",
-              "cast(0 as decimal(38,18))", "cast(1e-18 as decimal(38,18))",
-              "cast('99999999999999999999.999999999999999999' as decimal(38,18))",
-              "cast(null as decimal(38,18))"],  # fmt: skip
-    "dec10_9": ["cast(-0.0000001 as decimal(10,9))", "cast(0.000001 as decimal(10,9))",
-                "cast(1 as decimal(10,9))", "cast(0 as decimal(10,9))"],  # fmt: skip
+    "f32": [
+        _f(v)
+        for v in [
+            "0.1",
+            "1e-5",
+            "1e7",
+            "12345678",
+            "-0.0",
+            "'NaN'",
+            "'Infinity'",
+            "'-Infinity'",
+            "1.4e-45",
+            "3.4028235e38",
+            "495433023488",
+            "0.001",
+            "1e-4",
+            "8.783768771816667e-28",
+            "0.25",
+            "16777217",
+        ]
+    ],
+    "f64": [
+        _d(v)
+        for v in [
+            "1e-5",
+            "1e21",
+            "1e7",
+            "1e-3",
+            "1e-4",
+            "'NaN'",
+            "'-Infinity'",
+            "4.9e-324",
+            "2.842170943040401e-14",
+            "1.9395363977182264e18",
+            "0.1D + 0.2D",
+            "100",
+            "123456789",
+            "-0.0",
+            "1e300",
+            "5e-324",
+        ]
+    ],
+    "dec38": [
+        "cast(1.5 as decimal(38,18))",
+        "cast(-1.5 as decimal(38,18))",
+        "cast(0 as decimal(38,18))",
+        "cast(1e-18 as decimal(38,18))",
+        "cast('99999999999999999999.999999999999999999' as decimal(38,18))",
+        "cast(null as decimal(38,18))",
+    ],
+    "dec10_9": [
+        "cast(-0.0000001 as decimal(10,9))",
+        "cast(0.000001 as decimal(10,9))",
+        "cast(1 as decimal(10,9))",
+        "cast(0 as decimal(10,9))",
+    ],
     "dec5_0": ["cast(1000 as decimal(5,0))", "cast(-7 as decimal(5,0))"],
-    "s": ["'plain'", "''", "'a\"b\\\\c/d'", "concat('x', char(1), char(31), char(127))",
-          "concat(char(8232), char(8233), char(133), '<>&')", "'é😀'",
-          "concat(char(9), char(10), char(13), char(8), char(12))",
-          "cast(unhex('ff61') as string)", "cast(unhex('eda080') as string)",
-          "cast(unhex('f4908080c0af') as string)", "cast(null as string)"],  # fmt: skip
+    "s": [
+        "'plain'",
+        "''",
+        "'a\"b\\\\c/d'",
+        "concat('x', char(1), char(31), char(127))",
+        "concat(char(8232), char(8233), char(133), '<>&')",
+        "'é😀'",
+        "concat(char(9), char(10), char(13), char(8), char(12))",
+        "cast(unhex('ff61') as string)",
+        "cast(unhex('eda080') as string)",
+        "cast(unhex('f4908080c0af') as string)",
+        "cast(null as string)",
+    ],
     "bin": ["unhex('00ff10')", "X''", "cast('abc' as binary)"],
-    "dt": [f"date_from_unix_date({n})" for n in [0, -1, -141430, -141438, -719163, -719529,
-           2932897, 19723]],  # fmt: skip
-    "ts": [f"timestamp_micros({n})" for n in [0, -1, -1001, 1700000000123456,
-           -12219292800000001, -12219292800000000 - 86400000000 * 3, -62198755200000000,
-           253402300800000000, -3000000000000000]],  # fmt: skip
-    "ntz": [f"cast(timestamp_micros({n}) as timestamp_ntz)" for n in [0, -1, 1700000000123456,
-            -12219292800000001, 253402300800000000]],  # fmt: skip
-    "ym": ["interval '1-2' year to month", "interval '-0-3' year to month",
-           "cast(interval '3' year as interval year)"],  # fmt: skip
-    "dti": ["interval '1 02:03:04.5' day to second", "interval '-0 00:01:30' day to second",
-            "cast(interval '26' hour as interval hour)", "interval '0 00:00:01.000001' day to second"],  # fmt: skip
+    "dt": [
+        f"date_from_unix_date({n})"
+        for n in [0, -1, -141430, -141438, -719163, -719529, 2932897, 19723]
+    ],
+    "ts": [
+        f"timestamp_micros({n})"
+        for n in [
+            0,
+            -1,
+            -1001,
+            1700000000123456,
+            -12219292800000001,
+            -12219292800000000 - 86400000000 * 3,
+            -62198755200000000,
+            253402300800000000,
+            -3000000000000000,
+        ]
+    ],
+    "ntz": [
+        f"cast(timestamp_micros({n}) as timestamp_ntz)"
+        for n in [0, -1, 1700000000123456, -12219292800000001, 253402300800000000]
+    ],
+    "ym": [
+        "interval '1-2' year to month",
+        "interval '-0-3' year to month",
+        "cast(interval '3' year as interval year)",
+    ],
+    "dti": [
+        "interval '1 02:03:04.5' day to second",
+        "interval '-0 00:01:30' day to second",
+        "cast(interval '26' hour as interval hour)",
+        "interval '0 00:00:01.000001' day to second",
+    ],
     "arr": ["array(1, null, 3)", "array()", "cast(null as array<int>)"],
     "arr_s": ["array('a', null, '')", "array()"],
     "arr_f": ["array(cast(0.1 as float), cast('NaN' as float), null)"],
@@ -108,26 +182,44 @@ COLUMNS: dict[str, list[str]] = {
     "m_dec": ["map(cast(0 as decimal(20,10)), 1, cast(1.5 as decimal(20,10)), 2)"],
     "m_date": ["map(date_from_unix_date(19723), true)"],
     "m_ts": ["map(timestamp_micros(1704067200000000), 1)"],
-    "m_st": ["map(named_struct('a', 1, 'b', 'xy'), 'v', named_struct('a', -1, 'b', cast(null as string)), 'w')"],
+    "m_st": [
+        "map(named_struct('a', 1, 'b', 'xy'), 'v',"
+        " named_struct('a', -1, 'b', cast(null as string)), 'w')"
+    ],
     "m_arr": ["map(array(1, 2), 'v')", "map(array(3), 'w')"],
     "m_m": ["map('k', map('a', null))"],
     "m_bool": ["map(true, 1, false, 0)"],
     "m_ym": ["map(interval '1-0' year to month, 1)"],
-    "st": ["named_struct('a', null, 'b', 1)", "named_struct('a', 2, 'b', null)",
-           "cast(null as struct<a:int,b:int>)"],  # fmt: skip
-    "st_nested": ["named_struct('x', named_struct('y', cast(null as int)), 'z', array(named_struct('w', 1)))"],
+    "st": [
+        "named_struct('a', null, 'b', 1)",
+        "named_struct('a', 2, 'b', null)",
+        "cast(null as struct<a:int,b:int>)",
+    ],
+    "st_nested": [
+        "named_struct('x', named_struct('y', cast(null as int)), 'z', array(named_struct('w', 1)))"
+    ],
     "st_dup": ["named_struct('a', 1, 'a', 'two')"],
     "st_empty": ["named_struct()"],
     "nul": ["null"],
-    "ci": ["make_interval(1, 2, 3, 4, 5, 6, 7.008009)", "make_interval(0, -13, 0, -1, 0, 0, -0.5)",
-           "make_interval(0, 0, 0, 0, 0, 0, 0)"],  # fmt: skip
+    "ci": [
+        "make_interval(1, 2, 3, 4, 5, 6, 7.008009)",
+        "make_interval(0, -13, 0, -1, 0, 0, -0.5)",
+        "make_interval(0, 0, 0, 0, 0, 0, 0)",
+    ],
 }
 
 # Key columns beside the row number: Spark keeps grouping keys in the state key row.
 KEY_COLUMNS: dict[str, list[str]] = {
-    "kd": ["cast(2.5 as decimal(38,18))", "cast(null as decimal(38,18))", "cast(-1 as decimal(38,18))"],
+    "kd": [
+        "cast(2.5 as decimal(38,18))",
+        "cast(null as decimal(38,18))",
+        "cast(-1 as decimal(38,18))",
+    ],
     "kts": ["timestamp_micros(1700000000123456)", "timestamp_micros(-1)"],
-    "kst": ["named_struct('s', 'k\"1', 'f', cast(0.1 as float))", "named_struct('s', cast(null as string), 'f', cast(2 as float))"],
+    "kst": [
+        "named_struct('s', 'k\"1', 'f', cast(0.1 as float))",
+        "named_struct('s', cast(null as string), 'f', cast(2 as float))",
+    ],
     "karr": ["array(cast(1 as bigint), null)", "cast(array() as array<bigint>)"],
 }
 
@@ -186,7 +278,9 @@ def number_golden(spark: Any, count: int = 1500) -> None:
     rnd = random.Random(20261121)
 
     def finite(fmt: str, bits: int) -> float | None:
-        x = struct.unpack(fmt, struct.pack(fmt.upper().replace("F", "I").replace("D", "Q"), bits))[0]
+        x = struct.unpack(fmt, struct.pack(fmt.upper().replace("F", "I").replace("D", "Q"), bits))[
+            0
+        ]
         return x if x == x and abs(x) != float("inf") else None
 
     floats: list[tuple[int, float]] = []
@@ -203,7 +297,7 @@ def number_golden(spark: Any, count: int = 1500) -> None:
         x = finite("<d", bits)
         if x is not None:
             doubles.append((bits, x))
-    rows = [(i, f, d) for i, ((_, f), (_, d)) in enumerate(zip(floats, doubles))]
+    rows = [(i, f, d) for i, ((_, f), (_, d)) in enumerate(zip(floats, doubles, strict=True))]
     frame = spark.createDataFrame(rows, "i long, f float, d double")
     texts = {}
     for line in frame.toJSON().collect():
@@ -250,7 +344,9 @@ def rich_golden(spark: Any) -> None:
         lines: dict[str, list[str]] = {}
         for zone in ZONES:
             spark.conf.set("spark.sql.session.timeZone", zone)
-            lines[zone] = sorted(spark.read.format("statestore").load(str(checkpoint)).toJSON().collect())
+            lines[zone] = sorted(
+                spark.read.format("statestore").load(str(checkpoint)).toJSON().collect()
+            )
         spark.conf.set("spark.sql.session.timeZone", "UTC")
 
         rows = []
@@ -261,7 +357,9 @@ def rich_golden(spark: Any) -> None:
                 data = decompress("lz4", delta.read_bytes())
                 for key, value in iter_records(data):
                     assert value is not None
-                    rows.append({"partition_id": int(part_dir.name), "key": key.hex(), "value": value.hex()})
+                    rows.append(
+                        {"partition_id": int(part_dir.name), "key": key.hex(), "value": value.hex()}
+                    )
         OUT.write_text(
             json.dumps(
                 {
