@@ -47,20 +47,26 @@ def _add_store_args(p: argparse.ArgumentParser) -> None:
         help="transformWithState: read the registered timers (Spark's readRegisteredTimers)",
     )
     p.add_argument(
-        "--partition", type=int, action="append", metavar="P", help="only this partition (repeatable)"
+        "--partition",
+        type=int,
+        action="append",
+        metavar="P",
+        help="only this partition (repeatable)",
     )
     p.add_argument(
         "--format",
         choices=("jsonl", "table", "parquet"),
         default="jsonl",
-        help="jsonl: one JSON object per row, as Spark's toJSON (default); table; parquet (needs -o)",
+        help="jsonl: one JSON object per row, as Spark's toJSON (default); table; "
+        "parquet (needs -o)",
     )
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     p.add_argument(
         "--time-zone",
         default="UTC",
         metavar="TZ",
-        help="session time zone used to print timestamps, as spark.sql.session.timeZone (default UTC)",
+        help="session time zone used to print timestamps, as spark.sql.session.timeZone "
+        "(default UTC)",
     )
 
 
@@ -91,28 +97,47 @@ def build_parser() -> argparse.ArgumentParser:
         "(map_value), as Spark's flattenCollectionTypes=false",
     )
 
+    p_state.add_argument(
+        "--jobs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="partitions read in parallel (default: one per CPU core; 1 = no worker processes)",
+    )
+
     p_changes = sub.add_parser("changes", help="change feed between two batches")
     _add_store_args(p_changes)
     p_changes.add_argument("--from", dest="from_batch", type=int, required=True, metavar="B1")
     p_changes.add_argument(
-        "--to", dest="to_batch", type=int, default=None, metavar="B2", help="default: last committed"
+        "--to",
+        dest="to_batch",
+        type=int,
+        default=None,
+        metavar="B2",
+        help="default: last committed",
     )
 
     p_dash = sub.add_parser("dashboard", help="start the web dashboard")
     p_dash.add_argument("path", nargs="?", default="sample_checkpoints", help="checkpoints to show")
     p_dash.add_argument("--port", type=int, default=8501)
     p_dash.add_argument("--headless", action="store_true", help="do not open a browser")
+
+    from app import collect_cmd
+
+    collect_cmd.add_parser(sub)
     return parser
 
 
 def _commands() -> dict[str, Callable[[argparse.Namespace], int]]:
-    from app import commands
+    from app import collect_cmd, commands
 
     return {
         "info": commands.info,
         "state": commands.state,
         "changes": commands.changes,
         "dashboard": commands.dashboard,
+        "collect": collect_cmd.run,
+        "watch": collect_cmd.watch,
     }
 
 

@@ -145,6 +145,16 @@ def info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _refuse_output_inside(cp: Checkpoint, output: str | None) -> None:
+    """StateGlass never writes inside a checkpoint, not even where ``-o`` points."""
+    if output is None:
+        return
+    root = os.path.realpath(cp.root)
+    target = os.path.realpath(output)
+    if os.path.commonpath([root, target]) == root:
+        raise AppError(f"{output}: is inside the checkpoint {cp.root}; write the output elsewhere")
+
+
 def _request(args: argparse.Namespace, batch_id: int | None = None) -> StateRequest:
     return StateRequest(
         operator_id=args.operator,
@@ -159,6 +169,7 @@ def _request(args: argparse.Namespace, batch_id: int | None = None) -> StateRequ
 
 def state(args: argparse.Namespace) -> int:
     cp = Checkpoint.open(args.checkpoint)
+    _refuse_output_inside(cp, args.output)
     request = _request(args, args.batch_id)
     source = StateSource(cp, request)
     codec = source.row_codec
@@ -179,6 +190,7 @@ def changes(args: argparse.Namespace) -> int:
         # Spark 4.3's reader fails on it too (a ClassCastException in its change feed).
         raise AppError("no change feed for registered timers: read them with state --read-timers")
     cp = Checkpoint.open(args.checkpoint)
+    _refuse_output_inside(cp, args.output)
     request = _request(args)
     source = StateSource(cp, request)
     with open_sink(args.format, args.output, source.row_codec, args.time_zone) as sink:

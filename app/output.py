@@ -5,14 +5,16 @@ JSON lines can go from bytes to text in one generated step.
 
 Example::
 
-    with open_sink("jsonl", None, codec, "UTC") as sink:
-        for partition, key, value in iter_raw_state(source, batch_id):
-            sink.write_state(partition, key, value)
+    with open_sink("jsonl", None, source.row_codec, "UTC") as sink:
+        for partition in source.partitions:
+            sink.write_partition(partition, source.reader(partition).load(version))
 """
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
@@ -20,6 +22,7 @@ from types import TracebackType
 from typing import IO, Any
 
 from app.errors import AppError, OutputError
+from parsers.errors import ParseError
 from parsers.sparkjson import (
     render_row,
     row_json_encoder,
@@ -27,6 +30,7 @@ from parsers.sparkjson import (
     state_lines_encoder,
     to_python,
 )
+from parsers.sparktext import TimeZoneSpec
 from parsers.sparktypes import AtomicType, DataType, StructField, StructType
 from parsers.state_rows import Column, Row, RowCodec
 
@@ -178,10 +182,24 @@ class JsonLinesSink(Sink):
             self.out.write("\n".join(lines))
             self.rows_written += len(lines) - 1
 
-    def write_text(self, text: str, rows: int) -> None:
-        """Newline-terminated lines rendered by another process, in order."""
+    def write_file(self, path: str, rows: int) -> None:
+        """Append a file of newline-terminated lines rendered by another process."""
         self.flush()
-        self.out.write(text)
+        self.out.flush()
+        with open(path, "rb") as src:
+            size = os.fstat(src.fileno()).st_size
+            sent = 0
+            try:
+                fd = self.out.fileno()
+                while sent < size:
+                    n = os.sendfile(fd, src.fileno(), sent, size - sent)
+                    if n == 0:
+                        break
+                    sent += n
+            except (OSError, AttributeError, io.UnsupportedOperation):
+                # No zero-copy here (not Linux, or a stream without a descriptor).
+                src.seek(sent)
+                self.out.write(src.read().decode("utf-8"))
         self.rows_written += rows
 
     def write_partition(self, partition: int, items: Iterable[tuple[bytes, bytes]]) -> None:
@@ -404,4 +422,10 @@ SINKS: dict[str, Callable[[RowCodec, str, str | None], Sink]] = {
 
 
 def open_sink(fmt: str, path: str | None, codec: RowCodec, time_zone: str) -> Sink:
+    """The sink for ``--format fmt``, writing to ``path`` (stdout when None)."""
+    try:
+        TimeZoneSpec(time_zone)
+    except ParseError as exc:
+        # Checked before any output: a bad --time-zone is the user's, not the checkpoint's.
+        raise AppError(f"--time-zone: {exc.why}") from exc
     return SINKS[fmt](codec, time_zone, path)

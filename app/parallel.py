@@ -10,23 +10,31 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import shutil
+import tempfile
 from collections.abc import Sequence
 
 from app.output import JsonLinesSink
 from collectors.state import StateSource
 
 # Set in the parent just before the fork; read by the workers.
-_JOB: tuple[StateSource, JsonLinesSink, int] | None = None
+_JOB: tuple[StateSource, JsonLinesSink, int, str] | None = None
 
 
 def _render(partition: int) -> tuple[str, int]:
+    """Render one partition into a file of the private scratch directory: (its path, rows)."""
     assert _JOB is not None
-    source, sink, version = _JOB
+    source, sink, version, scratch = _JOB
     with source.decoding(partition):
         lines = sink.render_partition(partition, source.reader(partition).load(version))
-    # One string pickles far faster than a list of a million small ones.
-    lines.append("")
-    return "\n".join(lines), len(lines) - 1
+    # A file, not the text itself: pickling tens of MB through a pipe costs more than the
+    # parent splicing the file into the output.
+    path = os.path.join(scratch, f"partition-{partition}.jsonl")
+    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        fh.write("\n".join(lines))
+        if lines:
+            fh.write("\n")
+    return path, len(lines)
 
 
 def default_jobs(partitions: int) -> int:
@@ -46,11 +54,18 @@ def can_parallelize(sink: object, partitions: Sequence[int], jobs: int) -> bool:
 def write_state_parallel(source: StateSource, sink: JsonLinesSink, version: int, jobs: int) -> None:
     """Every partition of ``source`` at ``version`` through ``sink``, ``jobs`` at a time."""
     global _JOB
-    _JOB = (source, sink, version)
+    # When one partition fails the pool is terminated, and SIGTERM skips the workers' own
+    # cleanup: their RocksDB copies and output go under one directory that the parent removes.
+    scratch = tempfile.mkdtemp(prefix="stateglass-jobs-")
+    _JOB = (source, sink, version, scratch)
+    saved_tempdir, tempfile.tempdir = tempfile.tempdir, scratch
     try:
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(processes=jobs) as pool:
-            for text, rows in pool.imap(_render, source.partitions):
-                sink.write_text(text, rows)
+            for path, rows in pool.imap(_render, source.partitions):
+                sink.write_file(path, rows)
+                os.unlink(path)
     finally:
         _JOB = None
+        tempfile.tempdir = saved_tempdir
+        shutil.rmtree(scratch, ignore_errors=True)

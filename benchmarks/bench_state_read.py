@@ -30,6 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 OUT = os.path.join(HERE, "out")
 PY = sys.executable
+SETTLE_S = 5.0
 
 WRITE_CHECKPOINT = r"""
 import os, sys, shutil, tempfile
@@ -149,7 +150,11 @@ def main() -> None:
     ours_out, spark_out = os.path.join(OUT, "ours.jsonl"), os.path.join(OUT, "spark.jsonl")
     results: dict[str, list[tuple[float, float]]] = {"stateglass": [], "spark": []}
     for i in range(args.runs):
+        # Let the previous process finish tearing down (JVM exit, page-cache writeback) so
+        # that neither reader is timed against the other's leftovers.
+        time.sleep(SETTLE_S)
         results["spark"].append(timed([PY, "-c", SPARK_READ, cp, spark_out]))
+        time.sleep(SETTLE_S)
         results["stateglass"].append(
             timed([stateglass, "state", cp, "--format", "jsonl"], ours_out)
         )

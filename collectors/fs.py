@@ -48,6 +48,8 @@ class LocalFileSystem:
             raise NotACheckpoint(path, "not a directory") from exc
         except PermissionError as exc:
             raise CheckpointError(path, "permission denied") from exc
+        except OSError as exc:
+            raise CheckpointError(path, f"cannot list ({_reason(exc)})") from exc
         out = []
         for entry in entries:
             try:
@@ -55,9 +57,9 @@ class LocalFileSystem:
             except FileNotFoundError:
                 # Spark renamed or purged it while we listed: it simply is not there.
                 continue
-            out.append(
-                FileInfo(entry.name, stat_mod.S_ISDIR(st.st_mode), st.st_size, st.st_mtime)
-            )
+            except OSError as exc:
+                raise CheckpointError(entry.path, f"cannot stat ({_reason(exc)})") from exc
+            out.append(FileInfo(entry.name, stat_mod.S_ISDIR(st.st_mode), st.st_size, st.st_mtime))
         return out
 
     def read(self, path: str) -> bytes:
@@ -70,12 +72,19 @@ class LocalFileSystem:
             raise CheckpointError(path, "is a directory, expected a file") from exc
         except PermissionError as exc:
             raise CheckpointError(path, "permission denied") from exc
+        except OSError as exc:
+            raise CheckpointError(path, f"cannot read ({_reason(exc)})") from exc
 
     def exists(self, path: str) -> bool:
         return os.path.exists(path)
 
     def is_dir(self, path: str) -> bool:
         return os.path.isdir(path)
+
+
+def _reason(exc: OSError) -> str:
+    """The OS's words for an error, without the path it repeats (the message names it once)."""
+    return exc.strerror or str(exc)
 
 
 LOCAL = LocalFileSystem()

@@ -3,8 +3,12 @@
 Example::
 
     cp = Checkpoint.open("/data/checkpoints/orders")
-    for row in read_state(cp, StateRequest(operator_id=0, store_name="default")):
-        print(row.partition_id, row.key, row.value)
+    source = StateSource(cp, StateRequest(operator_id=0, store_name="default"))
+    codec = source.row_codec
+    for partition, key, value in iter_raw_state(source, batch_id=None):
+        with source.decoding(partition):
+            for row in codec.rows(key, value):
+                print(partition, row)
 
 State version = batch id + 1 (``StatePartitionReader``: ``getReadStore(batchId + 1)``).
 """
@@ -49,22 +53,6 @@ class StateRequest:
     # transformWithState, as Spark's readRegisteredTimers and flattenCollectionTypes options.
     read_timers: bool = False
     flatten: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class StateRow:
-    partition_id: int
-    key: tuple[object, ...]
-    value: tuple[object, ...] | None
-
-
-@dataclass(frozen=True, slots=True)
-class ChangeRow:
-    batch_id: int
-    change_type: str
-    partition_id: int
-    key: tuple[object, ...]
-    value: tuple[object, ...] | None
 
 
 class StateSource:
@@ -293,18 +281,6 @@ def iter_raw_state(source: StateSource, batch_id: int | None) -> Iterator[RawIte
             yield partition, key, value
 
 
-def iter_raw_partitions(
-    source: StateSource, batch_id: int | None
-) -> Iterator[tuple[int, Iterator[tuple[bytes, bytes]]]]:
-    """``(partition, its (key bytes, value bytes))`` at state version batch id + 1.
-
-    For codecs that need a whole partition at once (:attr:`RowCodec.grouped`).
-    """
-    version = source.cp.resolve_batch(batch_id) + 1
-    for partition in source.partitions:
-        yield partition, source.reader(partition).load(version)
-
-
 def iter_raw_changes(
     source: StateSource, from_batch: int, to_batch: int | None
 ) -> Iterator[RawChange]:
@@ -320,31 +296,3 @@ def iter_raw_changes(
         for batch in range(from_batch, last + 1):
             for change_type, key, value in reader.changes(batch + 1):
                 yield batch, change_type, partition, key, value
-
-
-def read_state(cp: Checkpoint, request: StateRequest) -> Iterator[StateRow]:
-    """Every row of the store at ``request.batch_id`` (state version batch id + 1), decoded."""
-    source = StateSource(cp, request)
-    codec = source.row_codec
-    for partition, key, value in iter_raw_state(source, request.batch_id):
-        try:
-            pairs = codec.decode(key, value)  # type: ignore[arg-type]
-        except ParseError as exc:
-            raise source.decode_error(partition, exc) from exc
-        for k, v in pairs:
-            yield StateRow(partition, k, v)
-
-
-def read_changes(
-    cp: Checkpoint, request: StateRequest, from_batch: int, to_batch: int | None = None
-) -> Iterator[ChangeRow]:
-    """Records written by batches ``from_batch``..``to_batch`` (inclusive): ``readChangeFeed``."""
-    source = StateSource(cp, request)
-    codec = source.row_codec
-    for batch, change_type, partition, key, value in iter_raw_changes(source, from_batch, to_batch):
-        try:
-            pairs = codec.decode_change(change_type, key, value)
-        except ParseError as exc:
-            raise source.decode_error(partition, exc) from exc
-        for k, v in pairs:
-            yield ChangeRow(batch, change_type, partition, k, v)

@@ -108,6 +108,15 @@ def versioned_lines(data: bytes, max_version: int, what: str) -> tuple[int, list
     return parse_version_line(lines[0], max_version, what), lines[1:]
 
 
+def versioned_json(data: bytes, max_version: int, what: str) -> tuple[int, dict[str, Any]]:
+    """A version line then one JSON object, which may span lines: ``(version, object)``."""
+    version, lines = versioned_lines(data, max_version, what)
+    body = "\n".join(lines).strip()
+    if not body:
+        raise Truncated(f"{what} has no JSON after its version line")
+    return version, json_object(load_json(body, what), what)
+
+
 def load_json(text: str, what: str) -> Any:
     """``json.loads`` that raises :class:`CorruptData` for malformed JSON."""
     try:

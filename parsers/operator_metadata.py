@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from parsers.errors import CorruptData, Truncated
-from parsers.logs import json_int, json_object, json_str, load_json, versioned_lines
+from parsers.errors import CorruptData
+from parsers.logs import json_int, json_object, json_str, load_json, versioned_json
 
 OPERATOR_METADATA_MAX_VERSION = 2
 
@@ -75,11 +75,7 @@ class OperatorMetadata:
     def from_bytes(cls, data: bytes) -> OperatorMetadata:
         """Parse operator metadata of format v1 or v2."""
         what = "operator metadata"
-        version, lines = versioned_lines(data, OPERATOR_METADATA_MAX_VERSION, what)
-        body = "\n".join(lines).strip()
-        if not body:
-            raise Truncated(f"{what} has no JSON after its version line")
-        obj = json_object(load_json(body, what), what)
+        version, obj = versioned_json(data, OPERATOR_METADATA_MAX_VERSION, what)
         info = json_object(obj.get("operatorInfo"), f"{what} operatorInfo")
         stores = obj.get("stateStoreInfo")
         if not isinstance(stores, list):

@@ -28,8 +28,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from parsers.errors import CorruptData, Truncated
-from parsers.logs import json_int, json_object, json_str, load_json, versioned_lines
+from parsers.errors import CorruptData
+from parsers.logs import json_int, json_object, json_str, versioned_json
 
 # RocksDBCheckpointMetadata.readFromFile accepts exactly v1.
 CHECKPOINT_METADATA_MAX_VERSION = 1
@@ -90,11 +90,7 @@ class RocksDBCheckpointMetadata:
     def from_bytes(cls, data: bytes) -> RocksDBCheckpointMetadata:
         """Parse the zip's ``metadata`` entry."""
         what = "RocksDB checkpoint metadata"
-        _, lines = versioned_lines(data, CHECKPOINT_METADATA_MAX_VERSION, what)
-        body = "\n".join(lines).strip()
-        if not body:
-            raise Truncated(f"{what} has no JSON after its version line")
-        obj = json_object(load_json(body, what), what)
+        _, obj = versioned_json(data, CHECKPOINT_METADATA_MAX_VERSION, what)
         ssts = _list(obj, "sstFiles", what)
         logs = _list(obj, "logFiles", what)
         internal = obj.get("numInternalKeys")

@@ -83,6 +83,7 @@ from parsers.unsaferow import (
     Source,
     array_element,
     emit_decode_utf8,
+    emit_map_head,
     slot_code,
     slot_kind,
     var_bytes_check,
@@ -421,11 +422,7 @@ class _JsonWriter:
         src = self.src
         keys = self.function_for("keys", ArrayType(mt.key_type, False))
         values = self.function_for("list", ArrayType(mt.value_type, mt.value_contains_null))
-        src.emit(0, f"def {name}(buf, base, end):")
-        src.emit(1, "split = _mapsplit(buf, base, end)")
-        src.emit(1, f"ks = {keys}(buf, base + 8, split)")
-        src.emit(1, f"vs = {values}(buf, split, end)")
-        src.emit(1, "if len(ks) != len(vs): raise _mapsizes(ks, vs, base)")
+        emit_map_head(src, name, keys, values)
         src.emit(1, "return '{' + ','.join([k + ':' + v for k, v in _zip(ks, vs)]) + '}'")
 
 

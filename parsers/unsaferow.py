@@ -350,6 +350,19 @@ def emit_decode_utf8(
     src.emit(indent + 1, f"{target} = _u8({target})")
 
 
+def emit_map_head(src: Source, name: str, keys: str, values: str) -> None:
+    """Emit ``def name(buf, base, end):`` up to its checked ``ks`` and ``vs`` lists.
+
+    ``keys`` and ``values`` name the generated functions decoding the two arrays of an
+    UnsafeMapData; the caller emits the ``return``.
+    """
+    src.emit(0, f"def {name}(buf, base, end):")
+    src.emit(1, "split = _mapsplit(buf, base, end)")
+    src.emit(1, f"ks = {keys}(buf, base + 8, split)")
+    src.emit(1, f"vs = {values}(buf, split, end)")
+    src.emit(1, "if len(ks) != len(vs): raise _mapsizes(ks, vs, base)")
+
+
 class DecoderWriter:
     """Writes one function per struct, array and map type reachable from a schema."""
 
@@ -477,16 +490,11 @@ class DecoderWriter:
         src.emit(0, "")
 
     def _map(self, name: str, mt: MapType) -> None:
-        src = self.src
         keys = self.function_for(ArrayType(mt.key_type, False))
         values = self.function_for(ArrayType(mt.value_type, mt.value_contains_null))
-        src.emit(0, f"def {name}(buf, base, end):")
-        src.emit(1, "split = _mapsplit(buf, base, end)")
-        src.emit(1, f"ks = {keys}(buf, base + 8, split)")
-        src.emit(1, f"vs = {values}(buf, split, end)")
-        src.emit(1, "if len(ks) != len(vs): raise _mapsizes(ks, vs, base)")
-        src.emit(1, "return _list(_zip(ks, vs))")
-        src.emit(0, "")
+        emit_map_head(self.src, name, keys, values)
+        self.src.emit(1, "return _list(_zip(ks, vs))")
+        self.src.emit(0, "")
 
 
 def wrap_foreign_errors(exc: Exception, offset: int, what: str = "") -> CorruptData:

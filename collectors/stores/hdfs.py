@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from collectors.errors import MissingVersion
 from collectors.stores.base import Change, StoreContext
 from parsers.compression import decompress
-from parsers.records import iter_records
+from parsers.records import read_records
 
 
 def parse_hdfs_name(name: str) -> tuple[int, str] | None:
@@ -73,12 +73,10 @@ class HdfsStoreReader:
     def _records(self, name: str, allow_deletes: bool) -> list[tuple[bytes, bytes | None]]:
         def parse(data: bytes) -> list[tuple[bytes, bytes | None]]:
             # Decode the whole file inside the error boundary so that errors name it.
-            return list(
-                iter_records(
-                    decompress(self.ctx.codec, data),
-                    allow_deletes=allow_deletes,
-                    row_checksum=self.ctx.row_checksum,
-                )
+            return read_records(
+                decompress(self.ctx.codec, data),
+                allow_deletes=allow_deletes,
+                row_checksum=self.ctx.row_checksum,
             )
 
         return self.ctx.decode_file(name, parse)
@@ -87,18 +85,22 @@ class HdfsStoreReader:
         if version == 0:
             return iter(())
         snapshot, deltas = self._chain(version)
-        state: dict[bytes, bytes] = {}
+        if snapshot is not None and not deltas:
+            # A snapshot holds each key once: no need to build a map.
+            return iter(self._records(snapshot, allow_deletes=False))  # type: ignore[arg-type]
+        # A removed key maps to None until the end: later puts overwrite it in place, and
+        # dict.update applies a whole file at C speed, last record winning as in Spark.
+        state: dict[bytes, bytes | None] = {}
         if snapshot is not None:
-            for k, v in self._records(snapshot, allow_deletes=False):
-                assert v is not None
-                state[k] = v
+            state.update(self._records(snapshot, allow_deletes=False))
+        removed = False
         for name in deltas:
-            for k, v in self._records(name, allow_deletes=True):
-                if v is None:
-                    state.pop(k, None)
-                else:
-                    state[k] = v
-        return iter(state.items())
+            records = self._records(name, allow_deletes=True)
+            state.update(records)
+            removed = removed or any(v is None for _, v in records)
+        if removed:
+            return ((k, v) for k, v in state.items() if v is not None)
+        return iter(state.items())  # type: ignore[arg-type]
 
     def changes(self, version: int) -> Iterator[Change]:
         if version not in self.deltas:

@@ -14,9 +14,10 @@ import re
 import shutil
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterator
 
-from collectors.errors import CorruptFile, MissingVersion, UnsafeArchive
+from collectors.errors import CheckpointError, CorruptFile, MissingVersion, UnsafeArchive
 from collectors.fs import LOCAL
 from collectors.stores.base import Change, ChangeType, StoreContext
 from parsers.changelog import Changelog, parse_changelog, unwrap_delete_key
@@ -200,7 +201,17 @@ def _read_zip(ctx: StoreContext, name: str) -> tuple[dict[str, bytes], RocksDBCh
             except ParseError as exc:
                 raise UnsafeArchive(path, exc.why) from exc
             entries = {n: zf.read(n) for n in names}
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as exc:
+    # zf.read inflates each entry: damaged data surfaces as zlib.error, a CRC mismatch as
+    # BadZipFile, an unknown method as NotImplementedError, an encrypted entry as RuntimeError.
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        EOFError,
+        ValueError,
+        zlib.error,
+        NotImplementedError,
+        RuntimeError,
+    ) as exc:
         raise CorruptFile(path, f"not a valid zip archive ({exc})") from exc
     if "metadata" not in entries:
         raise CorruptFile(path, "zip has no 'metadata' entry: not a Spark RocksDB checkpoint")
@@ -238,9 +249,22 @@ class restored_db:
         self.db: object | None = None
 
     def __enter__(self) -> _Items:
+        try:
+            return self._open()
+        except BaseException:
+            # A with-statement calls __exit__ only after __enter__ returns: clean up here.
+            self.__exit__()
+            raise
+
+    def _open(self) -> _Items:
         import rocksdict
 
+        zip_path = self.ctx.join(self.zip_name)
         entries, meta = _read_zip(self.ctx, self.zip_name)
+        for entry in entries:
+            # Spark zips a flat directory; a nested name would not restore into one.
+            if "/" in entry or entry == ".":
+                raise CorruptFile(zip_path, f"zip entry {entry!r} is not a plain file name")
         self.tmp = tempfile.mkdtemp(prefix="stateglass-rocksdb-")
         sst_dir = self.ctx.join("SSTs")
         present = (
@@ -248,43 +272,53 @@ class restored_db:
             if self.ctx.fs.is_dir(sst_dir)
             else {}
         )
-        for entry, data in entries.items():
-            if entry.startswith("OPTIONS-"):
-                data = _pin_merge_operator(data, self.ctx.merge_delimiter)
-            with open(os.path.join(self.tmp, entry), "wb") as fh:
-                fh.write(data)
-        for sst in meta.sst_files:
-            src = os.path.join(sst_dir, sst.dfs_sst_file_name)
-            if sst.dfs_sst_file_name not in present:
-                raise MissingVersion(src, f"SST file referenced by {self.zip_name} is missing")
-            if present[sst.dfs_sst_file_name] != sst.size_bytes:
-                raise CorruptFile(
-                    src,
-                    f"size {present[sst.dfs_sst_file_name]} differs from {sst.size_bytes} "
-                    f"recorded in {self.zip_name} (half-written upload?)",
-                )
-            dst = os.path.join(self.tmp, sst.local_file_name)
-            if self.ctx.fs is LOCAL:
-                os.symlink(os.path.abspath(src), dst)
-            else:
-                with open(dst, "wb") as fh:
-                    fh.write(self.ctx.fs.read(src))
+        try:
+            for entry, data in entries.items():
+                if entry.startswith("OPTIONS-"):
+                    data = _pin_merge_operator(data, self.ctx.merge_delimiter)
+                with open(os.path.join(self.tmp, entry), "wb") as fh:
+                    fh.write(data)
+            for sst in meta.sst_files:
+                src = os.path.join(sst_dir, sst.dfs_sst_file_name)
+                if sst.dfs_sst_file_name not in present:
+                    raise MissingVersion(src, f"SST file referenced by {self.zip_name} is missing")
+                if present[sst.dfs_sst_file_name] != sst.size_bytes:
+                    raise CorruptFile(
+                        src,
+                        f"size {present[sst.dfs_sst_file_name]} differs from {sst.size_bytes} "
+                        f"recorded in {self.zip_name} (half-written upload?)",
+                    )
+                if sst.local_file_name in entries:
+                    raise CorruptFile(
+                        zip_path, f"SST {sst.local_file_name!r} is also a file inside the zip"
+                    )
+                dst = os.path.join(self.tmp, sst.local_file_name)
+                if self.ctx.fs is LOCAL:
+                    os.symlink(os.path.abspath(src), dst)
+                else:
+                    with open(dst, "wb") as fh:
+                        fh.write(self.ctx.fs.read(src))
+        except OSError as exc:
+            # Our own temporary directory, not the checkpoint (disk full, say).
+            raise CheckpointError(
+                zip_path, f"cannot restore it into {self.tmp} ({exc.strerror or exc})"
+            ) from exc
         try:
             opts = rocksdict.Options(raw_mode=True)
             self.db = rocksdict.Rdict(
                 self.tmp, options=opts, access_type=rocksdict.AccessType.read_only()
             )
         except Exception as exc:  # rocksdict raises plain Exception subclasses
-            raise CorruptFile(
-                self.ctx.join(self.zip_name), f"RocksDB cannot open it: {exc}"
-            ) from exc
-        return _Items(self.db, self.ctx.join(self.zip_name))
+            raise CorruptFile(zip_path, f"RocksDB cannot open it: {exc}") from exc
+        return _Items(self.db, zip_path)
 
     def __exit__(self, *exc: object) -> None:
         if self.db is not None:
             self.db.close()  # type: ignore[attr-defined]
+            self.db = None
         if self.tmp is not None:
             shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None
 
 
 class _Items:

@@ -141,3 +141,89 @@ def test_unknown_store_names_the_known_ones(tmp_path: Path) -> None:
     proc = run_cli("state", _sample("agg-hdfs"), "--store", "nope")
     assert_one_line_error(proc, "nope")
     assert "default" in proc.stderr
+
+
+def _last_zip(cp: Path) -> tuple[Path, str]:
+    """The newest zip of partition 0 and the ``--batch-id`` that reads it."""
+    z = _store_files(cp, ".zip")[-1]
+    return z, str(int(z.name.split(".")[0].split("_")[0]) - 1)
+
+
+def test_zip_with_damaged_deflate_data(tmp_path: Path) -> None:
+    cp = _copy("agg-rocks", tmp_path)
+    z, batch = _last_zip(cp)
+    data = bytearray(z.read_bytes())
+    with zipfile.ZipFile(z) as zf:
+        info = max(zf.infolist(), key=lambda i: i.compress_size)
+    assert info.compress_type == zipfile.ZIP_DEFLATED
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra) + 10
+    for i in range(start, start + 40):
+        data[i] ^= 0x55
+    z.write_bytes(bytes(data))
+    proc = run_cli("state", str(cp), "--batch-id", batch)
+    assert_one_line_error(proc, str(z))
+
+
+@pytest.mark.parametrize("entry", ["sub/OPTIONS-000099", "./"])
+def test_zip_entry_that_is_not_a_plain_name(tmp_path: Path, entry: str) -> None:
+    cp = _copy("agg-rocks", tmp_path)
+    z, batch = _last_zip(cp)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(z) as src, zipfile.ZipFile(buf, "w") as dst:
+        for name in src.namelist():
+            dst.writestr(name, src.read(name))
+        dst.writestr(entry, b"")
+    z.write_bytes(buf.getvalue())
+    proc = run_cli("state", str(cp), "--batch-id", batch, "--jobs", "1")
+    assert_one_line_error(proc, str(z))
+
+
+def test_failed_parallel_read_leaves_no_temporary_copies(tmp_path: Path) -> None:
+    cp = _copy("agg-rocks", tmp_path)
+    z, batch = _last_zip(cp)
+    z.write_bytes(b"not a zip")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "app.cli", "state", str(cp), "--batch-id", batch, "--jobs", "4"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=os.path.dirname(SAMPLES),
+        env={**os.environ, "TMPDIR": str(scratch)},
+    )
+    assert_one_line_error(proc, str(z))
+    assert list(scratch.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("relative", "command"),
+    [
+        pytest.param("metadata", "info", id="metadata"),
+        pytest.param("state/0/0/loop", "state", id="in-store-dir"),
+    ],
+)
+def test_symlink_loop(tmp_path: Path, relative: str, command: str) -> None:
+    cp = _copy("agg-hdfs", tmp_path)
+    link = cp / relative
+    if link.exists():
+        link.unlink()
+    link.symlink_to(link)
+    proc = run_cli(command, str(cp))
+    assert_one_line_error(proc, str(link))
+
+
+def test_unknown_time_zone(tmp_path: Path) -> None:
+    proc = run_cli("state", _sample("agg-hdfs"), "--time-zone", "Mars/Olympus")
+    assert_one_line_error(proc, "Mars/Olympus")
+
+
+@pytest.mark.parametrize("command", ["state", "changes"])
+def test_output_inside_the_checkpoint_is_refused(tmp_path: Path, command: str) -> None:
+    cp = _copy("agg-hdfs", tmp_path)
+    target = cp / "offsets" / "0"
+    before = target.read_bytes()
+    extra = ["--from", "0"] if command == "changes" else []
+    proc = run_cli(command, str(cp), *extra, "-o", str(target))
+    assert_one_line_error(proc, str(target))
+    assert target.read_bytes() == before

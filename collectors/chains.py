@@ -1,0 +1,213 @@
+"""Key counts of one state store partition, version after version: the unit of work of a scan.
+
+A *chain* is one (operator, store, partition). :func:`compute_chain` walks its versions in
+order keeping only the set of key bytes of the previous version, and applies each delta or
+changelog to it with Spark's set semantics, so ``num_keys`` is exactly the number of rows
+Spark's reader returns at batch = version − 1. Tasks and results are frozen, picklable
+dataclasses: the local engine calls :func:`compute_chain` in-process, the Spark engine calls the
+very same function inside one Spark task per chain.
+
+Example::
+
+    result = compute_chain(ChainTask(checkpoint="/cp", operator_id=0, store_name="default",
+                                     partition_id=0, store_dir="/cp/state/0/0",
+                                     provider="hdfs"))
+    for v in result.versions:
+        print(v.version, v.num_keys, v.keys_added)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from collectors.errors import CheckpointError
+from collectors.fs import LOCAL, FileSystem
+from collectors.stores import StoreContext, StoreReader, open_store
+from collectors.stores.base import Change
+from collectors.stores.hdfs import HdfsStoreReader
+from collectors.stores.rocksdb import RocksDBStoreReader
+
+
+@dataclass(frozen=True)
+class ChainTask:
+    """What one engine task needs to count the keys of one store partition."""
+
+    checkpoint: str
+    operator_id: int
+    store_name: str
+    partition_id: int
+    store_dir: str
+    provider: str
+    codec: str = "lz4"
+    row_checksum: bool = False
+    merge_delimiter: bytes = b","
+    unique_ids: tuple[tuple[int, str], ...] = ()
+    # Versions below this one are already in the database and unchanged.
+    from_version: int = 1
+    # RocksDB zips record numKeys; it equals the row count only without column families.
+    trust_zip_num_keys: bool = True
+
+    @property
+    def chain(self) -> tuple[int, str, int]:
+        return self.operator_id, self.store_name, self.partition_id
+
+
+@dataclass(frozen=True)
+class VersionCount:
+    """Key counts of one version; the change counts are None when no delta/changelog exists."""
+
+    version: int
+    num_keys: int
+    keys_added: int | None = None
+    keys_updated: int | None = None
+    keys_removed: int | None = None
+    # RocksDB zips only: bytes of the SSTs the zip references, those new since the previous
+    # zip (uploaded by this version), and how many SSTs it shares with the previous zip.
+    sst_bytes_live: int | None = None
+    sst_bytes_uploaded: int | None = None
+    sst_files_reused: int | None = None
+
+
+@dataclass(frozen=True)
+class ChainProblem:
+    """A file that could not be read; the chain goes on from the next version it can rebuild."""
+
+    path: str
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True)
+class ChainResult:
+    task: ChainTask
+    versions: tuple[VersionCount, ...] = ()
+    problems: tuple[ChainProblem, ...] = field(default=())
+
+
+def _hdfs_files(reader: StoreReader) -> tuple[set[int], set[int]]:
+    assert isinstance(reader, HdfsStoreReader)
+    return set(reader.deltas), set(reader.snapshots)
+
+
+def _rocksdb_files(reader: StoreReader) -> tuple[set[int], set[int]]:
+    assert isinstance(reader, RocksDBStoreReader)
+    return set(reader.changelogs), set(reader.zips)
+
+
+# provider -> (versions with change data, versions with a full snapshot)
+VERSION_FILES: dict[str, Callable[[StoreReader], tuple[set[int], set[int]]]] = {
+    "hdfs": _hdfs_files,
+    "rocksdb": _rocksdb_files,
+}
+
+
+def apply_changes(keys: set[bytes], changes: Iterable[Change]) -> tuple[int, int, int]:
+    """Apply delta/changelog records to ``keys`` in place; ``(added, updated, removed)``.
+
+    Set semantics, as Spark's loaders: a put of a present key is an update, a delete of an
+    absent key changes nothing, and a list-state merge adds the key if it is absent.
+    """
+    added = updated = removed = 0
+    for change_type, key, _ in changes:
+        if change_type == "delete":
+            if key in keys:
+                keys.discard(key)
+                removed += 1
+        elif key in keys:
+            updated += 1
+        else:
+            keys.add(key)
+            added += 1
+    return added, updated, removed
+
+
+def compute_chain(task: ChainTask, fs: FileSystem = LOCAL) -> ChainResult:
+    """Count keys of every version >= ``task.from_version`` the files of the chain can rebuild."""
+    ctx = StoreContext(
+        fs=fs,
+        store_dir=task.store_dir,
+        codec=task.codec,
+        row_checksum=task.row_checksum,
+        merge_delimiter=task.merge_delimiter,
+        unique_ids=dict(task.unique_ids),
+    )
+    problems: dict[tuple[str, str], ChainProblem] = {}
+
+    def problem(exc: CheckpointError) -> None:
+        problems.setdefault(
+            (exc.path, type(exc).__name__), ChainProblem(exc.path, type(exc).__name__, exc.why)
+        )
+
+    try:
+        reader = open_store(ctx, task.provider)
+        versions = reader.versions()
+    except CheckpointError as exc:
+        problem(exc)
+        return ChainResult(task, (), tuple(problems.values()))
+    change_versions, full_versions = VERSION_FILES[task.provider](reader)
+    rebuildable = set(versions)
+
+    def load_keys(version: int) -> set[bytes]:
+        return set() if version == 0 else {k for k, _ in reader.load(version)}
+
+    out: list[VersionCount] = []
+    keys: set[bytes] | None = None
+    keys_version: int | None = None
+    zip_ssts: dict[int, dict[str, int]] = {}
+
+    def ssts_of(version: int) -> dict[str, int]:
+        if version not in zip_ssts:
+            assert isinstance(reader, RocksDBStoreReader)
+            meta = reader.zip_metadata(version)
+            zip_ssts[version] = (
+                {s.dfs_sst_file_name: s.size_bytes for s in meta.sst_files} if meta else {}
+            )
+        return zip_ssts[version]
+
+    for version in versions:
+        if version < task.from_version:
+            continue
+        try:
+            added = updated = removed = None
+            num_keys: int | None = None
+            if version in change_versions:
+                if keys_version != version - 1:
+                    prev = version - 1
+                    try:
+                        keys = load_keys(prev) if prev == 0 or prev in rebuildable else None
+                    except CheckpointError as exc:
+                        # Fall back to this version's own snapshot, if it has one.
+                        problem(exc)
+                        keys = None
+                if keys is not None:
+                    added, updated, removed = apply_changes(keys, reader.changes(version))
+                else:
+                    keys = load_keys(version)
+            elif (
+                task.provider == "rocksdb" and task.trust_zip_num_keys and version in full_versions
+            ):
+                assert isinstance(reader, RocksDBStoreReader)
+                meta = reader.zip_metadata(version)
+                keys, num_keys = None, meta.num_keys if meta else 0
+            else:
+                keys = load_keys(version)
+            if num_keys is None:
+                assert keys is not None
+                num_keys = len(keys)
+            keys_version = version if keys is not None else None
+            live = uploaded = reused = None
+            if task.provider == "rocksdb" and version in full_versions:
+                ssts = ssts_of(version)
+                earlier = [z for z in full_versions if z < version]
+                before = ssts_of(max(earlier)) if earlier else {}
+                live = sum(ssts.values())
+                uploaded = sum(size for name, size in ssts.items() if name not in before)
+                reused = sum(1 for name in ssts if name in before)
+            out.append(
+                VersionCount(version, num_keys, added, updated, removed, live, uploaded, reused)
+            )
+        except CheckpointError as exc:
+            problem(exc)
+            keys, keys_version = None, None
+    return ChainResult(task, tuple(out), tuple(problems.values()))

@@ -1,0 +1,328 @@
+"""The one owner of StateGlass's DuckDB database: its schema, its views and its only writer.
+
+Concurrency (see ``docs/architecture.md``): DuckDB lets one process hold a database file
+read-write, or any number of processes hold it read-only, never both. So nobody keeps the file
+open: the writer opens it for one short transaction and closes it, readers open it read-only
+for one query and close it, and both retry with backoff while the other side holds the lock.
+
+Example::
+
+    db = Database("stateglass.duckdb")
+    with db.transaction() as conn:
+        db.upsert(conn, "checkpoints", [{"checkpoint": "/cp", "query_id": "q", ...}])
+    rows = read_query("stateglass.duckdb", "SELECT * FROM batch_durations")
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import duckdb
+
+from collectors.errors import DatabaseBusy
+
+SCHEMA_VERSION = 1
+# How long a writer or reader waits for the other side's lock before giving up.
+DEFAULT_LOCK_TIMEOUT_S = 60.0
+
+TABLES: dict[str, str] = {
+    "schema_info": """
+        CREATE TABLE IF NOT EXISTS schema_info (version INTEGER NOT NULL)
+    """,
+    "checkpoints": """
+        CREATE TABLE IF NOT EXISTS checkpoints (
+            checkpoint VARCHAR PRIMARY KEY,
+            query_id VARCHAR,
+            first_seen TIMESTAMP NOT NULL,
+            last_scan TIMESTAMP NOT NULL
+        )
+    """,
+    "batches": """
+        CREATE TABLE IF NOT EXISTS batches (
+            checkpoint VARCHAR NOT NULL,
+            batch_id BIGINT NOT NULL,
+            batch_timestamp_ms BIGINT,
+            watermark_ms BIGINT,
+            offsets_written_at TIMESTAMP,
+            committed BOOLEAN NOT NULL,
+            committed_at TIMESTAMP,
+            next_watermark_ms BIGINT,
+            source_offsets VARCHAR,
+            provider VARCHAR,
+            codec VARCHAR,
+            shuffle_partitions INTEGER,
+            state_format_versions VARCHAR,
+            PRIMARY KEY (checkpoint, batch_id)
+        )
+    """,
+    "operators": """
+        CREATE TABLE IF NOT EXISTS operators (
+            checkpoint VARCHAR NOT NULL,
+            operator_id INTEGER NOT NULL,
+            operator_name VARCHAR,
+            store_name VARCHAR NOT NULL,
+            num_partitions INTEGER,
+            provider VARCHAR,
+            key_schema VARCHAR,
+            value_schema VARCHAR,
+            PRIMARY KEY (checkpoint, operator_id, store_name)
+        )
+    """,
+    "log_files": """
+        CREATE TABLE IF NOT EXISTS log_files (
+            checkpoint VARCHAR NOT NULL,
+            path VARCHAR NOT NULL,
+            size_bytes BIGINT NOT NULL,
+            modified_at DOUBLE NOT NULL,
+            PRIMARY KEY (checkpoint, path)
+        )
+    """,
+    "state_files": """
+        CREATE TABLE IF NOT EXISTS state_files (
+            checkpoint VARCHAR NOT NULL,
+            operator_id INTEGER NOT NULL,
+            store_name VARCHAR NOT NULL,
+            partition_id INTEGER NOT NULL,
+            version BIGINT,
+            kind VARCHAR NOT NULL,
+            path VARCHAR NOT NULL,
+            size_bytes BIGINT NOT NULL,
+            modified_at DOUBLE NOT NULL,
+            purged BOOLEAN NOT NULL,
+            first_seen TIMESTAMP NOT NULL,
+            purged_at TIMESTAMP,
+            PRIMARY KEY (checkpoint, path)
+        )
+    """,
+    "state_versions": """
+        CREATE TABLE IF NOT EXISTS state_versions (
+            checkpoint VARCHAR NOT NULL,
+            operator_id INTEGER NOT NULL,
+            store_name VARCHAR NOT NULL,
+            partition_id INTEGER NOT NULL,
+            version BIGINT NOT NULL,
+            num_keys BIGINT,
+            keys_added BIGINT,
+            keys_updated BIGINT,
+            keys_removed BIGINT,
+            delta_bytes BIGINT,
+            snapshot_bytes BIGINT,
+            sst_bytes_live BIGINT,
+            sst_bytes_uploaded BIGINT,
+            sst_files_reused INTEGER,
+            versions_since_snapshot INTEGER,
+            replay_bytes BIGINT,
+            PRIMARY KEY (checkpoint, operator_id, store_name, partition_id, version)
+        )
+    """,
+    "problems": """
+        CREATE TABLE IF NOT EXISTS problems (
+            checkpoint VARCHAR NOT NULL,
+            path VARCHAR NOT NULL,
+            kind VARCHAR NOT NULL,
+            message VARCHAR NOT NULL,
+            seen_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (checkpoint, path, kind)
+        )
+    """,
+}
+
+# Each metric is defined once, here, in SQL; the dashboard and the CLI only SELECT from them.
+VIEWS: dict[str, str] = {
+    "batch_lag": """
+        CREATE OR REPLACE VIEW batch_lag AS
+        SELECT checkpoint,
+               max(batch_id) AS last_offset_batch,
+               max(batch_id) FILTER (WHERE committed) AS last_committed_batch,
+               count(*) FILTER (WHERE NOT committed) AS uncommitted_batches,
+               max(batch_id) - coalesce(max(batch_id) FILTER (WHERE committed), -1)
+                   AS lag_batches
+        FROM batches GROUP BY checkpoint
+    """,
+    "batch_durations": """
+        CREATE OR REPLACE VIEW batch_durations AS
+        SELECT checkpoint, batch_id,
+               CAST(epoch_ms(committed_at) - epoch_ms(offsets_written_at) AS BIGINT)
+                   AS duration_ms
+        FROM batches WHERE committed AND committed_at IS NOT NULL
+                       AND offsets_written_at IS NOT NULL
+    """,
+    "trigger_intervals": """
+        CREATE OR REPLACE VIEW trigger_intervals AS
+        SELECT checkpoint, batch_id,
+               batch_timestamp_ms - lag(batch_timestamp_ms)
+                   OVER (PARTITION BY checkpoint ORDER BY batch_id) AS interval_ms
+        FROM batches
+    """,
+    "watermark_delays": """
+        CREATE OR REPLACE VIEW watermark_delays AS
+        SELECT checkpoint, batch_id, batch_timestamp_ms, watermark_ms,
+               batch_timestamp_ms - watermark_ms AS delay_ms
+        FROM batches WHERE watermark_ms IS NOT NULL AND watermark_ms > 0
+    """,
+    "snapshot_lag": """
+        CREATE OR REPLACE VIEW snapshot_lag AS
+        SELECT checkpoint, operator_id, store_name, partition_id,
+               version AS latest_version, versions_since_snapshot, replay_bytes
+        FROM state_versions
+        QUALIFY row_number() OVER (
+            PARTITION BY checkpoint, operator_id, store_name, partition_id
+            ORDER BY version DESC) = 1
+    """,
+    "partition_skew": """
+        CREATE OR REPLACE VIEW partition_skew AS
+        SELECT checkpoint, operator_id, store_name, version, version - 1 AS batch_id,
+               max(num_keys) AS max_keys, median(num_keys) AS median_keys,
+               CASE WHEN median(num_keys) > 0
+                    THEN max(num_keys) / median(num_keys) END AS skew
+        FROM state_versions WHERE num_keys IS NOT NULL
+        GROUP BY checkpoint, operator_id, store_name, version
+    """,
+    "state_growth": """
+        CREATE OR REPLACE VIEW state_growth AS
+        WITH per_version AS (
+            SELECT checkpoint, operator_id, store_name, version,
+                   sum(num_keys) AS num_keys, sum(keys_added) AS keys_added,
+                   sum(keys_updated) AS keys_updated, sum(keys_removed) AS keys_removed,
+                   sum(delta_bytes) AS delta_bytes
+            FROM state_versions GROUP BY checkpoint, operator_id, store_name, version
+        )
+        SELECT *, version - 1 AS batch_id,
+               num_keys - lag(num_keys) OVER (
+                   PARTITION BY checkpoint, operator_id, store_name ORDER BY version)
+                   AS keys_growth
+        FROM per_version
+    """,
+}
+
+KEYS: dict[str, tuple[str, ...]] = {
+    "checkpoints": ("checkpoint",),
+    "batches": ("checkpoint", "batch_id"),
+    "operators": ("checkpoint", "operator_id", "store_name"),
+    "log_files": ("checkpoint", "path"),
+    "state_files": ("checkpoint", "path"),
+    "state_versions": ("checkpoint", "operator_id", "store_name", "partition_id", "version"),
+    "problems": ("checkpoint", "path", "kind"),
+}
+
+
+def _is_lock_conflict(exc: Exception) -> bool:
+    """A lock held by another process, or a connection of the other mode in this process."""
+    text = str(exc)
+    return isinstance(exc, duckdb.IOException | duckdb.ConnectionException) and (
+        "lock" in text or "different configuration" in text
+    )
+
+
+def _connect(path: str, read_only: bool, timeout_s: float) -> duckdb.DuckDBPyConnection:
+    """Open ``path``, retrying with backoff while the other side holds it."""
+    deadline = time.monotonic() + timeout_s
+    delay = 0.005
+    while True:
+        try:
+            return duckdb.connect(path, read_only=read_only)
+        except (duckdb.IOException, duckdb.ConnectionException) as exc:
+            if not _is_lock_conflict(exc):
+                raise
+            if time.monotonic() >= deadline:
+                mode = "read" if read_only else "write"
+                raise DatabaseBusy(
+                    path, f"still locked after {timeout_s:.0f}s, cannot {mode}"
+                ) from exc
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
+
+
+class Database:
+    """The writer. One instance per process; transactions are short and serialized."""
+
+    def __init__(self, path: str, lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> None:
+        self.path = os.path.abspath(os.path.expanduser(path))
+        self.lock_timeout_s = lock_timeout_s
+        self._lock = threading.Lock()
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        with self.transaction() as conn:
+            for ddl in TABLES.values():
+                conn.execute(ddl)
+            for view in VIEWS.values():
+                conn.execute(view)
+            if conn.execute("SELECT count(*) FROM schema_info").fetchall() == [(0,)]:
+                conn.execute("INSERT INTO schema_info VALUES (?)", [SCHEMA_VERSION])
+
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A read-write connection inside BEGIN … COMMIT, closed afterwards (releasing the lock)."""
+        with self._lock:
+            conn = _connect(self.path, read_only=False, timeout_s=self.lock_timeout_s)
+            try:
+                conn.execute("BEGIN TRANSACTION")
+                try:
+                    yield conn
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+            finally:
+                conn.close()
+
+    @staticmethod
+    def upsert(
+        conn: duckdb.DuckDBPyConnection,
+        table: str,
+        rows: Sequence[Mapping[str, Any]],
+        on_conflict: str | None = None,
+    ) -> None:
+        """Insert ``rows`` into ``table``, replacing rows with the same primary key.
+
+        ``on_conflict`` instead names the columns to update when the key exists (the others
+        keep their values). Rows go in as one Arrow table: ``executemany`` is 100x slower.
+        """
+        if not rows:
+            return
+        import pyarrow as pa
+
+        conn.register("__stateglass_rows", pa.Table.from_pylist(list(rows)))
+        try:
+            if on_conflict is None:
+                conn.execute(
+                    f"INSERT OR REPLACE INTO {table} BY NAME SELECT * FROM __stateglass_rows"
+                )
+            else:
+                keys = ", ".join(KEYS[table])
+                sets = ", ".join(f"{c} = excluded.{c}" for c in on_conflict.split(","))
+                conn.execute(
+                    f"INSERT INTO {table} BY NAME SELECT * FROM __stateglass_rows "
+                    f"ON CONFLICT ({keys}) DO UPDATE SET {sets}"
+                )
+        finally:
+            conn.unregister("__stateglass_rows")
+
+    @staticmethod
+    def delete_where(conn: duckdb.DuckDBPyConnection, table: str, where: Mapping[str, Any]) -> None:
+        clause = " AND ".join(f"{c} = ?" for c in where)
+        conn.execute(f"DELETE FROM {table} WHERE {clause}", list(where.values()))
+
+
+@contextmanager
+def reader(
+    path: str, timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-only connection for one short read, closed afterwards so the writer can go on."""
+    conn = _connect(os.path.abspath(os.path.expanduser(path)), read_only=True, timeout_s=timeout_s)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def read_query(
+    path: str, sql: str, params: Sequence[Any] = (), timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
+) -> list[tuple[Any, ...]]:
+    """Run one SELECT on a read-only connection and return all its rows."""
+    with reader(path, timeout_s) as conn:
+        return conn.execute(sql, list(params)).fetchall()

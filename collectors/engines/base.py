@@ -1,0 +1,17 @@
+"""The interface every engine implements."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Protocol
+
+from collectors.chains import ChainResult, ChainTask
+from collectors.fs import FileSystem
+
+
+class Engine(Protocol):
+    """Runs :func:`collectors.chains.compute_chain` over tasks; results come back in any order."""
+
+    name: str
+
+    def run(self, tasks: Sequence[ChainTask], fs: FileSystem) -> Iterator[ChainResult]: ...

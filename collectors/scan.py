@@ -1,0 +1,452 @@
+"""Incremental scan of a checkpoint into the database.
+
+One scan: list the checkpoint (I/O, :mod:`collectors.listing`), diff the listing against what
+the database holds (pure), parse only new or changed offsets/commits, run only the chains
+(operator, store, partition) with a new or changed file or a version not counted yet, and mark
+files that disappeared as purged. History is never deleted.
+
+Example::
+
+    db = Database("stateglass.duckdb")
+    summary = scan_checkpoint(db, "/data/checkpoints/orders")
+    print(summary.line())
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from collectors.chains import ChainResult, ChainTask
+from collectors.checkpoint import Checkpoint, StoreInfo
+from collectors.db import Database
+from collectors.engines import Engine, LocalEngine
+from collectors.errors import CheckpointError
+from collectors.fs import LOCAL, FileSystem
+from collectors.listing import FileStat, Listing, diff_files, list_checkpoint, version_file_stats
+from parsers.logs import CommitMetadata, OffsetSeq, batch_id_of
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class ScanSummary:
+    """What one scan of one checkpoint did."""
+
+    checkpoint: str
+    files_added: int
+    files_changed: int
+    files_purged: int
+    batches: int
+    chains: int
+    versions: int
+    problems: int
+
+    def line(self) -> str:
+        return (
+            f"{self.checkpoint}: {self.files_added} new, {self.files_changed} changed, "
+            f"{self.files_purged} purged files; {self.batches} batches, {self.versions} versions "
+            f"in {self.chains} partitions; {self.problems} problems"
+        )
+
+
+def _ts(mtime: float) -> datetime:
+    """File mtimes are stored as naive UTC timestamps."""
+    return datetime.fromtimestamp(mtime, tz=timezone.utc).replace(tzinfo=None)
+
+
+def _now() -> datetime:
+    return datetime.now(tz=timezone.utc).replace(tzinfo=None)
+
+
+def _offsets_row(checkpoint: str, batch: int, stat: FileStat, seq: OffsetSeq) -> dict[str, Any]:
+    formats = {k: v for k, v in sorted(seq.conf.items()) if "formatversion" in k.lower()}
+    return {
+        "checkpoint": checkpoint,
+        "batch_id": batch,
+        "batch_timestamp_ms": seq.batch_timestamp_ms,
+        "watermark_ms": seq.batch_watermark_ms,
+        "offsets_written_at": _ts(stat.mtime),
+        "committed": False,
+        "source_offsets": json.dumps(
+            [{"source_id": s.source_id, "offset": s.offset_json} for s in seq.sources]
+        ),
+        "provider": seq.provider,
+        "codec": seq.codec,
+        "shuffle_partitions": seq.shuffle_partitions,
+        "state_format_versions": json.dumps(formats),
+    }
+
+
+# offsets/N and commits/N arrive at different scans: each updates only its own columns.
+_OFFSET_COLUMNS = (
+    "batch_timestamp_ms,watermark_ms,offsets_written_at,source_offsets,provider,codec,"
+    "shuffle_partitions,state_format_versions"
+)
+_COMMIT_COLUMNS = "committed,committed_at,next_watermark_ms"
+
+
+def _store_rows(checkpoint: str, stores: Iterable[StoreInfo]) -> list[dict[str, Any]]:
+    return [
+        {
+            "checkpoint": checkpoint,
+            "operator_id": s.operator_id,
+            "operator_name": s.operator_name,
+            "store_name": s.store_name,
+            "num_partitions": s.num_partitions,
+            "provider": s.provider,
+            "key_schema": s.key_schema.simple_string() if s.key_schema else None,
+            "value_schema": s.value_schema.simple_string() if s.value_schema else None,
+        }
+        for s in stores
+    ]
+
+
+def _unique_ids(
+    cp: Checkpoint, commits: dict[int, CommitMetadata], store: StoreInfo, partition: int
+) -> tuple[tuple[int, str], ...]:
+    """Checkpoint format v2: committed unique id of each version of this store partition."""
+    from collectors.state import _store_index  # the join stores' order, kept in one place
+
+    index = _store_index(store)
+    out = []
+    for batch, commit in sorted(commits.items()):
+        ids = (commit.state_unique_ids or {}).get(store.operator_id)
+        if ids is None or partition >= len(ids) or index >= len(ids[partition]):
+            continue
+        out.append((batch + 1, ids[partition][index]))
+    return tuple(out)
+
+
+class Scanner:
+    """Scans checkpoints into one :class:`Database` with one engine."""
+
+    def __init__(self, db: Database, engine: Engine | None = None, fs: FileSystem = LOCAL) -> None:
+        self.db = db
+        self.engine: Engine = engine or LocalEngine()
+        self.fs = fs
+
+    def scan(self, path: str, progress: Progress | None = None) -> ScanSummary:
+        """Bring the database up to date with the checkpoint at ``path``."""
+        cp = Checkpoint.open(path, self.fs)
+        root = cp.root
+        problems: list[dict[str, Any]] = []
+        now = _now()
+
+        def problem(exc: CheckpointError) -> None:
+            problems.append(
+                {
+                    "checkpoint": root,
+                    "path": exc.path,
+                    "kind": type(exc).__name__,
+                    "message": exc.why,
+                    "seen_at": now,
+                }
+            )
+
+        try:
+            stores = cp.stores()
+            query_id = cp.query_id
+        except CheckpointError as exc:
+            # Operator metadata or schemas unreadable: still record batches and the problem.
+            problem(exc)
+            stores, query_id = [], None
+        listing = list_checkpoint(cp, stores)
+
+        with self.db.transaction() as conn:
+            known_logs = {
+                p: (s, m)
+                for p, s, m in conn.execute(
+                    "SELECT path, size_bytes, modified_at FROM log_files WHERE checkpoint = ?",
+                    [root],
+                ).fetchall()
+            }
+            known_files = {
+                p: (s, m)
+                for p, s, m in conn.execute(
+                    "SELECT path, size_bytes, modified_at FROM state_files "
+                    "WHERE checkpoint = ? AND NOT purged",
+                    [root],
+                ).fetchall()
+            }
+            counted: dict[tuple[int, str, int], set[int]] = {}
+            for op, store, part, version in conn.execute(
+                "SELECT operator_id, store_name, partition_id, version FROM state_versions "
+                "WHERE checkpoint = ?",
+                [root],
+            ).fetchall():
+                counted.setdefault((op, store, part), set()).add(version)
+            live_ssts = {
+                (op, store, part, v): b
+                for op, store, part, v, b in conn.execute(
+                    "SELECT operator_id, store_name, partition_id, version, sst_bytes_live "
+                    "FROM state_versions WHERE checkpoint = ? AND sst_bytes_live IS NOT NULL",
+                    [root],
+                ).fetchall()
+            }
+
+        log_diff = diff_files(
+            known_logs, {p: (s.size, s.mtime) for p, s in listing.log_files.items()}
+        )
+        file_diff = diff_files(
+            known_files, {p: (f.stat.size, f.stat.mtime) for p, f in listing.state_files.items()}
+        )
+
+        offsets_rows, commit_rows, commits = self._read_logs(cp, listing, log_diff.touched, problem)
+        tasks = self._tasks(cp, stores, listing, file_diff.touched, counted, commits)
+
+        results: list[ChainResult] = []
+        if progress:
+            progress(0, len(tasks))
+        try:
+            for result in self.engine.run(tasks, self.fs):
+                results.append(result)
+                if progress:
+                    progress(len(results), len(tasks))
+        except CheckpointError as exc:
+            problem(exc)
+
+        version_rows = self._version_rows(root, listing, results, live_ssts)
+        for result in results:
+            for chain_problem in result.problems:
+                problems.append(
+                    {
+                        "checkpoint": root,
+                        "path": chain_problem.path,
+                        "kind": chain_problem.kind,
+                        "message": chain_problem.message,
+                        "seen_at": now,
+                    }
+                )
+
+        with self.db.transaction() as conn:
+            first_seen = conn.execute(
+                "SELECT first_seen FROM checkpoints WHERE checkpoint = ?", [root]
+            ).fetchall()
+            self.db.upsert(
+                conn,
+                "checkpoints",
+                [
+                    {
+                        "checkpoint": root,
+                        "query_id": query_id,
+                        "first_seen": first_seen[0][0] if first_seen else now,
+                        "last_scan": now,
+                    }
+                ],
+            )
+            if stores:
+                self.db.delete_where(conn, "operators", {"checkpoint": root})
+                self.db.upsert(conn, "operators", _store_rows(root, stores))
+            self.db.upsert(conn, "batches", offsets_rows, on_conflict=_OFFSET_COLUMNS)
+            self.db.upsert(conn, "batches", commit_rows, on_conflict=_COMMIT_COLUMNS)
+            self.db.upsert(
+                conn,
+                "log_files",
+                [
+                    {
+                        "checkpoint": root,
+                        "path": p,
+                        "size_bytes": listing.log_files[p].size,
+                        "modified_at": listing.log_files[p].mtime,
+                    }
+                    for p in sorted(log_diff.touched)
+                ],
+            )
+            for p in log_diff.removed:
+                self.db.delete_where(conn, "log_files", {"checkpoint": root, "path": p})
+            state_rows = []
+            for p in sorted(file_diff.touched):
+                f = listing.state_files[p]
+                state_rows.append(
+                    {
+                        "checkpoint": root,
+                        "operator_id": f.operator_id,
+                        "store_name": f.store_name,
+                        "partition_id": f.partition_id,
+                        "version": f.version,
+                        "kind": f.kind,
+                        "path": p,
+                        "size_bytes": f.stat.size,
+                        "modified_at": f.stat.mtime,
+                        "purged": False,
+                        "first_seen": now,
+                        "purged_at": None,
+                    }
+                )
+            self.db.upsert(conn, "state_files", state_rows)
+            if file_diff.removed:
+                conn.executemany(
+                    "UPDATE state_files SET purged = TRUE, purged_at = ? "
+                    "WHERE checkpoint = ? AND path = ?",
+                    [[now, root, p] for p in sorted(file_diff.removed)],
+                )
+            self.db.upsert(conn, "state_versions", version_rows)
+            self.db.upsert(conn, "problems", problems)
+
+        return ScanSummary(
+            checkpoint=root,
+            files_added=len(file_diff.added) + len(log_diff.added),
+            files_changed=len(file_diff.changed) + len(log_diff.changed),
+            files_purged=len(file_diff.removed),
+            batches=len({r["batch_id"] for r in offsets_rows + commit_rows}),
+            chains=len(tasks),
+            versions=len(version_rows),
+            problems=len(problems),
+        )
+
+    def _read_logs(
+        self,
+        cp: Checkpoint,
+        listing: Listing,
+        touched: frozenset[str],
+        problem: Callable[[CheckpointError], None],
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[int, CommitMetadata]]:
+        offsets_rows: list[dict[str, Any]] = []
+        commit_rows: list[dict[str, Any]] = []
+        commits: dict[int, CommitMetadata] = {}
+        offsets_dir, commits_dir = cp.path("offsets"), cp.path("commits")
+        for path in sorted(touched):
+            stat = listing.log_files[path]
+            batch = batch_id_of(path.rsplit("/", 1)[-1])
+            if batch is None:
+                continue
+            try:
+                if path.startswith(offsets_dir):
+                    seq = cp.parse(path, OffsetSeq.from_bytes)
+                    offsets_rows.append(_offsets_row(cp.root, batch, stat, seq))
+                elif path.startswith(commits_dir):
+                    commit = cp.parse(path, CommitMetadata.from_bytes)
+                    commits[batch] = commit
+                    commit_rows.append(
+                        {
+                            "checkpoint": cp.root,
+                            "batch_id": batch,
+                            "committed": True,
+                            "committed_at": _ts(stat.mtime),
+                            "next_watermark_ms": commit.next_batch_watermark_ms,
+                        }
+                    )
+            except CheckpointError as exc:
+                problem(exc)
+        return offsets_rows, commit_rows, commits
+
+    def _tasks(
+        self,
+        cp: Checkpoint,
+        stores: list[StoreInfo],
+        listing: Listing,
+        touched: frozenset[str],
+        counted: dict[tuple[int, str, int], set[int]],
+        new_commits: dict[int, CommitMetadata],
+    ) -> list[ChainTask]:
+        conf = cp.conf if stores else None
+        codec = conf.codec if conf else "lz4"
+        row_checksum = conf.row_checksum if conf else False
+        merge_v = conf.merge_operator_version if conf else None
+        versions: dict[tuple[int, str, int], set[int]] = {}
+        dirty: dict[tuple[int, str, int], int] = {}
+        for f in listing.state_files.values():
+            if f.version is None:
+                continue
+            versions.setdefault(f.chain, set()).add(f.version)
+            if f.stat.path in touched:
+                dirty[f.chain] = min(dirty.get(f.chain, f.version), f.version)
+        tasks = []
+        uses_v2 = any(c.state_unique_ids for c in new_commits.values())
+        all_commits: dict[int, CommitMetadata] = {}
+        if uses_v2 or any("_" in p.rsplit("/", 1)[-1] for p in touched):
+            # Format v2 needs every committed unique id, not only the new commits.
+            for b in cp.commit_batch_ids:
+                try:
+                    all_commits[b] = cp.commit(b)
+                except CheckpointError:
+                    continue
+        for store in stores:
+            for partition in store.partitions:
+                chain = (store.operator_id, store.store_name, partition)
+                uncounted = versions.get(chain, set()) - counted.get(chain, set())
+                starts = [
+                    v for v in (dirty.get(chain), min(uncounted, default=None)) if v is not None
+                ]
+                if not starts:
+                    continue
+                tasks.append(
+                    ChainTask(
+                        checkpoint=cp.root,
+                        operator_id=store.operator_id,
+                        store_name=store.store_name,
+                        partition_id=partition,
+                        store_dir=cp.store_dir(store.operator_id, partition, store.store_name),
+                        provider=store.provider,
+                        codec=codec,
+                        row_checksum=row_checksum,
+                        merge_delimiter=b"" if merge_v == 2 else b",",
+                        unique_ids=_unique_ids(cp, all_commits, store, partition),
+                        from_version=min(starts),
+                        trust_zip_num_keys=not store.uses_column_families,
+                    )
+                )
+        return tasks
+
+    def _version_rows(
+        self,
+        root: str,
+        listing: Listing,
+        results: list[ChainResult],
+        live_ssts: dict[tuple[int, str, int, int], int],
+    ) -> list[dict[str, Any]]:
+        by_chain: dict[tuple[int, str, int], list[Any]] = {}
+        for f in listing.state_files.values():
+            by_chain.setdefault(f.chain, []).append(f)
+        rows = []
+        for result in sorted(results, key=lambda r: r.task.chain):
+            op, store, part = result.task.chain
+            live = {v: b for (o, s, p, v), b in live_ssts.items() if (o, s, p) == (op, store, part)}
+            live.update(
+                {
+                    c.version: c.sst_bytes_live
+                    for c in result.versions
+                    if c.sst_bytes_live is not None
+                }
+            )
+            stats = version_file_stats(
+                by_chain.get(result.task.chain, []), [c.version for c in result.versions], live
+            )
+            for c in result.versions:
+                s = stats[c.version]
+                rows.append(
+                    {
+                        "checkpoint": root,
+                        "operator_id": op,
+                        "store_name": store,
+                        "partition_id": part,
+                        "version": c.version,
+                        "num_keys": c.num_keys,
+                        "keys_added": c.keys_added,
+                        "keys_updated": c.keys_updated,
+                        "keys_removed": c.keys_removed,
+                        "delta_bytes": s.delta_bytes,
+                        "snapshot_bytes": s.snapshot_bytes,
+                        "sst_bytes_live": c.sst_bytes_live,
+                        "sst_bytes_uploaded": c.sst_bytes_uploaded,
+                        "sst_files_reused": c.sst_files_reused,
+                        "versions_since_snapshot": s.versions_since_snapshot,
+                        "replay_bytes": s.replay_bytes,
+                    }
+                )
+        return rows
+
+
+def scan_checkpoint(
+    db: Database,
+    path: str,
+    engine: Engine | None = None,
+    fs: FileSystem = LOCAL,
+    progress: Progress | None = None,
+) -> ScanSummary:
+    """Scan one checkpoint into ``db``; see :class:`Scanner`."""
+    return Scanner(db, engine, fs).scan(path, progress)

@@ -1,0 +1,81 @@
+"""Shared helpers of the collector tests: sample checkpoints, a counting file system, tables."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from app.catalog import find_checkpoints
+from collectors.db import read_query
+from collectors.fs import LOCAL, FileInfo
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "sample_checkpoints"
+# Columns that record when a scan ran, not what it found.
+CLOCK_COLUMNS = {"first_seen", "last_scan", "seen_at", "purged_at"}
+TABLES = ("checkpoints", "batches", "operators", "state_files", "state_versions", "problems")
+
+
+def sample_paths() -> list[str]:
+    return find_checkpoints(str(SAMPLES))
+
+
+def sample_id(path: str) -> str:
+    return os.path.relpath(path, SAMPLES)
+
+
+def copy_sample(name: str, target: Path) -> Path:
+    """A private copy of ``sample_checkpoints/<name>`` (tests that change files use it)."""
+    dst = target / name.replace("/", "-")
+    shutil.copytree(SAMPLES / name, dst, symlinks=True)
+    return dst
+
+
+class CountingFileSystem:
+    """The local disk, recording every path read (a fake in the style of our FileSystem)."""
+
+    def __init__(self) -> None:
+        self.reads: list[str] = []
+
+    def list(self, path: str) -> list[FileInfo]:
+        return LOCAL.list(path)
+
+    def read(self, path: str) -> bytes:
+        self.reads.append(path)
+        return LOCAL.read(path)
+
+    def exists(self, path: str) -> bool:
+        return LOCAL.exists(path)
+
+    def is_dir(self, path: str) -> bool:
+        return LOCAL.is_dir(path)
+
+
+def tree_digest(root: Path | str) -> dict[str, tuple[str, float]]:
+    """sha256 and mtime of every file under ``root`` (symlinks not followed)."""
+    out = {}
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            path = os.path.join(dirpath, name)
+            with open(path, "rb") as fh:
+                digest = hashlib.sha256(fh.read()).hexdigest()
+            out[os.path.relpath(path, root)] = (digest, os.lstat(path).st_mtime)
+    return out
+
+
+def table(db_path: str, name: str, checkpoint_prefix: str | None = None) -> list[tuple[Any, ...]]:
+    """Every row of a table without the clock columns, sorted, checkpoint paths made relative."""
+    cols = [r[0] for r in read_query(db_path, f"DESCRIBE {name}") if r[0] not in CLOCK_COLUMNS]
+    rows = read_query(db_path, f"SELECT {', '.join(cols)} FROM {name}")
+    out = []
+    for row in rows:
+        fixed = []
+        for value in row:
+            if isinstance(value, str) and checkpoint_prefix and value.startswith(checkpoint_prefix):
+                value = value[len(checkpoint_prefix) :]
+            fixed.append(value)
+        out.append(tuple(fixed))
+    return sorted(out, key=repr)
