@@ -17,10 +17,12 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
+from decimal import Decimal
 from functools import cached_property
 from types import TracebackType
 from typing import IO, Any
 
+from app.arrow_types import arrow_type, arrow_value
 from app.errors import AppError, OutputError
 from parsers.errors import ParseError
 from parsers.sparkjson import (
@@ -292,7 +294,12 @@ class TableSink(Sink):
     def _cell(v: Any) -> str:
         if v is None:
             return ""
-        text = v if isinstance(v, str) else json.dumps(v, default=str, ensure_ascii=False)
+        if isinstance(v, str):
+            text = v
+        elif isinstance(v, Decimal):
+            text = str(v)  # Spark's BigDecimal text, unquoted like any number
+        else:
+            text = json.dumps(v, default=str, ensure_ascii=False, separators=(",", ":"))
         return text if len(text) <= TABLE_CELL else text[: TABLE_CELL - 1] + "…"
 
     def write_rows(self, partition: int, rows: Iterable[Row]) -> None:
@@ -349,42 +356,27 @@ _PARQUET_ATOMIC = {"long": "int64", "integer": "int32", "string": "string"}
 
 
 class ParquetSink(Sink):
-    """Parquet with one column per output column: structs, arrays and maps as Spark's JSON."""
+    """Parquet with one typed column per output column (nested structs, lists, maps)."""
 
     def __init__(self, codec: RowCodec, time_zone: str, path: str | None) -> None:
         super().__init__(codec, time_zone)
         if path is None:
             raise AppError("--format parquet needs -o FILE")
         self.path = path
-        self.names: list[str] = []
-        self.types: list[DataType] = []
+        self.columns: Sequence[Column] = ()
         self.values: list[list[Any]] = []
         self.convert: list[Callable[[Any], Any]] = []
 
     def _start(self, columns: Sequence[Column]) -> None:
-        if self.names:
+        if self.columns:
             return
-        for name, dt in columns:
-            self.names.append(name)
-            self.types.append(dt)
-            self.values.append([])
-            self.convert.append(self._converter(name, dt))
-
-    def _converter(self, name: str, dt: DataType) -> Callable[[Any], Any]:
-        if isinstance(dt, AtomicType) and dt.name in _PARQUET_ATOMIC:
-            return lambda v: v
-        py = to_python(StructType((StructField(name, dt),)), self.time_zone)
-
-        def to_json(v: Any) -> Any:
-            if v is None:
-                return None
-            return json.dumps(py((v,)).get(name), default=str, ensure_ascii=False)
-
-        return to_json
+        self.columns = columns
+        self.values = [[] for _ in columns]
+        self.convert = [arrow_value(dt, self.time_zone) for _, dt in columns]
 
     def _add(self, row: Row) -> None:
         for column, convert, value in zip(self.values, self.convert, row, strict=True):
-            column.append(convert(value))
+            column.append(None if value is None else convert(value))
         self.rows_written += 1
 
     def write_rows(self, partition: int, rows: Iterable[Row]) -> None:
@@ -401,16 +393,13 @@ class ParquetSink(Sink):
         import pyarrow.parquet as pq
 
         self._start(state_columns(self.codec))
-        arrays = []
-        for dt, values in zip(self.types, self.values, strict=True):
-            kind = (
-                _PARQUET_ATOMIC.get(dt.name, "string") if isinstance(dt, AtomicType) else "string"
-            )
-            arrays.append(pa.array(values, type=getattr(pa, kind)()))
-        table = pa.table(arrays, names=self.names)
         try:
-            pq.write_table(table, self.path)
-        except OSError as exc:
+            arrays = [
+                pa.array(values, type=arrow_type(dt))
+                for (_, dt), values in zip(self.columns, self.values, strict=True)
+            ]
+            pq.write_table(pa.table(arrays, names=[name for name, _ in self.columns]), self.path)
+        except (OSError, pa.ArrowException) as exc:
             raise OutputError(f"{self.path}: cannot write parquet ({exc})") from exc
 
 

@@ -1,0 +1,124 @@
+"""Spark types as Arrow types, and decoded state values as Arrow-ready Python values.
+
+Used by Parquet export: every column keeps its real type (nested structs, lists, maps,
+decimals, dates, timestamps) instead of a JSON string. Struct fields whose names repeat
+(aggregation buffers: ``sum``, ``sum``) get the suffixes ``_1``, ``_2``… that
+:func:`parsers.sparkjson.to_python` uses, because Parquet needs unique names.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from parsers.sparkjson import to_python
+from parsers.sparktypes import (
+    ArrayType,
+    AtomicType,
+    DataType,
+    DayTimeIntervalType,
+    DecimalType,
+    MapType,
+    StringLikeType,
+    StructField,
+    StructType,
+    YearMonthIntervalType,
+)
+
+# Spark name -> pyarrow factory name, for types whose decoded value Arrow takes as it is
+# (dates are days and timestamps microseconds, which is what Arrow stores).
+_ATOMIC = {
+    "boolean": "bool_",
+    "byte": "int8",
+    "short": "int16",
+    "integer": "int32",
+    "long": "int64",
+    "float": "float32",
+    "double": "float64",
+    "string": "string",
+    "binary": "binary",
+    "date": "date32",
+    "void": "null",
+}
+
+
+def unique_names(names: list[str]) -> list[str]:
+    """``sum, count, sum`` -> ``sum, count, sum_1`` (the keys :func:`to_python` uses)."""
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        k = seen.get(n, 0)
+        seen[n] = k + 1
+        out.append(n if k == 0 else f"{n}_{k}")
+    return out
+
+
+def _as_text(dt: DataType) -> bool:
+    """Types without an Arrow counterpart (calendar intervals, variants) go out as text."""
+    return (
+        isinstance(dt, AtomicType)
+        and dt.name not in _ATOMIC
+        and dt.name
+        not in (
+            "timestamp",
+            "timestamp_ntz",
+        )
+    )
+
+
+def arrow_type(dt: DataType) -> Any:
+    """The Arrow type a column of ``dt`` is written as."""
+    import pyarrow as pa
+
+    if isinstance(dt, StructType):
+        names = unique_names(dt.names)
+        return pa.struct(
+            [pa.field(n, arrow_type(f.data_type)) for n, f in zip(names, dt.fields, strict=True)]
+        )
+    if isinstance(dt, ArrayType):
+        return pa.list_(arrow_type(dt.element_type))
+    if isinstance(dt, MapType):
+        return pa.map_(arrow_type(dt.key_type), arrow_type(dt.value_type))
+    if isinstance(dt, DecimalType):
+        return pa.decimal128(dt.precision, dt.scale)
+    if isinstance(dt, StringLikeType):
+        return pa.string()
+    if isinstance(dt, YearMonthIntervalType):
+        return pa.int32()  # months
+    if isinstance(dt, DayTimeIntervalType):
+        return pa.duration("us")
+    if isinstance(dt, AtomicType):
+        if dt.name == "timestamp":
+            return pa.timestamp("us", tz="UTC")
+        if dt.name == "timestamp_ntz":
+            return pa.timestamp("us")
+        if dt.name in _ATOMIC:
+            return getattr(pa, _ATOMIC[dt.name])()
+    return pa.string()  # calendar intervals, variants: Spark's JSON text
+
+
+def arrow_value(dt: DataType, time_zone: str = "UTC") -> Callable[[Any], Any]:
+    """Turn a value decoded by :mod:`parsers.unsaferow` into what Arrow takes for ``dt``."""
+    if isinstance(dt, StructType):
+        names = unique_names(dt.names)
+        convs = [arrow_value(f.data_type, time_zone) for f in dt.fields]
+        items = list(zip(names, convs, strict=True))
+        return lambda row: (
+            None
+            if row is None
+            else {n: None if v is None else c(v) for (n, c), v in zip(items, row, strict=True)}
+        )
+    if isinstance(dt, ArrayType):
+        elem = arrow_value(dt.element_type, time_zone)
+        return lambda xs: None if xs is None else [None if x is None else elem(x) for x in xs]
+    if isinstance(dt, MapType):
+        key, value = arrow_value(dt.key_type, time_zone), arrow_value(dt.value_type, time_zone)
+        return lambda pairs: (
+            None if pairs is None else [(key(k), None if v is None else value(v)) for k, v in pairs]
+        )
+    if _as_text(dt):
+        # Written as text: Spark's JSON rendering of the value.
+        py = to_python(StructType((StructField("v", dt),)), time_zone)
+        return lambda v: None if v is None else json.dumps(py((v,)).get("v"), default=str)
+    return lambda v: v
