@@ -122,6 +122,44 @@ def apply_changes(keys: set[bytes], changes: Iterable[Change]) -> tuple[int, int
     return added, updated, removed
 
 
+def apply_records(
+    keys: set[bytes], records: list[tuple[bytes, bytes | None]]
+) -> tuple[int, int, int]:
+    """:func:`apply_changes` for a whole delta file of ``(key, value or None)`` records.
+
+    Same result, at C speed: when no key is both put and deleted in the file, the order of
+    its records does not matter, so the file is applied as two set operations. Otherwise
+    (rare: a key removed and re-added within one batch) it falls back to record order.
+    """
+    puts = [k for k, v in records if v is not None]
+    if len(puts) == len(records):
+        before = len(keys)
+        keys.update(puts)
+        added = len(keys) - before
+        return added, len(puts) - added, 0
+    deletes = {k for k, v in records if v is None}
+    put_set = set(puts)
+    if not deletes.isdisjoint(put_set):
+        return apply_changes(
+            keys, (("delete", k, None) if v is None else ("update", k, v) for k, v in records)
+        )
+    removed = len(keys)
+    keys.difference_update(deletes)
+    removed -= len(keys)
+    before = len(keys)
+    keys.update(put_set)
+    added = len(keys) - before
+    return added, len(puts) - added, removed
+
+
+def _change_counts(reader: StoreReader, keys: set[bytes], version: int) -> tuple[int, int, int]:
+    if isinstance(reader, HdfsStoreReader):
+        # The hot loop of a scan: a delta's records as one list, applied in bulk.
+        records = reader._records(reader.deltas[version], allow_deletes=True)
+        return apply_records(keys, records)
+    return apply_changes(keys, reader.changes(version))
+
+
 def compute_chain(task: ChainTask, fs: FileSystem = LOCAL) -> ChainResult:
     """Count keys of every version >= ``task.from_version`` the files of the chain can rebuild."""
     ctx = StoreContext(
@@ -181,7 +219,7 @@ def compute_chain(task: ChainTask, fs: FileSystem = LOCAL) -> ChainResult:
                         problem(exc)
                         keys = None
                 if keys is not None:
-                    added, updated, removed = apply_changes(keys, reader.changes(version))
+                    added, updated, removed = _change_counts(reader, keys, version)
                 else:
                     keys = load_keys(version)
             elif (

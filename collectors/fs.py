@@ -27,7 +27,10 @@ class FileInfo:
 class FileSystem(Protocol):
     """The read-only operations the collectors need."""
 
-    def list(self, path: str) -> list[FileInfo]: ...
+    def list(self, path: str) -> list[FileInfo]:
+        """Entries of a directory; hidden ones (Spark's ``.N.delta.crc``, temp files) may be
+        left out, since every caller skips them."""
+        ...
 
     def read(self, path: str) -> bytes: ...
 
@@ -52,6 +55,10 @@ class LocalFileSystem:
             raise CheckpointError(path, f"cannot list ({_reason(exc)})") from exc
         out = []
         for entry in entries:
+            if entry.name.startswith("."):
+                # Spark's .crc sidecars and temp files: every caller skips them, and they are
+                # half of a store directory, so not stat-ing them halves a scan's listing.
+                continue
             try:
                 st = entry.stat()
             except FileNotFoundError:

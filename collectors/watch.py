@@ -33,23 +33,30 @@ class Debouncer:
         self.max_wait_s = max_wait_s
         self._first: dict[str, float] = {}
         self._last: dict[str, float] = {}
+        self._settled: set[str] = set()
         self._lock = threading.Lock()
 
-    def add(self, key: str, now: float) -> None:
+    def add(self, key: str, now: float, settled: bool = False) -> None:
+        """Record a write; ``settled`` marks the write that ends a burst: due at once."""
         with self._lock:
             self._first.setdefault(key, now)
             self._last[key] = now
+            if settled:
+                self._settled.add(key)
 
     def pop_due(self, now: float) -> list[str]:
-        """Keys quiet for ``delay_s`` (or pending for ``max_wait_s``), removed from the set."""
+        """Keys settled, quiet for ``delay_s`` or pending for ``max_wait_s``; removed."""
         with self._lock:
             due = sorted(
                 k
                 for k, last in self._last.items()
-                if now - last >= self.delay_s or now - self._first[k] >= self.max_wait_s
+                if k in self._settled
+                or now - last >= self.delay_s
+                or now - self._first[k] >= self.max_wait_s
             )
             for k in due:
                 del self._first[k], self._last[k]
+                self._settled.discard(k)
             return due
 
     def __len__(self) -> int:
@@ -59,6 +66,12 @@ class Debouncer:
 def is_whole(path: str) -> bool:
     """Whether an event path names a finished file (no part of it is a Spark temp name)."""
     return not any(is_temporary(part) for part in path.split(os.sep) if part)
+
+
+def is_commit(path: str, root: str) -> bool:
+    """Whether ``path`` is ``ROOT/commits/N``: the last file Spark writes for batch N."""
+    parts = os.path.relpath(path, root).split(os.sep)
+    return len(parts) == 2 and parts[0] == "commits" and parts[1].isdigit()
 
 
 def checkpoint_of(path: str, roots: Iterable[str]) -> str | None:
@@ -77,7 +90,7 @@ class CheckpointWatcher:
         roots: Sequence[str],
         on_change: Callable[[str], object],
         debouncer: Debouncer | None = None,
-        tick_s: float = 0.2,
+        tick_s: float = 0.05,
     ) -> None:
         self.roots = [os.path.abspath(r) for r in roots]
         self.on_change = on_change
@@ -91,7 +104,9 @@ class CheckpointWatcher:
             return
         root = checkpoint_of(path, self.roots)
         if root is not None:
-            self.debouncer.add(root, time.monotonic())
+            # A batch's commit ends its burst: scan now rather than after the quiet period,
+            # which a query triggering every second or faster may never leave.
+            self.debouncer.add(root, time.monotonic(), settled=is_commit(path, root))
 
     def run(self, stop: threading.Event) -> None:
         """Watch until ``stop`` is set, scanning each root after its writes settle."""

@@ -1,0 +1,338 @@
+"""`stateglass collect` on real checkpoints: full collect, key counting, memory, incremental.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_collect.py [--runs 3] [--partitions 200] [--batches 110]
+
+1. Writes (once, cached under benchmarks/out/) a checkpoint with PySpark: a streaming count
+   per key over a JSON file source, ``--partitions`` shuffle partitions (HDFS provider), one
+   file per micro-batch (``maxFilesPerTrigger=1``, ``availableNow``), ``--batches`` batches.
+2. Full collect: a fresh database, ``stateglass collect`` in-process on a copy of it, timed.
+   Spark: a process that counts the rows of the same store at the last batch with
+   ``spark.read.format("statestore")`` (start-up included, and the count alone).
+3. Key counting: :func:`collectors.chains.compute_chain` over every partition of the 1M-key
+   checkpoint of ``bench_state_read.py`` (written if missing); records/s = delta records
+   applied / seconds. Spark: counting the same store's rows.
+4. Memory per live key: a child process rebuilds the largest partition's chain; (peak RSS −
+   RSS before) / keys that partition holds.
+5. Incremental: after the full collect, Spark commits one more batch (one more file, the same
+   query restarted with ``availableNow``), then ``stateglass collect`` runs again, timed (as
+   a whole process too, with Python start-up).
+The figures go to stdout as Markdown, ready for docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+OUT = os.path.join(HERE, "out")
+PY = sys.executable
+ROWS_PER_FILE = 5000
+KEY_SPACE = 200_000
+
+sys.path.insert(0, ROOT)
+
+RUN_QUERY = r"""
+import sys, time
+from pyspark.sql import SparkSession, functions as F
+src, cp, partitions = sys.argv[1], sys.argv[2], int(sys.argv[3])
+spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false")
+         .config("spark.sql.shuffle.partitions", str(partitions))
+         .config("spark.driver.memory", "2g").config("spark.sql.session.timeZone", "UTC")
+         .getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+stream = (spark.readStream.schema("k STRING, v LONG").option("maxFilesPerTrigger", 1)
+          .json(src))
+q = (stream.groupBy("k").agg(F.count("*").alias("n"), F.sum("v").alias("total"))
+     .writeStream.format("noop").outputMode("update").option("checkpointLocation", cp)
+     .trigger(availableNow=True).start())
+q.awaitTermination()
+spark.stop()
+"""
+
+SPARK_COUNT = r"""
+import sys, time
+from pyspark.sql import SparkSession
+cp = sys.argv[1]
+spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+         .config("spark.driver.memory", "2g").getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+best = None
+for _ in range(3):
+    start = time.perf_counter()
+    n = spark.read.format("statestore").load(cp).count()
+    took = time.perf_counter() - start
+    best = took if best is None else min(best, took)
+print(n, best)
+spark.stop()
+"""
+
+CHAIN_MEMORY = r"""
+import resource, sys
+sys.path.insert(0, sys.argv[1])
+from collectors.chains import ChainTask, compute_chain
+from collectors.stores import StoreContext, open_store
+from collectors.fs import LOCAL
+cp, partition = sys.argv[2], int(sys.argv[3])
+store_dir = f"{cp}/state/0/{partition}"
+open_store(StoreContext(LOCAL, store_dir), "hdfs").versions()
+def rss_kib():
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+before = rss_kib()
+# VmHWM is the peak so far; reset it so it measures the chain alone (Linux >= 4.0).
+with open("/proc/self/clear_refs", "w") as fh:
+    fh.write("5")
+result = compute_chain(ChainTask(cp, 0, "default", partition, store_dir, "hdfs"))
+with open("/proc/self/status") as fh:
+    peak = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
+print(before, peak, max(v.num_keys for v in result.versions))
+"""
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            cpu = next(line.split(":", 1)[1].strip() for line in fh if "model name" in line)
+    except (OSError, StopIteration):
+        pass
+    return (
+        f"{cpu}, {os.cpu_count()} cores, Linux {platform.release()}, "
+        f"Python {platform.python_version()}"
+    )
+
+
+def write_source_file(src: str, index: int, name: str | None = None) -> str:
+    rnd = random.Random(index)
+    path = os.path.join(src, name or f"part-{index:05d}.json")
+    with open(path + ".tmp", "w") as fh:
+        for _ in range(ROWS_PER_FILE):
+            key = rnd.randrange(KEY_SPACE)
+            fh.write(json.dumps({"k": f"key-{key:07d}", "v": key % 97}) + "\n")
+    os.rename(path + ".tmp", path)
+    return path
+
+
+def run_query(src: str, cp: str, partitions: int) -> float:
+    start = time.perf_counter()
+    subprocess.run([PY, "-c", RUN_QUERY, src, cp, str(partitions)], check=True)
+    return time.perf_counter() - start
+
+
+def ensure_checkpoint(partitions: int, batches: int) -> tuple[str, str]:
+    """The cached checkpoint and its source directory (written once with PySpark)."""
+    base = os.path.join(OUT, f"collect-{partitions}x{batches}")
+    cp, src = os.path.join(base, "checkpoint"), os.path.join(base, "src")
+    done = os.path.join(base, "written")
+    if os.path.isfile(done):
+        return cp, src
+    shutil.rmtree(base, ignore_errors=True)
+    os.makedirs(src)
+    for i in range(batches):
+        write_source_file(src, i)
+    print(f"writing {cp}: {partitions} partitions, {batches} batches …", flush=True)
+    took = run_query(src, cp, partitions)
+    print(f"  written in {took:.0f} s", flush=True)
+    with open(done, "w") as fh:
+        fh.write(f"{took:.0f} s\n")
+    return cp, src
+
+
+def collect(cp: str, db_path: str) -> tuple[float, Any]:
+    from collectors.db import Database
+    from collectors.scan import scan_checkpoint
+
+    start = time.perf_counter()
+    summary = scan_checkpoint(Database(db_path), cp)
+    return time.perf_counter() - start, summary
+
+
+def spark_count(cp: str) -> tuple[int, float, float]:
+    """Rows Spark's reader returns at the last batch, best in-session seconds, process wall."""
+    start = time.perf_counter()
+    out = subprocess.run(
+        [PY, "-c", SPARK_COUNT, cp], check=True, capture_output=True, text=True
+    ).stdout.split()
+    return int(out[0]), float(out[1]), time.perf_counter() - start
+
+
+def bench_full(cp: str, runs: int) -> dict[str, Any]:
+    from collectors.db import read_query
+
+    walls, summary, db_path, tmp = [], None, "", ""
+    for _ in range(runs):
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+        tmp = tempfile.mkdtemp(prefix="sg-bench-db-")
+        db_path = os.path.join(tmp, "sg.duckdb")
+        wall, summary = collect(cp, db_path)
+        walls.append(wall)
+    assert summary is not None
+    (keys,) = read_query(
+        db_path,
+        "SELECT sum(num_keys) FROM state_versions s WHERE version = "
+        "(SELECT max(version) FROM state_versions t WHERE t.partition_id = s.partition_id)",
+    )[0]
+    n_files = read_query(db_path, "SELECT count(*) FROM state_files")[0][0]
+    shutil.rmtree(tmp, ignore_errors=True)
+    return {
+        "walls": walls,
+        "versions": summary.versions,
+        "chains": summary.chains,
+        "files": n_files,
+        "keys": keys,
+    }
+
+
+def bench_chain(cp: str, runs: int) -> dict[str, Any]:
+    from collectors.chains import ChainTask, compute_chain
+
+    parts = sorted(int(p) for p in os.listdir(os.path.join(cp, "state", "0")) if p.isdigit())
+    tasks = [
+        ChainTask(cp, 0, "default", p, os.path.join(cp, "state", "0", str(p)), "hdfs")
+        for p in parts
+    ]
+    walls, records, keys = [], 0, 0
+    for _ in range(runs):
+        start = time.perf_counter()
+        results = [compute_chain(t) for t in tasks]
+        walls.append(time.perf_counter() - start)
+        records = sum(
+            (v.keys_added or 0) + (v.keys_updated or 0) + (v.keys_removed or 0)
+            for r in results
+            for v in r.versions
+        )
+        keys = sum(r.versions[-1].num_keys for r in results)
+    return {"walls": walls, "records": records, "keys": keys, "partitions": len(parts)}
+
+
+def bench_memory(cp: str) -> dict[str, Any]:
+    sizes = {
+        p: sum(
+            os.path.getsize(os.path.join(cp, "state", "0", p, f))
+            for f in os.listdir(os.path.join(cp, "state", "0", p))
+            if f.endswith((".delta", ".snapshot"))
+        )
+        for p in os.listdir(os.path.join(cp, "state", "0"))
+        if p.isdigit()
+    }
+    largest = max(sizes, key=lambda p: sizes[p])
+    out = subprocess.run(
+        [PY, "-c", CHAIN_MEMORY, ROOT, cp, largest], check=True, capture_output=True, text=True
+    ).stdout.split()
+    before, peak, keys = (int(x) for x in out)
+    return {"before_kib": before, "peak_kib": peak, "keys": keys}
+
+
+def bench_incremental(cp: str, src: str, partitions: int, runs: int) -> dict[str, Any]:
+    walls, process_walls, versions = [], [], 0
+    stateglass = shutil.which("stateglass", path=os.path.dirname(PY)) or "stateglass"
+    for run in range(runs):
+        tmp = tempfile.mkdtemp(prefix="sg-bench-inc-")
+        work = os.path.join(tmp, "checkpoint")
+        # copytree keeps mtimes; the copy's source log names the files of src, so only the
+        # extra file below is new to it.
+        shutil.copytree(cp, work)
+        db_path = os.path.join(tmp, "sg.duckdb")
+        collect(work, db_path)
+        extra = write_source_file(src, 10_000 + run, f"part-extra-{run}.json")
+        try:
+            run_query(src, work, partitions)
+        finally:
+            os.remove(extra)
+        process_db = os.path.join(tmp, "process.duckdb")
+        shutil.copy(db_path, process_db)
+        wall, summary = collect(work, db_path)
+        walls.append(wall)
+        versions = summary.versions
+        start = time.perf_counter()
+        subprocess.run(
+            [stateglass, "collect", work, "--db", process_db],
+            check=True,
+            capture_output=True,
+        )
+        process_walls.append(time.perf_counter() - start)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {"walls": walls, "process_walls": process_walls, "versions": versions}
+
+
+def fmt(walls: list[float]) -> str:
+    return f"best {min(walls):.2f} s (median {statistics.median(walls):.2f}; runs " + (
+        ", ".join(f"{w:.2f}" for w in walls) + ")"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--partitions", type=int, default=200)
+    ap.add_argument("--batches", type=int, default=110)
+    ap.add_argument("--only", choices=("full", "chain", "memory", "incremental"), default=None)
+    args = ap.parse_args()
+    os.makedirs(OUT, exist_ok=True)
+    cp = src = ""
+    if args.only in (None, "full", "incremental"):
+        cp, src = ensure_checkpoint(args.partitions, args.batches)
+    big = os.path.join(OUT, "agg-hdfs-1000000")
+    if not os.path.isdir(os.path.join(big, "commits")):
+        subprocess.run([PY, os.path.join(HERE, "bench_state_read.py"), "--runs", "0"], check=True)
+    print(f"\ndate {dt.date.today()}, machine: {machine()}\n")
+
+    if args.only in (None, "full"):
+        full = bench_full(cp, args.runs)
+        rows, spark_s, spark_wall = spark_count(cp)
+        print(
+            f"full collect of {cp}: {full['chains']} partitions, {full['versions']} state "
+            f"versions, {full['files']} state files: {fmt(full['walls'])}; "
+            f"{full['versions'] / min(full['walls']):.0f} versions/s. Keys at the last "
+            f"version: ours {full['keys']}, Spark's reader {rows} (one version: "
+            f"{spark_s:.2f} s in session, {spark_wall:.1f} s as a process)"
+        )
+    if args.only in (None, "chain"):
+        chain = bench_chain(big, args.runs)
+        rows, spark_s, spark_wall = spark_count(big)
+        best = min(chain["walls"])
+        print(
+            f"key counting, {big}: {chain['partitions']} partitions, {chain['records']} delta "
+            f"records, {chain['keys']} keys (Spark: {rows}): {fmt(chain['walls'])}; "
+            f"{chain['records'] / best / 1e6:.2f} M records/s. Spark counting the same "
+            f"store: {spark_s:.2f} s in session ({rows / spark_s / 1e6:.2f} M rows/s), "
+            f"{spark_wall:.1f} s as a process"
+        )
+    if args.only in (None, "memory"):
+        mem = bench_memory(big)
+        delta = mem["peak_kib"] - mem["before_kib"]
+        print(
+            f"memory: largest partition of {big}, {mem['keys']} live keys: RSS "
+            f"{mem['before_kib'] / 1024:.0f} MiB before, peak {mem['peak_kib'] / 1024:.0f} MiB; "
+            f"{delta * 1024 / mem['keys']:.0f} bytes per key"
+        )
+    if args.only in (None, "incremental"):
+        inc = bench_incremental(cp, src, args.partitions, args.runs)
+        print(
+            f"incremental collect of one new batch ({inc['versions']} new versions): "
+            f"in-process {fmt(inc['walls'])}; `stateglass collect` process "
+            f"{fmt(inc['process_walls'])}"
+        )
+
+
+if __name__ == "__main__":
+    main()
