@@ -22,7 +22,7 @@ from functools import cached_property
 from types import TracebackType
 from typing import IO, Any
 
-from app.arrow_types import arrow_type, arrow_value
+from app.arrow_types import arrow_type, arrow_value, unique_names
 from app.errors import AppError, OutputError
 from parsers.errors import ParseError
 from parsers.sparkjson import (
@@ -243,7 +243,7 @@ class _Columns:
         self.convert: list[Callable[[Any], list[Any]]] = []
         for name, dt in columns:
             if isinstance(dt, StructType):
-                fields = _deduped(dt.names)
+                fields = unique_names(dt.names)
                 self.names.extend(f"{name}.{f}" for f in fields)
                 self.convert.append(_struct_cells(to_python(dt, time_zone), fields))
             else:
@@ -339,20 +339,6 @@ class TableSink(Sink):
         finally:
             if out is not sys.stdout:
                 out.close()
-
-
-def _deduped(names: list[str]) -> list[str]:
-    """The dict keys :func:`to_python` uses: a repeated name gets ``_1``, ``_2``…"""
-    seen: dict[str, int] = {}
-    out = []
-    for n in names:
-        k = seen.get(n, 0)
-        seen[n] = k + 1
-        out.append(n if k == 0 else f"{n}_{k}")
-    return out
-
-
-_PARQUET_ATOMIC = {"long": "int64", "integer": "int32", "string": "string"}
 
 
 class ParquetSink(Sink):
