@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from collectors.errors import MissingVersion
 from collectors.stores.base import Change, StoreContext
 from parsers.compression import decompress
-from parsers.records import read_records
+from parsers.records import read_record_keys, read_records
 
 
 def parse_hdfs_name(name: str) -> tuple[int, str] | None:
@@ -101,6 +101,20 @@ class HdfsStoreReader:
         if removed:
             return ((k, v) for k, v in state.items() if v is not None)
         return iter(state.items())  # type: ignore[arg-type]
+
+    def delta_keys(self, version: int) -> tuple[list[bytes], list[bytes], bool]:
+        """``(put keys, removed keys, ordered)`` of ``version``'s delta, values unread.
+
+        See :func:`parsers.records.read_record_keys`; for counting keys without decoding.
+        """
+        if version not in self.deltas:
+            raise MissingVersion(self.ctx.join(f"{version}.delta"), "missing")
+        return self.ctx.decode_file(
+            self.deltas[version],
+            lambda data: read_record_keys(
+                decompress(self.ctx.codec, data), row_checksum=self.ctx.row_checksum
+            ),
+        )
 
     def changes(self, version: int) -> Iterator[Change]:
         if version not in self.deltas:

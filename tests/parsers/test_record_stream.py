@@ -190,3 +190,31 @@ def test_random_bytes_raise_only_parse_errors(stream: bytes) -> None:
     for row_checksum in (False, True):
         with contextlib.suppress(ParseError):
             list(iter_records(stream, row_checksum=row_checksum))
+
+
+@given(
+    st.lists(
+        st.tuples(st.binary(max_size=24), st.one_of(st.none(), st.binary(max_size=40))),
+        max_size=40,
+    )
+)
+def test_read_record_keys_agrees_with_read_records(
+    records: list[tuple[bytes, bytes | None]],
+) -> None:
+    from parsers.records import read_record_keys, read_records
+
+    data = encode_records(records)
+    full = read_records(data)
+    puts, deletes, ordered = read_record_keys(data)
+    assert puts == [k for k, v in full if v is not None]
+    assert deletes == [k for k, v in full if v is None]
+    assert ordered == (not deletes or set(deletes).isdisjoint(puts))
+
+
+def test_read_record_keys_reports_damage_like_iter_records() -> None:
+    from parsers.records import read_record_keys
+
+    data = encode_records([(b"k" * 8, b"v" * 16), (b"x" * 8, None)])
+    for cut in range(len(data) - 1):
+        with pytest.raises(ParseError):
+            read_record_keys(data[:cut])
