@@ -205,7 +205,7 @@ def changes(args: argparse.Namespace) -> int:
 def dashboard(args: argparse.Namespace) -> int:
     if not os.path.isdir(args.path):
         raise AppError(f"{args.path}: no such directory")
-    script = os.path.join(os.path.dirname(__file__), "dashboard.py")
+    script = os.path.join(os.path.dirname(__file__), "dashboard", "main.py")
     # Open a browser only where there is a screen to show it on.
     headless = args.headless or not (os.environ.get("DISPLAY") or sys.platform == "darwin")
     print(f"StateGlass dashboard on http://localhost:{args.port} (Ctrl+C to stop)", flush=True)

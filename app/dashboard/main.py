@@ -1,0 +1,20 @@
+"""StateGlass dashboard (Streamlit script). Started by ``stateglass dashboard`` / ``make run``."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app.dashboard.pages import browse, diff, key_history, overview, query, state
+
+st.set_page_config(page_title="StateGlass", page_icon="🔍", layout="wide")
+
+PAGES = [
+    st.Page(overview.render, title="Overview", url_path="overview", default=True),
+    st.Page(query.render, title="Query", url_path="query"),
+    st.Page(state.render, title="State", url_path="state"),
+    st.Page(browse.render, title="Browse", url_path="browse"),
+    st.Page(diff.render, title="Diff", url_path="diff"),
+    st.Page(key_history.render, title="Key history", url_path="key-history"),
+]
+
+st.navigation(PAGES).run()

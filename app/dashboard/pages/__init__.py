@@ -1,0 +1,1 @@
+"""One module per dashboard page, each with ``render() -> None``."""
