@@ -13,6 +13,7 @@ Example::
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 import sys
@@ -28,6 +29,7 @@ from parsers.errors import ParseError
 from parsers.sparkjson import (
     render_row,
     row_json_encoder,
+    state_blob_encoder,
     state_line_encoder,
     state_lines_encoder,
     to_python,
@@ -132,6 +134,7 @@ class JsonLinesSink(Sink):
         if self.fast:
             self.line = state_line_encoder(codec.key_schema, codec.value_schema, time_zone)
             self.lines = state_lines_encoder(codec.key_schema, codec.value_schema, time_zone)
+            self.blob = state_blob_encoder(codec.key_schema, codec.value_schema, time_zone)
             self.key_bytes_json = row_json_encoder(codec.key_schema, time_zone)
             self.value_bytes_json = row_json_encoder(codec.value_schema, time_zone)
 
@@ -176,6 +179,29 @@ class JsonLinesSink(Sink):
         payloads = self.codec.payloads
         return [line(p[0], p[1], partition) for p in (payloads(k, v) for k, v in items) if p]
 
+    def render_partition_blob(
+        self, partition: int, items: Iterable[tuple[bytes, bytes]]
+    ) -> tuple[bytes, int]:
+        """:meth:`render_partition` as UTF-8 bytes (newline after each line) and a row count.
+
+        The path of ``stateglass state``: compiled when ``parsers._speedups`` is built.
+        """
+        if self.codec.spec.provider == "hdfs":
+            return self.blob(items, partition)
+        # payloads() is None for another column family's keys: filter drops those.
+        return self.blob(filter(None, itertools.starmap(self.codec.payloads, items)), partition)
+
+    def write_blob(self, blob: bytes, rows: int) -> None:
+        """Lines already rendered and encoded, in order."""
+        self.flush()
+        raw = getattr(self.out, "buffer", None)
+        if raw is not None:
+            self.out.flush()
+            raw.write(blob)
+        else:
+            self.out.write(blob.decode("utf-8"))
+        self.rows_written += rows
+
     def write_lines(self, lines: list[str]) -> None:
         """Lines already rendered, in order."""
         self.flush()
@@ -208,7 +234,7 @@ class JsonLinesSink(Sink):
         if not self.fast:
             super().write_partition(partition, items)
             return
-        self.write_lines(self.render_partition(partition, items))
+        self.write_blob(*self.render_partition_blob(partition, items))
 
     def write_change(
         self, batch: int, change_type: str, partition: int, key: bytes, value: bytes | None

@@ -26,15 +26,13 @@ def _render(partition: int) -> tuple[str, int]:
     assert _JOB is not None
     source, sink, version, scratch = _JOB
     with source.decoding(partition):
-        lines = sink.render_partition(partition, source.reader(partition).load(version))
+        blob, rows = sink.render_partition_blob(partition, source.reader(partition).load(version))
     # A file, not the text itself: pickling tens of MB through a pipe costs more than the
     # parent splicing the file into the output.
     path = os.path.join(scratch, f"partition-{partition}.jsonl")
-    with open(path, "w", encoding="utf-8", newline="\n") as fh:
-        fh.write("\n".join(lines))
-        if lines:
-            fh.write("\n")
-    return path, len(lines)
+    with open(path, "wb") as fh:
+        fh.write(blob)
+    return path, rows
 
 
 def default_jobs(partitions: int) -> int:

@@ -10,8 +10,16 @@ Usage::
    * ``stateglass state CP --format jsonl > ours.jsonl``
    * a Python process that starts Spark and writes
      ``spark.read.format("statestore").load(CP).toJSON().collect()`` to ``spark.jsonl``.
-3. Checks that both files hold the same rows, and reports wall time and peak RSS of each.
+3. Checks that both files hold the same rows, and reports wall time and peak RSS of each,
+   best and median, with the load average before each run.
 The figures go to stdout as a Markdown table, ready for docs/benchmarks.md.
+
+Python bytecode: an installed package has its ``.pyc`` files, but a shell with
+``PYTHONDONTWRITEBYTECODE=1`` and an editable install would recompile every StateGlass module
+in every run (≈0.15 s). So the ``stateglass`` processes cache bytecode under
+``benchmarks/out/pycache`` (``PYTHONPYCACHEPREFIX``, filled by one untimed warm-up run);
+``--no-pycache`` runs them with the environment as it is. pyspark's own modules come with
+their ``.pyc`` from pip.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import datetime as dt
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -101,7 +110,17 @@ def _tree_rss_kib(root: int) -> int:
     return total
 
 
-def timed(cmd: list[str], stdout_path: str | None = None) -> tuple[float, float]:
+def load_average() -> str:
+    try:
+        with open("/proc/loadavg") as fh:
+            return " ".join(fh.read().split()[:3])
+    except OSError:
+        return "n/a"
+
+
+def timed(
+    cmd: list[str], stdout_path: str | None = None, env: dict[str, str] | None = None
+) -> tuple[float, float]:
     """Wall seconds and peak RSS (MiB) of a whole process tree (JVM included), sampled."""
     # stderr goes to a file: a pipe nobody reads while we poll could fill up and hang Spark.
     with (
@@ -109,7 +128,7 @@ def timed(cmd: list[str], stdout_path: str | None = None) -> tuple[float, float]
         tempfile.TemporaryFile("w+") as err,
     ):
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env)
         peak = 0
         while proc.poll() is None:
             peak = max(peak, _tree_rss_kib(proc.pid))
@@ -140,6 +159,11 @@ def main() -> None:
     ap.add_argument("--keys", type=int, default=1_000_000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--provider", choices=("hdfs", "rocksdb"), default="hdfs")
+    ap.add_argument(
+        "--no-pycache",
+        action="store_true",
+        help="do not give stateglass a bytecode cache (see the module docstring)",
+    )
     args = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
     cp = os.path.join(OUT, f"agg-{args.provider}-{args.keys}")
@@ -148,41 +172,54 @@ def main() -> None:
         subprocess.run([PY, "-c", WRITE_CHECKPOINT, str(args.keys), cp, args.provider], check=True)
     stateglass = shutil.which("stateglass", path=os.path.dirname(PY)) or "stateglass"
     ours_out, spark_out = os.path.join(OUT, "ours.jsonl"), os.path.join(OUT, "spark.jsonl")
+    ours_cmd = [stateglass, "state", cp, "--format", "jsonl"]
+    ours_env = None
+    if not args.no_pycache:
+        ours_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        ours_env["PYTHONPYCACHEPREFIX"] = os.path.join(OUT, "pycache")
+    if args.runs:
+        timed(ours_cmd, ours_out, ours_env)  # warm-up: bytecode, page cache
     results: dict[str, list[tuple[float, float]]] = {"stateglass": [], "spark": []}
+    loads: list[str] = []
     for i in range(args.runs):
         # Let the previous process finish tearing down (JVM exit, page-cache writeback) so
         # that neither reader is timed against the other's leftovers.
         time.sleep(SETTLE_S)
+        loads.append(load_average())
         results["spark"].append(timed([PY, "-c", SPARK_READ, cp, spark_out]))
         time.sleep(SETTLE_S)
-        results["stateglass"].append(
-            timed([stateglass, "state", cp, "--format", "jsonl"], ours_out)
-        )
+        loads.append(load_average())
+        results["stateglass"].append(timed(ours_cmd, ours_out, ours_env))
         print(
-            f"run {i + 1}: spark {results['spark'][-1][0]:.2f}s, "
-            f"stateglass {results['stateglass'][-1][0]:.2f}s",
+            f"run {i + 1}: spark {results['spark'][-1][0]:.2f}s (load before {loads[-2]}), "
+            f"stateglass {results['stateglass'][-1][0]:.2f}s (load before {loads[-1]})",
             flush=True,
         )
+    if not args.runs:
+        return
     identical = same_rows(ours_out, spark_out)
     best = {k: min(v) for k, v in results.items()}
     peak = {k: max(r for _, r in v) for k, v in results.items()}
+    median = {k: statistics.median(w for w, _ in v) for k, v in results.items()}
     ratio = best["spark"][0] / best["stateglass"][0]
+    median_ratio = median["spark"] / median["stateglass"]
     with open(ours_out) as fh:
         rows = sum(1 for _ in fh)
     print()
     print(
         f"date {dt.date.today()}, machine {platform.machine()} {os.cpu_count()} cores, "
         f"python {platform.python_version()}, {args.provider}, {rows} rows, rows identical: "
-        f"{identical}"
+        f"{identical}, bytecode cache: {'no' if args.no_pycache else 'yes'}"
     )
-    print("| reader | best wall (s) | all runs (s) | peak RSS (MiB) |")
-    print("|---|---|---|---|")
+    print("| reader | best wall (s) | median (s) | all runs (s) | peak RSS (MiB) |")
+    print("|---|---|---|---|---|")
     for k in ("spark", "stateglass"):
         runs = ", ".join(f"{w:.2f}" for w, _ in results[k])
-        print(f"| {k} | {best[k][0]:.2f} | {runs} | {peak[k]:.0f} |")
+        print(f"| {k} | {best[k][0]:.2f} | {median[k]:.2f} | {runs} | {peak[k]:.0f} |")
     print(
-        f"\nspeed-up: {ratio:.1f}x (target 15x); stateglass peak RSS {peak['stateglass']:.0f} MiB "
-        "(target < 1024)"
+        f"\nspeed-up: {ratio:.1f}x best against best, {median_ratio:.1f}x median against median "
+        f"(target 15x); stateglass peak RSS {peak['stateglass']:.0f} MiB (target < 1024); "
+        f"load averages before each run: {'; '.join(loads)}"
     )
     if not identical:
         raise SystemExit("rows differ")

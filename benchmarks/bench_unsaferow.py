@@ -12,9 +12,13 @@ Two schemas:
   nested struct, decimal(38,18), timestamp, date, binary, double, float…).
 
 For each it times, per row: ``row_decoder`` on key and value; ``state_line_encoder``
-(bytes → JSON line, the path ``stateglass state --format jsonl`` uses) and its batch form
-``state_lines_encoder``; and ``row_decoder`` + ``render_row`` (tuples → JSON). Prints a
-Markdown table (best of ``--runs``) for docs/benchmarks.md.
+(bytes → JSON line) and its batch form ``state_lines_encoder``; ``state_blob_encoder``
+(bytes → UTF-8 lines, the path ``stateglass state --format jsonl`` uses: compiled for
+``agg`` when ``parsers._speedups`` is built, generated Python for ``rich``); and
+``row_decoder`` + ``render_row`` (tuples → JSON). Then the record stream of a delta file
+holding the ``agg`` rows: ``read_records`` and ``read_record_keys``. Prints a Markdown table
+(best of ``--runs``) for docs/benchmarks.md; run it again with ``STATEGLASS_PURE=1`` for the
+pure-Python figures.
 """
 
 from __future__ import annotations
@@ -31,7 +35,13 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from parsers.sparkjson import render_row, state_line_encoder, state_lines_encoder
+from parsers import records
+from parsers.sparkjson import (
+    render_row,
+    state_blob_encoder,
+    state_line_encoder,
+    state_lines_encoder,
+)
 from parsers.sparktypes import (
     ArrayType,
     AtomicType,
@@ -135,6 +145,7 @@ def measure(
     value = row_decoder(value_schema)
     line = state_line_encoder(key_schema, value_schema)
     lines = state_lines_encoder(key_schema, value_schema)
+    blob = state_blob_encoder(key_schema, value_schema)
     render_key = render_row(key_schema)
     render_value = render_row(value_schema)
     n = len(rows)
@@ -151,6 +162,9 @@ def measure(
     def encode_batch() -> None:
         lines(rows, 0)
 
+    def encode_blob() -> None:
+        blob(rows, 0)
+
     def decode_render() -> None:
         for k, v in rows:
             f'{{"key":{render_key(key(k))},"value":{render_value(value(v))},"partition_id":0}}'
@@ -165,10 +179,27 @@ def measure(
         ("decode key+value (row_decoder)", decode),
         ("bytes → JSON line (state_line_encoder)", encode),
         ("bytes → JSON lines (state_lines_encoder)", encode_batch),
+        ("bytes → UTF-8 lines (state_blob_encoder)", encode_blob),
         ("decode + render_row", decode_render),
     ):
         t = best_of(runs, fn) - base
         out.append(f"| {name} | {label} | {t / n * 1e6:.2f} | {n / t / 1e6:.2f} |")
+    return out
+
+
+def measure_records(rows: list[Pair], runs: int) -> list[str]:
+    """Splitting a decompressed delta file of ``rows`` into records, and into keys only."""
+    stream = b"".join(
+        struct.pack(">i", len(k)) + k + struct.pack(">i", len(v)) + v for k, v in rows
+    ) + struct.pack(">i", -1)
+    n = len(rows)
+    out = []
+    for label, fn in (
+        ("delta file → records (read_records)", lambda: records.read_records(stream)),
+        ("delta file → keys (read_record_keys)", lambda: records.read_record_keys(stream)),
+    ):
+        t = best_of(runs, fn)
+        out.append(f"| agg | {label} | {t / n * 1e6:.2f} | {n / t / 1e6:.2f} |")
     return out
 
 
@@ -177,14 +208,18 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
+    compiled = "compiled speedups" if records._speedups is not None else "pure Python"
     print(
         f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs;"
-        f" {args.rows} rows, best of {args.runs}"
+        f" {args.rows} rows, best of {args.runs}; {compiled}"
     )
     print()
     print("| schema | step | µs/row | M rows/s |")
     print("|---|---|---|---|")
-    for line in measure("agg", AGG_KEY, AGG_VALUE, agg_rows(args.rows), args.runs):
+    agg = agg_rows(args.rows)
+    for line in measure("agg", AGG_KEY, AGG_VALUE, agg, args.runs):
+        print(line)
+    for line in measure_records(agg, args.runs):
         print(line)
     for line in measure("rich", RICH_KEY, RICH_VALUE, rich_rows(args.rows), args.runs):
         print(line)

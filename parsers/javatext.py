@@ -435,11 +435,14 @@ def decode_utf8(raw: bytes) -> str:
 # Jackson string quoting
 # ---------------------------------------------------------------------------------------------
 
-_LOWER_U = re.compile(r"\\u00[01][0-9a-f]")
+# An escaped backslash is matched (and kept) first, so that the text ``\u001f`` of a string,
+# quoted as ``\\u001f``, is not mistaken for an escape.
+_LOWER_U = re.compile(r"\\\\|\\u00[01][0-9a-f]")
 
 
 def _upper_u(m: re.Match[str]) -> str:
-    return "\\u00" + m.group(0)[4:].upper()
+    text = m.group(0)
+    return text if len(text) == 2 else "\\u00" + text[4:].upper()
 
 
 def fix_unicode_escapes(quoted: str) -> str:

@@ -26,6 +26,11 @@ from dataclasses import dataclass
 from parsers.errors import CorruptData, ParseError, Truncated
 from parsers.rowchecksum import unwrap_key, unwrap_single
 
+try:
+    from parsers import _speedups
+except ImportError:  # not built, or STATEGLASS_PURE=1: the pure-Python loops below
+    _speedups = None  # type: ignore[assignment]
+
 _INT = struct.Struct(">i")
 EOF_MARKER = -1
 DELETE_MARKER = -1
@@ -122,11 +127,21 @@ def read_records(
     """All records of a stream as a list: :func:`iter_records`, faster for whole files.
 
     The common case (no row checksums, well-formed stream) runs as one tight loop that
-    builds the list directly; anything unusual is handed to :func:`iter_records`, which
-    raises the precise error.
+    builds the list directly (compiled when ``parsers._speedups`` is built); anything
+    unusual is handed to :func:`iter_records`, which raises the precise error.
     """
     if row_checksum:
         return list(iter_records(data, allow_deletes=allow_deletes, row_checksum=True))
+    if _speedups is not None:
+        records = _speedups.read_records(data, allow_deletes)
+        if records is not None:
+            return records
+    # No compiled loop, or a stream it refuses: the Python one finds and names the problem.
+    return _read_records_python(data, allow_deletes)
+
+
+def _read_records_python(data: bytes, allow_deletes: bool) -> list[tuple[bytes, bytes | None]]:
+    """:func:`read_records` without row checksums, in pure Python."""
     buf = data if isinstance(data, bytes) else bytes(data)
     size = len(buf)
     unpack = _INT.unpack_from
@@ -178,6 +193,18 @@ def read_record_keys(
         put_keys = [k for k, v in records if v is not None]
         removed = [k for k, v in records if v is None]
         return put_keys, removed, not removed or set(removed).isdisjoint(put_keys)
+    if _speedups is not None:
+        split = _speedups.read_record_keys(data, allow_deletes)
+        if split is not None:
+            puts, dels = split
+            return puts, dels, not dels or set(dels).isdisjoint(puts)
+    return _read_record_keys_python(data, allow_deletes)
+
+
+def _read_record_keys_python(
+    data: bytes, allow_deletes: bool
+) -> tuple[list[bytes], list[bytes], bool]:
+    """:func:`read_record_keys` without row checksums, in pure Python."""
     buf = data if isinstance(data, bytes) else bytes(data)
     size = len(buf)
     unpack = _INT.unpack_from

@@ -26,6 +26,8 @@ the code that walks rows and assembles their text. Three ways in:
 
 * :func:`state_line_encoder` — raw key/value UnsafeRow bytes straight to the JSON line (the
   fast path: one generated function per schema pair, no intermediate tuples);
+  :func:`state_blob_encoder` does a whole partition into UTF-8 bytes, in compiled code
+  (``parsers._speedups``) when the schemas hold only simple types;
 * :func:`row_json_encoder` — raw row bytes to the JSON object text of one struct;
 * :func:`render_row` / :func:`to_python` — from rows already decoded by
   :func:`parsers.unsaferow.row_decoder`.
@@ -91,9 +93,15 @@ from parsers.unsaferow import (
 )
 from parsers.unsafewriter import encode_array, encode_row
 
+try:
+    from parsers import _speedups
+except ImportError:  # not built, or STATEGLASS_PURE=1: generated Python does everything
+    _speedups = None  # type: ignore[assignment]
+
 _INF = float("inf")
 
 __all__ = [
+    "BlobEncoder",
     "JsonRenderer",
     "LineEncoder",
     "LinesEncoder",
@@ -102,6 +110,7 @@ __all__ = [
     "json_format",
     "render_row",
     "row_json_encoder",
+    "state_blob_encoder",
     "state_line",
     "state_line_encoder",
     "state_lines_encoder",
@@ -112,6 +121,8 @@ LineEncoder = Callable[[Any, Any, int], str]
 """``line(key_bytes, value_bytes_or_None, partition_id) -> str`` (no newline)."""
 LinesEncoder = Callable[[Iterable[tuple[Any, Any]], int], list[str]]
 """``lines(pairs, partition_id) -> list[str]``: one line per ``(key, value)`` pair."""
+BlobEncoder = Callable[[Iterable[tuple[Any, Any]], int], tuple[bytes, int]]
+"""``blob(pairs, partition_id) -> (bytes, rows)``: UTF-8 lines, each ending in a newline."""
 RowJsonEncoder = Callable[..., str]
 """``encode(buf, offset=0) -> str``: the JSON object text of one UnsafeRow."""
 JsonRenderer = Callable[[tuple[Any, ...]], str]
@@ -407,16 +418,16 @@ class _JsonWriter:
         fmt = json_format(dt)
         to_text = src.const(key_text(fmt), "_k")
         src.emit(0, f"def {name}(buf, base, end):")
-        if fmt in ("struct", "array", "binary"):
-            # Spark prints these from the key's bytes (UnsafeRow/UnsafeArrayData.toString).
-            raw = self.values.function_for(ArrayType(AtomicType("binary"), False))
-            src.emit(1, f"return [_q({to_text}(k)) for k in {raw}(buf, base, end)]")
-        elif fmt == "string":
-            values = self.values.function_for(ArrayType(dt, False))
-            src.emit(1, f"return [_q(k) for k in {values}(buf, base, end)]")
+        # Spark prints struct, array and binary keys from their bytes (UnsafeRow.toString).
+        from_bytes = fmt in ("struct", "array", "binary")
+        element = AtomicType("binary") if from_bytes else dt
+        src.emit(1, f"ks = {self.values.function_for(ArrayType(element, False))}(buf, base, end)")
+        # Spark never writes a null map key: one here means the bytes are damaged.
+        src.emit(1, "if None in ks: raise _mapnullkey(base)")
+        if fmt == "string":
+            src.emit(1, "return [_q(k) for k in ks]")
         else:
-            values = self.values.function_for(ArrayType(dt, False))
-            src.emit(1, f"return [_q({to_text}(k)) for k in {values}(buf, base, end)]")
+            src.emit(1, f"return [_q({to_text}(k)) for k in ks]")
 
     def _map(self, name: str, mt: MapType) -> None:
         src = self.src
@@ -535,6 +546,89 @@ def state_lines_encoder(
     Python call less per row.
     """
     return _state_encoders(key_schema, value_schema, zone)[1]
+
+
+# Type codes of the compiled renderer (enum in parsers/_speedups.c), by json_format/slot_kind.
+_PLAN_CODES = {"void": 0, "bool": 1, "byte": 2, "short": 3, "int": 4, "long": 5, "string": 6}
+_PLAN_STRUCT = 7
+
+
+def _compiled_plan(st: StructType) -> tuple[Any, ...] | None:
+    """The compiled renderer's plan of a struct; None when a field needs the Python code.
+
+    Only types whose text needs no Java number or date formatting: booleans, integers,
+    strings, void and structs of those. Doubles, decimals, dates, arrays, maps… stay in
+    the generated Python, which is exact for them.
+    """
+    fields = []
+    for field in st.fields:
+        dt = field.data_type
+        fmt = json_format(dt)
+        sub = None
+        if isinstance(dt, StructType):
+            sub = _compiled_plan(dt)
+            if sub is None:
+                return None
+            code = _PLAN_STRUCT
+        elif fmt in ("num", "bool", "void", "string"):
+            code = _PLAN_CODES[fmt if fmt != "num" else slot_kind(dt)]
+        else:
+            return None
+        try:
+            name = (json_quote(field.name) + ":").encode("utf-8")
+        except UnicodeEncodeError:
+            return None  # a lone surrogate: the Python path reports it when writing
+        fields.append((name, code, sub))
+    return tuple(fields)
+
+
+@lru_cache(maxsize=256)
+def state_blob_encoder(
+    key_schema: StructType, value_schema: StructType, zone: str = "UTC"
+) -> BlobEncoder:
+    """``blob(pairs, partition_id) -> (bytes, rows)``: :func:`state_lines_encoder` as bytes.
+
+    The lines of many ``(key_bytes, value_bytes_or_None)`` pairs, UTF-8 encoded, each ending
+    in ``\\n``; same text and errors. With ``parsers._speedups`` built and schemas of simple
+    types (see :func:`_compiled_plan`) the loop runs in C; a row it does not render (one
+    that does not fit its schema, invalid UTF-8, …) goes through :func:`state_line_encoder`,
+    which raises or renders it exactly as without the extension.
+
+    Example::
+
+        blob = state_blob_encoder(key_schema, value_schema)
+        data, rows = blob(iter(state.items()), partition_id)
+    """
+    line, lines = _state_encoders(key_schema, value_schema, zone)
+    key_plan, value_plan = _compiled_plan(key_schema), _compiled_plan(value_schema)
+    if _speedups is None or key_plan is None or value_plan is None:
+
+        def blob_python(pairs: Iterable[tuple[Any, Any]], pid: int) -> tuple[bytes, int]:
+            texts = lines(pairs, pid)
+            if not texts:
+                return b"", 0
+            texts.append("")
+            return "\n".join(texts).encode("utf-8"), len(texts) - 1
+
+        return blob_python
+    plan = _speedups.compile_plan(key_plan, value_plan)
+    render = _speedups.render_lines
+
+    def blob(pairs: Iterable[tuple[Any, Any]], pid: int) -> tuple[bytes, int]:
+        it = iter(pairs)
+        chunk, pending, rows = render(plan, it, pid)
+        if pending is None:
+            return chunk, rows
+        parts = [chunk]
+        while pending is not None:
+            kb, vb = pending
+            parts.append(line(kb, vb, pid).encode("utf-8") + b"\n")
+            chunk, pending, more = render(plan, it, pid)
+            parts.append(chunk)
+            rows += more + 1
+        return b"".join(parts), rows
+
+    return blob
 
 
 @lru_cache(maxsize=256)

@@ -233,6 +233,11 @@ def map_split(buf: bytes, base: int, end: int) -> int:
     return base + 8 + key_size
 
 
+def map_null_key(base: int) -> CorruptData:
+    """The error for a map with a null key, which Spark never writes."""
+    return CorruptData(f"map at byte {base} has a null key", base)
+
+
 def map_sizes_differ(keys: list[Any], values: list[Any], base: int) -> CorruptData:
     """The error for a map whose key and value arrays have different lengths."""
     return CorruptData(f"map at byte {base} has {len(keys)} keys but {len(values)} values", base)
@@ -268,6 +273,7 @@ RUNTIME: dict[str, Any] = {
     "_nullpos": null_positions,
     "_mapsplit": map_split,
     "_mapsizes": map_sizes_differ,
+    "_mapnullkey": map_null_key,
     "_dec": make_decimal,
     "_cal": read_calendar,
     "_variant": read_variant,
@@ -361,6 +367,8 @@ def emit_map_head(src: Source, name: str, keys: str, values: str) -> None:
     src.emit(1, f"ks = {keys}(buf, base + 8, split)")
     src.emit(1, f"vs = {values}(buf, split, end)")
     src.emit(1, "if len(ks) != len(vs): raise _mapsizes(ks, vs, base)")
+    # Spark never writes a null map key: one here means the bytes are damaged.
+    src.emit(1, "if None in ks: raise _mapnullkey(base)")
 
 
 class DecoderWriter:

@@ -70,8 +70,7 @@ def rich(n: int) -> tuple[Any, ...]:
         [b"", bytes([n, 0, 255])][n % 2],
         n % 2 == 0,
         dt.date(1970, 1, 1) + dt.timedelta(days=neg * n * 1000),
-        dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc)
-        + dt.timedelta(seconds=neg * n * 12345.678912),
+        dt.datetime(2020, 1, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=neg * n * 12345.678912),
         dt.datetime(2021, 6, 1) + dt.timedelta(microseconds=neg * n * 987654321),
         [] if n % 3 == 0 else [neg * k for k in range(n)],
         [(k, f"y{k}") if k % 2 else None for k in range(n % 4)],

@@ -1,0 +1,629 @@
+/* Optional compiled loops for the two hot paths of StateGlass (plain CPython C API).
+ *
+ *   read_records(buf, allow_deletes) -> list[(key, value|None)] | None
+ *   read_record_keys(buf, allow_deletes) -> (puts, removed) | None
+ *   compile_plan(key_plan, value_plan) -> capsule
+ *   render_lines(plan, pairs, partition_id) -> (bytes, pending pair | None, rows)
+ *
+ * Every function refuses rather than guesses: on anything unusual (damaged stream, a row
+ * that does not fit its schema, invalid UTF-8, a key that is not bytes) it hands control
+ * back to the pure-Python code in parsers/records.py and parsers/sparkjson.py, which raises
+ * the precise error or renders the odd row. Python is the specification; this file only has
+ * to agree with it where it answers at all (tests/parsers/test_speedups.py checks that).
+ *
+ * STATEGLASS_PURE=1 in the environment makes the import fail, so the fallback is used.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------------------------
+ * Record streams: keySize:int32BE key valueSize:int32BE value ... -1:int32BE
+ * ------------------------------------------------------------------------------------------ */
+
+static inline int32_t
+be32(const unsigned char *p)
+{
+    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) |
+                     (uint32_t)p[3]);
+}
+
+/* Walk the stream; put keys (and values when `values`) into `puts`, removed keys into
+ * `dels` (or as (key, None) into `puts` when dels is NULL). 1 = clean end, 0 = not clean
+ * (the caller falls back to the careful parser), -1 = Python error. */
+static int
+walk_records(const unsigned char *buf, Py_ssize_t size, int allow_deletes, int values,
+             PyObject *puts, PyObject *dels)
+{
+    Py_ssize_t pos = 0;
+    for (;;) {
+        if (size - pos < 4)
+            return 0;
+        int32_t key_size = be32(buf + pos);
+        if (key_size < 0)
+            return key_size == -1 && pos + 4 == size;
+        Py_ssize_t key_start = pos + 4;
+        Py_ssize_t key_end = key_start + key_size;
+        if (key_end + 4 > size)
+            return 0;
+        int32_t value_size = be32(buf + key_end);
+        PyObject *key, *item;
+        if (value_size < 0) {
+            if (value_size != -1 || !allow_deletes)
+                return 0;
+            key = PyBytes_FromStringAndSize((const char *)buf + key_start, key_size);
+            if (key == NULL)
+                return -1;
+            if (dels != NULL) {
+                item = key;
+            }
+            else {
+                item = PyTuple_Pack(2, key, Py_None);
+                Py_DECREF(key);
+                if (item == NULL)
+                    return -1;
+            }
+            int rc = PyList_Append(dels != NULL ? dels : puts, item);
+            Py_DECREF(item);
+            if (rc < 0)
+                return -1;
+            pos = key_end + 4;
+            continue;
+        }
+        Py_ssize_t value_start = key_end + 4;
+        if (value_start + value_size > size)
+            return 0;
+        key = PyBytes_FromStringAndSize((const char *)buf + key_start, key_size);
+        if (key == NULL)
+            return -1;
+        if (values) {
+            /* Like Spark, values are cut to a multiple of 8 (pre-2.3 writers padded them). */
+            PyObject *value = PyBytes_FromStringAndSize((const char *)buf + value_start,
+                                                        value_size & ~7);
+            if (value == NULL) {
+                Py_DECREF(key);
+                return -1;
+            }
+            item = PyTuple_New(2);
+            if (item == NULL) {
+                Py_DECREF(key);
+                Py_DECREF(value);
+                return -1;
+            }
+            PyTuple_SET_ITEM(item, 0, key);
+            PyTuple_SET_ITEM(item, 1, value);
+        }
+        else {
+            item = key;
+        }
+        int rc = PyList_Append(puts, item);
+        Py_DECREF(item);
+        if (rc < 0)
+            return -1;
+        pos = value_start + value_size;
+    }
+}
+
+static PyObject *
+read_records(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    int allow_deletes;
+    if (!PyArg_ParseTuple(args, "y*p:read_records", &view, &allow_deletes))
+        return NULL;
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    /* Hundreds of thousands of new tuples would trigger the cyclic GC over and over, and
+     * each pass walks the growing list; none of them can be part of a cycle. */
+    int gc_was_enabled = PyGC_Disable();
+    int rc = walk_records(view.buf, view.len, allow_deletes, 1, out, NULL);
+    if (gc_was_enabled)
+        PyGC_Enable();
+    PyBuffer_Release(&view);
+    if (rc == 1)
+        return out;
+    Py_DECREF(out);
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+read_record_keys(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    int allow_deletes;
+    if (!PyArg_ParseTuple(args, "y*p:read_record_keys", &view, &allow_deletes))
+        return NULL;
+    PyObject *puts = PyList_New(0);
+    PyObject *dels = PyList_New(0);
+    int rc = -1;
+    if (puts != NULL && dels != NULL)
+        rc = walk_records(view.buf, view.len, allow_deletes, 0, puts, dels);
+    PyBuffer_Release(&view);
+    if (rc == 1) {
+        PyObject *res = PyTuple_Pack(2, puts, dels);
+        Py_DECREF(puts);
+        Py_DECREF(dels);
+        return res;
+    }
+    Py_XDECREF(puts);
+    Py_XDECREF(dels);
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * UnsafeRow -> Spark's toJSON text, for structs of simple types
+ * ------------------------------------------------------------------------------------------ */
+
+/* Field type codes; parsers/sparkjson.py (_PLAN_CODES) must use the same numbers. */
+enum { T_VOID = 0, T_BOOL = 1, T_BYTE = 2, T_SHORT = 3, T_INT = 4, T_LONG = 5, T_STRING = 6,
+       T_STRUCT = 7 };
+
+typedef struct Plan Plan;
+typedef struct {
+    char *name; /* the JSON-quoted field name followed by ':' */
+    Py_ssize_t name_len;
+    int code;
+    Plan *sub; /* T_STRUCT only */
+} Field;
+
+struct Plan {
+    Py_ssize_t n;
+    Py_ssize_t words; /* 8-byte words of the null bitset */
+    Py_ssize_t fixed; /* bytes of the fixed region: bitset + one 8-byte slot per field */
+    Field *fields;
+};
+
+static void
+plan_free(Plan *p)
+{
+    if (p == NULL)
+        return;
+    for (Py_ssize_t i = 0; i < p->n; i++) {
+        PyMem_Free(p->fields[i].name);
+        plan_free(p->fields[i].sub);
+    }
+    PyMem_Free(p->fields);
+    PyMem_Free(p);
+}
+
+/* A plan is a tuple of (name bytes, code, sub-plan or None) per field. */
+static Plan *
+plan_build(PyObject *spec, int depth)
+{
+    if (depth > 64) {
+        PyErr_SetString(PyExc_ValueError, "plan nested too deeply");
+        return NULL;
+    }
+    if (!PyTuple_Check(spec)) {
+        PyErr_SetString(PyExc_TypeError, "a plan is a tuple of (name, code, sub-plan)");
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(spec);
+    Plan *p = PyMem_Calloc(1, sizeof(Plan));
+    if (p == NULL)
+        return (Plan *)PyErr_NoMemory();
+    p->fields = PyMem_Calloc(n ? n : 1, sizeof(Field));
+    if (p->fields == NULL) {
+        PyMem_Free(p);
+        return (Plan *)PyErr_NoMemory();
+    }
+    p->n = n;
+    p->words = (n + 63) >> 6;
+    p->fixed = 8 * p->words + 8 * n;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *name, *sub;
+        int code;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(spec, i), "SiO:plan field", &name, &code, &sub))
+            goto fail;
+        Field *f = &p->fields[i];
+        f->name_len = PyBytes_GET_SIZE(name);
+        f->name = PyMem_Malloc(f->name_len ? f->name_len : 1);
+        if (f->name == NULL) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        memcpy(f->name, PyBytes_AS_STRING(name), f->name_len);
+        if (code < T_VOID || code > T_STRUCT) {
+            PyErr_Format(PyExc_ValueError, "unknown plan type code %d", code);
+            goto fail;
+        }
+        f->code = code;
+        if (code == T_STRUCT) {
+            f->sub = plan_build(sub, depth + 1);
+            if (f->sub == NULL)
+                goto fail;
+        }
+    }
+    return p;
+fail:
+    plan_free(p);
+    return NULL;
+}
+
+#define PLAN_CAPSULE "stateglass._speedups.plan"
+
+typedef struct {
+    Plan *key;
+    Plan *value;
+} LinePlan;
+
+static void
+line_plan_destroy(PyObject *capsule)
+{
+    LinePlan *lp = PyCapsule_GetPointer(capsule, PLAN_CAPSULE);
+    if (lp != NULL) {
+        plan_free(lp->key);
+        plan_free(lp->value);
+        PyMem_Free(lp);
+    }
+}
+
+static PyObject *
+compile_plan(PyObject *self, PyObject *args)
+{
+    PyObject *key_spec, *value_spec;
+    if (!PyArg_ParseTuple(args, "OO:compile_plan", &key_spec, &value_spec))
+        return NULL;
+    LinePlan *lp = PyMem_Calloc(1, sizeof(LinePlan));
+    if (lp == NULL)
+        return PyErr_NoMemory();
+    lp->key = plan_build(key_spec, 0);
+    if (lp->key != NULL)
+        lp->value = plan_build(value_spec, 0);
+    if (lp->value == NULL) {
+        plan_free(lp->key);
+        PyMem_Free(lp);
+        return NULL;
+    }
+    PyObject *capsule = PyCapsule_New(lp, PLAN_CAPSULE, line_plan_destroy);
+    if (capsule == NULL) {
+        plan_free(lp->key);
+        plan_free(lp->value);
+        PyMem_Free(lp);
+    }
+    return capsule;
+}
+
+/* Growing output buffer. */
+typedef struct {
+    char *buf;
+    size_t len, cap;
+} Out;
+
+static int
+out_reserve(Out *o, size_t extra)
+{
+    if (o->len + extra <= o->cap)
+        return 0;
+    size_t cap = o->cap ? o->cap * 2 : 1 << 16;
+    while (cap < o->len + extra)
+        cap *= 2;
+    char *buf = PyMem_Realloc(o->buf, cap);
+    if (buf == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    o->buf = buf;
+    o->cap = cap;
+    return 0;
+}
+
+static inline void
+put(Out *o, const char *s, size_t n)
+{
+    memcpy(o->buf + o->len, s, n);
+    o->len += n;
+}
+
+static inline uint64_t
+le64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+#if PY_BIG_ENDIAN
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
+static inline uint32_t
+le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+           ((uint32_t)p[3] << 24);
+}
+
+static void
+put_int(Out *o, int64_t v)
+{
+    char tmp[24];
+    char *end = tmp + sizeof(tmp), *w = end;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        *--w = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *--w = '-';
+    put(o, w, (size_t)(end - w));
+}
+
+static const char HEX[] = "0123456789ABCDEF";
+
+/* A JSON string literal as Jackson writes it, from bytes that must be valid UTF-8 (what
+ * Python's strict decoder accepts). Returns 1 when the bytes are not valid UTF-8: the
+ * caller hands the row to Python, which decodes it as Java does. */
+static int
+put_string(Out *o, const unsigned char *s, Py_ssize_t n)
+{
+    if (out_reserve(o, (size_t)n * 6 + 2) < 0)
+        return -1;
+    char *w = o->buf + o->len;
+    *w++ = '"';
+    Py_ssize_t i = 0;
+    while (i < n) {
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            if (c >= 0x20 && c != '"' && c != '\\') {
+                *w++ = (char)c;
+                i++;
+                continue;
+            }
+            *w++ = '\\';
+            switch (c) {
+            case '"': *w++ = '"'; break;
+            case '\\': *w++ = '\\'; break;
+            case '\b': *w++ = 'b'; break;
+            case '\f': *w++ = 'f'; break;
+            case '\n': *w++ = 'n'; break;
+            case '\r': *w++ = 'r'; break;
+            case '\t': *w++ = 't'; break;
+            default:
+                *w++ = 'u';
+                *w++ = '0';
+                *w++ = '0';
+                *w++ = HEX[c >> 4];
+                *w++ = HEX[c & 15];
+            }
+            i++;
+            continue;
+        }
+        Py_ssize_t len;
+        unsigned char lo = 0x80, hi = 0xBF;
+        if (c < 0xC2)
+            return 1; /* a continuation byte, or an overlong 2-byte form */
+        else if (c < 0xE0)
+            len = 2;
+        else if (c < 0xF0) {
+            len = 3;
+            if (c == 0xE0)
+                lo = 0xA0; /* overlong */
+            else if (c == 0xED)
+                hi = 0x9F; /* surrogates */
+        }
+        else if (c < 0xF5) {
+            len = 4;
+            if (c == 0xF0)
+                lo = 0x90; /* overlong */
+            else if (c == 0xF4)
+                hi = 0x8F; /* above U+10FFFF */
+        }
+        else
+            return 1;
+        if (i + len > n || s[i + 1] < lo || s[i + 1] > hi)
+            return 1;
+        for (Py_ssize_t k = 2; k < len; k++)
+            if ((s[i + k] & 0xC0) != 0x80)
+                return 1;
+        memcpy(w, s + i, (size_t)len);
+        w += len;
+        i += len;
+    }
+    *w++ = '"';
+    o->len = (size_t)(w - o->buf);
+    return 0;
+}
+
+/* The JSON object of the struct at [base, end) of buf (len buflen). 0 = done, 1 = the
+ * row is one for Python (it raises or renders it), -1 = Python error. Bounds are those of
+ * the generated Python: the fixed region against the whole buffer (struct.unpack_from),
+ * variable-length values against the struct holding them. */
+static int
+put_struct(Out *o, const Plan *p, const unsigned char *buf, Py_ssize_t buflen, Py_ssize_t base,
+           Py_ssize_t end, int depth)
+{
+    if (p->n == 0) {
+        if (out_reserve(o, 2) < 0)
+            return -1;
+        put(o, "{}", 2);
+        return 0;
+    }
+    if (base + p->fixed > buflen)
+        return 1;
+    const unsigned char *row = buf + base;
+    const unsigned char *slots = row + 8 * p->words;
+    int first = 1;
+    if (out_reserve(o, 1) < 0)
+        return -1;
+    put(o, "{", 1);
+    for (Py_ssize_t i = 0; i < p->n; i++) {
+        if ((le64(row + 8 * (i >> 6)) >> (i & 63)) & 1)
+            continue; /* null: left out, as Spark's ignoreNullFields does */
+        const Field *f = &p->fields[i];
+        const unsigned char *slot = slots + 8 * i;
+        /* name + the longest fixed value ("-9223372036854775808") */
+        if (out_reserve(o, (size_t)f->name_len + 24) < 0)
+            return -1;
+        if (!first)
+            put(o, ",", 1);
+        first = 0;
+        put(o, f->name, (size_t)f->name_len);
+        switch (f->code) {
+        case T_VOID:
+            put(o, "null", 4);
+            break;
+        case T_BOOL:
+            if (slot[0])
+                put(o, "true", 4);
+            else
+                put(o, "false", 5);
+            break;
+        case T_BYTE:
+            put_int(o, (int8_t)slot[0]);
+            break;
+        case T_SHORT:
+            put_int(o, (int16_t)(uint16_t)(slot[0] | (slot[1] << 8)));
+            break;
+        case T_INT:
+            put_int(o, (int32_t)le32(slot));
+            break;
+        case T_LONG:
+            put_int(o, (int64_t)le64(slot));
+            break;
+        default: {
+            Py_ssize_t size = (Py_ssize_t)le32(slot);
+            Py_ssize_t off = (Py_ssize_t)le32(slot + 4) + base;
+            if (off + size > end)
+                return 1;
+            int rc;
+            if (f->code == T_STRING)
+                rc = put_string(o, buf + off, size);
+            else if (depth >= 64)
+                rc = 1;
+            else
+                rc = put_struct(o, f->sub, buf, buflen, off, off + size, depth + 1);
+            if (rc)
+                return rc;
+        }
+        }
+    }
+    if (out_reserve(o, 1) < 0)
+        return -1;
+    put(o, "}", 1);
+    return 0;
+}
+
+/* One line: {"key":K,"value":V,"partition_id":N}\n; the value left out when None. */
+static int
+put_line(Out *o, const LinePlan *lp, PyObject *kb, PyObject *vb, const char *tail,
+         size_t tail_len)
+{
+    if (!PyBytes_CheckExact(kb) || (vb != Py_None && !PyBytes_CheckExact(vb)))
+        return 1;
+    if (out_reserve(o, 7) < 0)
+        return -1;
+    put(o, "{\"key\":", 7);
+    const unsigned char *k = (const unsigned char *)PyBytes_AS_STRING(kb);
+    Py_ssize_t klen = PyBytes_GET_SIZE(kb);
+    int rc = put_struct(o, lp->key, k, klen, 0, klen, 0);
+    if (rc)
+        return rc;
+    if (vb != Py_None) {
+        if (out_reserve(o, 9) < 0)
+            return -1;
+        put(o, ",\"value\":", 9);
+        const unsigned char *v = (const unsigned char *)PyBytes_AS_STRING(vb);
+        Py_ssize_t vlen = PyBytes_GET_SIZE(vb);
+        rc = put_struct(o, lp->value, v, vlen, 0, vlen, 0);
+        if (rc)
+            return rc;
+    }
+    if (out_reserve(o, tail_len) < 0)
+        return -1;
+    put(o, tail, tail_len);
+    return 0;
+}
+
+static PyObject *
+render_lines(PyObject *self, PyObject *args)
+{
+    PyObject *capsule, *pairs;
+    long long pid;
+    if (!PyArg_ParseTuple(args, "OOL:render_lines", &capsule, &pairs, &pid))
+        return NULL;
+    LinePlan *lp = PyCapsule_GetPointer(capsule, PLAN_CAPSULE);
+    if (lp == NULL)
+        return NULL;
+    char tail[48];
+    int tail_len = PyOS_snprintf(tail, sizeof(tail), ",\"partition_id\":%lld}\n", pid);
+    PyObject *it = PyObject_GetIter(pairs);
+    if (it == NULL)
+        return NULL;
+    Out o = {NULL, 0, 0};
+    PyObject *pending = NULL, *item, *result = NULL;
+    Py_ssize_t rows = 0;
+    while ((item = PyIter_Next(it)) != NULL) {
+        size_t mark = o.len;
+        int rc = 1;
+        if (PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) == 2)
+            rc = put_line(&o, lp, PyTuple_GET_ITEM(item, 0), PyTuple_GET_ITEM(item, 1), tail,
+                          (size_t)tail_len);
+        if (rc < 0) {
+            Py_DECREF(item);
+            goto done;
+        }
+        if (rc > 0) {
+            o.len = mark; /* drop the half-written line; Python renders this pair */
+            pending = item;
+            break;
+        }
+        Py_DECREF(item);
+        rows++;
+    }
+    if (pending == NULL && PyErr_Occurred())
+        goto done;
+    PyObject *blob = PyBytes_FromStringAndSize(o.buf ? o.buf : "", (Py_ssize_t)o.len);
+    if (blob != NULL)
+        result = Py_BuildValue("(NOn)", blob, pending ? pending : Py_None, rows);
+done:
+    Py_XDECREF(pending);
+    Py_DECREF(it);
+    PyMem_Free(o.buf);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"read_records", read_records, METH_VARARGS,
+     "read_records(buf, allow_deletes) -> list of (key, value or None), or None if the "
+     "stream is not clean."},
+    {"read_record_keys", read_record_keys, METH_VARARGS,
+     "read_record_keys(buf, allow_deletes) -> (put keys, removed keys), or None if the "
+     "stream is not clean."},
+    {"compile_plan", compile_plan, METH_VARARGS,
+     "compile_plan(key_plan, value_plan) -> an opaque plan for render_lines."},
+    {"render_lines", render_lines, METH_VARARGS,
+     "render_lines(plan, pairs, partition_id) -> (bytes, pending pair or None, rows)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    "_speedups",
+    "Compiled hot loops of StateGlass; the pure-Python code is the fallback and the spec.",
+    -1,
+    methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    const char *pure = getenv("STATEGLASS_PURE");
+    if (pure != NULL && pure[0] != '\0' && strcmp(pure, "0") != 0) {
+        PyErr_SetString(PyExc_ImportError, "STATEGLASS_PURE is set: using pure Python");
+        return NULL;
+    }
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,13 @@
+"""Types of the optional compiled module built from ``_speedups.c`` (see that file)."""
+
+from collections.abc import Iterable
+from typing import Any
+
+def read_records(buf: bytes, allow_deletes: bool, /) -> list[tuple[bytes, bytes | None]] | None: ...
+def read_record_keys(
+    buf: bytes, allow_deletes: bool, /
+) -> tuple[list[bytes], list[bytes]] | None: ...
+def compile_plan(key_plan: tuple[Any, ...], value_plan: tuple[Any, ...], /) -> object: ...
+def render_lines(
+    plan: object, pairs: Iterable[Any], partition_id: int, /
+) -> tuple[bytes, Any, int]: ...

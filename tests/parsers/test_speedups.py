@@ -1,0 +1,366 @@
+"""The compiled speedups (``parsers/_speedups.c``) agree with the pure-Python code they replace.
+
+Python is the specification: on any input the compiled record splitter and JSON renderer
+must give the same records, the same bytes, or the same error (type, offset, message). The
+whole module is skipped when the extension is not built (or ``STATEGLASS_PURE=1``); the
+rest of the suite then runs on the Python code alone.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from state_encoders import encode_records
+
+from parsers import records as records_module
+from parsers.errors import ParseError
+from parsers.records import iter_records, read_record_keys, read_records
+from parsers.sparkjson import (
+    _compiled_plan,
+    state_blob_encoder,
+    state_line_encoder,
+    state_lines_encoder,
+)
+from parsers.sparktypes import AtomicType, DataType, StructField, StructType
+from parsers.unsafewriter import encode_row
+
+_speedups = pytest.importorskip(
+    "parsers._speedups",
+    reason="compiled speedups not built (`pip install -e .` builds them; needs a C "
+    "compiler) or disabled with STATEGLASS_PURE=1",
+    exc_type=ImportError,  # STATEGLASS_PURE=1 raises a plain ImportError on purpose
+)
+
+FAST = settings(max_examples=150, deadline=None, database=None)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+Outcome = tuple[str, Any]
+
+
+def outcome(fn: Any, *args: Any, **kwargs: Any) -> Outcome:
+    """``("ok", result)`` or ``("error", (type, offset, message))``: what a call amounts to."""
+    try:
+        return "ok", fn(*args, **kwargs)
+    except ParseError as exc:
+        return "error", (type(exc), exc.offset, str(exc))
+
+
+# ------------------------------------------------------------------------------ records
+
+keys = st.binary(max_size=40)
+values = st.integers(0, 12).flatmap(lambda n: st.binary(min_size=8 * n, max_size=8 * n))
+changes = st.lists(st.tuples(keys, st.one_of(st.none(), values, st.binary(max_size=30))))
+
+
+def _damaged(stream: bytes, data: st.DataObject) -> bytes:
+    """A stream cut short, grown, or with a few bytes overwritten (sizes included)."""
+    how = data.draw(st.sampled_from(["cut", "flip", "append", "size"]))
+    if how == "cut" or not stream:
+        return stream[: data.draw(st.integers(0, max(0, len(stream) - 1)))]
+    if how == "append":
+        return stream + data.draw(st.binary(min_size=1, max_size=8))
+    out = bytearray(stream)
+    if how == "size":
+        # A size field set to something odd: -2, -1, huge, or a bit too long.
+        at = data.draw(st.integers(0, max(0, len(out) - 4)))
+        size = data.draw(st.sampled_from([-2, -1, 0, 7, 2**31 - 1, -(2**31)]))
+        out[at : at + 4] = struct.pack(">i", size)
+        return bytes(out)
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(out) - 1))
+        out[at] = data.draw(st.integers(0, 255))
+    return bytes(out)
+
+
+@FAST
+@given(records=changes, allow_deletes=st.booleans())
+def test_records_agree_on_clean_streams(
+    records: list[tuple[bytes, bytes | None]], allow_deletes: bool
+) -> None:
+    stream = encode_records(records)
+    expected = outcome(lambda: list(iter_records(stream, allow_deletes=allow_deletes)))
+    compiled = _speedups.read_records(stream, allow_deletes)
+    if expected[0] == "ok":
+        assert compiled == expected[1]
+        assert outcome(read_records, stream, allow_deletes=allow_deletes) == expected
+        puts, dels, ordered = read_record_keys(stream, allow_deletes=allow_deletes)
+        assert puts == [k for k, v in expected[1] if v is not None]
+        assert dels == [k for k, v in expected[1] if v is None]
+        assert (puts, dels, ordered) == records_module._read_record_keys_python(
+            stream, allow_deletes
+        )
+    else:  # a remove in a snapshot
+        assert compiled is None
+        assert outcome(read_records, stream, allow_deletes=allow_deletes) == expected
+
+
+@FAST
+@given(records=changes, allow_deletes=st.booleans(), data=st.data())
+def test_records_agree_on_damaged_streams(
+    records: list[tuple[bytes, bytes | None]], allow_deletes: bool, data: st.DataObject
+) -> None:
+    stream = _damaged(encode_records(records), data)
+    expected = outcome(lambda: list(iter_records(stream, allow_deletes=allow_deletes)))
+    got = outcome(read_records, stream, allow_deletes=allow_deletes)
+    assert got == expected
+    assert got == outcome(records_module._read_records_python, stream, allow_deletes)
+    assert (_speedups.read_records(stream, allow_deletes) is None) == (expected[0] == "error")
+    keys_got = outcome(read_record_keys, stream, allow_deletes=allow_deletes)
+    if expected[0] == "error":
+        assert keys_got == expected
+    else:
+        assert keys_got[1][0] == [k for k, v in expected[1] if v is not None]
+
+
+@FAST
+@given(stream=st.binary(max_size=120), allow_deletes=st.booleans())
+def test_records_agree_on_random_bytes(stream: bytes, allow_deletes: bool) -> None:
+    expected = outcome(lambda: list(iter_records(stream, allow_deletes=allow_deletes)))
+    assert outcome(read_records, stream, allow_deletes=allow_deletes) == expected
+    if expected[0] == "error":
+        assert outcome(read_record_keys, stream, allow_deletes=allow_deletes) == expected
+
+
+def test_records_accept_buffers() -> None:
+    stream = encode_records([(b"k", bytes(8)), (b"gone", None)])
+    expected = [(b"k", bytes(8)), (b"gone", None)]
+    assert _speedups.read_records(memoryview(stream), True) == expected
+    assert _speedups.read_records(bytearray(stream), True) == expected
+    assert _speedups.read_record_keys(stream, True) == ([b"k"], [b"gone"])
+
+
+def test_records_truncated_offset_is_the_record_start() -> None:
+    stream = encode_records([(b"a" * 8, bytes(16)), (b"b" * 8, bytes(16))])
+    with pytest.raises(ParseError) as info:
+        read_records(stream[:-10])
+    assert type(info.value).__name__ == "Truncated"
+    assert info.value.offset == 4 + 8 + 4 + 16  # where the second record starts
+
+
+# ------------------------------------------------------------------------------ JSON lines
+
+SIMPLE = {
+    "boolean": st.booleans(),
+    "byte": st.integers(-(2**7), 2**7 - 1),
+    "short": st.integers(-(2**15), 2**15 - 1),
+    "integer": st.integers(-(2**31), 2**31 - 1),
+    "long": st.integers(-(2**63), 2**63 - 1),
+    "string": st.one_of(
+        st.text(st.characters(exclude_categories=("Cs",)), max_size=12),
+        st.sampled_from(["", '"', "\\", "\\u001f", "\\\\u0010", "\x00\x1f\x7f", "é€😀", "/"]),
+    ),
+    "void": st.none(),
+}
+names = st.one_of(
+    st.sampled_from(["k", "count", "sum", 'a"b', "back\\slash", "\x01", "ü"]),
+    st.text(st.characters(exclude_categories=("Cs",)), max_size=6),
+)
+
+
+def struct_types(depth: int = 2) -> st.SearchStrategy[StructType]:
+    leaf: st.SearchStrategy[DataType] = st.sampled_from(sorted(SIMPLE)).map(AtomicType)
+    field_type = leaf if depth == 0 else st.one_of(leaf, leaf, struct_types(depth - 1))
+    return st.lists(st.tuples(names, field_type), max_size=5).map(
+        lambda fields: StructType(tuple(StructField(n, t) for n, t in fields))
+    )
+
+
+def draw_row(draw: st.DrawFn, schema: StructType) -> tuple[Any, ...]:
+    """Values for a row of ``schema``, any of them None (drawn directly: building a strategy
+    per schema costs hypothesis more than the test itself)."""
+    out: list[Any] = []
+    for field in schema.fields:
+        dt = field.data_type
+        if draw(NULLS):
+            out.append(None)
+        elif isinstance(dt, StructType):
+            out.append(draw_row(draw, dt))
+        else:
+            assert isinstance(dt, AtomicType)
+            out.append(draw(SIMPLE[dt.name]))
+    return tuple(out)
+
+
+NULLS = st.integers(0, 4).map(lambda n: n == 0)
+
+
+def _struct(*fields: tuple[str, DataType]) -> StructType:
+    return StructType(tuple(StructField(n, t) for n, t in fields))
+
+
+_ALL_SIMPLE = _struct(*((name, AtomicType(name)) for name in sorted(SIMPLE)))
+# A fixed set keeps the generated Python encoders cached (building one costs milliseconds);
+# test_rendering_agrees_on_random_schemas draws schemas freely, with fewer examples.
+SCHEMAS = [
+    _struct(("k", AtomicType("string"))),
+    _struct(("count", AtomicType("long")), ("sum", AtomicType("long"))),
+    _ALL_SIMPLE,
+    _struct(('a"b\x01ü', AtomicType("integer")), ("in", _ALL_SIMPLE), ("e", _struct())),
+    _struct(("w", _struct(("x", _struct(("s", AtomicType("string")), ("b", AtomicType("byte"))))))),
+    _struct(),
+    # More than 64 fields: a null bitset of two words.
+    _struct(*((f"f{i}", AtomicType("short" if i % 2 else "string")) for i in range(70))),
+]
+
+
+@st.composite
+def state_rows(
+    draw: st.DrawFn, schemas: st.SearchStrategy[StructType] | None = None
+) -> tuple[StructType, StructType, list[tuple[bytes, Any]]]:
+    if schemas is None:
+        schemas = st.sampled_from(SCHEMAS)
+    key_schema, value_schema = draw(schemas), draw(schemas)
+    pairs = []
+    for _ in range(draw(st.integers(0, 6))):
+        kb = encode_row(key_schema, draw_row(draw, key_schema))
+        removed = draw(NULLS)
+        vb = None if removed else encode_row(value_schema, draw_row(draw, value_schema))
+        pairs.append((kb, vb))
+    return key_schema, value_schema, pairs
+
+
+def python_blob(key: StructType, value: StructType, pairs: list[Any], pid: int) -> Outcome:
+    def run() -> bytes:
+        lines = state_lines_encoder(key, value)(pairs, pid)
+        return "".join(line + "\n" for line in lines).encode("utf-8")
+
+    return outcome(run)
+
+
+def compiled_blob(key: StructType, value: StructType, pairs: list[Any], pid: int) -> Outcome:
+    blob = state_blob_encoder(key, value)
+
+    def run() -> bytes:
+        data, rows = blob(iter(pairs), pid)
+        assert rows == len(pairs)
+        return data
+
+    return outcome(run)
+
+
+@FAST
+@given(case=state_rows(), pid=st.integers(0, 2**31 - 1))
+def test_rendering_agrees_on_valid_rows(case: Any, pid: int) -> None:
+    check_valid_rows(case, pid)
+
+
+@settings(max_examples=40, deadline=None, database=None)
+@given(case=state_rows(struct_types()))
+def test_rendering_agrees_on_random_schemas(case: Any) -> None:
+    check_valid_rows(case, 0)
+
+
+def check_valid_rows(case: Any, pid: int) -> None:
+    key, value, pairs = case
+    assert _compiled_plan(key) is not None and _compiled_plan(value) is not None
+    # Valid rows never leave the compiled loop: the comparison below is C against Python.
+    plan = _speedups.compile_plan(_compiled_plan(key), _compiled_plan(value))
+    chunk, pending, rows = _speedups.render_lines(plan, pairs, pid)
+    assert pending is None and rows == len(pairs)
+    expected = python_blob(key, value, pairs, pid)
+    assert expected == ("ok", chunk)
+    assert compiled_blob(key, value, pairs, pid) == expected
+
+
+def _mutate_row(row: bytes, data: st.DataObject) -> bytes:
+    out = bytearray(row)
+    if not out or data.draw(st.booleans()):
+        return bytes(out[: data.draw(st.integers(0, len(out)))])
+    for _ in range(data.draw(st.integers(1, 3))):
+        at = data.draw(st.integers(0, len(out) - 1))
+        out[at] = data.draw(st.sampled_from([0, 1, 0x20, 0x7F, 0x80, 0xC3, 0xED, 0xFF]))
+    return bytes(out)
+
+
+@settings(max_examples=100, deadline=None, database=None)
+@given(case=state_rows(), data=st.data())
+def test_rendering_agrees_on_damaged_rows(case: Any, data: st.DataObject) -> None:
+    key, value, pairs = case
+    if not pairs:
+        return
+    at = data.draw(st.integers(0, len(pairs) - 1))
+    kb, vb = pairs[at]
+    if vb is not None and data.draw(st.booleans()):
+        vb = _mutate_row(vb, data)
+    else:
+        kb = _mutate_row(kb, data)
+    pairs[at] = (kb, vb)
+    assert compiled_blob(key, value, pairs, 3) == python_blob(key, value, pairs, 3)
+
+
+@FAST
+@given(raw=st.lists(st.binary(max_size=12), min_size=1, max_size=3), data=st.data())
+def test_rendering_agrees_on_invalid_utf8(raw: list[bytes], data: st.DataObject) -> None:
+    # The same bytes as binary and read as string: Java's decoding of bad UTF-8 is Python's.
+    as_binary = StructType(tuple(StructField(f"s{i}", AtomicType("binary")) for i in range(3)))
+    as_string = StructType(tuple(StructField(f"s{i}", AtomicType("string")) for i in range(3)))
+    value = StructType((StructField("n", AtomicType("long")),))
+    row = [*raw, *([None] * (3 - len(raw)))]
+    row[data.draw(st.integers(0, 2))] = data.draw(st.binary(max_size=6)) + b"\xed\xa0\x80"
+    pairs = [(encode_row(as_binary, row), encode_row(value, (1,)))] * 2
+    assert compiled_blob(as_string, value, pairs, 0) == python_blob(as_string, value, pairs, 0)
+
+
+def test_rows_the_compiled_loop_hands_back() -> None:
+    key = StructType((StructField("k", AtomicType("string")),))
+    value = StructType((StructField("n", AtomicType("long")),))
+    good = (encode_row(key, ("a",)), encode_row(value, (1,)))
+    odd = [
+        good,
+        (memoryview(good[0]), good[1]),  # not bytes
+        [good[0], good[1]],  # not a tuple
+        (good[0], None),  # a removed key: no "value"
+        (encode_row(key, ("\x1f\\u001f",)), good[1]),
+        good,
+    ]
+    data, rows = state_blob_encoder(key, value)(odd, 7)
+    line = state_line_encoder(key, value)
+    assert data.decode() == "".join(line(k, v, 7) + "\n" for k, v in odd)
+    assert rows == len(odd)
+    # Jackson: the control character as \u001F, the text "\u001f" with its backslash doubled.
+    assert data.decode().splitlines()[4] == (
+        '{"key":{"k":"\\u001F\\\\u001f"},"value":{"n":1},"partition_id":7}'
+    )
+
+
+def test_void_field_with_its_null_bit_clear_is_null() -> None:
+    value = StructType((StructField("__dummy__", AtomicType("void")),))
+    key = StructType((StructField("k", AtomicType("integer")),))
+    kb = encode_row(key, (-5,))
+    cleared = bytes(8) + encode_row(value, (None,))[8:]
+    data, _ = state_blob_encoder(key, value)([(kb, encode_row(value, (None,))), (kb, cleared)], 0)
+    assert data.decode().splitlines() == [
+        '{"key":{"k":-5},"value":{},"partition_id":0}',
+        '{"key":{"k":-5},"value":{"__dummy__":null},"partition_id":0}',
+    ]
+    assert data == python_blob(key, value, [(kb, encode_row(value, (None,))), (kb, cleared)], 0)[1]
+
+
+def test_schemas_with_other_types_stay_in_python() -> None:
+    double = StructType((StructField("avg", AtomicType("double")),))
+    nested = StructType((StructField("w", double),))
+    assert _compiled_plan(double) is None
+    assert _compiled_plan(nested) is None
+    key = StructType((StructField("k", AtomicType("string")),))
+    pairs = [(encode_row(key, ("a",)), encode_row(nested, ((0.1,),)))]
+    assert compiled_blob(key, nested, pairs, 1) == python_blob(key, nested, pairs, 1)
+    assert compiled_blob(key, nested, pairs, 1)[1] == (
+        b'{"key":{"k":"a"},"value":{"w":{"avg":0.1}},"partition_id":1}\n'
+    )
+
+
+def test_pure_python_can_be_forced() -> None:
+    env = {**os.environ, "STATEGLASS_PURE": "1"}
+    probe = "import parsers.records as r, parsers.sparkjson as j; print(r._speedups, j._speedups)"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["None", "None"]
