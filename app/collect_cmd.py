@@ -18,9 +18,9 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any, TextIO
 
+from app.args import add_db_arg
 from collectors.checkpoint import Checkpoint
 from collectors.engines import ENGINES, get_engine
-from collectors.locations import DEFAULT_DB
 
 if TYPE_CHECKING:
     from collectors.scan import Scanner, ScanSummary
@@ -28,12 +28,7 @@ if TYPE_CHECKING:
 
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("checkpoints", nargs="+", metavar="CHECKPOINT", help="checkpoint directories")
-    p.add_argument(
-        "--db",
-        default=DEFAULT_DB,
-        metavar="PATH",
-        help=f"DuckDB database to write (default: {DEFAULT_DB})",
-    )
+    add_db_arg(p, "DuckDB database to write")
     p.add_argument(
         "--engine",
         choices=sorted(ENGINES),
@@ -87,6 +82,9 @@ class ProgressBar:
 def _scanner(args: argparse.Namespace) -> tuple[Scanner, list[str]]:
     # Validate every path first: a typo fails before anything is written.
     roots = [Checkpoint.open(path).root for path in args.checkpoints]
+    from app.watchers import refuse_db_inside
+
+    refuse_db_inside(args.db, roots)  # the database never goes into a checkpoint
     # DuckDB takes a tenth of a second to import: only commands that use it pay for it.
     from collectors.db import Database
     from collectors.scan import Scanner

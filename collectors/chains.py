@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from collectors.errors import CheckpointError
-from collectors.fs import LOCAL, FileSystem
+from collectors.fs import LOCAL, FileInfo, FileSystem
 from collectors.stores import StoreContext, StoreReader, open_store
 from collectors.stores.base import Change
 from collectors.stores.hdfs import HdfsStoreReader
@@ -39,6 +39,8 @@ class ChainTask:
     partition_id: int
     store_dir: str
     provider: str
+    # The store directory's files as the scan listed them (None: the reader lists it).
+    files: tuple[FileInfo, ...] | None = None
     codec: str = "lz4"
     row_checksum: bool = False
     merge_delimiter: bytes = b","
@@ -67,6 +69,8 @@ class VersionCount:
     sst_bytes_live: int | None = None
     sst_bytes_uploaded: int | None = None
     sst_files_reused: int | None = None
+    # … and the names (in ``SSTs/``) of the SSTs it references: the orphan check needs them.
+    sst_files: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -181,6 +185,7 @@ def compute_chain(task: ChainTask, fs: FileSystem = LOCAL) -> ChainResult:
     ctx = StoreContext(
         fs=fs,
         store_dir=task.store_dir,
+        files=task.files,
         codec=task.codec,
         row_checksum=task.row_checksum,
         merge_delimiter=task.merge_delimiter,
@@ -203,6 +208,8 @@ def compute_chain(task: ChainTask, fs: FileSystem = LOCAL) -> ChainResult:
     rebuildable = set(versions)
 
     def load_keys(version: int) -> set[bytes]:
+        if isinstance(reader, HdfsStoreReader):
+            return reader.load_keys(version)
         return set() if version == 0 else {k for k, _ in reader.load(version)}
 
     out: list[VersionCount] = []
@@ -251,6 +258,7 @@ def compute_chain(task: ChainTask, fs: FileSystem = LOCAL) -> ChainResult:
                 num_keys = len(keys)
             keys_version = version if keys is not None else None
             live = uploaded = reused = None
+            names: tuple[str, ...] | None = None
             if task.provider == "rocksdb" and version in full_versions:
                 ssts = ssts_of(version)
                 earlier = [z for z in full_versions if z < version]
@@ -258,8 +266,11 @@ def compute_chain(task: ChainTask, fs: FileSystem = LOCAL) -> ChainResult:
                 live = sum(ssts.values())
                 uploaded = sum(size for name, size in ssts.items() if name not in before)
                 reused = sum(1 for name in ssts if name in before)
+                names = tuple(sorted(ssts))
             out.append(
-                VersionCount(version, num_keys, added, updated, removed, live, uploaded, reused)
+                VersionCount(
+                    version, num_keys, added, updated, removed, live, uploaded, reused, names
+                )
             )
         except CheckpointError as exc:
             problem(exc)

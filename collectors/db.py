@@ -24,9 +24,9 @@ from typing import Any
 
 import duckdb
 
-from collectors.errors import DatabaseBusy
+from collectors.errors import CheckpointError, DatabaseBusy
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # How long a writer or reader waits for the other side's lock before giving up.
 DEFAULT_LOCK_TIMEOUT_S = 60.0
 
@@ -39,7 +39,8 @@ TABLES: dict[str, str] = {
             checkpoint VARCHAR PRIMARY KEY,
             query_id VARCHAR,
             first_seen TIMESTAMP NOT NULL,
-            last_scan TIMESTAMP NOT NULL
+            last_scan TIMESTAMP NOT NULL,
+            pinned_conf VARCHAR
         )
     """,
     "batches": """
@@ -117,7 +118,51 @@ TABLES: dict[str, str] = {
             sst_files_reused INTEGER,
             versions_since_snapshot INTEGER,
             replay_bytes BIGINT,
+            sst_files_live INTEGER,
             PRIMARY KEY (checkpoint, operator_id, store_name, partition_id, version)
+        )
+    """,
+    "sst_refs": """
+        CREATE TABLE IF NOT EXISTS sst_refs (
+            checkpoint VARCHAR NOT NULL,
+            operator_id INTEGER NOT NULL,
+            store_name VARCHAR NOT NULL,
+            partition_id INTEGER NOT NULL,
+            sst_file VARCHAR NOT NULL,
+            first_version BIGINT NOT NULL,
+            last_version BIGINT NOT NULL,
+            PRIMARY KEY (checkpoint, operator_id, store_name, partition_id, sst_file)
+        )
+    """,
+    "temp_files": """
+        CREATE TABLE IF NOT EXISTS temp_files (
+            checkpoint VARCHAR NOT NULL,
+            path VARCHAR NOT NULL,
+            operator_id INTEGER,
+            store_name VARCHAR,
+            partition_id INTEGER,
+            size_bytes BIGINT NOT NULL,
+            modified_at DOUBLE NOT NULL,
+            first_seen TIMESTAMP NOT NULL,
+            PRIMARY KEY (checkpoint, path)
+        )
+    """,
+    "schema_files": """
+        CREATE TABLE IF NOT EXISTS schema_files (
+            checkpoint VARCHAR NOT NULL,
+            operator_id INTEGER NOT NULL,
+            store_name VARCHAR NOT NULL,
+            path VARCHAR NOT NULL,
+            sha256 VARCHAR NOT NULL,
+            format_version INTEGER,
+            key_schema VARCHAR,
+            value_schema VARCHAR,
+            size_bytes BIGINT NOT NULL,
+            modified_at DOUBLE NOT NULL,
+            first_seen TIMESTAMP NOT NULL,
+            last_seen TIMESTAMP NOT NULL,
+            first_batch BIGINT,
+            PRIMARY KEY (checkpoint, path, sha256)
         )
     """,
     "problems": """
@@ -208,6 +253,20 @@ KEYS: dict[str, tuple[str, ...]] = {
     "state_files": ("checkpoint", "path"),
     "state_versions": ("checkpoint", "operator_id", "store_name", "partition_id", "version"),
     "problems": ("checkpoint", "path", "kind"),
+    "sst_refs": ("checkpoint", "operator_id", "store_name", "partition_id", "sst_file"),
+    "temp_files": ("checkpoint", "path"),
+    "schema_files": ("checkpoint", "path", "sha256"),
+}
+
+# Statements that bring a database written by schema version N - 1 up to N (new tables come
+# from TABLES). Version 2 records which SSTs each zip references: the live zips of an older
+# database are forgotten so that the next scan reads them again (their purged history stays).
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    2: (
+        "ALTER TABLE checkpoints ADD COLUMN IF NOT EXISTS pinned_conf VARCHAR",
+        "ALTER TABLE state_versions ADD COLUMN IF NOT EXISTS sst_files_live INTEGER",
+        "DELETE FROM state_files WHERE kind = 'zip' AND NOT purged",
+    ),
 }
 
 
@@ -228,7 +287,9 @@ def _connect(path: str, read_only: bool, timeout_s: float) -> duckdb.DuckDBPyCon
             return duckdb.connect(path, read_only=read_only)
         except (duckdb.IOException, duckdb.ConnectionException) as exc:
             if not _is_lock_conflict(exc):
-                raise
+                # Not a DuckDB file, or not readable: one line naming it, not a traceback.
+                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise CheckpointError(path, f"cannot open the database ({first})") from exc
             if time.monotonic() >= deadline:
                 mode = "read" if read_only else "write"
                 raise DatabaseBusy(
@@ -249,10 +310,16 @@ class Database:
         with self.transaction() as conn:
             for ddl in TABLES.values():
                 conn.execute(ddl)
+            found = conn.execute("SELECT max(version) FROM schema_info").fetchall()[0][0]
+            if found is None:
+                conn.execute("INSERT INTO schema_info VALUES (?)", [SCHEMA_VERSION])
+            elif found < SCHEMA_VERSION:
+                for version in range(found + 1, SCHEMA_VERSION + 1):
+                    for statement in MIGRATIONS.get(version, ()):
+                        conn.execute(statement)
+                conn.execute("UPDATE schema_info SET version = ?", [SCHEMA_VERSION])
             for view in VIEWS.values():
                 conn.execute(view)
-            if conn.execute("SELECT count(*) FROM schema_info").fetchall() == [(0,)]:
-                conn.execute("INSERT INTO schema_info VALUES (?)", [SCHEMA_VERSION])
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -280,13 +347,18 @@ class Database:
         """Insert ``rows`` into ``table``, replacing rows with the same primary key.
 
         ``on_conflict`` instead names the columns to update when the key exists (the others
-        keep their values). Rows go in as one Arrow table: ``executemany`` is 100x slower.
+        keep their values). Rows go in as one column-wise scan: ``executemany`` is 100x
+        slower. Object arrays rather than Arrow: building an Arrow table imports pandas
+        (0.7 s), which a short ``collect`` process would pay for nothing; DuckDB infers each
+        column's type and casts it to the table's.
         """
         if not rows:
             return
-        import pyarrow as pa
+        import numpy as np
 
-        conn.register("__stateglass_rows", pa.Table.from_pylist(list(rows)))
+        names = list(rows[0])
+        columns = {n: np.array([r.get(n) for r in rows], dtype=object) for n in names}
+        conn.register("__stateglass_rows", columns)
         try:
             if on_conflict is None:
                 conn.execute(

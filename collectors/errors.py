@@ -9,7 +9,8 @@ Hierarchy::
     ├── MissingVersion           a state version cannot be rebuilt from the files present
     ├── NotFound                 an operator, store, partition or batch that is not there
     ├── UnsafeArchive            a zip whose entries would escape their directory (zip-slip)
-    └── DatabaseBusy             StateGlass's own DuckDB file stayed locked past the timeout
+    ├── DatabaseBusy             StateGlass's own DuckDB file stayed locked past the timeout
+    └── BadConfig                a health-rules config file that cannot be used
 
 Parser errors are wrapped here with the file's path, so a user always learns which file.
 """
@@ -61,6 +62,10 @@ class UnsafeArchive(CheckpointError):
 
 class DatabaseBusy(CheckpointError):
     """The DuckDB database stayed locked by another process longer than the timeout."""
+
+
+class BadConfig(CheckpointError):
+    """A health config file is missing, not TOML, or has an unknown key or a bad value."""
 
 
 def wrap_parse_error(path: str, exc: ParseError) -> CheckpointError:

@@ -6,6 +6,7 @@ writes: StateGlass never changes a byte of a checkpoint. Tests pass fakes.
 
 from __future__ import annotations
 
+import builtins
 import os
 import stat as stat_mod
 from dataclasses import dataclass
@@ -32,6 +33,15 @@ class FileSystem(Protocol):
         left out, since every caller skips them."""
         ...
 
+    def names(self, path: str) -> builtins.list[tuple[str, bool]]:
+        """``(name, is_dir)`` of each entry, without the cost of a ``stat`` per file (hidden
+        ones may be left out, as in :meth:`list`)."""
+        ...
+
+    def stat(self, path: str) -> FileInfo | None:
+        """Size and mtime of one file; None when it is gone."""
+        ...
+
     def read(self, path: str) -> bytes: ...
 
     def exists(self, path: str) -> bool: ...
@@ -42,9 +52,9 @@ class FileSystem(Protocol):
 class LocalFileSystem:
     """The local disk."""
 
-    def list(self, path: str) -> list[FileInfo]:
+    def _scandir(self, path: str) -> list[os.DirEntry[str]]:
         try:
-            entries = list(os.scandir(path))
+            return list(os.scandir(path))
         except FileNotFoundError as exc:
             raise NotACheckpoint(path, "no such directory") from exc
         except NotADirectoryError as exc:
@@ -53,6 +63,32 @@ class LocalFileSystem:
             raise CheckpointError(path, "permission denied") from exc
         except OSError as exc:
             raise CheckpointError(path, f"cannot list ({_reason(exc)})") from exc
+
+    def names(self, path: str) -> list[tuple[str, bool]]:
+        out = []
+        for entry in self._scandir(path):
+            if entry.name.startswith(".") and not entry.name.endswith(".tmp"):
+                # .crc sidecars; temp files (``.N.delta.<uuid>.tmp``) stay for the orphan check.
+                continue
+            try:
+                # d_type from the directory itself: no syscall per entry.
+                out.append((entry.name, entry.is_dir()))
+            except OSError:
+                continue
+        return out
+
+    def stat(self, path: str) -> FileInfo | None:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise CheckpointError(path, f"cannot stat ({_reason(exc)})") from exc
+        name = os.path.basename(path)
+        return FileInfo(name, stat_mod.S_ISDIR(st.st_mode), st.st_size, st.st_mtime)
+
+    def list(self, path: str) -> list[FileInfo]:
+        entries = self._scandir(path)
         out = []
         for entry in entries:
             if entry.name.startswith("."):

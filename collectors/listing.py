@@ -8,10 +8,14 @@ store partition's files into per-version byte counts. Nothing here reads a file'
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 
 from collectors.checkpoint import Checkpoint, StoreInfo
+from collectors.errors import NotACheckpoint
+from collectors.fs import FileInfo
 from collectors.stores.hdfs import parse_hdfs_name
 from collectors.stores.rocksdb import parse_rocksdb_name
 
@@ -51,6 +55,10 @@ class Listing:
 
     log_files: dict[str, FileStat]
     state_files: dict[str, StateFile]
+    # store directory -> its state files, handed to the chain readers so they don't list again
+    store_dirs: dict[str, tuple[FileInfo, ...]] = field(default_factory=dict)
+    # Spark's temporary files (kind "temp", no version) in store and SSTs/ directories.
+    temp_files: dict[str, StateFile] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -69,6 +77,7 @@ def is_temporary(name: str) -> bool:
     return name.startswith(".") or name.endswith((".crc", ".tmp")) or name == "_temporary"
 
 
+@lru_cache(maxsize=16384)  # the same names recur in every partition directory
 def classify(name: str) -> tuple[int | None, str] | None:
     """``(version, kind)`` of a file in a store directory; None when it is not a state file."""
     if is_temporary(name):
@@ -82,6 +91,12 @@ def classify(name: str) -> tuple[int | None, str] | None:
     return None
 
 
+def is_leftover(name: str) -> bool:
+    """A temporary file of Spark's atomic writes (``.N.delta.<uuid>.tmp``); once its batch is
+    over, one still there was left by a task that died before renaming it."""
+    return name.endswith(".tmp")
+
+
 def diff_files(
     known: Mapping[str, tuple[int, float]], current: Mapping[str, tuple[int, float]]
 ) -> FileDiff:
@@ -92,8 +107,26 @@ def diff_files(
     return FileDiff(added, changed, removed)
 
 
-def list_checkpoint(cp: Checkpoint, stores: Iterable[StoreInfo]) -> Listing:
-    """List offsets/, commits/ and every store partition directory (with its ``SSTs/``)."""
+def _names(cp: Checkpoint, path: str) -> list[tuple[str, bool]]:
+    try:
+        return cp.fs.names(path)
+    except NotACheckpoint:
+        return []  # not there (yet, or any more): nothing to list
+
+
+def list_checkpoint(
+    cp: Checkpoint,
+    stores: Iterable[StoreInfo],
+    known: Mapping[str, tuple[int, float]] | None = None,
+) -> Listing:
+    """List offsets/, commits/ and every store partition directory (with its ``SSTs/``).
+
+    ``known`` (path -> size, mtime from the last scan) saves a ``stat`` per file: Spark writes
+    a state file once under a temporary name and renames it, so a known delta, snapshot or
+    SST keeps its size. Only the newest version of each directory is looked at again, since a
+    retried batch may rewrite it.
+    """
+    known = known or {}
     logs: dict[str, FileStat] = {}
     for log in ("offsets", "commits"):
         for f in cp.list_dir(log):
@@ -101,37 +134,71 @@ def list_checkpoint(cp: Checkpoint, stores: Iterable[StoreInfo]) -> Listing:
                 path = cp.path(log, f.name)
                 logs[path] = FileStat(path, f.size, f.mtime)
     files: dict[str, StateFile] = {}
+    dirs: dict[str, tuple[FileInfo, ...]] = {}
+    temps: dict[str, StateFile] = {}
+
+    def temp(path: str, store: StoreInfo, partition: int) -> None:
+        info = cp.fs.stat(path)  # rare: the stat costs nothing overall
+        if info is not None:
+            stat = FileStat(path, info.size, info.mtime)
+            temps[path] = StateFile(
+                stat, store.operator_id, store.store_name, partition, None, "temp"
+            )
+
+    def stat_of(path: str, name: str, reuse: bool) -> FileInfo | None:
+        if reuse and path in known:
+            size, mtime = known[path]
+            return FileInfo(name, False, size, mtime)
+        return cp.fs.stat(path)
+
     for store in stores:
         for partition in store.partitions:
             store_dir = cp.store_dir(store.operator_id, partition, store.store_name)
-            for f in cp.list_dir(store_dir):
-                if f.is_dir:
+            entries = _names(cp, store_dir)
+            parsed = {name: classify(name) for name, is_dir in entries if not is_dir}
+            for name in parsed:
+                if is_leftover(name):
+                    temp(f"{store_dir}/{name}", store, partition)
+            newest = max((p[0] for p in parsed.values() if p and p[0] is not None), default=None)
+            infos = []
+            for name, kind in parsed.items():
+                if kind is None:
                     continue
-                parsed = classify(f.name)
-                if parsed is None:
+                # Concatenation: os.path.join per file would cost as much as the stat saved.
+                path = f"{store_dir}/{name}"
+                info = stat_of(path, name, reuse=kind[0] != newest)
+                if info is None:
                     continue
-                path = cp.path(store_dir, f.name)
+                infos.append(info)
                 files[path] = StateFile(
-                    FileStat(path, f.size, f.mtime),
+                    FileStat(path, info.size, info.mtime),
                     store.operator_id,
                     store.store_name,
                     partition,
-                    parsed[0],
-                    parsed[1],
+                    kind[0],
+                    kind[1],
                 )
-            for f in cp.list_dir(store_dir, "SSTs"):
-                if f.is_dir or is_temporary(f.name) or not f.name.endswith(".sst"):
+            dirs[store_dir] = tuple(infos)
+            if ("SSTs", True) not in entries:
+                continue
+            for name, is_dir in _names(cp, cp.path(store_dir, "SSTs")):
+                if not is_dir and is_leftover(name):
+                    temp(f"{store_dir}/SSTs/{name}", store, partition)
+                if is_dir or is_temporary(name) or not name.endswith(".sst"):
                     continue
-                path = cp.path(store_dir, "SSTs", f.name)
+                path = f"{store_dir}/SSTs/{name}"
+                info = stat_of(path, name, reuse=True)  # SST names are unique: never rewritten
+                if info is None:
+                    continue
                 files[path] = StateFile(
-                    FileStat(path, f.size, f.mtime),
+                    FileStat(path, info.size, info.mtime),
                     store.operator_id,
                     store.store_name,
                     partition,
                     None,
                     "sst",
                 )
-    return Listing(logs, files)
+    return Listing(logs, files, dirs, temps)
 
 
 @dataclass(frozen=True)
@@ -162,10 +229,21 @@ def version_file_stats(
             change[f.version] = change.get(f.version, 0) + f.stat.size
         elif f.kind in FULL_KINDS:
             full[f.version] = full.get(f.version, 0) + f.stat.size
+    # Sorted versions and prefix sums: linear in the chain, even with thousands of versions.
+    full_versions = sorted(full)
+    change_versions = sorted(change)
+    prefix = [0]
+    for x in change_versions:
+        prefix.append(prefix[-1] + change[x])
+
+    def change_bytes_upto(v: int) -> int:
+        return prefix[bisect_right(change_versions, v)]
+
     out: dict[int, VersionFiles] = {}
     for v in versions:
-        base = max((s for s in full if s <= v), default=0)
+        i = bisect_right(full_versions, v)
+        base = full_versions[i - 1] if i else 0
         base_bytes = (full[base] + sst_bytes_live.get(base, 0)) if base else 0
-        replay = base_bytes + sum(change.get(x, 0) for x in range(base + 1, v + 1))
+        replay = base_bytes + change_bytes_upto(v) - change_bytes_upto(base)
         out[v] = VersionFiles(change.get(v), full.get(v), v - base, replay)
     return out

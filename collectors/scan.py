@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from collectors.chains import ChainResult, ChainTask
@@ -25,8 +25,10 @@ from collectors.checkpoint import Checkpoint, StoreInfo
 from collectors.db import Database
 from collectors.engines import Engine, LocalEngine
 from collectors.errors import CheckpointError
+from collectors.facts import last_committed, write_facts
 from collectors.fs import LOCAL, FileSystem
 from collectors.listing import FileStat, Listing, diff_files, list_checkpoint, version_file_stats
+from collectors.schemas import schema_files
 from parsers.logs import CommitMetadata, OffsetSeq, batch_id_of
 
 Progress = Callable[[int, int], None]
@@ -55,11 +57,11 @@ class ScanSummary:
 
 def _ts(mtime: float) -> datetime:
     """File mtimes are stored as naive UTC timestamps."""
-    return datetime.fromtimestamp(mtime, tz=timezone.utc).replace(tzinfo=None)
+    return datetime.fromtimestamp(mtime, tz=UTC).replace(tzinfo=None)
 
 
 def _now() -> datetime:
-    return datetime.now(tz=timezone.utc).replace(tzinfo=None)
+    return datetime.now(tz=UTC).replace(tzinfo=None)
 
 
 def _offsets_row(checkpoint: str, batch: int, stat: FileStat, seq: OffsetSeq) -> dict[str, Any]:
@@ -121,6 +123,15 @@ def _unique_ids(
     return tuple(out)
 
 
+def _pinned_conf(cp: Checkpoint, stores: list[StoreInfo]) -> str | None:
+    """The newest offsets/N's conf as JSON (None when unreadable: already a problem row)."""
+    try:
+        conf = cp.conf if stores or cp.offset_batch_ids else None
+    except CheckpointError:
+        return None
+    return json.dumps(dict(sorted(conf.conf.items()))) if conf is not None else None
+
+
 class Scanner:
     """Scans checkpoints into one :class:`Database` with one engine."""
 
@@ -154,7 +165,6 @@ class Scanner:
             # Operator metadata or schemas unreadable: still record batches and the problem.
             problem(exc)
             stores, query_id = [], None
-        listing = list_checkpoint(cp, stores)
 
         with self.db.transaction() as conn:
             known_logs = {
@@ -179,14 +189,23 @@ class Scanner:
                 [root],
             ).fetchall():
                 counted.setdefault((op, store, part), set()).add(version)
-            live_ssts = {
-                (op, store, part, v): b
-                for op, store, part, v, b in conn.execute(
-                    "SELECT operator_id, store_name, partition_id, version, sst_bytes_live "
-                    "FROM state_versions WHERE checkpoint = ? AND sst_bytes_live IS NOT NULL",
-                    [root],
+            live_ssts: dict[tuple[int, str, int], dict[int, int]] = {}
+            for op, store, part, v, b in conn.execute(
+                "SELECT operator_id, store_name, partition_id, version, sst_bytes_live "
+                "FROM state_versions WHERE checkpoint = ? AND sst_bytes_live IS NOT NULL",
+                [root],
+            ).fetchall():
+                live_ssts.setdefault((op, store, part), {})[v] = b
+            problem_paths = {
+                p
+                for (p,) in conn.execute(
+                    "SELECT path FROM problems WHERE checkpoint = ?", [root]
                 ).fetchall()
             }
+        # A file with a problem is looked at again (stat-ed) every scan: it may be repaired.
+        listing = list_checkpoint(
+            cp, stores, {p: v for p, v in known_files.items() if p not in problem_paths}
+        )
 
         log_diff = diff_files(
             known_logs, {p: (s.size, s.mtime) for p, s in listing.log_files.items()}
@@ -221,6 +240,9 @@ class Scanner:
                         "seen_at": now,
                     }
                 )
+        # Health facts: the schema files (small, read at every scan) and the pinned conf.
+        schemas = schema_files(cp, stores)
+        pinned_conf = _pinned_conf(cp, stores)
 
         with self.db.transaction() as conn:
             first_seen = conn.execute(
@@ -235,6 +257,7 @@ class Scanner:
                         "query_id": query_id,
                         "first_seen": first_seen[0][0] if first_seen else now,
                         "last_scan": now,
+                        "pinned_conf": pinned_conf,
                     }
                 ],
             )
@@ -285,7 +308,18 @@ class Scanner:
                     [[now, root, p] for p in sorted(file_diff.removed)],
                 )
             self.db.upsert(conn, "state_versions", version_rows)
+            # A file that appeared, changed or went away since the last scan has been judged
+            # again by this one: its old problem rows give way to what this scan found.
+            rejudged = log_diff.touched | log_diff.removed | file_diff.touched | file_diff.removed
+            if rejudged:
+                conn.execute(
+                    "DELETE FROM problems WHERE checkpoint = ? "
+                    "AND list_contains(?::VARCHAR[], path)",
+                    [root, sorted(rejudged)],
+                )
             self.db.upsert(conn, "problems", problems)
+            last_batch = last_committed(listing, cp.path("commits"))
+            write_facts(self.db, conn, root, listing, results, schemas, now, last_batch)
 
         return ScanSummary(
             checkpoint=root,
@@ -374,13 +408,15 @@ class Scanner:
                 ]
                 if not starts:
                     continue
+                store_dir = cp.store_dir(store.operator_id, partition, store.store_name)
                 tasks.append(
                     ChainTask(
                         checkpoint=cp.root,
                         operator_id=store.operator_id,
                         store_name=store.store_name,
                         partition_id=partition,
-                        store_dir=cp.store_dir(store.operator_id, partition, store.store_name),
+                        store_dir=store_dir,
+                        files=listing.store_dirs.get(store_dir),
                         provider=store.provider,
                         codec=codec,
                         row_checksum=row_checksum,
@@ -397,7 +433,7 @@ class Scanner:
         root: str,
         listing: Listing,
         results: list[ChainResult],
-        live_ssts: dict[tuple[int, str, int, int], int],
+        live_ssts: dict[tuple[int, str, int], dict[int, int]],
     ) -> list[dict[str, Any]]:
         by_chain: dict[tuple[int, str, int], list[Any]] = {}
         for f in listing.state_files.values():
@@ -405,7 +441,7 @@ class Scanner:
         rows = []
         for result in sorted(results, key=lambda r: r.task.chain):
             op, store, part = result.task.chain
-            live = {v: b for (o, s, p, v), b in live_ssts.items() if (o, s, p) == (op, store, part)}
+            live = dict(live_ssts.get((op, store, part), {}))
             live.update(
                 {
                     c.version: c.sst_bytes_live
@@ -434,6 +470,7 @@ class Scanner:
                         "sst_bytes_live": c.sst_bytes_live,
                         "sst_bytes_uploaded": c.sst_bytes_uploaded,
                         "sst_files_reused": c.sst_files_reused,
+                        "sst_files_live": len(c.sst_files) if c.sst_files is not None else None,
                         "versions_since_snapshot": s.versions_since_snapshot,
                         "replay_bytes": s.replay_bytes,
                     }

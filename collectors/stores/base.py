@@ -23,6 +23,8 @@ class StoreContext:
 
     fs: FileSystem
     store_dir: str
+    # The directory's files when the caller listed them already (a scan does).
+    files: tuple[FileInfo, ...] | None = None
     codec: str = "lz4"
     row_checksum: bool = False
     # RocksDB list-state merges: "," before Spark 4.3's mergeOperatorVersion 2, empty after.
@@ -36,6 +38,8 @@ class StoreContext:
         return posixpath.join(self.store_dir, *parts)
 
     def listing(self) -> list[FileInfo]:
+        if self.files is not None:
+            return list(self.files)
         if not self.fs.is_dir(self.store_dir):
             return []
         return [f for f in self.fs.list(self.store_dir) if not f.name.startswith(".")]

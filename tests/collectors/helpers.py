@@ -39,9 +39,17 @@ class CountingFileSystem:
 
     def __init__(self) -> None:
         self.reads: list[str] = []
+        self.stats: list[str] = []
 
     def list(self, path: str) -> list[FileInfo]:
         return LOCAL.list(path)
+
+    def names(self, path: str) -> list[tuple[str, bool]]:
+        return LOCAL.names(path)
+
+    def stat(self, path: str) -> FileInfo | None:
+        self.stats.append(path)
+        return LOCAL.stat(path)
 
     def read(self, path: str) -> bytes:
         self.reads.append(path)

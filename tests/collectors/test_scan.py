@@ -144,6 +144,29 @@ def test_incremental_recollect_reads_only_what_changed(tmp_path: Path) -> None:
     assert (third.versions, third.files_added, third.batches) == (0, 0, 0)
     # Only the newest offsets file is read again, for the query's pinned conf.
     assert _data_reads(fs) <= {str(cp_dir / "offsets" / "11")}
+    # Known state files are not stat-ed again, but for each directory's newest version
+    # (a retried batch may rewrite it).
+    state_stats = [p for p in fs.stats if not any(part in p for part in LAYOUT)]
+    assert {os.path.basename(p) for p in state_stats} <= {"12.delta", "12.snapshot"}
+    assert len(state_stats) >= 4
+
+
+def test_rewritten_newest_version_is_seen(tmp_path: Path) -> None:
+    cp_dir = copy_sample(AGG_HDFS, tmp_path)
+    db = Database(str(tmp_path / "db.duckdb"))
+    scan_checkpoint(db, str(cp_dir))
+    newest = cp_dir / "state" / "0" / "0" / "12.delta"
+    older = cp_dir / "state" / "0" / "0" / "11.delta"
+    # A retried batch rewrote version 12 (here: the bytes of 11, so the size changes).
+    shutil.copy(older, newest)
+    again = scan_checkpoint(db, str(cp_dir))
+    assert again.files_changed == 1
+    (size,) = read_query(
+        str(tmp_path / "db.duckdb"),
+        "SELECT size_bytes FROM state_files WHERE path = ?",
+        [str(newest)],
+    )[0]
+    assert size == older.stat().st_size
 
 
 def test_purged_files_are_marked_not_deleted(tmp_path: Path) -> None:
@@ -193,6 +216,15 @@ def test_truncated_delta_is_a_problem_not_a_failure(
     # Partition 1 loses only version 5: version 6 has its own snapshot.
     assert per_partition[1] == [v for v in range(1, 13) if v != 5]
 
+    # A rescan with nothing changed keeps the problem; a repaired file clears it.
+    assert cli_main(["collect", str(cp_dir), "--db", db_path]) == 0
+    assert len(read_query(db_path, "SELECT path FROM problems")) == 1
+    bad.write_bytes(data)
+    assert cli_main(["collect", str(cp_dir), "--db", db_path]) == 0
+    assert read_query(db_path, "SELECT path FROM problems") == []
+    versions = read_query(db_path, "SELECT version FROM state_versions WHERE partition_id = 1")
+    assert sorted(v for (v,) in versions) == list(range(1, 13))
+
 
 def test_not_a_checkpoint_is_one_line_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -202,6 +234,19 @@ def test_not_a_checkpoint_is_one_line_exit_2(
     assert status == 2
     assert err.count("\n") == 1 and "not a Structured Streaming checkpoint" in err
     assert not (tmp_path / "db.duckdb").exists()
+
+
+@pytest.mark.parametrize("command", ["collect", "watch"])
+def test_a_database_inside_the_checkpoint_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    cp_dir = copy_sample(AGG_HDFS, tmp_path)
+    before = tree_digest(cp_dir)
+    status = cli_main([command, str(cp_dir), "--db", str(cp_dir / "state" / "sg.duckdb")])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.count("\n") == 1 and "inside the checkpoint" in err
+    assert tree_digest(cp_dir) == before
 
 
 def test_collecting_never_changes_a_byte(tmp_path: Path) -> None:

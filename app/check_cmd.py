@@ -1,0 +1,149 @@
+"""``stateglass check``: the health rules as a table, and an exit status a deploy can gate on.
+
+Examples::
+
+    stateglass check /data/checkpoints/orders                  # collect, then judge
+    stateglass check /data/checkpoints/orders --no-collect --db ./sg.duckdb
+    stateglass check /data/checkpoints/orders --config health.toml --json
+
+Exit status: 0 when every rule is OK, 1 when the worst is WARN, 2 when it is ERR. An error
+(not a checkpoint, a bad config file, …) also exits 2 with one line on stderr: a gate treats
+both as "stop".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from app.args import add_db_arg
+from app.errors import AppError
+
+if TYPE_CHECKING:
+    from collectors.health import Finding
+
+EXIT_STATUS = {"OK": 0, "WARN": 1, "ERR": 2}
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``check`` on the CLI's subparsers."""
+    p = subparsers.add_parser(
+        "check",
+        help="judge a checkpoint with the health rules; exit 0/1/2 for OK/WARN/ERR",
+        description="Collect the checkpoint (incrementally) and run the health rules on its "
+        "history. Exit status: 0 OK, 1 WARN, 2 ERR; errors also exit 2.",
+    )
+    p.add_argument("checkpoint", help="checkpoint directory (the query's checkpointLocation)")
+    add_db_arg(p)
+    p.add_argument(
+        "--config",
+        default=None,
+        metavar="FILE",
+        help="TOML file with rule thresholds (docs/health.md); default: the documented defaults",
+    )
+    p.add_argument(
+        "--collect",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="collect the checkpoint into the database first (default); --no-collect judges "
+        "the history as it is",
+    )
+    p.add_argument(
+        "--now",
+        default=None,
+        metavar="TIME",
+        help="judge as of this ISO-8601 time (UTC unless it says otherwise); default: now",
+    )
+    p.add_argument("--json", action="store_true", help="print the findings as JSON")
+    p.add_argument(
+        "-v", "--verbose", action="store_true", help="also print each rule's title and the hints"
+    )
+
+
+def _now(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise AppError(f"--now {text!r}: not an ISO-8601 time like 2024-01-31T12:00:00") from exc
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _collect(checkpoint: str, db_path: str) -> str:
+    """Scan ``checkpoint`` into the database (incremental, a progress bar only on a terminal)."""
+    from app.collect_cmd import ProgressBar
+    from collectors.checkpoint import Checkpoint
+    from collectors.db import Database
+    from collectors.scan import Scanner
+
+    root = Checkpoint.open(checkpoint).root  # not a checkpoint: one line, exit 2
+    real = os.path.realpath(root)
+    if os.path.commonpath([real, os.path.realpath(db_path)]) == real:
+        # Collecting creates and writes the database: never inside the checkpoint.
+        raise AppError(f"{db_path}: --db is inside the checkpoint {root}; choose another path")
+    Scanner(Database(db_path)).scan(root, ProgressBar(root))
+    return root
+
+
+def table(findings: list[Finding], verbose: bool = False) -> str:
+    """Fixed-width rows: status, rule, where, finding; the hint under each WARN/ERR row."""
+    head = ("STATUS", "RULE", "WHERE", "FINDING")
+    rows = [(f.status, f.rule, f.where or "-", f.finding) for f in findings]
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(3)]
+    lines = []
+    for i, row in enumerate([head, *rows]):
+        lines.append(
+            "  ".join(c.ljust(w) for c, w in zip(row[:3], widths, strict=True)) + "  " + row[3]
+        )
+        if i == 0:
+            continue
+        f = findings[i - 1]
+        indent = " " * (widths[0] + 2)
+        if verbose:
+            lines.append(f"{indent}({f.title})")
+        if f.hint and (verbose or f.status != "OK"):
+            lines.append(f"{indent}hint: {f.hint}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``stateglass check``: exit 0, 1 or 2 for a worst status of OK, WARN or ERR."""
+    from collectors.health import evaluate, load_config, worst
+
+    config = load_config(args.config)  # a bad file fails before anything is collected
+    now = _now(args.now)
+    db_path = os.path.abspath(os.path.expanduser(args.db))
+    collect = _collect if args.collect else (lambda path, _db: os.path.abspath(path))
+    root = collect(args.checkpoint, db_path)
+    findings = evaluate(db_path, root, now=now, config=config)
+    verdict = worst(findings)
+    if args.json:
+        doc = {
+            "checkpoint": root,
+            "status": verdict,
+            "findings": [
+                {
+                    "rule": f.rule,
+                    "title": f.title,
+                    "status": f.status,
+                    "finding": f.finding,
+                    "hint": f.hint,
+                    "operator_id": f.operator_id,
+                    "store_name": f.store_name,
+                    "partition_id": f.partition_id,
+                }
+                for f in findings
+            ],
+        }
+        print(json.dumps(doc, indent=2))
+    else:
+        print(f"{root}  (history: {db_path})")
+        print(table(findings, verbose=args.verbose))
+        print(f"worst: {verdict} (exit {EXIT_STATUS[verdict]})")
+    sys.stdout.flush()
+    return EXIT_STATUS[verdict]

@@ -1,0 +1,134 @@
+"""``stateglass export``: one table or view of the history database to Parquet or CSV.
+
+Examples::
+
+    stateglass export --table state_versions -o versions.parquet
+    stateglass export --db ./sg.duckdb --table batch_durations -o durations.csv \\
+        --checkpoint /data/checkpoints/orders
+
+The file is written by DuckDB's ``COPY`` from a read-only connection, so an export runs beside
+a collector. Every column is described in ``docs/architecture.md``. StateGlass never writes
+inside a checkpoint directory, so an output path inside one is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from app.args import add_db_arg
+from app.errors import AppError, OutputError
+
+FORMATS = {".parquet": "PARQUET", ".csv": "CSV"}
+
+
+def exportable() -> list[str]:
+    """Tables and views of the database a user may export (not the internal schema_info)."""
+    from collectors.db import TABLES, VIEWS
+
+    return sorted(n for n in (*TABLES, *VIEWS) if n != "schema_info")
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``export`` on the CLI's subparsers."""
+    p = subparsers.add_parser(
+        "export", help="write one table or view of the history database to Parquet or CSV"
+    )
+    add_db_arg(p)
+    p.add_argument(
+        "--table", required=True, metavar="NAME", help="table or view, e.g. state_versions"
+    )
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="FILE.parquet or FILE.csv")
+    p.add_argument(
+        "--checkpoint",
+        default=None,
+        metavar="CP",
+        help="only the rows of this checkpoint (as it was collected)",
+    )
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _inside_checkpoint(path: str, known: list[str]) -> str | None:
+    """The checkpoint directory ``path`` would land in, if any (known, or by its layout)."""
+    real = os.path.realpath(path)
+    for root in known:
+        base = os.path.realpath(root)
+        if real == base or real.startswith(base.rstrip(os.sep) + os.sep):
+            return root
+    parent = os.path.dirname(real)
+    while True:
+        try:
+            names = set(os.listdir(parent))
+        except OSError:
+            names = set()  # an ancestor we may not list (mode 711) holds no checkpoint we know
+        if {"offsets", "commits"} & names or {"metadata", "state"} <= names:
+            return parent
+        up = os.path.dirname(parent)
+        if up == parent:
+            return None
+        parent = up
+
+
+def run(args: argparse.Namespace) -> int:
+    """``stateglass export``: COPY one table or view (optionally one checkpoint's rows)."""
+    import duckdb
+
+    from collectors.db import reader
+
+    names = exportable()
+    if args.table not in names:
+        raise AppError(f"unknown table {args.table!r}; choose one of: {', '.join(names)}")
+    out = os.path.abspath(os.path.expanduser(args.output))
+    suffix = os.path.splitext(out)[1].lower()
+    if suffix not in FORMATS:
+        raise AppError(f"{out}: the output must end in .parquet or .csv")
+    db_path = os.path.abspath(os.path.expanduser(args.db))
+    if not os.path.isfile(db_path):
+        raise AppError(f"{db_path}: no such database; run `stateglass collect` first")
+    if not os.path.isdir(os.path.dirname(out)):
+        raise OutputError(f"{out}: cannot write output (no such directory)")
+    with reader(db_path) as conn:
+        try:
+            known = [r[0] for r in conn.execute("SELECT checkpoint FROM checkpoints").fetchall()]
+            present = {
+                r[0]
+                for r in conn.execute(
+                    "SELECT table_name FROM duckdb_tables() UNION ALL "
+                    "SELECT view_name FROM duckdb_views()"
+                ).fetchall()
+            }
+        except duckdb.CatalogException as exc:
+            raise AppError(f"{db_path}: not a StateGlass history database") from exc
+        if args.table not in present:
+            # A database from an older StateGlass: the writer adds new tables when it opens it.
+            raise AppError(
+                f"{db_path}: has no {args.table!r} yet; run `stateglass collect` once to upgrade it"
+            )
+        inside = _inside_checkpoint(out, known)
+        if inside is not None:
+            raise OutputError(
+                f"{out}: inside the checkpoint {inside}; StateGlass never writes into a "
+                "checkpoint directory, choose another path"
+            )
+        query = f"SELECT * FROM {args.table}"
+        if args.checkpoint is not None:
+            root = os.path.abspath(args.checkpoint)
+            if root not in known:
+                raise AppError(f"{root}: not in the database {db_path}; collect it first")
+            query += f" WHERE checkpoint = {_sql_string(root)} ORDER BY ALL"
+        else:
+            query += " ORDER BY ALL"
+        options = "FORMAT PARQUET" if FORMATS[suffix] == "PARQUET" else "FORMAT CSV, HEADER"
+        try:
+            conn.execute(f"COPY ({query}) TO {_sql_string(out)} ({options})")
+            count = conn.execute(f"SELECT count(*) FROM ({query})").fetchall()[0][0]
+        except duckdb.Error as exc:
+            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise OutputError(f"{out}: cannot write {suffix[1:]} ({why})") from exc
+    print(f"wrote {count} rows of {args.table} to {out}", file=sys.stderr)
+    return 0

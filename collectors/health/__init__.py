@@ -1,0 +1,110 @@
+"""Health rules over the history database: each gives OK, WARN or ERR with a one-line finding
+that quotes the numbers, and a hint that says what to do (``docs/health.md``).
+
+One module per rule, each a class with ``id``, ``title`` and ``check(ctx)``; :data:`RULES`
+maps the stable id to it, in the order they are shown. Rules only read the database, through
+one read-only connection, so they run beside a collector.
+
+Example::
+
+    findings = evaluate("~/.stateglass/stateglass.duckdb", "/data/checkpoints/orders")
+    for f in findings:
+        print(f.status, f.rule, f.finding)
+    sys.exit({"OK": 0, "WARN": 1, "ERR": 2}[worst(findings)])
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+
+import duckdb
+
+from collectors.db import SCHEMA_VERSION, reader
+from collectors.errors import CheckpointError, NotFound
+from collectors.health.base import ERR, OK, WARN, Context, Finding, Rule, worst
+from collectors.health.config import HealthConfig, load_config
+from collectors.health.holes import Holes
+from collectors.health.orphans import Orphans
+from collectors.health.partition_skew import PartitionSkew
+from collectors.health.retention import Retention
+from collectors.health.schema_drift import SchemaDrift
+from collectors.health.snapshot_lag import SnapshotLag
+from collectors.health.stalled_query import StalledQuery
+from collectors.health.stuck_batch import StuckBatch
+from collectors.health.unbounded_state import UnboundedState
+
+__all__ = [
+    "ERR",
+    "OK",
+    "RULES",
+    "WARN",
+    "Finding",
+    "HealthConfig",
+    "Rule",
+    "evaluate",
+    "load_config",
+    "worst",
+]
+
+RULES: dict[str, Rule] = {
+    rule.id: rule
+    for rule in (
+        StalledQuery(),
+        StuckBatch(),
+        UnboundedState(),
+        PartitionSkew(),
+        SnapshotLag(),
+        Retention(),
+        Holes(),
+        Orphans(),
+        SchemaDrift(),
+    )
+}
+
+
+def evaluate(
+    db_path: str,
+    checkpoint: str,
+    now: datetime | None = None,
+    config: HealthConfig | None = None,
+) -> list[Finding]:
+    """Run every enabled rule on ``checkpoint`` as collected in ``db_path``.
+
+    ``now`` (default: the current time) is what "how long ago" is measured against; a naive
+    datetime is taken as UTC. Raises :class:`NotFound` when the checkpoint was never collected.
+    """
+    config = config or HealthConfig()
+    root = os.path.abspath(checkpoint)
+    db_file = os.path.abspath(os.path.expanduser(db_path))
+    if not os.path.isfile(db_file):
+        raise NotFound(db_file, "no such database; run `stateglass collect` first")
+    if now is None:
+        now = datetime.now(tz=UTC)
+    if now.tzinfo is not None:
+        now = now.astimezone(UTC).replace(tzinfo=None)
+    with reader(db_file) as conn:
+        try:
+            found = conn.execute("SELECT max(version) FROM schema_info").fetchall()[0][0]
+        except duckdb.CatalogException as exc:
+            raise CheckpointError(db_file, "not a StateGlass history database") from exc
+        if found is None or found < SCHEMA_VERSION:
+            # Read-only here: the writer upgrades a database when it next opens it.
+            raise CheckpointError(
+                db_file,
+                f"written by an older StateGlass (schema {found}, need {SCHEMA_VERSION}); "
+                "run `stateglass collect` once to upgrade it",
+            )
+        known = conn.execute(
+            "SELECT count(*) FROM checkpoints WHERE checkpoint = ?", [root]
+        ).fetchall()
+        if known[0][0] == 0:
+            raise NotFound(
+                root, f"not collected into {db_file}; run `stateglass collect {root}` first"
+            )
+        ctx = Context(conn, root, now, config)
+        findings: list[Finding] = []
+        for rule_id, rule in RULES.items():
+            if config.enabled(rule_id):
+                findings.extend(rule.check(ctx))
+    return findings

@@ -1,0 +1,59 @@
+"""Retention: how many committed batches can still be read back, against minBatchesToRetain."""
+
+from __future__ import annotations
+
+from collectors.health.base import OK, WARN, Context, Finding
+from collectors.health.versions import live_chain_files, rebuildable
+from collectors.text import ranges
+
+MIN_BATCHES_CONF = "spark.sql.streaming.minBatchesToRetain"
+
+
+class Retention:
+    id = "retention"
+    title = "Retention"
+    hint = (
+        "Spark keeps the files of the last spark.sql.streaming.minBatchesToRetain batches; "
+        "fewer readable batches limit restarting from an older batch and reading old state "
+        "(stateglass, Spark's state reader). Raise minBatchesToRetain, or, if the cluster runs "
+        "a lower value on purpose, set [spark] min_batches_to_retain. If files were deleted by "
+        "hand, see the holes rule."
+    )
+
+    def check(self, ctx: Context) -> list[Finding]:
+        retain, source = ctx.spark_conf(MIN_BATCHES_CONF, "min_batches_to_retain")
+        last = ctx.rows("SELECT max(batch_id) FROM batches WHERE checkpoint = ? AND committed")[0][
+            0
+        ]
+        if not ctx.stores:
+            return [ctx.finding(self, OK, "no state stores")]
+        if last is None:
+            return [ctx.finding(self, OK, "no batch committed yet")]
+        chains = live_chain_files(ctx)
+        # Batch B reads state version B + 1, in every partition of every store.
+        readable: set[int] | None = None
+        for store in ctx.stores:
+            parts = range(store.num_partitions or 0)
+            for part in parts:
+                files = chains.get((store.operator_id, store.store_name, part))
+                versions = rebuildable(files.change, files.full) if files else set()
+                batches = {v - 1 for v in versions if 1 <= v <= last + 1}
+                readable = batches if readable is None else readable & batches
+        # Restarting from (or reading) batch B also needs its offsets/B and commits/B.
+        logs: dict[str, set[int]] = {"offsets": set(), "commits": set()}
+        for (path,) in ctx.rows("SELECT path FROM log_files WHERE checkpoint = ?"):
+            folder, _, name = path.rpartition("/")
+            kind = folder.rpartition("/")[2]
+            if kind in logs and name.isdigit():
+                logs[kind].add(int(name))
+        readable = (readable or set()) & logs["offsets"] & logs["commits"]
+        expected = min(retain, last + 1)
+        recent = {b for b in readable if b > last - expected}
+        text = (
+            f"{len(recent)} of the newest {expected} committed batches can be read back "
+            f"(minBatchesToRetain {retain}, {source}); readable: batches {ranges(readable)} "
+            "(state files and offsets/commits logs all there)"
+        )
+        if len(recent) < expected:
+            return [ctx.finding(self, WARN, text, self.hint)]
+        return [ctx.finding(self, OK, text)]

@@ -1,0 +1,55 @@
+"""Stalled query: no commit for much longer than the query's usual trigger interval."""
+
+from __future__ import annotations
+
+from collectors.health.base import ERR, OK, WARN, Context, Finding, fmt_seconds, median
+
+
+class StalledQuery:
+    id = "stalled_query"
+    title = "Stalled query"
+    hint = (
+        "If the query should be running, look at the driver: a hung job, lost executors, or a "
+        "source that stopped delivering. A query stopped on purpose, or an idle source (Spark "
+        "writes no batch without new data), looks the same: then set [stalled_query] "
+        "enabled = false for it."
+    )
+
+    def check(self, ctx: Context) -> list[Finding]:
+        cfg = ctx.config.stalled_query
+        rows = ctx.rows(
+            "SELECT batch_id, committed_at FROM batches WHERE checkpoint = ? AND committed "
+            "AND committed_at IS NOT NULL ORDER BY batch_id DESC LIMIT 1"
+        )
+        if not rows:
+            return [ctx.finding(self, OK, "no batch committed yet: nothing to compare with")]
+        batch, last = rows[0]
+        intervals = [
+            r[0] / 1000
+            for r in ctx.rows(
+                "SELECT interval_ms FROM trigger_intervals WHERE checkpoint = ? "
+                "AND interval_ms > 0 ORDER BY batch_id DESC LIMIT ?",
+                [cfg.window],
+            )
+        ]
+        idle = (ctx.now - last).total_seconds()
+        typical = median(intervals)
+        since = (
+            f"no commit for {fmt_seconds(idle)} since batch {batch} ({last:%Y-%m-%d %H:%M:%S} UTC)"
+        )
+        if typical is None:
+            return [
+                ctx.finding(self, OK, f"{since}; fewer than 2 batches, no trigger interval yet")
+            ]
+        warn_at = max(cfg.warn_factor * typical, cfg.min_seconds)
+        err_at = max(cfg.err_factor * typical, cfg.min_seconds) if cfg.err_factor > 0 else None
+        text = (
+            f"{since}; median trigger interval {fmt_seconds(typical)} over {len(intervals)} "
+            f"batches, WARN above {fmt_seconds(warn_at)}"
+            + (f", ERR above {fmt_seconds(err_at)}" if err_at is not None else "")
+        )
+        if err_at is not None and idle > err_at:
+            return [ctx.finding(self, ERR, text, self.hint)]
+        if idle > warn_at:
+            return [ctx.finding(self, WARN, text, self.hint)]
+        return [ctx.finding(self, OK, text)]

@@ -1,0 +1,179 @@
+"""Real checkpoints written by PySpark, each built to trip one or more health rules, made once
+per test session with the shared ``spark`` fixture, plus helpers to collect and judge them.
+
+Every query reads small JSON files with ``maxFilesPerTrigger=1`` and ``availableNow``, so batch
+N is file N (deterministic, no rate source timing).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from collectors.db import Database, read_query
+from collectors.health import Finding, HealthConfig, evaluate
+from collectors.scan import scan_checkpoint
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "sample_checkpoints"
+HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+BATCH_CONF = {
+    "spark.sql.streaming.noDataMicroBatches.enabled": "false",
+    "spark.sql.streaming.stateStore.providerClass": HDFS,
+}
+
+
+@dataclass(frozen=True)
+class Built:
+    """The checkpoints of the session, by role."""
+
+    unbounded: Path  # groupBy(k).count(), no watermark, new keys every batch, HDFS
+    skew: Path  # one hot key whose collect_list holds most rows (4 partitions)
+    # minBatchesToRetain=2, frequent maintenance; same types as ``unbounded``, other names
+    retention: Path
+
+
+@contextmanager
+def _conf(spark: Any, conf: dict[str, str]) -> Iterator[None]:
+    """Set session confs for one query start, then restore them (the session is shared)."""
+    old = {k: spark.conf.get(k, None) for k in conf}
+    for k, v in conf.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+
+
+def _write_batches(src: Path, batches: list[list[dict[str, Any]]]) -> None:
+    src.mkdir(parents=True)
+    for n, rows in enumerate(batches):
+        with open(src / f"{n:03d}.json", "w") as fh:
+            fh.writelines(json.dumps(r) + "\n" for r in rows)
+
+
+def _run(spark: Any, src: Path, schema: str, build: Any, cp: Path, conf: dict[str, str]) -> None:
+    with _conf(spark, {**BATCH_CONF, **conf}):
+        stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(str(src))
+        query = (
+            build(stream)
+            .writeStream.format("noop")
+            .outputMode("update")
+            .option("checkpointLocation", str(cp))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+
+
+@pytest.fixture(scope="session")
+def built(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Built:
+    from pyspark.sql import functions as F
+
+    base = tmp_path_factory.mktemp("health")
+    # 6 batches of 200 new keys: 1,200 keys, never one removed.
+    keys = [[{"k": b * 200 + i, "v": i} for i in range(200)] for b in range(6)]
+    _write_batches(base / "src-keys", keys)
+    _write_batches(base / "src-keys-5", keys[:5])
+    _run(
+        spark,
+        base / "src-keys",
+        "k BIGINT, v BIGINT",
+        lambda df: df.groupBy("k").count(),
+        base / "unbounded",
+        {
+            "spark.sql.shuffle.partitions": "2",
+            # Snapshots held back: none is written in 6 versions.
+            "spark.sql.streaming.stateStore.minDeltasForSnapshot": "100",
+        },
+    )
+    _run(
+        spark,
+        base / "src-keys-5",
+        "k BIGINT, v BIGINT",
+        lambda df: df.groupBy("k").agg(F.sum("v")),
+        base / "retention",
+        {
+            "spark.sql.shuffle.partitions": "2",
+            "spark.sql.streaming.minBatchesToRetain": "2",
+            "spark.sql.streaming.stateStore.minDeltasForSnapshot": "1",
+            "spark.sql.streaming.stateStore.maintenanceInterval": "100ms",
+        },
+    )
+    # A hot key: 2,500 rows a batch append 128-byte payloads to one list; 20 cold keys a batch.
+    skew = []
+    for b in range(4):
+        rows = [
+            {"k": "hot", "p": hashlib.sha512(f"{b}-{i}".encode()).hexdigest()} for i in range(2500)
+        ]
+        rows += [{"k": f"user-{b}-{i}", "p": "x"} for i in range(20)]
+        skew.append(rows)
+    _write_batches(base / "src-skew", skew)
+    _run(
+        spark,
+        base / "src-skew",
+        "k STRING, p STRING",
+        lambda df: df.groupBy("k").agg(F.collect_list("p").alias("ps")),
+        base / "skew",
+        {"spark.sql.shuffle.partitions": "4"},
+    )
+    return Built(base / "unbounded", base / "skew", base / "retention")
+
+
+def copy_checkpoint(src: Path, dst: Path) -> Path:
+    """A private copy (mtimes kept) for tests that damage a checkpoint."""
+    shutil.copytree(src, dst, symlinks=True)
+    return dst
+
+
+def collect(db_path: Path | str, checkpoint: Path | str) -> str:
+    """Scan ``checkpoint`` into ``db_path``; the absolute path it is recorded under."""
+    summary = scan_checkpoint(Database(str(db_path)), str(checkpoint))
+    return summary.checkpoint
+
+
+def last_commit(db_path: Path | str, root: str) -> datetime:
+    rows = read_query(
+        str(db_path), "SELECT max(committed_at) FROM batches WHERE checkpoint = ?", [root]
+    )
+    assert rows[0][0] is not None
+    value: datetime = rows[0][0]
+    return value
+
+
+def judge(
+    db_path: Path | str,
+    root: str,
+    after: timedelta = timedelta(seconds=5),
+    config: HealthConfig | None = None,
+) -> dict[str, list[Finding]]:
+    """Findings by rule, judged ``after`` the last commit."""
+    now = last_commit(db_path, root) + after
+    out: dict[str, list[Finding]] = {}
+    for f in evaluate(str(db_path), root, now=now, config=config):
+        out.setdefault(f.rule, []).append(f)
+    return out
+
+
+def statuses(findings: dict[str, list[Finding]], rule: str) -> set[str]:
+    return {f.status for f in findings[rule]}
+
+
+def age(path: Path, seconds: float) -> None:
+    """Make ``path`` look ``seconds`` old (relative to its own mtime now)."""
+    st = os.stat(path)
+    os.utime(path, (st.st_atime - seconds, st.st_mtime - seconds))
