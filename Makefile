@@ -4,12 +4,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8501
+# `make run` keeps the sample checkpoints' history apart from ~/.stateglass (gitignored).
+SAMPLES_DB ?= .stateglass/samples.duckdb
 
 .PHONY: install test lint typecheck pytest run samples bench clean
 
 install: $(STAMP)
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt pyproject.toml setup.py parsers/_speedups.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements.txt
@@ -29,7 +31,7 @@ pytest: install
 test: lint typecheck pytest
 
 run: install
-	$(BIN)/stateglass dashboard sample_checkpoints --port $(PORT)
+	$(BIN)/stateglass dashboard sample_checkpoints --db $(SAMPLES_DB) --port $(PORT)
 
 samples: install
 	$(BIN)/python sample_checkpoints/generate.py

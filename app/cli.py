@@ -8,8 +8,11 @@ Examples::
     stateglass state /data/checkpoints/sessions --state-var counts     # transformWithState
     stateglass state /data/checkpoints/sessions --read-timers
     stateglass dashboard sample_checkpoints
+    stateglass report /data/checkpoints/orders -o orders.html   # or .md, .pdf
+    stateglass check /data/checkpoints/orders      # health rules; exit 0/1/2 = OK/WARN/ERR
+    stateglass export --table state_versions -o versions.parquet
 
-Errors print one line on stderr and exit with status 2.
+Errors print one line on stderr and exit with status 2 (``check`` also exits 2 for ERR).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Callable, Sequence
 
 from app.errors import AppError
 from collectors.errors import CheckpointError
+from collectors.locations import DEFAULT_DB
 
 EXIT_OK = 0
 EXIT_ERROR = 2
@@ -117,15 +121,54 @@ def build_parser() -> argparse.ArgumentParser:
         help="default: last committed",
     )
 
-    p_dash = sub.add_parser("dashboard", help="start the web dashboard")
-    p_dash.add_argument("path", nargs="?", default="sample_checkpoints", help="checkpoints to show")
-    p_dash.add_argument("--port", type=int, default=8501)
+    p_dash = sub.add_parser(
+        "dashboard", help="collect and watch checkpoints, and serve the web dashboard on them"
+    )
+    p_dash.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="checkpoints, or folders of checkpoints, to collect and watch (none: just serve "
+        "the database)",
+    )
+    p_dash.add_argument(
+        "--db",
+        default=DEFAULT_DB,
+        metavar="DB",
+        help=f"DuckDB history database (default: {DEFAULT_DB})",
+    )
+    p_dash.add_argument("--port", type=int, default=8501, help="HTTP port (default 8501)")
     p_dash.add_argument("--headless", action="store_true", help="do not open a browser")
 
     from app import collect_cmd
 
     collect_cmd.add_parser(sub)
+    from app import report_cmd
+
+    report_cmd.add_parser(sub)
+    from app import check_cmd, export_cmd
+
+    check_cmd.add_parser(sub)
+    export_cmd.add_parser(sub)
     return parser
+
+
+def _report(args: argparse.Namespace) -> int:
+    from app import report_cmd
+
+    return report_cmd.run(args)
+
+
+def _check(args: argparse.Namespace) -> int:
+    from app import check_cmd
+
+    return check_cmd.run(args)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from app import export_cmd
+
+    return export_cmd.run(args)
 
 
 def _commands() -> dict[str, Callable[[argparse.Namespace], int]]:
@@ -138,6 +181,9 @@ def _commands() -> dict[str, Callable[[argparse.Namespace], int]]:
         "dashboard": commands.dashboard,
         "collect": collect_cmd.run,
         "watch": collect_cmd.watch,
+        "report": _report,
+        "check": _check,
+        "export": _export,
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 from typing import Any
@@ -18,23 +19,8 @@ from collectors.state import (
     StateSource,
     iter_raw_changes,
 )
+from collectors.text import ranges
 from parsers.state_rows import LIST_STATE, MAP_STATE, TIMER_STATE
-
-
-def _ranges(values: list[int]) -> str:
-    """``[1,2,3,5]`` -> ``1..3, 5``."""
-    if not values:
-        return "none"
-    out: list[str] = []
-    start = prev = values[0]
-    for v in values[1:]:
-        if v == prev + 1:
-            prev = v
-            continue
-        out.append(f"{start}..{prev}" if prev != start else str(start))
-        start = prev = v
-    out.append(f"{start}..{prev}" if prev != start else str(start))
-    return ", ".join(out)
 
 
 def store_summary(cp: Checkpoint, store: StoreInfo) -> dict[str, Any]:
@@ -115,10 +101,10 @@ def info(args: argparse.Namespace) -> int:
     pending = sorted(set(cp.offset_batch_ids) - set(cp.commit_batch_ids))
     print(f"checkpoint   {cp.root}")
     print(f"query id     {cp.query_id or '(no metadata file)'}")
-    offsets, commits = _ranges(cp.offset_batch_ids), _ranges(cp.commit_batch_ids)
+    offsets, commits = ranges(cp.offset_batch_ids), ranges(cp.commit_batch_ids)
     print(f"batches      offsets {offsets}; committed {commits}")
     if pending:
-        print(f"pending      {_ranges(pending)} (offsets written, not committed)")
+        print(f"pending      {ranges(pending)} (offsets written, not committed)")
     print(f"codec        {summary['codec']}; shuffle partitions {summary['shuffle_partitions']}")
     if not summary["stores"]:
         print("state        none (stateless query)")
@@ -126,7 +112,7 @@ def info(args: argparse.Namespace) -> int:
         print()
         print(f"operator {s['operator_id']} ({s['operator_name']})  store {s['store_name']}")
         print(f"  provider   {s['provider']}, {s['num_partitions']} partitions")
-        print(f"  versions   {_ranges(s['versions'])}  (batch ids {_ranges(s['batch_ids'])})")
+        print(f"  versions   {ranges(s['versions'])}  (batch ids {ranges(s['batch_ids'])})")
         if s["state_variables"]:
             print(f"  time mode  {s['time_mode'] or 'none'}")
             for var in s["state_variables"]:
@@ -202,13 +188,42 @@ def changes(args: argparse.Namespace) -> int:
     return 0
 
 
+def _collect_for_dashboard(paths: list[str], db_path: str) -> list[str]:
+    """Collect every checkpoint at ``paths`` into ``db_path``, one progress line each."""
+    from app.collect_cmd import ProgressBar
+    from app.watchers import checkpoints_at, refuse_db_inside
+    from collectors.db import Database
+    from collectors.scan import Scanner
+
+    # Resolve every path first: a typo fails before anything is written.
+    roots = sorted({root for path in paths for root in checkpoints_at(path)})
+    refuse_db_inside(db_path, roots)
+    scanner = Scanner(Database(db_path))
+    for n, root in enumerate(roots, 1):
+        label = f"[{n}/{len(roots)}] {root}"
+        print(f"collecting {label}", file=sys.stderr, flush=True)
+        summary = scanner.scan(root, ProgressBar(label))
+        print(
+            f"  {summary.versions} state versions, {summary.batches} batches, "
+            f"{summary.problems} problems",
+            file=sys.stderr,
+            flush=True,
+        )
+    return roots
+
+
 def dashboard(args: argparse.Namespace) -> int:
-    if not os.path.isdir(args.path):
-        raise AppError(f"{args.path}: no such directory")
+    """Collect the paths into the database, watch them, and serve the dashboard on it.
+
+    Example: ``stateglass dashboard /data/checkpoints --db ./sg.duckdb --port 8502``.
+    """
+    from app.watchers import WATCHED_ENV, WatcherRegistry
+
+    db_path = os.path.abspath(os.path.expanduser(args.db))
+    roots = _collect_for_dashboard(args.paths, db_path) if args.paths else []
     script = os.path.join(os.path.dirname(__file__), "dashboard", "main.py")
     # Open a browser only where there is a screen to show it on.
     headless = args.headless or not (os.environ.get("DISPLAY") or sys.platform == "darwin")
-    print(f"StateGlass dashboard on http://localhost:{args.port} (Ctrl+C to stop)", flush=True)
     cmd = [
         sys.executable,
         "-m",
@@ -221,9 +236,34 @@ def dashboard(args: argparse.Namespace) -> int:
         "true" if headless else "false",
         "--server.showEmailPrompt",
         "false",
+        "--server.runOnSave",
+        "false",
         "--browser.gatherUsageStats",
         "false",
+        # No "Deploy" button: this is a local tool.
+        "--client.toolbarMode",
+        "minimal",
         "--",
-        os.path.abspath(args.path),
+        "--db",
+        db_path,
     ]
-    return subprocess.call(cmd)
+    # Our watcher writes the database while the server only reads it; it stops with us.
+    watchers = WatcherRegistry(db_path)
+    watchers.start(roots)
+    env = dict(os.environ, **{WATCHED_ENV: os.pathsep.join(roots)})
+    print(
+        f"StateGlass dashboard on http://localhost:{args.port} over {db_path}; "
+        f"watching {len(roots)} checkpoint(s) (Ctrl+C to stop)",
+        file=sys.stderr,
+        flush=True,
+    )
+    server = subprocess.Popen(cmd, env=env)
+    # SIGTERM would end us without the cleanup below, leaving the server running.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    try:
+        return server.wait()
+    finally:
+        if server.poll() is None:
+            server.terminate()
+            server.wait(10)
+        watchers.stop_all()

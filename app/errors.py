@@ -3,7 +3,8 @@
 Hierarchy::
 
     AppError                 a user-facing problem with the command line or an output file
-    └── OutputError          the output file cannot be written
+    ├── OutputError          the output file cannot be written
+    └── ReportError          a report cannot be made (unknown suffix, no Chromium for PDF)
 
 Collector errors (``collectors.errors.CheckpointError``) pass through unchanged: they already
 name the file. The CLI turns both into one line on stderr and exit status 2.
@@ -18,3 +19,7 @@ class AppError(Exception):
 
 class OutputError(AppError):
     """The output file cannot be written."""
+
+
+class ReportError(AppError):
+    """A report cannot be produced: an unknown output suffix, or no Chromium to print a PDF."""

@@ -1,20 +1,29 @@
-"""What every page shares: the history database and the selected checkpoint/operator/store.
+"""What every page shares: the history database, the selection, cached loads and live refresh.
 
 The selection lives in ``st.session_state`` so that it carries from one page to the next.
+Loads are cached per database version (its file's mtime), so a page re-reads only after a
+collector commits, and the sidebar's live fragment re-runs the page when that happens.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+import pandas as pd
 import streamlit as st
 
+from app import queries
 from collectors.db import read_query
 from collectors.locations import DEFAULT_DB
 
 DB_ENV = "STATEGLASS_DB"
+# How often the sidebar checks the database for new data (seconds).
+REFRESH_S = 2.0
 
 
 def db_path() -> str:
@@ -36,6 +45,42 @@ class StoreSelection:
     store_name: str
 
 
+@st.cache_data(ttl=600, max_entries=256, show_spinner=False)
+def _cached(name: str, version: float, _fn: Callable[..., Any], *args: Any) -> Any:
+    # ``version`` is only part of the key: a commit changes it, so stale results are not hit.
+    return _fn(*args)
+
+
+def load(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(db_path(), *args)``, cached until the database changes.
+
+    Example: ``load(queries.batches, checkpoint)``.
+    """
+    db = db_path()
+    return _cached(f"{fn.__module__}.{fn.__qualname__}", queries.data_version(db), fn, db, *args)
+
+
+# Figures are kept as objects (cache_resource): unpickling one rebuilds it, which costs about
+# as much as building it. Streamlit only reads them (to_dict), so sharing them is safe.
+@st.cache_resource(ttl=600, max_entries=64, show_spinner=False)
+def _cached_figure(key: str, version: float, _build: Callable[[], Any]) -> Any:
+    return _build()
+
+
+def figure(builder: Callable[..., Any], fn: Callable[..., Any], *args: Any, **options: Any) -> Any:
+    """``builder(load(fn, *args), **options)``, kept until the database changes.
+
+    Example: ``figure(figures.partition_heatmap, queries.partition_cells, cp, 0, "default",
+    metric="bytes")``.
+    """
+    db = db_path()
+    names = [builder.__module__, builder.__qualname__, fn.__module__, fn.__qualname__]
+    key = "|".join([*names, db, repr(args), repr(sorted(options.items()))])
+    return _cached_figure(
+        key, queries.data_version(db), lambda: builder(load(fn, *args), **options)
+    )
+
+
 def checkpoints() -> list[str]:
     if not os.path.exists(db_path()):
         return []
@@ -46,12 +91,17 @@ def pick_checkpoint(where: str = "sidebar") -> str | None:
     """A checkpoint picker (sidebar by default); ``None`` when nothing has been collected."""
     options = checkpoints()
     if not options:
-        st.info(f"No checkpoints in {db_path()} yet. Collect one with `stateglass collect PATH`.")
+        st.info(
+            f"No checkpoints in {db_path()} yet. Add one on the Overview page, or run "
+            "`stateglass collect PATH`."
+        )
         return None
     box = st.sidebar if where == "sidebar" else st
     current = st.session_state.get("sg_checkpoint")
     index = options.index(current) if current in options else 0
-    choice = box.selectbox("Checkpoint", options, index=index, key="sg_checkpoint_widget")
+    choice = box.selectbox(
+        "Checkpoint", options, index=index, key="sg_checkpoint_widget", format_func=short_path
+    )
     st.session_state["sg_checkpoint"] = choice
     return str(choice)
 
@@ -78,3 +128,67 @@ def pick_store(where: str = "sidebar") -> StoreSelection | None:
     st.session_state["sg_store"] = label
     op, name, store = rows[labels.index(label)]
     return StoreSelection(checkpoint, int(op), str(name), str(store))
+
+
+def short_path(path: str, parts: int = 3) -> str:
+    """The last ``parts`` components of a path: enough to tell checkpoints apart."""
+    pieces = path.rstrip(os.sep).split(os.sep)
+    return os.sep.join(pieces[-parts:]) if len(pieces) > parts else path
+
+
+def human_bytes(value: Any) -> str:
+    """1536 -> "1.5 KiB"; "–" for null."""
+    if value is None or pd.isna(value):
+        return "–"
+    size = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"
+
+
+def ago(then: Any, now: pd.Timestamp | None = None) -> str:
+    """``then`` (naive UTC) as "12 s ago", "3 min ago", "5 h ago", "2 d ago"; "never" if null."""
+    if then is None or pd.isna(then):
+        return "never"
+    now = now if now is not None else pd.Timestamp.now(tz="UTC").tz_localize(None)
+    seconds = max(0.0, (now - pd.Timestamp(then)).total_seconds())
+    for size, unit in ((86_400, "d"), (3_600, "h"), (60, "min")):
+        if seconds >= size:
+            return f"{seconds / size:.0f} {unit} ago"
+    return f"{seconds:.0f} s ago"
+
+
+def live_status() -> None:
+    """Sidebar: when the data was last updated; re-runs the page when a collector commits.
+
+    A fragment polls the database file's mtime every ``REFRESH_S`` seconds: cheap, and the page
+    itself re-runs (and re-queries) only when there is something new.
+    """
+
+    @st.fragment(run_every=REFRESH_S if st.session_state.get("sg_live", True) else None)
+    def _status() -> None:
+        db = db_path()
+        version = queries.data_version(db)
+        seen = st.session_state.get("sg_data_version")
+        st.session_state["sg_data_version"] = version
+        if seen is not None and version != seen:
+            st.rerun(scope="app")
+        updated = queries.last_updated(db) if version else None
+        st.caption(
+            f"Data last updated **{ago(updated)}**"
+            + (f" ({updated:%Y-%m-%d %H:%M:%S} UTC)" if updated is not None else "")
+            + f"  \nchecked {time.strftime('%H:%M:%S')}"
+        )
+
+    with st.sidebar:
+        st.toggle(
+            "Live refresh",
+            value=True,
+            key="sg_live",
+            help=f"Check the database every {REFRESH_S:.0f} s and redraw when a collector "
+            "has written new batches.",
+        )
+        _status()
+        st.caption(f"Database: `{db_path()}`")

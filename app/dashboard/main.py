@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.dashboard.pages import browse, diff, key_history, overview, query, state
+from app.dashboard import context
+from app.dashboard.views import browse, diff, health, key_history, overview, query, state
 
 st.set_page_config(page_title="StateGlass", page_icon="🔍", layout="wide")
 
 PAGES = [
     st.Page(overview.render, title="Overview", url_path="overview", default=True),
+    st.Page(health.render, title="Health", url_path="health"),
     st.Page(query.render, title="Query", url_path="query"),
     st.Page(state.render, title="State", url_path="state"),
     st.Page(browse.render, title="Browse", url_path="browse"),
@@ -17,4 +19,6 @@ PAGES = [
     st.Page(key_history.render, title="Key history", url_path="key-history"),
 ]
 
-st.navigation(PAGES).run()
+page = st.navigation(PAGES)
+context.live_status()
+page.run()

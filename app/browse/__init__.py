@@ -1,0 +1,22 @@
+"""The state browser behind the dashboard's Browse, Diff and Key history pages.
+
+No Streamlit here: pages call these functions and show what they return.
+
+* :mod:`app.browse.views` — what can be read (a store, or one state variable) and at which
+  versions;
+* :mod:`app.browse.store` — one partition at one version held as its stored bytes, read in
+  worker processes, in a cache bounded by bytes;
+* :mod:`app.browse.cells` — decoded rows as flat columns (``key.a``, ``value.b.c``);
+* :mod:`app.browse.table` — pages with partition filter and key search;
+* :mod:`app.browse.diff` — added, removed and changed keys between two versions;
+* :mod:`app.browse.history` — one key through every retained version.
+
+Example::
+
+    from app.browse.table import PageRequest, read_page
+    from app.browse.views import StateView, versions
+
+    view = StateView("/data/checkpoints/orders")
+    page = read_page(PageRequest(view, versions(view)[-1], search="user07"))
+    print(page.total, page.table.to_pylist())
+"""

@@ -1,0 +1,255 @@
+"""One key through every retained version: its value where present, marked where absent.
+
+Example::
+
+    view = StateView("/data/cp")
+    ref = find_keys(view, version=12, search="user07")[0]
+    table = key_history(view, ref, versions(view))
+    print(table.to_pylist())   # batch_id, version, status, then the value's columns
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+import pyarrow as pa
+import pyarrow.compute as pc
+from plotly.subplots import make_subplots
+
+from app.browse.store import CACHE, PartitionCache, PartitionData, iter_partitions, read_partition
+from app.browse.store import key_json_renderer as _key_json_renderer
+from app.browse.table import decode_rows, flattener, last, matching_rows
+from app.browse.views import StateView, identity_width, open_source
+from app.errors import AppError
+
+STATUSES = ("present", "added", "changed", "unchanged", "removed", "absent")
+_PLAIN = re.compile(r"[\w .:@/+-]+", re.ASCII)
+NUMERIC = (pa.types.is_integer, pa.types.is_floating, pa.types.is_decimal)
+
+
+@dataclass(frozen=True)
+class KeyRef:
+    """A stored key: its partition, its bytes, and its JSON text (for people)."""
+
+    partition: int
+    key: bytes
+    label: str
+
+
+def _ref(view: StateView, data: PartitionData, item: int) -> KeyRef:
+    source = open_source(view)
+    render = _key_json_renderer(source.row_codec)
+    key, value = data.keys[item].as_py(), data.values[item].as_py()
+    with source.decoding(data.partition):
+        label = render(source.row_codec.rows(key, value)[0])
+    return KeyRef(data.partition, key, label)
+
+
+def find_keys(
+    view: StateView,
+    version: int,
+    search: str,
+    limit: int = 20,
+    *,
+    cache: PartitionCache = CACHE,
+    jobs: int = 1,
+) -> list[KeyRef]:
+    """Up to ``limit`` keys at ``version`` containing ``search`` (any case), in store order."""
+    keyed = view.keyed(open_source(view).row_codec)
+    source = open_source(keyed)
+    found: list[KeyRef] = []
+    for data in iter_partitions(
+        keyed, version, source.partitions, search=bool(search), cache=cache, jobs=jobs
+    ):
+        rows = matching_rows(data, search)
+        items = range(data.num_items) if rows is None else rows
+        for item in items[: limit - len(found)]:
+            found.append(_ref(keyed, data, int(item)))
+        if len(found) >= limit:
+            break
+    return found
+
+
+def _normal(text: str) -> Any:
+    """JSON text -> a value that compares equal for equal JSON (numbers exact)."""
+    return json.loads(text, parse_float=Decimal, parse_int=Decimal)
+
+
+def find_key_json(
+    view: StateView,
+    versions: Sequence[int],
+    text: str,
+    *,
+    cache: PartitionCache = CACHE,
+    jobs: int = 1,
+) -> KeyRef | None:
+    """The key whose JSON equals ``text`` (as Spark writes it), newest version first."""
+    try:
+        wanted = _normal(text)
+    except ValueError as exc:
+        raise AppError(f"not a JSON key: {exc}") from exc
+    keyed = view.keyed(open_source(view).row_codec)
+    source = open_source(keyed)
+    render = _key_json_renderer(source.row_codec)
+    # Narrow with the key's string fields when it has some: the search text holds them.
+    # (only plain ASCII ones: others may be escaped differently in the JSON text).
+    strings = [s for s in _strings(wanted) if _PLAIN.fullmatch(s)]
+    hint = max(strings, key=len) if strings else ""
+    for version in sorted(versions, reverse=True):
+        for data in iter_partitions(
+            keyed, version, source.partitions, search=bool(hint), cache=cache, jobs=jobs
+        ):
+            rows = matching_rows(data, hint)
+            items = range(data.num_items) if rows is None else rows
+            for item in items:
+                key, value = data.keys[int(item)].as_py(), data.values[int(item)].as_py()
+                with source.decoding(data.partition):
+                    label = render(source.row_codec.rows(key, value)[0])
+                if _normal(label) == wanted:
+                    return KeyRef(data.partition, key, label)
+    return None
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def iter_history(
+    view: StateView,
+    ref: KeyRef,
+    versions: Sequence[int],
+    *,
+    cache: PartitionCache = CACHE,
+) -> Iterator[tuple[float, pa.Table | None]]:
+    """(fraction done, None) per version read, then (1.0, the history table).
+
+    Versions already in the cache are looked up there; the others are read (one partition
+    each) without being cached, so a long history does not push the browsed versions out.
+    """
+    keyed = view.keyed(open_source(view).row_codec)
+    source = open_source(keyed)
+    codec = source.row_codec
+    flat = flattener(tuple(codec.columns))
+    width = 1 + sum(len(leaves) for _, leaves in flat.groups[: identity_width(codec)])
+    names = flat.names[width:]
+    columns: dict[str, list[Any]] = {n: [] for n in ["batch_id", "version", "status", *names]}
+    needle = pa.scalar(ref.key, type=pa.large_binary())
+    previous: bytes | None = None
+    ordered = sorted(versions)
+    for n, version in enumerate(ordered, start=1):
+        data = cache.get((keyed, version, ref.partition))
+        if data is None:
+            data = read_partition(source, version, ref.partition)
+        item = pc.index(data.keys, needle).as_py()
+        value = None if item < 0 else data.values[item].as_py()
+        columns["batch_id"].append(version - 1)
+        columns["version"].append(version)
+        columns["status"].append(_status(n == 1, previous, value))
+        if value is None:
+            cells: list[Any] = [None] * len(names)
+        else:
+            [(p, row)] = decode_rows(source, data, [item])
+            cells = flat.cells(p, row)[width:]
+        for name, cell in zip(names, cells, strict=True):
+            columns[name].append(cell)
+        previous = value
+        yield n / len(ordered), None
+    types = [pa.int64(), pa.int64(), pa.string(), *flat.types[width:]]
+    table = pa.table(
+        [pa.array(v, type=t) for v, t in zip(columns.values(), types, strict=True)],
+        names=list(columns),
+    )
+    yield 1.0, table
+
+
+def _status(first: bool, previous: bytes | None, value: bytes | None) -> str:
+    if value is None:
+        return "absent" if first or previous is None else "removed"
+    if first:
+        return "present"
+    if previous is None:
+        return "added"
+    return "unchanged" if previous == value else "changed"
+
+
+def key_history(view: StateView, ref: KeyRef, versions: Sequence[int], **kwargs: Any) -> pa.Table:
+    """:func:`iter_history`'s table."""
+    table = last(iter_history(view, ref, versions, **kwargs))[1]
+    assert table is not None
+    return table
+
+
+def numeric_columns(table: pa.Table) -> list[str]:
+    """Value columns of a history table that hold numbers (and some of them non-null)."""
+    skip = {"batch_id", "version", "status"}
+    return [
+        f.name
+        for f in table.schema
+        if f.name not in skip
+        and any(test(f.type) for test in NUMERIC)
+        and table.column(f.name).null_count < len(table)
+    ]
+
+
+def history_figure(
+    frame: pd.DataFrame, columns: Sequence[str], partition: int | None = None
+) -> go.Figure:
+    """Numeric value fields over versions, one small chart each (own scale, shared x axis).
+
+    Hover names the key's partition (when given), the version, the batch and the key's
+    status; absent versions leave gaps.
+    """
+    where = "" if partition is None else f"partition {partition} · "
+    fig = make_subplots(
+        rows=len(columns), cols=1, shared_xaxes=True, vertical_spacing=0.06 if columns else 0
+    )
+    for row, name in enumerate(columns, start=1):
+        fig.add_trace(
+            go.Scatter(
+                x=frame["version"],
+                y=pd.to_numeric(frame[name], errors="coerce"),
+                mode="lines+markers",
+                name=name,
+                customdata=frame[["batch_id", "status"]].to_numpy(),
+                hovertemplate=(
+                    f"{name}: %{{y}}<br>{where}version %{{x}} · batch %{{customdata[0]}}"
+                    "<br>%{customdata[1]}<extra></extra>"
+                ),
+            ),
+            row=row,
+            col=1,
+        )
+        fig.update_yaxes(title_text=name, row=row, col=1)
+    fig.update_xaxes(title_text="state version (batch id + 1)", row=len(columns), col=1)
+    fig.update_xaxes(dtick=1 if len(frame) <= 30 else None)
+    fig.update_layout(
+        showlegend=False,
+        margin={"l": 10, "r": 10, "t": 20, "b": 10},
+        height=60 + 170 * len(columns),
+    )
+    return fig
+
+
+__all__ = [
+    "KeyRef",
+    "find_key_json",
+    "find_keys",
+    "history_figure",
+    "iter_history",
+    "key_history",
+    "numeric_columns",
+]

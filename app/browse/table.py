@@ -1,0 +1,160 @@
+"""Pages of one state version: partition filter, key search, page by page.
+
+Example::
+
+    request = PageRequest(StateView("/data/cp"), version=12, search="user0", page=1)
+    for update in iter_page(request):
+        print(f"{update.partitions_done}/{update.partitions_total}", update.rows_seen)
+    print(update.total, update.table.to_pylist())
+
+Partitions are read in order, so page N is final as soon as the partitions read so far hold
+its last row: the first page of a 1M-key version comes with the first partition, and the
+total when the last one is in.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TypeVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from app.browse.cells import Flattener
+from app.browse.store import PartitionCache, PartitionData, iter_partitions
+from app.browse.views import StateView, open_source
+from collectors.state import StateSource
+from parsers.state_rows import Column, Row
+
+MAX_PAGE_SIZE = 1000
+T = TypeVar("T")
+
+
+@lru_cache(maxsize=64)
+def flattener(columns: tuple[Column, ...]) -> Flattener:
+    return Flattener(columns)
+
+
+@dataclass(frozen=True)
+class PageRequest:
+    """One page of one version. ``search`` is a case-insensitive substring of the key."""
+
+    view: StateView
+    version: int
+    partition: int | None = None
+    search: str = ""
+    page: int = 1
+    page_size: int = 50
+
+    @property
+    def offset(self) -> int:
+        return (max(1, self.page) - 1) * self.page_size
+
+
+@dataclass(frozen=True)
+class PageUpdate:
+    """Progress of a page: ``table`` once the page is known, ``total`` once all is read."""
+
+    partitions_done: int
+    partitions_total: int
+    rows_seen: int
+    table: pa.Table | None
+    total: int | None
+
+    @property
+    def fraction(self) -> float:
+        return self.partitions_done / self.partitions_total if self.partitions_total else 1.0
+
+
+def matching_rows(data: PartitionData, search: str) -> np.ndarray | None:
+    """Row numbers whose key contains ``search`` (any case); None means every row."""
+    if not search:
+        return None
+    assert data.search is not None, "read with search=True"
+    hits = pc.match_substring(data.search, pattern=search, ignore_case=True)
+    items = hits.to_numpy(zero_copy_only=False)
+    if data.row_item is None:
+        return np.flatnonzero(items)
+    return np.flatnonzero(items[data.row_item])
+
+
+def decode_rows(
+    source: StateSource, data: PartitionData, rows: Sequence[int]
+) -> list[tuple[int, Row]]:
+    """(partition, output row) of the given row numbers, errors naming the store."""
+    with source.decoding(data.partition):
+        return [(data.partition, r) for r in data.decode(source.row_codec, rows)]
+
+
+def page_table(
+    source: StateSource,
+    parts: Sequence[tuple[PartitionData, np.ndarray | None]],
+    offset: int,
+    size: int,
+) -> pa.Table:
+    """Rows ``offset .. offset + size`` of the concatenated (partition, matching rows)."""
+    flat = flattener(tuple(source.row_codec.columns))
+    picked: list[tuple[int, Row]] = []
+    start = 0
+    for data, rows in parts:
+        count = data.num_rows if rows is None else len(rows)
+        lo, hi = max(offset - start, 0), min(offset + size - start, count)
+        if lo < hi:
+            wanted = range(lo, hi) if rows is None else [int(r) for r in rows[lo:hi]]
+            picked.extend(decode_rows(source, data, wanted))
+        start += count
+        if start >= offset + size:
+            break
+    return flat.table(picked)
+
+
+def iter_page(
+    request: PageRequest, *, cache: PartitionCache | None = None, jobs: int = 1
+) -> Iterator[PageUpdate]:
+    """Progress while partitions are read; the last update has the page and the total."""
+    source = open_source(request.view)
+    partitions = source.partitions if request.partition is None else [request.partition]
+    size = max(1, min(request.page_size, MAX_PAGE_SIZE))
+    offset = request.offset
+    kwargs = {} if cache is None else {"cache": cache}
+    parts: list[tuple[PartitionData, np.ndarray | None]] = []
+    seen = 0
+    table: pa.Table | None = None
+    yield PageUpdate(0, len(partitions), 0, None, None)
+    loaded = iter_partitions(
+        request.view,
+        request.version,
+        partitions,
+        search=bool(request.search),
+        jobs=jobs,
+        **kwargs,
+    )
+    for done, data in enumerate(loaded, start=1):
+        rows = matching_rows(data, request.search)
+        parts.append((data, rows))
+        seen += data.num_rows if rows is None else len(rows)
+        if table is None and seen >= offset + size:
+            table = page_table(source, parts, offset, size)
+        yield PageUpdate(done, len(partitions), seen, table, None)
+    if table is None:
+        table = page_table(source, parts, offset, size)
+    yield PageUpdate(len(partitions), len(partitions), seen, table, seen)
+
+
+def last(items: Iterable[T]) -> T:
+    """The last of ``items`` (progress generators end with their result)."""
+    tail = deque(items, maxlen=1)
+    if not tail:
+        raise ValueError("no items")
+    return tail[0]
+
+
+def read_page(
+    request: PageRequest, *, cache: PartitionCache | None = None, jobs: int = 1
+) -> PageUpdate:
+    """The final update of :func:`iter_page`: the page and the total."""
+    return last(iter_page(request, cache=cache, jobs=jobs))

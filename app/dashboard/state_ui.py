@@ -1,0 +1,119 @@
+"""What the Browse, Diff and Key history pages share: the view picker, versions, the cache note.
+
+The state itself is read from the checkpoint's files (``app.browse``); the database only
+lists checkpoints and stores.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import streamlit as st
+
+from app.browse import store as browse_store
+from app.browse.views import StateView, batch_label, open_source, versions, views_of
+from app.dashboard import context
+from app.errors import AppError
+from collectors.checkpoint import Checkpoint
+from collectors.errors import CheckpointError
+
+PAGE_SIZES = (25, 50, 100, 250, 500)
+# Errors a page shows as one line instead of a traceback.
+USER_ERRORS = (CheckpointError, AppError)
+
+
+def pick_view() -> StateView | None:
+    """Sidebar: checkpoint, operator/store, and the state variable when the store has several."""
+    selection = context.pick_store()
+    if selection is None:
+        return None
+    try:
+        cp = Checkpoint.open(selection.checkpoint)
+        store = cp.store(selection.operator_id, selection.store_name)
+    except USER_ERRORS as exc:
+        st.error(str(exc), icon="🚫")
+        return None
+    options = views_of(store, cp.root)
+    if len(options) == 1:
+        return options[0]
+    labels = [v.label for v in options]
+    current = st.session_state.get("sg_state_var")
+    choice = st.sidebar.selectbox(
+        "State variable",
+        labels,
+        index=labels.index(current) if current in labels else 0,
+        key="sg_state_var_widget",
+        help="transformWithState keeps one table per state variable; timers are read apart.",
+    )
+    st.session_state["sg_state_var"] = choice
+    return options[labels.index(choice)]
+
+
+@st.cache_data(ttl=5, max_entries=64, show_spinner=False)
+def _versions(view: StateView) -> list[int]:
+    return versions(view)
+
+
+def retained_versions(view: StateView) -> list[int] | None:
+    """Versions every partition can be read at (cached for a few seconds); None on error."""
+    try:
+        found = _versions(view)
+    except USER_ERRORS as exc:
+        st.error(str(exc), icon="🚫")
+        return None
+    if not found:
+        st.info("No state version can be read from this store's files yet.")
+        return None
+    return found
+
+
+def version_slider(label: str, options: list[int], key: str, **kwargs: Any) -> Any:
+    """A slider over versions, each labelled with its batch id and version."""
+    return st.select_slider(label, options=options, format_func=batch_label, key=key, **kwargs)
+
+
+def partition_filter(view: StateView, key: str, box: Any = st) -> int | None:
+    """``All`` or one partition."""
+    try:
+        partitions = open_source(view).partitions
+    except USER_ERRORS:
+        partitions = []
+    choice = box.selectbox("Partition", ["All", *partitions], key=key)
+    return None if choice == "All" else int(choice)
+
+
+def frame(table: pa.Table, first_row: int = 1) -> pd.DataFrame:
+    """An Arrow page as a DataFrame numbered from ``first_row`` (rows of the whole result).
+
+    Decimals go as text (``str`` of a ``Decimal`` is Java's ``BigDecimal.toString``): the
+    browser would round them to doubles, and 38 digits do not fit in one.
+    """
+    for i, f in enumerate(table.schema):
+        if pa.types.is_decimal(f.type):
+            text = [None if d is None else str(d) for d in table.column(i).to_pylist()]
+            table = table.set_column(i, f.name, pa.array(text, type=pa.string()))
+    df = table.to_pandas()
+    df.index = pd.RangeIndex(first_row, first_row + len(df))
+    return df
+
+
+def table_height(rows: int, most: int = 20) -> int:
+    """Pixels for a table showing up to ``most`` rows without an inner scroll bar."""
+    return 38 + 35 * max(1, min(rows, most)) + 18  # 18: room for a horizontal scroll bar
+
+
+def cache_note() -> None:
+    versions_cached, size = browse_store.CACHE.stats()
+    limit = browse_store.CACHE.max_bytes
+    st.caption(
+        f"Cached in this server's memory: {versions_cached} version(s) read recently, "
+        f"{context.human_bytes(size)} of {context.human_bytes(limit)} (least recently used go "
+        "first). "
+        "Only the page on screen is sent to the browser."
+    )
+
+
+def progress_text(done: int, total: int, rows: int) -> str:
+    return f"Read {done} of {total} partition(s): {rows:,} row(s) so far"

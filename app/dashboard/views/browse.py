@@ -1,0 +1,90 @@
+"""Browse: the state at one version, page by page, with partition filter and key search."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app.browse.table import PageRequest, iter_page
+from app.browse.views import batch_label
+from app.dashboard import state_ui
+
+
+def _reset_page_when(changed: tuple[object, ...]) -> None:
+    """Back to page 1 when what is paged changes (other version, filter or search)."""
+    if st.session_state.get("sg_browse_query") != changed:
+        st.session_state["sg_browse_query"] = changed
+        st.session_state["sg_browse_page"] = 1
+
+
+def render() -> None:
+    st.title("Browse state")
+    st.caption(
+        "What the state store holds at one version: every key and its value, as Spark's "
+        "`statestore` reader returns them. Nested fields are flattened into columns "
+        "(`key.a.b`); arrays and maps are shown as JSON."
+    )
+    view = state_ui.pick_view()
+    if view is None:
+        return
+    options = state_ui.retained_versions(view)
+    if options is None:
+        return
+    version = state_ui.version_slider(
+        "Version", options, key=f"sg_browse_version:{view}", value=options[-1]
+    )
+    left, middle, right, size_box = st.columns([1, 3, 1, 1])
+    partition = state_ui.partition_filter(view, key=f"sg_browse_partition:{view}", box=left)
+    search = middle.text_input(
+        "Search keys",
+        key="sg_browse_search",
+        placeholder="a substring of any key column, any case",
+        help="Matches the key's values as Spark's JSON writes them "
+        "(timestamps like 2024-01-01T00:40:00.000Z).",
+    ).strip()
+    page_size = size_box.selectbox("Rows per page", state_ui.PAGE_SIZES, index=1)
+    _reset_page_when((view, version, partition, search, page_size))
+    page = int(right.number_input("Page", min_value=1, step=1, key="sg_browse_page"))
+    request = PageRequest(view, version, partition, search, page, page_size)
+
+    status, table_slot, footer = st.empty(), st.empty(), st.empty()
+    shown = False
+    update = None
+    try:
+        for update in iter_page(request):
+            if update.partitions_done < update.partitions_total:
+                status.progress(
+                    update.fraction,
+                    text=state_ui.progress_text(
+                        update.partitions_done, update.partitions_total, update.rows_seen
+                    ),
+                )
+            if update.table is not None and not shown:
+                table_slot.dataframe(
+                    state_ui.frame(update.table, request.offset + 1),
+                    width="stretch",
+                    height=state_ui.table_height(update.table.num_rows),
+                )
+                shown = True
+    except state_ui.USER_ERRORS as exc:
+        status.empty()
+        st.error(str(exc), icon="🚫")
+        return
+    status.empty()
+    if update is None or update.total is None:
+        return
+    total = update.total
+    where = "" if partition is None else f" in partition {partition}"
+    matching = f" whose key contains “{search}”" if search else ""
+    if total == 0:
+        table_slot.info(f"No rows{matching}{where} at {batch_label(version)}.")
+    pages = max(1, -(-total // page_size))
+    first = min(request.offset + 1, total)
+    last = min(request.offset + page_size, total)
+    footer.caption(
+        f"Rows {first:,}–{last:,} of **{total:,}**{matching}{where} at {batch_label(version)}; "
+        f"page {page} of {pages:,}. Row numbers count across partitions, in the order "
+        "Spark's reader returns them."
+    )
+    if page > pages:
+        st.warning(f"There are only {pages:,} page(s).")
+    state_ui.cache_note()

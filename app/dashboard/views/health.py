@@ -1,0 +1,120 @@
+"""Health: every rule's verdict for one checkpoint, and the report to hand on."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from app import queries
+from app.dashboard import context
+
+# Plain words and a cell colour: emoji need a font that headless browsers may not have.
+STATUS_COLORS = {"OK": "#d9f2d9", "WARN": "#ffe8cc", "ERR": "#ffd6d6"}
+
+
+@st.cache_data(ttl=60, max_entries=64, show_spinner="Checking the health rules…")
+def _findings(db: str, data_version: float, checkpoint: str) -> pd.DataFrame:
+    from collectors.health import evaluate
+
+    rows = [
+        {
+            "status": f.status,
+            "rule": f.title,
+            "where": _where(f),
+            "finding": f.finding,
+            "what to do": f.hint if f.status != "OK" else "",
+        }
+        for f in evaluate(db, checkpoint)
+    ]
+    return pd.DataFrame(rows)
+
+
+def _where(f: Any) -> str:
+    parts = []
+    if getattr(f, "operator_id", None) is not None:
+        parts.append(f"operator {f.operator_id}")
+    if getattr(f, "store_name", None):
+        parts.append(f"store {f.store_name}")
+    if getattr(f, "partition_id", None) is not None:
+        parts.append(f"partition {f.partition_id}")
+    return ", ".join(parts)
+
+
+def _report_button(db: str, checkpoint: str) -> None:
+    from app.report import render_html
+
+    # Built on request (a click), kept per database version: a new commit means a new report.
+    key = f"sg_report:{checkpoint}:{queries.data_version(db)}"
+    if st.button("Prepare the HTML report", help="Self-contained, works offline"):
+        # A report is about 5 MB (plotly.js inlined): keep only the newest in the session.
+        for old in [k for k in st.session_state if str(k).startswith("sg_report:")]:
+            del st.session_state[old]
+        try:
+            with st.spinner("Writing the report…"):
+                st.session_state[key] = render_html(db, checkpoint)
+        except Exception as exc:  # one line on the page, not a traceback
+            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            st.error(f"The report could not be made: {why}", icon="🚫")
+    if key in st.session_state:
+        name = os.path.basename(checkpoint.rstrip(os.sep)) or "checkpoint"
+        st.download_button(
+            "Download report",
+            data=st.session_state[key],
+            file_name=f"stateglass-{name}.html",
+            mime="text/html",
+            icon="⬇️",
+        )
+
+
+def render() -> None:
+    st.title("Health")
+    st.caption(
+        "Is this query healthy? Each rule reads the collected history and gives OK, WARN or "
+        "ERR with the numbers behind it and what to do. `stateglass check` prints the same "
+        "table and exits 0/1/2; thresholds and their defaults are in docs/health.md."
+    )
+    checkpoint = context.pick_checkpoint()
+    if checkpoint is None:
+        return
+    db = context.db_path()
+    try:
+        findings = _findings(db, queries.data_version(db), checkpoint)
+    except Exception as exc:  # the page must say what failed, not show a traceback
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        st.error(f"Health rules could not run: {why}", icon="🚫")
+        return
+    if findings.empty:
+        st.info("No rule applies to this checkpoint yet.")
+    else:
+        counts = findings["status"].value_counts()
+        cols = st.columns(3)
+        for col, status in zip(cols, ("OK", "WARN", "ERR"), strict=True):
+            col.metric(f"rules {status}", int(counts.get(status, 0)))
+        # What needs attention, in full: the table cuts long findings to its column width.
+        for _, f in findings[findings["status"] != "OK"].iterrows():
+            show = st.error if f["status"] == "ERR" else st.warning
+            show(f"**{f['rule']}**: {f['finding']}  \n*What to do:* {f['what to do']}")
+        if not findings["where"].astype(bool).any():
+            findings = findings.drop(columns="where")
+        styled = findings.style.map(
+            lambda v: f"background-color: {STATUS_COLORS.get(v, '')}", subset=["status"]
+        )
+        st.dataframe(
+            styled,
+            hide_index=True,
+            width="stretch",
+            column_config={
+                "finding": st.column_config.TextColumn(width="large"),
+                "what to do": st.column_config.TextColumn(width="large"),
+            },
+        )
+    st.subheader("Report")
+    st.caption(
+        "The same HTML as `stateglass report CHECKPOINT -o report.html`: health verdicts, "
+        "batch timeline, state size and keys over time, partition heatmap, skew, snapshot "
+        "lag, operators and schemas. plotly.js is inlined: it opens offline."
+    )
+    _report_button(db, checkpoint)

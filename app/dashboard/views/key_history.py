@@ -1,0 +1,123 @@
+"""Key history: one key's value at every retained version, absent ones marked."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app.browse.history import (
+    KeyRef,
+    find_key_json,
+    find_keys,
+    history_figure,
+    iter_history,
+    numeric_columns,
+)
+from app.browse.views import StateView, batch_label
+from app.dashboard import state_ui
+
+MATCHES_SHOWN = 50
+STATUS_HELP = (
+    "present (first version shown), added, changed, unchanged (same stored value as the "
+    "version before), removed, absent"
+)
+
+
+def _pick_key(view: StateView, latest: int, options: list[int]) -> KeyRef | None:
+    """A key from a search over the newest version's keys, or one pasted as JSON."""
+    how = st.radio(
+        "Find the key", ["by search", "pasted as JSON"], horizontal=True, key="sg_history_how"
+    )
+    if how == "by search":
+        search = st.text_input(
+            "Key contains",
+            key="sg_history_search",
+            placeholder="a substring of any key column, any case",
+            help=f"Searches the keys at {batch_label(latest)}.",
+        ).strip()
+        try:
+            with st.spinner(f"Searching the keys at {batch_label(latest)}…"):
+                refs = find_keys(view, latest, search, limit=MATCHES_SHOWN)
+        except state_ui.USER_ERRORS as exc:
+            st.error(str(exc), icon="🚫")
+            return None
+        if not refs:
+            st.info(f"No key at {batch_label(latest)} contains “{search}”.")
+            return None
+        labels = [f"partition {r.partition} · {r.label}" for r in refs]
+        chosen = st.selectbox(
+            "Key",
+            labels,
+            key=f"sg_history_pick:{view}",
+            help=f"The first {MATCHES_SHOWN} matching keys at {batch_label(latest)}, "
+            "in store order.",
+        )
+        return refs[labels.index(chosen)] if chosen is not None else None
+    text = st.text_area(
+        "Key JSON",
+        key="sg_history_json",
+        placeholder='{"user":"user07"}',
+        help="The key as `stateglass state` prints it (for map state: "
+        '{"key":…,"user_map_key":…}); compared by value, whitespace ignored. '
+        "Press Ctrl+Enter to look it up.",
+    ).strip()
+    if not text:
+        return None
+    try:
+        with st.spinner("Looking for this key, newest version first…"):
+            ref = find_key_json(view, options, text)
+    except state_ui.USER_ERRORS as exc:
+        st.error(str(exc), icon="🚫")
+        return None
+    if ref is None:
+        st.warning("No retained version holds this key.")
+    return ref
+
+
+def render() -> None:
+    st.title("Key history")
+    st.caption(
+        "One key's value at every retained version of the store: when it appeared, how its "
+        "value moved, when it was removed. Versions without the key are marked absent."
+    )
+    view = state_ui.pick_view()
+    if view is None:
+        return
+    options = state_ui.retained_versions(view)
+    if options is None:
+        return
+    ref = _pick_key(view, options[-1], options)
+    if ref is None:
+        return
+    st.markdown(f"**Key** `{ref.label}`")
+    status = st.empty()
+    table = None
+    try:
+        for fraction, found in iter_history(view, ref, options):
+            status.progress(fraction, text=f"Looking the key up in each version… {fraction:.0%}")
+            table = found
+    except state_ui.USER_ERRORS as exc:
+        status.empty()
+        st.error(str(exc), icon="🚫")
+        return
+    status.empty()
+    if table is None:
+        return
+    present = sum(1 for s in table.column("status").to_pylist() if s not in ("absent", "removed"))
+    st.caption(
+        f"Partition {ref.partition}; present in {present} of {len(options)} retained "
+        f"version(s). Status: {STATUS_HELP}."
+    )
+    df = state_ui.frame(table)
+    st.dataframe(df, width="stretch", hide_index=True, height=state_ui.table_height(len(df)))
+    numbers = numeric_columns(table)
+    if not numbers:
+        st.caption("The value has no numeric field to chart.")
+        return
+    picked = st.multiselect(
+        "Numeric fields to chart", numbers, default=numbers[: min(3, len(numbers))]
+    )
+    if picked:
+        st.plotly_chart(history_figure(df, picked, ref.partition), width="stretch")
+        st.caption(
+            "How the key's numeric value fields moved over versions (gaps: the key was absent)."
+        )

@@ -1,0 +1,172 @@
+"""Overview: every watched checkpoint at a glance, and a box to start watching another."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Literal
+
+import pandas as pd
+import streamlit as st
+
+from app import figures, queries
+from app.dashboard import context
+from app.errors import AppError
+from app.watchers import WatcherRegistry, checkpoints_at
+from collectors.errors import CheckpointError
+
+BadgeColor = Literal["green", "orange", "red", "gray"]
+BADGE_COLORS: dict[str, BadgeColor] = {"OK": "green", "WARN": "orange", "ERR": "red", "n/a": "gray"}
+# How long "Watch" waits for the first scan to land before leaving it to live refresh.
+FIRST_SCAN_WAIT_S = 20.0
+
+
+@st.cache_resource
+def _registry(db: str) -> WatcherRegistry:
+    """One registry per server process and database: a path is watched once."""
+    return WatcherRegistry(db, log_path=db + ".watchers.log")
+
+
+def _int(value: Any) -> str:
+    return "–" if value is None or pd.isna(value) else f"{int(value):,}"
+
+
+def health(db: str, checkpoint: str) -> tuple[str, list[Any]]:
+    """Worst status of the health rules, and the findings."""
+    from collectors.health import evaluate
+
+    findings = list(evaluate(db, checkpoint))
+    rank = {"OK": 0, "WARN": 1, "ERR": 2}
+    worst = max((str(f.status) for f in findings), key=lambda s: rank.get(s, 0), default="OK")
+    return worst, findings
+
+
+# Keyed on the checkpoint's last scan, so a commit re-checks only its own checkpoint; the TTL
+# lets time-based rules (a stalled query) turn without a scan.
+@st.cache_data(ttl=60, max_entries=256, show_spinner=False)
+def _health(db: str, last_scan: Any, checkpoint: str) -> tuple[str, list[tuple[str, ...]]]:
+    try:
+        worst, findings = health(db, checkpoint)
+    except Exception as exc:
+        # A badge must not take the page down (e.g. a database from an older schema).
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return "n/a", [("health", "n/a", why, "Re-collect the checkpoint to refresh the rows.")]
+    return worst, [(f.rule, f.status, f.finding, f.hint) for f in findings]
+
+
+def _watch_box(db: str) -> None:
+    with st.form("sg_watch_form", clear_on_submit=False, border=False):
+        left, right = st.columns([5, 1], vertical_alignment="bottom")
+        path = left.text_input(
+            "Watch another checkpoint",
+            placeholder="/path/to/checkpointLocation (or a folder of checkpoints)",
+            key="sg_watch_path",
+        )
+        submitted = right.form_submit_button("Watch", width="stretch")
+    if not submitted or not path.strip():
+        return
+    try:
+        roots = checkpoints_at(path)
+        started = _registry(db).start(roots)
+    except (CheckpointError, AppError) as exc:
+        st.error(str(exc), icon="🚫")
+        return
+    if not started:
+        st.info(f"Already watching {len(roots)} checkpoint(s) at {path.strip()}.")
+        return
+    known = set(context.checkpoints())
+    with st.status(f"Collecting {len(started)} checkpoint(s)…", expanded=False) as status:
+        deadline = time.monotonic() + FIRST_SCAN_WAIT_S
+        bar = st.progress(0.0)
+        while time.monotonic() < deadline:
+            done = len(set(started) & (set(context.checkpoints()) | known))
+            bar.progress(done / len(started), text=f"{done}/{len(started)} collected")
+            if done == len(started):
+                status.update(label=f"Watching {len(started)} new checkpoint(s)", state="complete")
+                break
+            time.sleep(0.5)
+        else:
+            status.update(
+                label="Still collecting: the checkpoints appear here when their first scan "
+                "ends (live refresh).",
+                state="running",
+            )
+
+
+def _cell(box: Any, label: str, value: str, help: str | None = None) -> None:
+    """A small label over a bold value: ``st.metric`` is too large for ten cards a screen."""
+    box.caption(label, help=help)
+    box.markdown(f"**{value}**")
+
+
+def _card(row: pd.Series, sizes: pd.DataFrame, db: str) -> None:
+    now = pd.Timestamp.now(tz="UTC").tz_localize(None)
+    with st.container(border=True):
+        name, last, since, lag, keys, disk, spark, badge = st.columns(
+            [3.2, 0.9, 1.1, 0.8, 1.0, 1.1, 2.2, 1.2], vertical_alignment="center"
+        )
+        name.markdown(f"**{context.short_path(row['checkpoint'])}**")
+        name.caption(
+            f"query `{row['query_id'] or '(no metadata)'}`  \n{row['operators'] or 'stateless'}"
+        )
+        _cell(last, "last batch", _int(row["last_committed_batch"]))
+        _cell(since, "last commit", context.ago(row["last_commit_at"], now))
+        pending = 0 if pd.isna(row["lag_batches"]) else int(row["lag_batches"])
+        # Batches with offsets written but no commit: running, or the query stopped mid-batch.
+        _cell(lag, "batch lag", f"{pending}")
+        _cell(keys, "keys", _int(row["total_keys"]), "Keys at each partition's newest version.")
+        _cell(
+            disk,
+            "on disk",
+            context.human_bytes(row["total_bytes"]),
+            f"{row['files']} state files on disk now (purged ones not counted).",
+        )
+        mine = sizes[sizes["checkpoint"] == row["checkpoint"]]
+        spark.plotly_chart(
+            figures.size_sparkline(mine, "num_keys"),
+            width="stretch",
+            config={"displayModeBar": False},
+            key=f"spark-{row['checkpoint']}",
+        )
+        worst, findings = _health(db, str(row["last_scan"]), row["checkpoint"])
+        with badge:
+            st.badge(
+                worst, color=BADGE_COLORS.get(worst, "gray"), help="The health rules' worst status"
+            )
+            bad = [f for f in findings if f[1] in ("WARN", "ERR", "n/a")]
+            if bad:
+                # The badge says how bad; the popover says what and what to do.
+                with st.popover(
+                    f"{len(bad)} finding{'s' if len(bad) > 1 else ''}", type="tertiary"
+                ):
+                    for rule, status, finding, hint in bad:
+                        st.markdown(f"**{status} {rule}**: {finding}  \n_{hint}_")
+        if row["problems"]:
+            st.warning(
+                f"{row['problems']} file(s) could not be read; see the Query page.", icon="⚠️"
+            )
+
+
+def render() -> None:
+    st.title("Overview")
+    db = context.db_path()
+    _watch_box(db)
+    if not os.path.exists(db):
+        st.info(f"No database at {db} yet: watch a checkpoint above.")
+        return
+    with queries.session(db):
+        overview = context.load(queries.checkpoint_overview)
+        sizes = context.load(queries.size_history)
+    if overview.empty:
+        st.info("No checkpoints collected yet: watch one above.")
+        return
+    watched = _registry(db).watched()
+    live = sum(1 for c in overview["checkpoint"] if c in watched)
+    st.caption(
+        f"{len(overview)} checkpoint(s) in the database, {live} watched live. Each card: the "
+        "last committed batch, how long ago it committed, the batch lag (batches with offsets "
+        "but no commit yet), the keys at each partition's newest version, the state files on "
+        "disk now, total keys over versions (sparkline) and the health rules' worst status."
+    )
+    for _, row in overview.iterrows():
+        _card(row, sizes, db)

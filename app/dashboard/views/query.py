@@ -1,0 +1,95 @@
+"""Query: the batch timeline of one checkpoint (durations, triggers, watermark, input)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from app import figures, queries
+from app.dashboard import context
+from app.figures._common import time_unit
+
+
+def _duration(ms: float | None) -> str:
+    if ms is None or pd.isna(ms):
+        return "–"
+    div, unit = time_unit(abs(float(ms)))
+    value = float(ms) / div
+    return f"{value:,.0f} {unit}" if abs(value) >= 100 else f"{value:.3g} {unit}"
+
+
+def _chart(fig: object, caption: str, key: str) -> None:
+    st.plotly_chart(fig, width="stretch", key=key)
+    st.caption(caption)
+
+
+def render() -> None:
+    st.title("Query")
+    checkpoint = context.pick_checkpoint()
+    if checkpoint is None:
+        return
+    # One read-only connection for every query of the page (opened only on a cache miss).
+    with queries.session(context.db_path()):
+        _query(checkpoint)
+
+
+def _query(checkpoint: str) -> None:
+    st.caption(f"`{checkpoint}`")
+    with st.spinner("Reading batches…"):
+        batches = context.load(queries.batches, checkpoint)
+        problems = context.load(queries.problems, checkpoint)
+    if batches.empty:
+        st.info("No batches yet: the query has not written offsets/0.")
+        return
+    committed = batches[batches["committed"].astype(bool)]
+    pending = batches[~batches["committed"].astype(bool)]
+    cols = st.columns(6)
+    cols[0].metric("batches", f"{len(batches):,}")
+    cols[1].metric(
+        "last committed", "–" if committed.empty else f"{int(committed['batch_id'].max())}"
+    )
+    cols[2].metric(
+        "pending",
+        f"{len(pending)}",
+        help="Offsets written, no commit: the batch is running, or the query stopped mid-batch.",
+    )
+    cols[3].metric("median duration", _duration(committed["duration_ms"].median()))
+    cols[4].metric("median trigger interval", _duration(batches["interval_ms"].median()))
+    delays = batches["delay_ms"].dropna()
+    cols[5].metric(
+        "watermark delay (last)",
+        _duration(delays.iloc[-1] if len(delays) else None),
+        help="Batch time minus the watermark the last batch ran with.",
+    )
+
+    _chart(
+        context.figure(figures.batch_timeline, queries.batches, checkpoint),
+        "How long each batch took, from writing its offsets to writing its commit (file "
+        "times); red crosses are pending batches. Spikes point at slow state, skew or input "
+        "bursts.",
+        "batch_timeline",
+    )
+    left, right = st.columns(2)
+    with left:
+        _chart(
+            context.figure(figures.trigger_intervals, queries.batches, checkpoint),
+            "Time between consecutive triggers. Above the configured trigger interval, batches "
+            "take longer than the trigger and the query falls behind.",
+            "trigger_intervals",
+        )
+    with right:
+        _chart(
+            context.figure(figures.input_per_batch, queries.input_per_batch, checkpoint),
+            "What each batch read, from its source offsets: Kafka records, rate rows or seconds, "
+            "files of a file source (counted in sources/). Other sources do not say.",
+            "input_per_batch",
+        )
+    _chart(
+        context.figure(figures.watermark_delay, queries.batches, checkpoint),
+        "The event-time watermark each batch ran with, against its trigger time: the gap is "
+        "how late data may arrive and still count, and how long state is kept.",
+        "watermark_delay",
+    )
+    if not problems.empty:
+        with st.expander(f"⚠️ {len(problems)} file(s) could not be read", expanded=True):
+            st.dataframe(problems, hide_index=True)

@@ -1,0 +1,42 @@
+"""Plotly figure builders: DataFrame in, Figure out, no Streamlit (the HTML report uses them too).
+
+Each builder documents the columns it reads; the frames come from ``app.queries``. Every
+figure has axis titles with units and hovers that name the partition, version and batch where
+they apply; an empty frame gives a titled "no data" figure instead of an error.
+
+Example::
+
+    from app import figures, queries
+    fig = figures.keys_over_versions(queries.partition_cells(db, "/data/cp", 0, "default"))
+"""
+
+from __future__ import annotations
+
+from app.figures._common import empty_figure
+from app.figures.overview import size_sparkline
+from app.figures.query import batch_timeline, input_per_batch, trigger_intervals, watermark_delay
+from app.figures.state import (
+    bytes_by_kind,
+    key_changes,
+    keys_over_versions,
+    partition_heatmap,
+    skew_over_time,
+    snapshot_lag,
+    sst_upload_reuse,
+)
+
+__all__ = [
+    "batch_timeline",
+    "bytes_by_kind",
+    "empty_figure",
+    "input_per_batch",
+    "key_changes",
+    "keys_over_versions",
+    "partition_heatmap",
+    "size_sparkline",
+    "skew_over_time",
+    "snapshot_lag",
+    "sst_upload_reuse",
+    "trigger_intervals",
+    "watermark_delay",
+]

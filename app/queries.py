@@ -1,0 +1,441 @@
+"""Read-only queries for the dashboard and the reports: database path in, DataFrame out.
+
+All the SQL the pages need lives here, on top of the views of ``collectors/db.py`` where they
+exist. Each call opens a read-only connection for one query (``collectors.db.reader``), which
+waits while a collector holds the write lock. Times are naive UTC timestamps.
+
+Example::
+
+    from app import queries
+    df = queries.state_versions("~/.stateglass/stateglass.duckdb", "/data/cp", 0, "default")
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from collectors.db import reader
+
+if TYPE_CHECKING:
+    import duckdb
+
+# What the pages show for a store: one frame, filtered in SQL by these three columns.
+STORE_WHERE = "checkpoint = ? AND operator_id = ? AND store_name = ?"
+
+
+class _Session:
+    """One read-only connection shared by the queries of a :func:`session`, opened lazily."""
+
+    def __init__(self, db: str) -> None:
+        self.db = os.path.abspath(os.path.expanduser(db))
+        self.stack = ExitStack()
+        self.conn: duckdb.DuckDBPyConnection | None = None
+
+    def connection(self) -> duckdb.DuckDBPyConnection:
+        if self.conn is None:
+            self.conn = self.stack.enter_context(reader(self.db))
+        return self.conn
+
+
+_SESSION: ContextVar[_Session | None] = ContextVar("stateglass_query_session", default=None)
+
+
+@contextmanager
+def session(db: str) -> Iterator[None]:
+    """Run the queries inside on one read-only connection: a page's loads open it once.
+
+    Opening costs tens of milliseconds on a big database; a page runs half a dozen queries.
+    The connection opens at the first query (none when every load is cached) and closes at
+    the end of the block, so a collector waits at most that long for its write lock.
+    """
+    shared = _Session(db)
+    token = _SESSION.set(shared)
+    try:
+        with shared.stack:
+            yield
+    finally:
+        _SESSION.reset(token)
+
+
+def _frame(db: str, sql: str, params: Sequence[Any] = ()) -> pd.DataFrame:
+    shared = _SESSION.get()
+    if shared is not None and shared.db == os.path.abspath(os.path.expanduser(db)):
+        return shared.connection().execute(sql, list(params)).df()
+    with reader(db) as conn:
+        return conn.execute(sql, list(params)).df()
+
+
+def data_version(db: str) -> float:
+    """Changes whenever a writer commits (the file or its WAL is touched): a cache key.
+
+    0.0 when the database does not exist yet.
+    """
+    db = os.path.expanduser(db)
+    stamps = [os.stat(p).st_mtime for p in (db, db + ".wal") if os.path.exists(p)]
+    return max(stamps, default=0.0)
+
+
+def last_updated(db: str) -> pd.Timestamp | None:
+    """When the last scan of any checkpoint finished (naive UTC), or ``None``."""
+    if not os.path.exists(os.path.expanduser(db)):
+        return None
+    value = _frame(db, "SELECT max(last_scan) AS t FROM checkpoints")["t"].iloc[0]
+    return None if pd.isna(value) else pd.Timestamp(value)
+
+
+def checkpoint_overview(db: str) -> pd.DataFrame:
+    """One row per collected checkpoint, for the Overview table.
+
+    Columns: checkpoint, query_id, last_scan, last_offset_batch, last_committed_batch,
+    lag_batches, uncommitted_batches, last_commit_at, operators (text), total_keys (keys at
+    each partition's newest version, all stores), total_bytes and files (state files on disk
+    now, purged ones excluded), problems.
+    """
+    return _frame(
+        db,
+        """
+        WITH newest AS (
+            SELECT checkpoint, num_keys FROM state_versions
+            QUALIFY row_number() OVER (
+                PARTITION BY checkpoint, operator_id, store_name, partition_id
+                ORDER BY version DESC) = 1
+        ),
+        keys AS (SELECT checkpoint, sum(num_keys) AS total_keys FROM newest GROUP BY 1),
+        disk AS (
+            SELECT checkpoint, sum(size_bytes) AS total_bytes, count(*) AS files
+            FROM state_files WHERE NOT purged GROUP BY 1
+        ),
+        ops AS (
+            SELECT checkpoint,
+                   string_agg(operator_id || ':' || coalesce(operator_name, '?') || '/'
+                              || store_name || ' (' || coalesce(provider, '?') || ')', ', '
+                              ORDER BY operator_id, store_name) AS operators
+            FROM operators GROUP BY 1
+        ),
+        last_commit AS (
+            SELECT checkpoint, max(committed_at) AS last_commit_at
+            FROM batches WHERE committed GROUP BY 1
+        ),
+        probs AS (SELECT checkpoint, count(*) AS problems FROM problems GROUP BY 1)
+        SELECT c.checkpoint, c.query_id, c.last_scan,
+               l.last_offset_batch, l.last_committed_batch, l.lag_batches,
+               l.uncommitted_batches, lc.last_commit_at, o.operators,
+               k.total_keys, d.total_bytes, coalesce(d.files, 0) AS files,
+               coalesce(p.problems, 0) AS problems
+        FROM checkpoints c
+        LEFT JOIN batch_lag l USING (checkpoint)
+        LEFT JOIN last_commit lc USING (checkpoint)
+        LEFT JOIN ops o USING (checkpoint)
+        LEFT JOIN keys k USING (checkpoint)
+        LEFT JOIN disk d USING (checkpoint)
+        LEFT JOIN probs p USING (checkpoint)
+        ORDER BY c.checkpoint
+        """,
+    )
+
+
+def size_history(db: str) -> pd.DataFrame:
+    """Keys and bytes written per (checkpoint, version), summed over stores and partitions.
+
+    Columns: checkpoint, version, num_keys, bytes (delta + snapshot bytes at the version).
+    """
+    return _frame(
+        db,
+        """
+        SELECT checkpoint, version, sum(num_keys) AS num_keys,
+               sum(coalesce(delta_bytes, 0) + coalesce(snapshot_bytes, 0)) AS bytes
+        FROM state_versions GROUP BY checkpoint, version ORDER BY checkpoint, version
+        """,
+    )
+
+
+def stores(db: str, checkpoint: str) -> pd.DataFrame:
+    """The checkpoint's (operator, store) pairs as the ``operators`` table has them."""
+    return _frame(
+        db,
+        "SELECT operator_id, operator_name, store_name, num_partitions, provider, key_schema, "
+        "value_schema FROM operators WHERE checkpoint = ? ORDER BY operator_id, store_name",
+        [checkpoint],
+    )
+
+
+def problems(db: str, checkpoint: str) -> pd.DataFrame:
+    """Files a scan could not read: path, kind, message, seen_at."""
+    return _frame(
+        db,
+        "SELECT path, kind, message, seen_at FROM problems WHERE checkpoint = ? ORDER BY path",
+        [checkpoint],
+    )
+
+
+def batches(db: str, checkpoint: str) -> pd.DataFrame:
+    """One row per batch of the checkpoint, with the metrics of the batch views.
+
+    Columns: batch_id, committed, batch_time (trigger time), watermark (NULL without one),
+    offsets_written_at, committed_at, duration_ms, interval_ms, delay_ms, source_offsets.
+    """
+    return _frame(
+        db,
+        """
+        SELECT b.batch_id, b.committed,
+               CASE WHEN b.batch_timestamp_ms IS NOT NULL
+                    THEN epoch_ms(b.batch_timestamp_ms) END AS batch_time,
+               CASE WHEN b.watermark_ms > 0 THEN epoch_ms(b.watermark_ms) END AS watermark,
+               b.offsets_written_at, b.committed_at,
+               d.duration_ms, t.interval_ms, w.delay_ms, b.source_offsets
+        FROM batches b
+        LEFT JOIN batch_durations d USING (checkpoint, batch_id)
+        LEFT JOIN trigger_intervals t USING (checkpoint, batch_id)
+        LEFT JOIN watermark_delays w USING (checkpoint, batch_id)
+        WHERE b.checkpoint = ?
+        ORDER BY b.batch_id
+        """,
+        [checkpoint],
+    )
+
+
+def partition_cells(db: str, checkpoint: str, operator_id: int, store_name: str) -> pd.DataFrame:
+    """Keys and bytes written per (partition, version) of one store: the State page's grids.
+
+    Columns: partition_id, version, num_keys, bytes (delta or changelog plus snapshot or zip).
+    A lean :func:`state_versions` for 200 partitions × 1,000 versions.
+    """
+    return _frame(
+        db,
+        f"""
+        SELECT partition_id, version, num_keys,
+               coalesce(delta_bytes, 0) + coalesce(snapshot_bytes, 0) AS bytes
+        FROM state_versions WHERE {STORE_WHERE}
+        ORDER BY partition_id, version
+        """,
+        [checkpoint, operator_id, store_name],
+    )
+
+
+def state_versions(db: str, checkpoint: str, operator_id: int, store_name: str) -> pd.DataFrame:
+    """Every (partition, version) row of one store, plus ``batch_id`` and ``bytes``.
+
+    ``bytes`` is what the version wrote: its delta or changelog plus its snapshot or zip.
+    """
+    return _frame(
+        db,
+        f"""
+        SELECT partition_id, version, version - 1 AS batch_id, num_keys,
+               keys_added, keys_updated, keys_removed, delta_bytes, snapshot_bytes,
+               coalesce(delta_bytes, 0) + coalesce(snapshot_bytes, 0) AS bytes,
+               sst_bytes_live, sst_bytes_uploaded, sst_files_reused,
+               versions_since_snapshot, replay_bytes
+        FROM state_versions WHERE {STORE_WHERE}
+        ORDER BY partition_id, version
+        """,
+        [checkpoint, operator_id, store_name],
+    )
+
+
+def bytes_by_kind(db: str, checkpoint: str, operator_id: int, store_name: str) -> pd.DataFrame:
+    """Bytes of state files per (version, kind), purged files included, all partitions.
+
+    SST files have no version: they count at the version whose zip first referenced them
+    (``sst_bytes_uploaded``). Columns: version, kind, bytes.
+    """
+    return _frame(
+        db,
+        f"""
+        SELECT version, kind, sum(size_bytes) AS bytes FROM state_files
+        WHERE {STORE_WHERE} AND kind <> 'sst' AND version IS NOT NULL
+        GROUP BY version, kind
+        UNION ALL
+        SELECT version, 'sst' AS kind, sum(sst_bytes_uploaded) AS bytes FROM state_versions
+        WHERE {STORE_WHERE} AND sst_bytes_uploaded > 0
+        GROUP BY version
+        ORDER BY version, kind
+        """,
+        [checkpoint, operator_id, store_name] * 2,
+    )
+
+
+def disk_usage(db: str, checkpoint: str, operator_id: int, store_name: str) -> pd.DataFrame:
+    """State files on disk now, per kind. Columns: kind, files, bytes, purged_files."""
+    return _frame(
+        db,
+        f"""
+        SELECT kind, count(*) FILTER (WHERE NOT purged) AS files,
+               coalesce(sum(size_bytes) FILTER (WHERE NOT purged), 0) AS bytes,
+               count(*) FILTER (WHERE purged) AS purged_files
+        FROM state_files WHERE {STORE_WHERE} GROUP BY kind ORDER BY kind
+        """,
+        [checkpoint, operator_id, store_name],
+    )
+
+
+def partition_skew(db: str, checkpoint: str, operator_id: int, store_name: str) -> pd.DataFrame:
+    """The ``partition_skew`` view for one store: version, batch_id, max/median keys, skew."""
+    return _frame(
+        db,
+        f"SELECT version, batch_id, max_keys, median_keys, skew FROM partition_skew "
+        f"WHERE {STORE_WHERE} ORDER BY version",
+        [checkpoint, operator_id, store_name],
+    )
+
+
+def snapshot_lag(db: str, checkpoint: str, operator_id: int, store_name: str) -> pd.DataFrame:
+    """The ``snapshot_lag`` view for one store: per partition at its newest version."""
+    return _frame(
+        db,
+        f"SELECT partition_id, latest_version, versions_since_snapshot, replay_bytes "
+        f"FROM snapshot_lag WHERE {STORE_WHERE} ORDER BY partition_id",
+        [checkpoint, operator_id, store_name],
+    )
+
+
+def state_growth(db: str, checkpoint: str, operator_id: int, store_name: str) -> pd.DataFrame:
+    """The ``state_growth`` view for one store: keys and key changes per version."""
+    return _frame(
+        db,
+        f"SELECT version, batch_id, num_keys, keys_added, keys_updated, keys_removed, "
+        f"delta_bytes, keys_growth FROM state_growth WHERE {STORE_WHERE} ORDER BY version",
+        [checkpoint, operator_id, store_name],
+    )
+
+
+def sst_reuse(db: str, checkpoint: str, operator_id: int, store_name: str) -> pd.DataFrame:
+    """RocksDB versions with a zip: SST bytes uploaded and reused, summed over partitions."""
+    return _frame(
+        db,
+        f"""
+        SELECT version, version - 1 AS batch_id,
+               sum(sst_bytes_uploaded) AS sst_bytes_uploaded,
+               sum(sst_bytes_live - sst_bytes_uploaded) AS sst_bytes_reused,
+               sum(sst_files_reused) AS sst_files_reused
+        FROM state_versions WHERE {STORE_WHERE} AND sst_bytes_live IS NOT NULL
+        GROUP BY version ORDER BY version
+        """,
+        [checkpoint, operator_id, store_name],
+    )
+
+
+# ---- input per batch, from the source offsets -----------------------------------------------
+
+
+def _kafka_total(offset: Any) -> int | None:
+    """Sum of every topic partition's offset: ``{"topic": {"0": 12, "1": 40}}``."""
+    if not isinstance(offset, dict) or not offset:
+        return None
+    total = 0
+    for partitions in offset.values():
+        if not isinstance(partitions, dict) or not partitions:
+            return None
+        for value in partitions.values():
+            if not isinstance(value, int) or isinstance(value, bool):
+                return None
+            # -1 / -2 stand for latest / earliest before a partition was first read.
+            total += max(value, 0)
+    return total
+
+
+def offset_position(offset_json: str) -> tuple[float, str] | None:
+    """Where a source stands, and in what unit, from the offset JSON Spark wrote.
+
+    * Kafka ``{"topic": {"0": 12}}``: the sum of partition offsets, in records.
+    * rate-micro-batch ``{"offset": N, "timestamp": T}``: rows generated so far.
+    * rate ``N`` (a bare number): seconds since the query started (rows = rowsPerSecond × s).
+    * file source ``{"logOffset": N}``: the file-source log batch; see :func:`input_per_batch`.
+
+    ``None`` for any other source.
+    """
+    try:
+        offset = json.loads(offset_json)
+    except (TypeError, ValueError):
+        return None
+    if isinstance(offset, int) and not isinstance(offset, bool):
+        return float(offset), "rate seconds"
+    if not isinstance(offset, dict):
+        return None
+    if set(offset) == {"logOffset"} and isinstance(offset["logOffset"], int):
+        return float(offset["logOffset"]), "file log"
+    if "offset" in offset and "timestamp" in offset and isinstance(offset["offset"], int):
+        return float(offset["offset"]), "rows"
+    kafka = _kafka_total(offset)
+    return None if kafka is None else (float(kafka), "records")
+
+
+def _file_counts(checkpoint: str, source_id: str) -> dict[int, int]:
+    """Files the file source took in each of its log batches, from ``sources/<id>/``."""
+    from collectors.checkpoint import Checkpoint
+    from collectors.errors import CheckpointError
+    from parsers.logs import parse_file_source_log
+
+    try:
+        cp = Checkpoint.open(checkpoint)
+        seen: dict[str, int] = {}
+        for info in cp.list_dir("sources", source_id):
+            if not info.name.split(".")[0].isdigit() or info.name.endswith((".tmp", ".crc")):
+                continue
+            for entry in cp.parse(cp.path("sources", source_id, info.name), parse_file_source_log):
+                seen[entry.path] = entry.batch_id
+    except (CheckpointError, OSError):
+        return {}
+    counts: dict[int, int] = {}
+    for batch in seen.values():
+        counts[batch] = counts.get(batch, 0) + 1
+    return counts
+
+
+def input_from_offsets(frame: pd.DataFrame, checkpoint: str | None = None) -> pd.DataFrame:
+    """Input per batch and source from the ``source_offsets`` column of :func:`batches`.
+
+    A batch's input is its offset minus the previous batch's. For a file source the files are
+    counted in the checkpoint's ``sources/`` log when ``checkpoint`` is readable (else the
+    batch is skipped). Columns: batch_id, source, amount, unit.
+    """
+    rows: list[dict[str, Any]] = []
+    previous: dict[str, float] = {}
+    file_counts: dict[str, dict[int, int]] = {}
+    for batch_id, raw in zip(frame["batch_id"], frame["source_offsets"], strict=True):
+        try:
+            sources = json.loads(raw) if isinstance(raw, str) else []
+        except ValueError:
+            sources = []
+        for source in sources if isinstance(sources, list) else []:
+            sid, offset = str(source.get("source_id")), source.get("offset")
+            position = offset_position(offset) if isinstance(offset, str) else None
+            if position is None:
+                continue
+            value, unit = position
+            before = previous.get(sid)
+            previous[sid] = value
+            if unit == "file log":
+                if checkpoint is None:
+                    continue
+                # Read the source log once per source (setdefault would read it every batch).
+                if sid not in file_counts:
+                    file_counts[sid] = _file_counts(checkpoint, sid)
+                counts = file_counts[sid]
+                start = -1 if before is None else int(before)
+                files = sum(counts.get(b, 0) for b in range(start + 1, int(value) + 1))
+                if counts:
+                    rows.append(_input_row(batch_id, sid, files, "files"))
+            elif before is not None:
+                rows.append(_input_row(batch_id, sid, value - before, unit))
+    return pd.DataFrame(rows, columns=["batch_id", "source", "amount", "unit"])
+
+
+def _input_row(batch_id: Any, source_id: str, amount: float, unit: str) -> dict[str, Any]:
+    return {
+        "batch_id": int(batch_id),
+        "source": f"source {source_id}",
+        "amount": amount,
+        "unit": unit,
+    }
+
+
+def input_per_batch(db: str, checkpoint: str) -> pd.DataFrame:
+    """:func:`input_from_offsets` on the checkpoint's batches."""
+    return input_from_offsets(batches(db, checkpoint), checkpoint)

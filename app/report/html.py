@@ -1,0 +1,332 @@
+"""The HTML report: one self-contained file that works offline.
+
+plotly.js is inlined once (``plotly.offline.get_plotlyjs()``); each chart is its figure's JSON
+plus a ``Plotly.newPlot`` call; the CSS is inline. No CDN, no web font, no image: opening the
+file makes no network request (``tests/report/test_html_browser.py`` checks it in Chromium).
+
+Example::
+
+    from app.report.html import render
+    from app.report.model import load_report
+    text = render(load_report(db, "/data/checkpoints/orders"))
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from functools import lru_cache
+
+import pandas as pd
+
+from app.report.charts import ChartGroup, chart_groups
+from app.report.model import (
+    FindingLike,
+    ReportData,
+    StoreData,
+    finding_groups,
+    finding_scope,
+    fmt_bytes,
+    fmt_int,
+)
+
+PLOT_CONFIG = {"responsive": True, "displaylogo": False, "scrollZoom": False}
+
+CSS = """
+:root { --ok: #2e7d32; --warn: #b26a00; --err: #c62828; --muted: #5f6b7a; --line: #dde3ea; }
+* { box-sizing: border-box; }
+body { margin: 0; font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, Helvetica,
+       Arial, sans-serif; color: #1d2733; background: #f6f8fa; }
+main { max-width: 1100px; margin: 0 auto; padding: 24px 28px 48px; background: #fff; }
+h1 { font-size: 26px; margin: 0 0 4px; }
+h2 { font-size: 20px; margin: 36px 0 10px; padding-top: 8px; border-top: 2px solid var(--line); }
+h3 { font-size: 16px; margin: 22px 0 6px; }
+code, .mono { font: 13px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+.muted { color: var(--muted); }
+.path { word-break: break-all; }
+table { border-collapse: collapse; width: 100%; margin: 8px 0 16px; }
+th, td { text-align: left; vertical-align: top; padding: 6px 10px;
+         border-bottom: 1px solid var(--line); }
+th { background: #f0f3f6; font-weight: 600; }
+/* Schemas are long strings without spaces: let them wrap instead of widening the page. */
+td { overflow-wrap: anywhere; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.nowrap { white-space: nowrap; overflow-wrap: normal; }
+td.check { width: 210px; }
+table.kv th { width: 34%; background: none; font-weight: normal; color: var(--muted); }
+.badge { display: inline-block; min-width: 46px; padding: 1px 8px; border-radius: 10px;
+         color: #fff; font-weight: 700; font-size: 12px; text-align: center; }
+.badge.OK { background: var(--ok); } .badge.WARN { background: var(--warn); }
+.badge.ERR { background: var(--err); }
+.verdict { margin: 16px 0; padding: 12px 16px; border-radius: 6px; font-size: 17px;
+           border-left: 6px solid; background: #f6f8fa; }
+.verdict.OK { border-color: var(--ok); } .verdict.WARN { border-color: var(--warn); }
+.verdict.ERR { border-color: var(--err); }
+.hint { color: var(--muted); font-size: 13px; margin-top: 2px; }
+nav ol { columns: 2; margin: 6px 0; padding-left: 20px; }
+nav a { color: #1f5fa8; text-decoration: none; }
+figure { margin: 10px 0 22px; break-inside: avoid; page-break-inside: avoid; }
+.chart { width: 100%; min-height: 120px; }
+figcaption { color: var(--muted); font-size: 13px; margin: 2px 0 0 4px; }
+.note { background: #fff8e1; border: 1px solid #f0dca0; padding: 6px 10px; border-radius: 4px;
+        font-size: 13px; }
+footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
+@page { size: A4 landscape; margin: 10mm; }
+@media print {
+  body { background: #fff; }
+  main { max-width: none; padding: 0; }
+  nav, .modebar-container { display: none !important; }
+  h2 { break-before: auto; break-after: avoid; }
+}
+"""
+
+# Render the charts once the page has parsed; a console error names a chart that failed.
+BOOT = """
+(function () {
+  var specs = JSON.parse(document.getElementById("sg-figures").textContent);
+  var config = JSON.parse(document.getElementById("sg-config").textContent);
+  var pending = specs.map(function (s) {
+    var el = document.getElementById(s.id);
+    return Plotly.newPlot(el, s.figure.data, s.figure.layout || {}, config);
+  });
+  Promise.all(pending).then(function () {
+    document.body.setAttribute("data-charts-rendered", String(specs.length));
+  });
+})();
+"""
+
+
+@lru_cache(maxsize=1)
+def plotly_js() -> str:
+    """The plotly.js bundle shipped with the plotly package (about 4.6 MB), read once."""
+    from plotly.offline import get_plotlyjs
+
+    return str(get_plotlyjs())
+
+
+def script_json(value: str) -> str:
+    """JSON text made safe inside ``<script>``: no ``</script>`` or ``<!--`` can close it."""
+    return value.replace("</", "<\\/").replace("<!--", "<\\u0021--")
+
+
+def _e(value: object) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+def _table(header: list[str], rows: list[list[str]], classes: dict[int, str] | None = None) -> str:
+    """An HTML table; cells are already escaped HTML; ``classes`` maps a column to its class."""
+    classes = classes or {}
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td class="{classes[i]}">{c}</td>' if i in classes else f"<td>{c}</td>"
+            for i, c in enumerate(row)
+        )
+        + "</tr>"
+        for row in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _finding_row(f: FindingLike, hint: bool) -> list[str]:
+    return [
+        f'<span class="badge {_e(f.status)}">{_e(f.status)}</span>',
+        f"{_e(f.title)}<div class='hint'>{_e(finding_scope(f))}</div>"
+        f"<div class='hint mono'>{_e(f.rule)}</div>",
+        _e(f.finding) + (f'<div class="hint">What to do: {_e(f.hint)}</div>' if hint else ""),
+    ]
+
+
+def _scoped(f: FindingLike) -> str:
+    scope = finding_scope(f)
+    return f"{scope}: {f.finding}" if scope else f.finding
+
+
+def _health(data: ReportData) -> str:
+    if not data.findings:
+        return '<p class="muted">No health findings.</p>'
+    rows = []
+    for group in finding_groups(data.findings):
+        # One hint per group: a rule tripping on many partitions says the same thing each time.
+        hints = {f.hint for f in group.shown}
+        rows += [
+            _finding_row(f, f.status != "OK" and bool(f.hint) and (len(hints) > 1 or i == 0))
+            for i, f in enumerate(group.shown)
+        ]
+        if group.folded:
+            first = group.folded[0]
+            items = "".join(f"<li>{_e(_scoped(f))}</li>" for f in group.folded)
+            rows.append(
+                [
+                    f'<span class="badge {_e(first.status)}">{_e(first.status)}</span>',
+                    _e(first.title),
+                    f"<details><summary>{len(group.folded)} more like these</summary>"
+                    f"<ul>{items}</ul></details>",
+                ]
+            )
+    return _table(["status", "check", "finding"], rows, {0: "nowrap", 1: "check"})
+
+
+def _numbers(data: ReportData) -> str:
+    rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in data.numbers)
+    return f'<table class="kv"><tbody>{rows}</tbody></table>'
+
+
+def _store_numbers(store: StoreData) -> list[tuple[str, str]]:
+    span = store.version_range
+    lag = store.worst_lag
+    skew = store.skew_now
+    return [
+        ("provider", store.provider),
+        ("partitions", fmt_int(store.num_partitions)),
+        ("versions", "none" if span is None else f"{span[0]:,}..{span[1]:,}"),
+        ("keys (newest version)", fmt_int(store.keys_now)),
+        ("on disk", f"{fmt_bytes(store.bytes_on_disk)} in {store.files_on_disk:,} files"),
+        ("skew (max / median keys, newest)", "n/a" if skew is None else f"{skew:.2f}×"),
+        (
+            "worst snapshot lag",
+            "n/a"
+            if lag is None
+            else f"partition {lag[0]}: {lag[1]} versions since a snapshot, "
+            f"replay {fmt_bytes(lag[2])}",
+        ),
+    ]
+
+
+def _operators(data: ReportData) -> str:
+    rows = []
+    for s in data.stores:
+        span = s.version_range
+        rows.append(
+            [
+                _e(s.operator_id),
+                _e(s.operator_name),
+                f"<code>{_e(s.store_name)}</code>",
+                _e(s.provider),
+                _e(fmt_int(s.num_partitions)),
+                _e("none" if span is None else f"{span[0]:,}..{span[1]:,}"),
+                _e(fmt_int(s.keys_now)),
+                _e(fmt_bytes(s.bytes_on_disk)),
+            ]
+        )
+    return _table(
+        ["operator", "name", "store", "provider", "partitions", "versions", "keys", "on disk"],
+        rows,
+        {0: "nowrap", 2: "nowrap", 4: "num", 5: "nowrap", 6: "num", 7: "num"},
+    )
+
+
+def _schema(text: str) -> str:
+    """A Spark simple string that wraps after its commas rather than mid-name."""
+    return _e(text).replace(",", ",<wbr>")
+
+
+def _schemas(data: ReportData) -> str:
+    rows = [
+        [
+            f"{_e(s.operator_id)} <code>{_e(s.store_name)}</code>",
+            f"<code>{_schema(s.key_schema)}</code>",
+            f"<code>{_schema(s.value_schema)}</code>",
+        ]
+        for s in data.stores
+    ]
+    return _table(["store", "key schema", "value schema"], rows, {0: "nowrap"})
+
+
+def _problems(problems: pd.DataFrame) -> str:
+    if problems.empty:
+        return '<p class="muted">None: every file the collector read decoded.</p>'
+    rows = [
+        [f'<span class="path mono">{_e(r.path)}</span>', _e(r.kind), _e(r.message)]
+        for r in problems.itertuples()
+    ]
+    return _table(["file", "error", "message"], rows)
+
+
+def _charts(group: ChartGroup, first_id: int) -> tuple[str, list[str]]:
+    """The group's ``<figure>`` elements and each chart's JSON spec."""
+    parts, specs = [], []
+    if group.note:
+        parts.append(f'<p class="note">{_e(group.note)}</p>')
+    for i, chart in enumerate(group.charts, start=first_id):
+        parts.append(
+            f'<figure><div class="chart" id="fig-{i}"></div>'
+            f"<figcaption>{_e(chart.caption)}</figcaption></figure>"
+        )
+        specs.append(f'{{"id": "fig-{i}", "figure": {chart.figure.to_json()}}}')
+    return "".join(parts), specs
+
+
+def render(data: ReportData) -> str:
+    """The whole report as one HTML document."""
+    groups = chart_groups(data)
+    specs: list[str] = []
+    body: list[str] = []
+    query_html, query_specs = _charts(groups[0], 0)
+    specs += query_specs
+    body.append(f'<h2 id="batches">Batches</h2>{query_html}')
+    for group, store in zip(groups[1:], data.stores, strict=True):
+        charts_html, store_specs = _charts(group, len(specs))
+        specs += store_specs
+        numbers = "".join(
+            f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in _store_numbers(store)
+        )
+        body.append(
+            f'<h2 id="{_e(group.anchor)}">State: {_e(group.title)}</h2>'
+            f'<table class="kv"><tbody>{numbers}</tbody></table>{charts_html}'
+        )
+    toc = [
+        ("health", "Health"),
+        ("numbers", "Key numbers"),
+        ("batches", "Batches"),
+        *((g.anchor, f"State: {g.title}") for g in groups[1:]),
+        ("operators", "Operators and schemas"),
+        ("problems", "Problems"),
+    ]
+    nav = "".join(f'<li><a href="#{_e(a)}">{_e(t)}</a></li>' for a, t in toc)
+    verdict = data.verdict
+    summary = data.summary
+    scanned = f"{data.last_scan:%Y-%m-%d %H:%M:%S} UTC" if data.last_scan else "never"
+    figures_json = script_json("[" + ",\n".join(specs) + "]")
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="StateGlass">
+<meta name="stateglass-charts" content="{len(specs)}">
+<title>StateGlass report: {_e(data.name)} ({_e(verdict)})</title>
+<style>{CSS}</style>
+<script>{plotly_js()}</script>
+</head>
+<body data-charts="{len(specs)}">
+<main>
+<h1>StateGlass report: {_e(data.name)}</h1>
+<div class="muted">Checkpoint <span class="path mono">{_e(data.checkpoint)}</span></div>
+<div class="muted">Generated {data.generated_at:%Y-%m-%d %H:%M:%S} UTC from
+ <span class="path mono">{_e(data.db_path)}</span>; last collected {_e(scanned)};
+ {len(specs)} charts{_e("; " + data.as_of_note if data.as_of_note else "")}.</div>
+<div class="verdict {_e(verdict)}"><span class="badge {_e(verdict)}">{_e(verdict)}</span>
+ Overall health: {_e(summary)}.</div>
+<nav><strong>Contents</strong><ol>{nav}</ol></nav>
+<h2 id="health">Health</h2>
+{_health(data)}
+<h2 id="numbers">Key numbers</h2>
+{_numbers(data)}
+{"".join(body)}
+<h2 id="operators">Operators and schemas</h2>
+{_operators(data)}
+{_schemas(data)}
+<h2 id="problems">Problems</h2>
+{_problems(data.problems)}
+<footer>StateGlass reads Spark Structured Streaming checkpoints without a JVM. This file is
+self-contained: its charts are drawn by the plotly.js copy inside it, with no network access.
+State version V is written by batch V − 1.</footer>
+</main>
+<script type="application/json" id="sg-config">{json.dumps(PLOT_CONFIG)}</script>
+<script type="application/json" id="sg-figures">{figures_json}</script>
+<script>{BOOT}</script>
+</body>
+</html>
+"""

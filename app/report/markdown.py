@@ -1,0 +1,122 @@
+"""The Markdown summary: what to paste into a ticket (verdicts, key numbers, operators).
+
+Example::
+
+    from app.report.markdown import render
+    from app.report.model import load_report
+    print(render(load_report(db, "/data/checkpoints/orders")))
+"""
+
+from __future__ import annotations
+
+from app.report.model import ReportData, finding_groups, finding_scope, fmt_bytes, fmt_int
+
+STATUS_ICON = {"OK": "OK", "WARN": "WARN ⚠", "ERR": "ERR ✖"}
+
+
+def cell(value: object) -> str:
+    """A table cell: pipes escaped and newlines folded, so one value stays one cell."""
+    return str("" if value is None else value).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: list[str], rows: list[list[object]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def render(data: ReportData) -> str:
+    """The summary as GitHub-flavoured Markdown."""
+    summary = data.summary
+    out = [
+        f"# StateGlass report: {data.name} — {data.verdict}",
+        "",
+        f"Checkpoint `{data.checkpoint}`, query id `{data.query_id}`.  ",
+        f"Generated {data.generated_at:%Y-%m-%d %H:%M:%S} UTC"
+        + (f", last collected {data.last_scan:%Y-%m-%d %H:%M:%S} UTC" if data.last_scan else "")
+        + (f"; {data.as_of_note}." if data.as_of_note else "."),
+        "",
+        f"## Health: {data.verdict} ({summary})",
+        "",
+    ]
+    if data.findings:
+        rows: list[list[object]] = []
+        hints: dict[str, str] = {}
+        for group in finding_groups(data.findings):
+            for f in group.shown:
+                rows.append(
+                    [STATUS_ICON.get(f.status, f.status), f.title, finding_scope(f), f.finding]
+                )
+            if group.folded:
+                first = group.folded[0]
+                rows.append(
+                    [
+                        STATUS_ICON.get(first.status, first.status),
+                        first.title,
+                        f"{len(group.folded)} more",
+                        "… like the rows above (all of them are in the HTML report)",
+                    ]
+                )
+            for f in group.shown:
+                if f.status != "OK" and f.hint:
+                    hints.setdefault(f"**{f.title}**: {cell(f.hint)}", f.rule)
+        out += _table(["status", "check", "where", "finding"], rows)
+        if hints:
+            out += ["", "What to do:", ""]
+            out += [f"* {hint}" for hint in hints]
+    else:
+        out.append("No health findings.")
+    out += ["", "## Key numbers", ""]
+    out += _table(["", ""], [[k, v] for k, v in data.numbers])
+    out += ["", "## Operators", ""]
+    rows = []
+    for s in data.stores:
+        span = s.version_range
+        skew = s.skew_now
+        rows.append(
+            [
+                s.operator_id,
+                s.operator_name,
+                f"`{s.store_name}`",
+                s.provider,
+                fmt_int(s.num_partitions),
+                "none" if span is None else f"{span[0]}..{span[1]}",
+                fmt_int(s.keys_now),
+                fmt_bytes(s.bytes_on_disk),
+                "n/a" if skew is None else f"{skew:.2f}×",
+            ]
+        )
+    if rows:
+        out += _table(
+            [
+                "operator",
+                "name",
+                "store",
+                "provider",
+                "partitions",
+                "versions",
+                "keys",
+                "on disk",
+                "skew",
+            ],
+            rows,
+        )
+        out += ["", "Schemas:", ""]
+        out += [
+            f"* {s.operator_id} `{s.store_name}`: key `{cell(s.key_schema)}`, "
+            f"value `{cell(s.value_schema)}`"
+            for s in data.stores
+        ]
+    else:
+        out.append("No stateful operator.")
+    if not data.problems.empty:
+        out += ["", f"## Problems ({len(data.problems)} unreadable files)", ""]
+        out += _table(
+            ["file", "error", "message"],
+            [[f"`{r.path}`", r.kind, r.message] for r in data.problems.itertuples()],
+        )
+    out += [
+        "",
+        "_Made by StateGlass; charts are in the HTML report (`stateglass report -o r.html`)._",
+    ]
+    return "\n".join(out) + "\n"

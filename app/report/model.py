@@ -1,0 +1,389 @@
+"""What a report says, read once from the history database: numbers, tables and frames.
+
+Every format (HTML, Markdown, PDF) renders the same :class:`ReportData`; nothing here draws.
+
+Example::
+
+    data = load_report("~/.stateglass/stateglass.duckdb", "/data/checkpoints/orders")
+    print(data.verdict, data.numbers)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+import pandas as pd
+
+from app import queries
+from app.errors import AppError
+
+if TYPE_CHECKING:
+    from collectors.health import Finding
+
+STATUS_ORDER = {"OK": 0, "WARN": 1, "ERR": 2}
+
+
+class FindingLike(Protocol):
+    """The fields of ``collectors.health.Finding`` a report shows."""
+
+    @property
+    def rule(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def finding(self) -> str: ...
+    @property
+    def hint(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class StoreData:
+    """One (operator, store): its row of the ``operators`` table and its history frames."""
+
+    operator_id: int
+    operator_name: str
+    store_name: str
+    provider: str
+    num_partitions: int | None
+    key_schema: str
+    value_schema: str
+    versions: pd.DataFrame  # queries.partition_cells: one row per (partition, version)
+    growth: pd.DataFrame  # queries.state_growth
+    skew: pd.DataFrame  # queries.partition_skew
+    lag: pd.DataFrame  # queries.snapshot_lag
+    files: pd.DataFrame  # queries.bytes_by_kind
+    sst: pd.DataFrame  # queries.sst_reuse
+    disk: pd.DataFrame  # queries.disk_usage
+
+    @property
+    def label(self) -> str:
+        return f"operator {self.operator_id} {self.operator_name} / {self.store_name}"
+
+    @property
+    def anchor(self) -> str:
+        safe = "".join(c if c.isalnum() else "-" for c in self.store_name)
+        return f"store-{self.operator_id}-{safe}"
+
+    @property
+    def version_range(self) -> tuple[int, int] | None:
+        if self.growth.empty:
+            return None
+        return int(self.growth["version"].min()), int(self.growth["version"].max())
+
+    @property
+    def keys_now(self) -> int | None:
+        """Keys at each partition's newest version, summed."""
+        if self.lag.empty or self.versions.empty:
+            return None
+        newest = self.versions.merge(
+            self.lag[["partition_id", "latest_version"]],
+            left_on=["partition_id", "version"],
+            right_on=["partition_id", "latest_version"],
+        )
+        total = pd.to_numeric(newest["num_keys"], errors="coerce").sum(min_count=1)
+        return None if pd.isna(total) else int(total)
+
+    @property
+    def bytes_on_disk(self) -> int:
+        return int(pd.to_numeric(self.disk["bytes"], errors="coerce").fillna(0).sum())
+
+    @property
+    def files_on_disk(self) -> int:
+        return int(pd.to_numeric(self.disk["files"], errors="coerce").fillna(0).sum())
+
+    @property
+    def skew_now(self) -> float | None:
+        """Max / median keys across partitions at the newest version."""
+        if self.skew.empty:
+            return None
+        value = self.skew.sort_values("version")["skew"].iloc[-1]
+        return None if pd.isna(value) else float(value)
+
+    @property
+    def worst_lag(self) -> tuple[int, int, int] | None:
+        """(partition, versions since snapshot, replay bytes) of the partition worst off."""
+        lag = self.lag.dropna(subset=["versions_since_snapshot"])
+        if lag.empty:
+            return None
+        row = lag.sort_values(["versions_since_snapshot", "replay_bytes"]).iloc[-1]
+        replay = row["replay_bytes"]
+        return (
+            int(row["partition_id"]),
+            int(row["versions_since_snapshot"]),
+            0 if pd.isna(replay) else int(replay),
+        )
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """Everything a report shows about one checkpoint."""
+
+    db_path: str
+    checkpoint: str
+    query_id: str
+    generated_at: datetime  # wall clock, naive UTC
+    as_of: datetime  # what ages and the health rules are measured against (``now``)
+    last_scan: datetime | None
+    findings: tuple[FindingLike, ...]
+    overview: dict[str, Any]  # the checkpoint's row of queries.checkpoint_overview
+    batches: pd.DataFrame  # queries.batches
+    inputs: pd.DataFrame  # queries.input_from_offsets
+    stores: tuple[StoreData, ...]
+    problems: pd.DataFrame  # queries.problems
+    numbers: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.checkpoint.rstrip("/")) or self.checkpoint
+
+    @property
+    def as_of_note(self) -> str:
+        """Says when ages are measured at another time than the report was made, else ""."""
+        if abs((self.as_of - self.generated_at).total_seconds()) < 60:
+            return ""
+        return f"ages and health judged as of {self.as_of:%Y-%m-%d %H:%M:%S} UTC"
+
+    @property
+    def summary(self) -> str:
+        """``1 ERR, 2 WARN, 6 OK``: how many findings have each status."""
+        counts = {s: sum(f.status == s for f in self.findings) for s in ("ERR", "WARN", "OK")}
+        return ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no checks ran"
+
+    @property
+    def verdict(self) -> str:
+        """The worst status among the findings (``OK`` with none)."""
+        return max((f.status for f in self.findings), key=STATUS_ORDER.__getitem__, default="OK")
+
+
+# A rule that trips on 200 partitions gives 200 findings: show a few, fold the rest.
+MAX_PER_RULE = 5
+
+
+@dataclass(frozen=True)
+class FindingGroup:
+    """The findings of one rule with one status: the first few shown, the rest folded."""
+
+    shown: tuple[FindingLike, ...]
+    folded: tuple[FindingLike, ...]
+
+
+def finding_groups(
+    findings: Sequence[FindingLike], limit: int = MAX_PER_RULE
+) -> list[FindingGroup]:
+    """Findings worst first (ERR, WARN, OK), grouped by rule and status, rule order kept."""
+    groups: dict[tuple[str, str], list[FindingLike]] = {}
+    for f in sorted(findings, key=lambda f: -STATUS_ORDER.get(f.status, 0)):
+        groups.setdefault((f.rule, f.status), []).append(f)
+    return [FindingGroup(tuple(fs[:limit]), tuple(fs[limit:])) for fs in groups.values()]
+
+
+def finding_scope(finding: FindingLike) -> str:
+    """``operator 0 / default, partition 3`` for a finding about one store; "" for the query."""
+    op = getattr(finding, "operator_id", None)
+    if op is None:
+        return ""
+    scope = f"operator {op} / {getattr(finding, 'store_name', None) or '?'}"
+    partition = getattr(finding, "partition_id", None)
+    return scope + (f", partition {partition}" if partition is not None else "")
+
+
+def evaluate_health(db_path: str, checkpoint: str, now: datetime | None) -> list[Finding]:
+    """The health rules' findings for the checkpoint (``collectors.health``)."""
+    from collectors.health import evaluate
+
+    return evaluate(db_path, checkpoint, now=now)
+
+
+def load_report(
+    db_path: str,
+    checkpoint: str,
+    now: datetime | None = None,
+    findings: Sequence[FindingLike] | None = None,
+) -> ReportData:
+    """Read everything a report needs; ``findings`` default to the health rules' verdicts.
+
+    ``checkpoint`` is the path it was collected under (made absolute, as the collector does).
+    """
+    db_path = os.path.abspath(os.path.expanduser(db_path))
+    checkpoint = os.path.abspath(checkpoint)
+    if not os.path.isfile(db_path):
+        raise AppError(f"{db_path}: no such database; collect the checkpoint first")
+    # One read-only connection for the thirty-odd queries (each open costs tens of ms).
+    with queries.session(db_path):
+        return _load(db_path, checkpoint, now, findings)
+
+
+def _load(
+    db_path: str, checkpoint: str, now: datetime | None, findings: Sequence[FindingLike] | None
+) -> ReportData:
+    overview = queries.checkpoint_overview(db_path)
+    rows = overview[overview["checkpoint"] == checkpoint]
+    if rows.empty:
+        raise AppError(
+            f"{checkpoint}: not in the database {db_path}; collect it first "
+            "(stateglass collect CHECKPOINT --db DB)"
+        )
+    row = _records(rows)[0]
+    if findings is None:
+        findings = evaluate_health(db_path, checkpoint, now)
+    batches = queries.batches(db_path, checkpoint)
+    stores = tuple(
+        _store(db_path, checkpoint, s) for s in _records(queries.stores(db_path, checkpoint))
+    )
+    generated = datetime.now(UTC).replace(tzinfo=None)
+    as_of = generated if now is None else _naive_utc(now)
+    data = ReportData(
+        db_path=db_path,
+        checkpoint=checkpoint,
+        query_id=str(row.get("query_id") or "unknown"),
+        generated_at=generated,
+        as_of=as_of,
+        last_scan=_datetime(row.get("last_scan")),
+        findings=tuple(findings),
+        overview=row,
+        batches=batches,
+        inputs=queries.input_from_offsets(batches, checkpoint),
+        stores=stores,
+        problems=queries.problems(db_path, checkpoint),
+    )
+    return ReportData(**{**data.__dict__, "numbers": key_numbers(data)})
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    return [{k: (None if _isna(v) else v) for k, v in r.items()} for r in frame.to_dict("records")]
+
+
+def _isna(value: Any) -> bool:
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _int(row: dict[str, Any], key: str) -> int | None:
+    value = row.get(key)
+    return None if value is None or _isna(value) else int(value)
+
+
+def _naive_utc(moment: datetime) -> datetime:
+    """The database's convention: naive datetimes in UTC."""
+    if moment.tzinfo is None:
+        return moment
+    return moment.astimezone(UTC).replace(tzinfo=None)
+
+
+def _datetime(value: Any) -> datetime | None:
+    if value is None or _isna(value):
+        return None
+    return pd.Timestamp(value).to_pydatetime()
+
+
+def _store(db: str, cp: str, row: dict[str, Any]) -> StoreData:
+    op, store = int(row["operator_id"]), str(row["store_name"])
+    return StoreData(
+        operator_id=op,
+        operator_name=str(row.get("operator_name") or "?"),
+        store_name=store,
+        provider=str(row.get("provider") or "?"),
+        num_partitions=_int(row, "num_partitions"),
+        key_schema=str(row.get("key_schema") or "?"),
+        value_schema=str(row.get("value_schema") or "?"),
+        versions=queries.partition_cells(db, cp, op, store),
+        growth=queries.state_growth(db, cp, op, store),
+        skew=queries.partition_skew(db, cp, op, store),
+        lag=queries.snapshot_lag(db, cp, op, store),
+        files=queries.bytes_by_kind(db, cp, op, store),
+        sst=queries.sst_reuse(db, cp, op, store),
+        disk=queries.disk_usage(db, cp, op, store),
+    )
+
+
+# ---- key numbers ----------------------------------------------------------------------------
+
+
+def fmt_int(value: int | None) -> str:
+    return "n/a" if value is None else f"{value:,}"
+
+
+def fmt_bytes(value: float | int | None) -> str:
+    if value is None or _isna(value):
+        return "n/a"
+    size = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(size) < 1024 or unit == "GiB":
+            return f"{size:,.0f} {unit}" if unit == "B" else f"{size:,.1f} {unit}"
+        size /= 1024
+    return f"{size:,.1f} TiB"  # pragma: no cover - the loop returns at GiB
+
+
+def fmt_ms(value: float | int | None) -> str:
+    if value is None or _isna(value):
+        return "n/a"
+    ms = float(value)
+    if abs(ms) < 1000:
+        return f"{ms:,.0f} ms"
+    if abs(ms) < 120_000:
+        return f"{ms / 1000:,.1f} s"
+    if abs(ms) < 2 * 3_600_000:
+        return f"{ms / 60_000:,.1f} min"
+    if abs(ms) < 2 * 86_400_000:
+        return f"{ms / 3_600_000:,.1f} h"
+    return f"{ms / 86_400_000:,.1f} days"
+
+
+def _stat(series: pd.Series, how: str) -> float | None:
+    values = pd.to_numeric(series, errors="coerce").dropna()
+    if values.empty:
+        return None
+    return float(values.quantile(0.95) if how == "p95" else getattr(values, how)())
+
+
+def key_numbers(data: ReportData) -> tuple[tuple[str, str], ...]:
+    """The figures a ticket needs, as (label, value) pairs, in reading order."""
+    o, b = data.overview, data.batches
+    last_commit = _datetime(o.get("last_commit_at"))
+    age = "n/a"
+    if last_commit is not None:
+        ago_ms = (data.as_of - last_commit).total_seconds() * 1000
+        # A commit "in the future" means the checkpoint's clock is ahead of this machine's.
+        age = f"{fmt_ms(ago_ms)} ago" if ago_ms >= 0 else f"{fmt_ms(-ago_ms)} ahead of this clock"
+    durations, intervals = b["duration_ms"], b["interval_ms"]
+    delays = b["delay_ms"].dropna()
+    operators = {s.operator_id for s in data.stores}
+    numbers = [
+        ("query id", data.query_id),
+        ("batches in the log", f"{len(b):,}" + (f" ({_range(b['batch_id'])})" if len(b) else "")),
+        ("last committed batch", fmt_int(_int(o, "last_committed_batch"))),
+        ("pending batches (offsets, no commit)", fmt_int(_int(o, "uncommitted_batches"))),
+        (
+            "last commit",
+            "n/a" if last_commit is None else f"{last_commit:%Y-%m-%d %H:%M:%S} UTC ({age})",
+        ),
+        (
+            "batch duration (median / p95 / max)",
+            " / ".join(fmt_ms(_stat(durations, h)) for h in ("median", "p95", "max")),
+        ),
+        ("trigger interval (median)", fmt_ms(_stat(intervals, "median"))),
+        (
+            "watermark delay (last batch)",
+            fmt_ms(float(delays.iloc[-1])) if len(delays) else "no watermark",
+        ),
+        ("stateful operators / stores", f"{len(operators)} / {len(data.stores)}"),
+        ("keys (newest version, all stores)", fmt_int(_int(o, "total_keys"))),
+        (
+            "state on disk (files not purged)",
+            f"{fmt_bytes(_int(o, 'total_bytes') or 0)} in {fmt_int(_int(o, 'files'))} files",
+        ),
+        ("unreadable files (problems)", fmt_int(_int(o, "problems"))),
+    ]
+    return tuple(numbers)
+
+
+def _range(ids: pd.Series) -> str:
+    return f"{int(ids.min())}..{int(ids.max())}"

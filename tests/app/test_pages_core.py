@@ -1,0 +1,171 @@
+"""AppTest smoke tests of the Overview, Query and State pages on the sample checkpoints."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from collectors.db import read_query
+from tests.app.conftest import SAMPLES
+
+MAIN = str(Path(__file__).resolve().parents[2] / "app" / "dashboard" / "main.py")
+TIMEOUT_S = 60
+
+
+def _page(name: str) -> None:
+    """The page as main.py runs it, without the navigation: one page per AppTest."""
+    import importlib
+
+    from app.dashboard import context
+
+    context.live_status()
+    importlib.import_module(f"app.dashboard.views.{name}").render()
+
+
+def run_page(name: str) -> AppTest:
+    at = AppTest.from_function(_page, args=(name,), default_timeout=TIMEOUT_S)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def charts(at: AppTest) -> int:
+    return len(at.get("plotly_chart"))
+
+
+def checkpoint_of(name: str) -> str:
+    return str(SAMPLES / name)
+
+
+def test_main_script_shows_overview_and_last_update(samples_db: str) -> None:
+    at = AppTest.from_file(MAIN, default_timeout=TIMEOUT_S)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [t.value for t in at.title] == ["Overview"]
+    sidebar = " ".join(c.value for c in at.sidebar.caption)
+    assert "Data last updated" in sidebar and samples_db in sidebar
+
+
+def test_overview_has_a_card_per_checkpoint(samples_db: str) -> None:
+    at = run_page("overview")
+    (count,) = read_query(samples_db, "SELECT count(*) FROM checkpoints")[0]
+    assert count >= 10
+    # One sparkline per checkpoint, and each card names its query id.
+    assert charts(at) == count
+    text = " ".join(str(c.value) for c in at.caption)
+    for (query_id,) in read_query(samples_db, "SELECT query_id FROM checkpoints"):
+        assert query_id in text
+    assert f"{count} checkpoint(s) in the database" in text
+
+
+def test_overview_rejects_a_path_that_is_not_a_checkpoint(samples_db: str, tmp_path: Path) -> None:
+    at = run_page("overview")
+    at.text_input(key="sg_watch_path").input(str(tmp_path))
+    at.button[0].click().run()
+    assert not at.exception
+    (error,) = at.error
+    assert str(tmp_path) in error.value and "\n" not in error.value
+    assert "not a Structured Streaming checkpoint" in error.value
+
+
+def test_overview_watches_a_new_checkpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Watch starts a child collector; the card appears once its first scan lands."""
+    from app.dashboard.views.overview import _registry
+
+    db = str(tmp_path / "fresh.duckdb")
+    monkeypatch.setenv("STATEGLASS_DB", db)
+    monkeypatch.delenv("STATEGLASS_WATCHED", raising=False)
+    target = checkpoint_of("spark-4.3/dedup-hdfs")
+    at = run_page("overview")
+    try:
+        at.text_input(key="sg_watch_path").input(target)
+        at.button[0].click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert _registry(db).watched() == {target}
+        deadline = time.monotonic() + 60
+        while not os.path.exists(db) or not read_query(db, "SELECT * FROM checkpoints"):
+            assert time.monotonic() < deadline, "the watcher never collected"
+            time.sleep(0.2)
+        at.run()
+        assert charts(at) == 1
+        # A second Watch of the same path starts nothing.
+        at.text_input(key="sg_watch_path").input(target)
+        at.button[0].click().run()
+        assert any("Already watching" in i.value for i in at.info)
+    finally:
+        _registry(db).stop_all()
+    assert _registry(db).watched() == set()
+
+
+@pytest.mark.parametrize(
+    "checkpoint",
+    [
+        pytest.param("spark-4.3/agg-hdfs", id="4.3-agg-hdfs"),
+        pytest.param("spark-3.5/agg-rocks", id="3.5-agg-rocks"),
+        pytest.param("spark-4.3/session-rocks-cl", id="4.3-session-rocks-cl"),
+    ],
+)
+def test_query_page(samples_db: str, checkpoint: str) -> None:
+    at = AppTest.from_function(_page, args=("query",), default_timeout=TIMEOUT_S)
+    at.session_state["sg_checkpoint"] = checkpoint_of(checkpoint)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="sg_checkpoint_widget").value == checkpoint_of(checkpoint)
+    assert charts(at) == 4
+    (batches,) = read_query(
+        samples_db, "SELECT count(*) FROM batches WHERE checkpoint = ?", [checkpoint_of(checkpoint)]
+    )[0]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["batches"] == f"{batches:,}"
+    assert metrics["pending"] == "0"
+
+
+@pytest.mark.parametrize(
+    ("checkpoint", "store", "rocksdb"),
+    [
+        pytest.param("spark-4.3/agg-hdfs", "0 stateStoreSave / default", False, id="hdfs"),
+        pytest.param("spark-4.3/agg-rocks", "0 stateStoreSave / default", True, id="rocksdb"),
+        pytest.param(
+            "spark-4.3/join-hdfs",
+            "0 symmetricHashJoin / right-keyWithIndexToValue",
+            False,
+            id="join-store",
+        ),
+    ],
+)
+def test_state_page(samples_db: str, checkpoint: str, store: str, rocksdb: bool) -> None:
+    at = AppTest.from_function(_page, args=("state",), default_timeout=TIMEOUT_S)
+    at.session_state["sg_checkpoint"] = checkpoint_of(checkpoint)
+    at.session_state["sg_store"] = store
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="sg_store_widget").value == store
+    # keys, heatmap, skew, key changes, bytes by kind, snapshot lag (+ SST for RocksDB).
+    assert charts(at) == 6 + rocksdb
+    op, name_store = store.split(" ", 1)
+    store_name = name_store.split(" / ")[1]
+    (partitions,) = read_query(
+        samples_db,
+        "SELECT count(DISTINCT partition_id) FROM state_versions WHERE checkpoint = ? "
+        "AND operator_id = ? AND store_name = ?",
+        [checkpoint_of(checkpoint), int(op), store_name],
+    )[0]
+    assert {m.label: m.value for m in at.metric}["partitions"] == str(partitions)
+    # Every chart has a caption saying what it answers.
+    assert sum(c.value.endswith((".", ")")) for c in at.caption) >= charts(at)
+    # The heatmap switches to bytes without an error.
+    at.radio(key="sg_state_heatmap").set_value("bytes written").run()
+    assert not at.exception
+    assert charts(at) == 6 + rocksdb
+
+
+def test_pages_without_a_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STATEGLASS_DB", str(tmp_path / "none.duckdb"))
+    for name in ("overview", "query", "state"):
+        at = run_page(name)
+        assert at.info, name
+    assert not (tmp_path / "none.duckdb").exists()

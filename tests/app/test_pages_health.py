@@ -1,0 +1,22 @@
+"""AppTest of the Health page: every rule's verdict, and the report download."""
+
+from __future__ import annotations
+
+from collectors.health import RULES
+from tests.app.test_pages_core import run_page
+
+
+def test_health_page_lists_every_rule_and_offers_the_report(samples_db: str) -> None:
+    at = run_page("health")
+    assert [t.value for t in at.title] == ["Health"]
+    (table,) = at.dataframe
+    frame = table.value
+    assert len(frame) >= len(RULES)
+    assert set(frame["status"]) <= {"OK", "WARN", "ERR"}
+    # The samples' queries stopped long ago: the stalled-query rule says so, with numbers.
+    assert frame["finding"].str.contains(r"\d").all()
+
+    at.button[0].click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    (download,) = at.get("download_button")
+    assert "Download report" in str(download.proto.label)

@@ -1,0 +1,168 @@
+"""The dashboard's read-only queries, checked against the tables they summarize."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from app import queries
+from collectors.checkpoint import Checkpoint
+from collectors.db import Database, read_query
+from parsers.logs import parse_file_source_log
+from tests.app.conftest import SAMPLES, sample_checkpoints
+
+HDFS = str(SAMPLES / "spark-4.3" / "agg-hdfs")
+ROCKS = str(SAMPLES / "spark-4.3" / "agg-rocks")
+
+
+def test_overview_totals_match_state_versions(samples_db: str) -> None:
+    overview = queries.checkpoint_overview(samples_db).set_index("checkpoint")
+    assert sorted(overview.index) == sorted(sample_checkpoints())
+    newest: dict[tuple[str, int, str, int], tuple[int, int]] = {}
+    for cp, op, store, part, version, keys in read_query(
+        samples_db,
+        "SELECT checkpoint, operator_id, store_name, partition_id, version, num_keys "
+        "FROM state_versions",
+    ):
+        key = (cp, op, store, part)
+        if key not in newest or version > newest[key][0]:
+            newest[key] = (version, keys or 0)
+    totals: dict[str, int] = defaultdict(int)
+    for (cp, *_), (_, keys) in newest.items():
+        totals[cp] += keys
+    for cp, total in totals.items():
+        assert overview.loc[cp, "total_keys"] == total, cp
+    # Bytes on disk: the files of the checkpoint's state directory as the filesystem has them.
+    on_disk = sum(
+        os.path.getsize(os.path.join(d, f))
+        for d, _, files in os.walk(os.path.join(HDFS, "state"))
+        for f in files
+        if f.endswith((".delta", ".snapshot"))
+    )
+    assert overview.loc[HDFS, "total_bytes"] == on_disk
+    row = overview.loc[HDFS]
+    assert row["last_committed_batch"] == Checkpoint.open(HDFS).last_committed_batch
+    assert row["lag_batches"] == 0 and row["problems"] == 0
+    assert "stateStoreSave/default (hdfs)" in row["operators"]
+
+
+def test_batches_have_the_view_metrics(samples_db: str) -> None:
+    frame = queries.batches(samples_db, HDFS)
+    cp = Checkpoint.open(HDFS)
+    assert list(frame["batch_id"]) == cp.offset_batch_ids
+    first, second = frame.iloc[0], frame.iloc[1]
+    assert pd.isna(first["interval_ms"])
+    expected = cp.offsets(1).batch_timestamp_ms - cp.offsets(0).batch_timestamp_ms
+    assert second["interval_ms"] == expected
+    assert (frame["duration_ms"] > 0).all()
+    # agg-hdfs has a 10 min watermark: delay = batch time - watermark, both as timestamps.
+    with_wm = frame[frame["watermark"].notna()]
+    assert not with_wm.empty
+    delta = (with_wm["batch_time"] - with_wm["watermark"]).dt.total_seconds() * 1000
+    assert (delta.round() == with_wm["delay_ms"].astype("float64")).all()
+
+
+def test_state_queries_of_one_store(samples_db: str) -> None:
+    rows = queries.state_versions(samples_db, ROCKS, 0, "default")
+    assert set(rows["partition_id"]) == {0, 1, 2, 3}
+    assert (rows["batch_id"] == rows["version"] - 1).all()
+    sst = queries.sst_reuse(samples_db, ROCKS, 0, "default")
+    live = rows.groupby("version")["sst_bytes_live"].sum()
+    assert (
+        sst.set_index("version")["sst_bytes_uploaded"]
+        + sst.set_index("version")["sst_bytes_reused"]
+        == live.loc[sst["version"]]
+    ).all()
+    kinds = queries.bytes_by_kind(samples_db, ROCKS, 0, "default")
+    assert set(kinds["kind"]) == {"zip", "sst"}
+    usage = queries.disk_usage(samples_db, ROCKS, 0, "default").set_index("kind")
+    zips = [
+        os.path.getsize(os.path.join(d, f))
+        for d, _, files in os.walk(os.path.join(ROCKS, "state"))
+        for f in files
+        if f.endswith(".zip")
+    ]
+    assert usage.loc["zip", "files"] == len(zips) and usage.loc["zip", "bytes"] == sum(zips)
+    lag = queries.snapshot_lag(samples_db, HDFS, 0, "default")
+    assert list(lag["partition_id"]) == [0, 1, 2, 3]
+    assert (lag["latest_version"] == rows["version"].max()).all()
+    growth = queries.state_growth(samples_db, HDFS, 0, "default")
+    hdfs_rows = queries.state_versions(samples_db, HDFS, 0, "default")
+    assert list(growth["num_keys"]) == list(hdfs_rows.groupby("version")["num_keys"].sum())
+
+
+def test_file_source_input_counts_the_source_log(samples_db: str) -> None:
+    inputs = queries.input_per_batch(samples_db, HDFS)
+    cp = Checkpoint.open(HDFS)
+    files: dict[int, set[str]] = defaultdict(set)
+    for info in cp.list_dir("sources", "0"):
+        if info.name.split(".")[0].isdigit() and not info.name.endswith(".crc"):
+            for entry in cp.parse(cp.path("sources", "0", info.name), parse_file_source_log):
+                files[entry.batch_id].add(entry.path)
+    assert set(inputs["unit"]) == {"files"}
+    assert dict(zip(inputs["batch_id"], inputs["amount"], strict=True)) == {
+        b: len(paths) for b, paths in files.items()
+    }
+
+
+def _offsets(*per_batch: str) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "batch_id": range(len(per_batch)),
+            "source_offsets": [
+                json.dumps([{"source_id": "0", "offset": o}]) if o else None for o in per_batch
+            ],
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("offsets", "amounts", "unit"),
+    [
+        pytest.param(
+            ['{"t":{"0":10,"1":5}}', '{"t":{"0":25,"1":9}}', '{"t":{"0":25,"1":10}}'],
+            [19, 1],
+            "records",
+            id="kafka",
+        ),
+        pytest.param(
+            ['{"offset":100,"timestamp":1}', '{"offset":350,"timestamp":2}'],
+            [250],
+            "rows",
+            id="rate-micro-batch",
+        ),
+        pytest.param(["4", "9", "15"], [5, 6], "rate seconds", id="rate"),
+        pytest.param(['{"topic":"x"}', '{"topic":"y"}'], [], None, id="unknown-source"),
+        pytest.param(["not json", "{"], [], None, id="garbage"),
+    ],
+)
+def test_input_from_offsets(offsets: list[str], amounts: list[float], unit: str | None) -> None:
+    frame = queries.input_from_offsets(_offsets(*offsets))
+    assert list(frame["amount"]) == amounts
+    assert set(frame["unit"]) == ({unit} if unit else set())
+    assert list(frame["batch_id"]) == list(range(1, len(amounts) + 1))
+
+
+def test_data_version_moves_when_a_writer_commits(tmp_path: Path) -> None:
+    path = str(tmp_path / "db.duckdb")
+    assert queries.data_version(path) == 0.0
+    assert queries.last_updated(path) is None
+    db = Database(path)
+    before = queries.data_version(path)
+    os.utime(path, (before - 10, before - 10))
+    before = queries.data_version(path)
+    assert queries.data_version(path) == before  # reading changes nothing
+    read_query(path, "SELECT * FROM checkpoints")
+    assert queries.data_version(path) == before
+    with db.transaction() as conn:
+        conn.execute(
+            "INSERT INTO checkpoints (checkpoint, query_id, first_seen, last_scan) "
+            "VALUES ('/cp', 'q', now()::TIMESTAMP, now()::TIMESTAMP)"
+        )
+    assert queries.data_version(path) > before
+    assert queries.last_updated(path) is not None

@@ -1,0 +1,80 @@
+"""The Markdown summary: verdicts, key numbers and operators, checked against the database."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from app.report import render_markdown
+from app.report.markdown import cell
+from collectors.db import read_query
+from collectors.health import evaluate, worst
+from tests.report.conftest import SAMPLES, report_now
+
+CASES = ["spark-4.3/join-hdfs", "spark-4.3/agg-rocks-cl", "spark-3.5/agg-hdfs"]
+
+
+def _cells(line: str) -> int:
+    """Cells of a Markdown table row (escaped pipes are not separators)."""
+    return len(re.split(r"(?<!\\)\|", line.strip())) - 2
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_summary_matches_the_database(report_db: str, name: str) -> None:
+    checkpoint = str(SAMPLES / name)
+    now = report_now(report_db, checkpoint)
+    text = render_markdown(report_db, checkpoint, now=now)
+    findings = evaluate(report_db, checkpoint, now=now)
+
+    assert text.startswith(f"# StateGlass report: {os.path.basename(name)} — {worst(findings)}")
+    assert findings, "the health rules ran"
+    for f in findings:
+        assert f"| {cell(f.finding)} |" in text
+        if f.status != "OK" and f.hint:
+            assert cell(f.hint) in text
+
+    (last_batch,) = read_query(
+        report_db,
+        "SELECT max(batch_id) FROM batches WHERE checkpoint = ? AND committed",
+        [checkpoint],
+    )[0]
+    assert f"| last committed batch | {last_batch:,} |" in text
+    (keys,) = read_query(
+        report_db,
+        "SELECT sum(num_keys) FROM state_versions s WHERE checkpoint = ? AND version = ("
+        " SELECT max(version) FROM state_versions t WHERE t.checkpoint = s.checkpoint"
+        " AND t.operator_id = s.operator_id AND t.store_name = s.store_name"
+        " AND t.partition_id = s.partition_id)",
+        [checkpoint],
+    )[0]
+    assert f"| keys (newest version, all stores) | {keys:,} |" in text
+
+    stores = read_query(
+        report_db,
+        "SELECT operator_id, operator_name, store_name, num_partitions FROM operators "
+        "WHERE checkpoint = ?",
+        [checkpoint],
+    )
+    for op, op_name, store, partitions in stores:
+        assert re.search(
+            rf"^\| {op} \| {re.escape(str(op_name))} \| `{re.escape(store)}` \| \w+ \| "
+            rf"{partitions} \|",
+            text,
+            re.M,
+        ), store
+
+    # Every table row has as many cells as its header.
+    width = None
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            width = None
+            continue
+        width = width or _cells(line)
+        assert _cells(line) == width, line
+
+
+def test_cells_keep_pipes_and_newlines_inside() -> None:
+    assert cell("struct<a|b>\nx") == "struct<a\\|b> x"
+    assert cell(None) == ""
