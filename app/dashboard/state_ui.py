@@ -6,7 +6,8 @@ lists checkpoints and stores.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, TypeVar
 
 import pandas as pd
 import pyarrow as pa
@@ -18,6 +19,8 @@ from app.dashboard import context
 from app.errors import AppError
 from collectors.checkpoint import Checkpoint
 from collectors.errors import CheckpointError
+
+T = TypeVar("T")
 
 PAGE_SIZES = (25, 50, 100, 250, 500)
 # Errors a page shows as one line instead of a traceback.
@@ -117,3 +120,22 @@ def cache_note() -> None:
 
 def progress_text(done: int, total: int, rows: int) -> str:
     return f"Read {done} of {total} partition(s): {rows:,} row(s) so far"
+
+
+def run_with_progress(steps: Iterable[tuple[float, T]], text: str) -> T | None:
+    """Drain ``(fraction, result)`` steps under a progress bar; the last result, or None.
+
+    A reader error shows as one line on the page (and gives None), never as a traceback.
+    """
+    status = st.empty()
+    result = None
+    try:
+        for fraction, found in steps:
+            status.progress(fraction, text=f"{text} {fraction:.0%}")
+            result = found
+    except USER_ERRORS as exc:
+        status.empty()
+        st.error(str(exc), icon="🚫")
+        return None
+    status.empty()
+    return result

@@ -74,17 +74,9 @@ def render() -> None:
         return
     left, _ = st.columns([1, 5])
     partition = state_ui.partition_filter(view, key=f"sg_diff_partition:{view}", box=left)
-    status = st.empty()
-    result = None
-    try:
-        for fraction, found in iter_diff(view, before, after, partition):
-            status.progress(fraction, text=f"Reading both versions… {fraction:.0%}")
-            result = found
-    except state_ui.USER_ERRORS as exc:
-        status.empty()
-        st.error(str(exc), icon="🚫")
-        return
-    status.empty()
+    result = state_ui.run_with_progress(
+        iter_diff(view, before, after, partition), "Reading both versions…"
+    )
     if result is None:
         return
     counts = result.counts

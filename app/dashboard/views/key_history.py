@@ -89,17 +89,9 @@ def render() -> None:
     if ref is None:
         return
     st.markdown(f"**Key** `{ref.label}`")
-    status = st.empty()
-    table = None
-    try:
-        for fraction, found in iter_history(view, ref, options):
-            status.progress(fraction, text=f"Looking the key up in each version… {fraction:.0%}")
-            table = found
-    except state_ui.USER_ERRORS as exc:
-        status.empty()
-        st.error(str(exc), icon="🚫")
-        return
-    status.empty()
+    table = state_ui.run_with_progress(
+        iter_history(view, ref, options), "Looking the key up in each version…"
+    )
     if table is None:
         return
     present = sum(1 for s in table.column("status").to_pylist() if s not in ("absent", "removed"))
