@@ -191,9 +191,12 @@ VIEWS: dict[str, str] = {
     """,
     "batch_durations": """
         CREATE OR REPLACE VIEW batch_durations AS
+        -- File mtimes: a copied or git-cloned checkpoint has meaningless ones, and a commit
+        -- older than its offsets says so; no duration then rather than a negative one.
         SELECT checkpoint, batch_id,
-               CAST(epoch_ms(committed_at) - epoch_ms(offsets_written_at) AS BIGINT)
-                   AS duration_ms
+               CASE WHEN committed_at >= offsets_written_at
+                    THEN CAST(epoch_ms(committed_at) - epoch_ms(offsets_written_at) AS BIGINT)
+               END AS duration_ms
         FROM batches WHERE committed AND committed_at IS NOT NULL
                        AND offsets_written_at IS NOT NULL
     """,
