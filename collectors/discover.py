@@ -202,7 +202,7 @@ def checkpoints_at(
         raise NotACheckpoint(root, "no such file or directory")
     if not fs.is_dir(root):
         raise NotACheckpoint(root, "is a file, not a checkpoint directory")
-    names = entries(fs, root, say)
+    names = entries(fs, root, lambda _line: None)  # discover() lists it again, and warns
     if is_checkpoint(names) or ("metadata", False) in names:
         return [Checkpoint.open(root, fs).root]
     found = discover(fs, root, limits, say, progress)

@@ -80,8 +80,9 @@ class CommitPoller:
             with self._lock:
                 before = self._newest.get(root)
                 self._newest[root] = newest
-            # A lower number too: the checkpoint was replaced or rolled back.
-            if newest != before:
+            # A lower number too: the checkpoint was replaced or rolled back. None (commits/
+            # gone) has nothing new to scan.
+            if newest is not None and newest != before:
                 changed.append(root)
                 self.on_change(root)
         return changed
