@@ -20,36 +20,8 @@ from app.commands import _collect_for_dashboard
 from collectors.db import read_query
 from collectors.discover import Limits, checkpoints_at, discover
 from collectors.errors import NotACheckpoint
-from collectors.fs import LOCAL, FileInfo
-from tests.collectors.helpers import ROOT, SAMPLES, copy_sample
-
-
-class ListingFileSystem:
-    """The local disk through the FileSystem protocol (not ``LOCAL``, so discovery takes the
-    path a URL takes), recording every directory listed."""
-
-    def __init__(self) -> None:
-        self.listed: list[str] = []
-
-    def list(self, path: str) -> list[FileInfo]:
-        self.listed.append(path)
-        return LOCAL.list(path)
-
-    def names(self, path: str) -> list[tuple[str, bool]]:
-        self.listed.append(path)
-        return LOCAL.names(path)
-
-    def stat(self, path: str) -> FileInfo | None:
-        return LOCAL.stat(path)
-
-    def read(self, path: str) -> bytes:
-        return LOCAL.read(path)
-
-    def exists(self, path: str) -> bool:
-        return LOCAL.exists(path)
-
-    def is_dir(self, path: str) -> bool:
-        return LOCAL.is_dir(path)
+from collectors.fs import LOCAL
+from tests.collectors.helpers import ROOT, SAMPLES, ListingFileSystem, copy_sample
 
 
 @pytest.fixture

@@ -15,37 +15,10 @@ import pytest
 from app import collect_cmd
 from collectors.db import read_query
 from collectors.errors import CheckpointError
-from collectors.fs import LOCAL, FileInfo
+from collectors.fs import LOCAL
 from collectors.poll import CommitPoller, newest_commit
 from collectors.watch import CheckpointWatcher, Debouncer
-from tests.collectors.helpers import copy_sample
-
-
-class ListingFileSystem:
-    """The local disk, recording each directory listed (what a LIST request would be)."""
-
-    def __init__(self) -> None:
-        self.listed: list[str] = []
-
-    def list(self, path: str) -> list[FileInfo]:
-        self.listed.append(path)
-        return LOCAL.list(path)
-
-    def names(self, path: str) -> list[tuple[str, bool]]:
-        self.listed.append(path)
-        return LOCAL.names(path)
-
-    def stat(self, path: str) -> FileInfo | None:
-        return LOCAL.stat(path)
-
-    def read(self, path: str) -> bytes:
-        return LOCAL.read(path)
-
-    def exists(self, path: str) -> bool:
-        return LOCAL.exists(path)
-
-    def is_dir(self, path: str) -> bool:
-        return LOCAL.is_dir(path)
+from tests.collectors.helpers import ListingFileSystem, copy_sample
 
 
 def test_a_poll_lists_commits_only_and_fires_on_a_new_commit(tmp_path: Path) -> None:
