@@ -14,6 +14,7 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 from collectors.discover import Limits, checkpoints_at
@@ -108,14 +109,21 @@ def warn(line: str) -> None:
     print(f"stateglass: warning: {line}", file=sys.stderr, flush=True)
 
 
-def find(paths: list[str], args: argparse.Namespace, fs: FileSystem = LOCAL) -> list[str]:
-    """Every checkpoint at or below ``paths``, each once, in order; warnings on stderr."""
+def find(
+    paths: list[str],
+    args: argparse.Namespace,
+    fs_for: Callable[[str], FileSystem] = lambda _path: LOCAL,
+) -> list[str]:
+    """Every checkpoint at or below ``paths``, each once, in order; warnings on stderr.
+
+    ``fs_for(path)`` is the file system a path (or URL) is read through.
+    """
     bounds = limits(args)
     out: dict[str, None] = {}
     for path in paths:
         progress = SearchProgress(path)
         try:
-            roots = checkpoints_at(fs, path, bounds, warn, progress)
+            roots = checkpoints_at(fs_for(path), path, bounds, warn, progress)
         finally:
             progress.done()
         given = path.rstrip("/") if "://" in path else os.path.abspath(path)
