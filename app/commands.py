@@ -188,8 +188,11 @@ def changes(args: argparse.Namespace) -> int:
     return 0
 
 
-def _collect_for_dashboard(args: argparse.Namespace, db_path: str) -> list[str]:
-    """Collect every checkpoint at ``args.paths`` into ``db_path``, one progress line each."""
+def _collect_for_dashboard(
+    paths: list[str], db_path: str, args: argparse.Namespace | None = None
+) -> list[str]:
+    """Collect every checkpoint at ``paths`` into ``db_path``, one progress line each
+    (folders searched with the discovery bounds in ``args``)."""
     from app import discovery
     from app.collect_cmd import ProgressBar
     from app.watchers import refuse_db_inside
@@ -197,7 +200,7 @@ def _collect_for_dashboard(args: argparse.Namespace, db_path: str) -> list[str]:
     from collectors.scan import Scanner
 
     # Resolve every path first: a typo fails before anything is written.
-    roots = sorted(discovery.find(args.paths, args))
+    roots = sorted(discovery.find(paths, args or argparse.Namespace()))
     refuse_db_inside(db_path, roots)
     scanner = Scanner(Database(db_path))
     for n, root in enumerate(roots, 1):
@@ -228,7 +231,7 @@ def dashboard(args: argparse.Namespace) -> int:
     from app.watchers import CONTROL_ENV, WATCHED_ENV, WatcherRegistry
 
     db_path = os.path.abspath(os.path.expanduser(args.db))
-    roots = _collect_for_dashboard(args, db_path) if args.paths else []
+    roots = _collect_for_dashboard(args.paths, db_path, args) if args.paths else []
     script = os.path.join(os.path.dirname(__file__), "dashboard", "main.py")
     # Open a browser only where there is a screen to show it on.
     headless = args.headless or not (os.environ.get("DISPLAY") or sys.platform == "darwin")

@@ -11,7 +11,6 @@ Example::
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -85,12 +84,14 @@ class SearchProgress:
         self.every_s = every_s
         self._next = time.monotonic() + every_s
         self._drawn = False
+        self.shown = False
 
     def __call__(self, folders: int, found: int) -> None:
         now = time.monotonic()
         if now < self._next and not (self.tty and folders % 50 == 0):
             return
         self._next = now + (0.2 if self.tty else self.every_s)
+        self.shown = True
         line = f"searching {self.path}: {folders} folders, {found} checkpoints"
         if self.tty:
             self.stream.write("\r" + line[-100:])
@@ -126,8 +127,7 @@ def find(
             roots = checkpoints_at(fs_for(path), path, bounds, warn, progress)
         finally:
             progress.done()
-        given = path.rstrip("/") if "://" in path else os.path.abspath(path)
-        if roots != [given]:
+        if progress.shown:  # a search long enough to show progress ends with its result
             print(f"found {len(roots)} checkpoint(s) under {path}", file=sys.stderr, flush=True)
         out.update(dict.fromkeys(roots))
     return list(out)

@@ -3,7 +3,6 @@ with one warning each while the healthy checkpoints beside them are collected.""
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import os
@@ -138,15 +137,14 @@ def test_collect_folder_with_a_loop_collects_the_rest(fleet: Path, tmp_path: Pat
     assert result.returncode == 0, result.stderr
     lines = result.stderr.splitlines()
     assert sum("warning: skipped" in line for line in lines) == 3
-    assert "found 4 checkpoint(s) under" in result.stderr
+    assert "collected 4 checkpoint(s)" in result.stderr
     assert "Traceback" not in result.stderr
     rows = read_query(db, "SELECT checkpoint FROM checkpoints")
     assert _rel([r[0] for r in rows], fleet) == ALL
 
 
 def test_dashboard_folder_with_a_loop_collects_the_rest(fleet: Path, tmp_path: Path) -> None:
-    args = argparse.Namespace(paths=[str(fleet)])
-    roots = _collect_for_dashboard(args, str(tmp_path / "db.duckdb"))
+    roots = _collect_for_dashboard([str(fleet)], str(tmp_path / "db.duckdb"))
     assert _rel(roots, fleet) == ALL
 
 
