@@ -187,6 +187,17 @@ class CheckpointWatcher:
         # which a query triggering every second or faster may never leave.
         self.debouncer.add(root, time.monotonic(), settled=is_commit(path, root))
 
+    @property
+    def watched_dirs(self) -> set[str]:
+        """Directories watched for events now (a few per checkpoint)."""
+        with self._lock:
+            return set(self._watched_dirs)
+
+    @property
+    def event_roots(self) -> list[str]:
+        """Checkpoints watched by events (the others are polled)."""
+        return list(self._event_roots)
+
     def overflowed(self) -> None:
         """The kernel dropped events: scan every event-watched checkpoint once."""
         self.overflows += 1
@@ -195,10 +206,12 @@ class CheckpointWatcher:
             self.debouncer.add(root, now, settled=True)
 
     def _watch_dir(self, path: str) -> None:
-        if self._observer is None or path in self._watched_dirs or not os.path.isdir(path):
-            return
-        self._observer.schedule(self._handler, path, recursive=False)
-        self._watched_dirs.add(path)
+        # Called from the run thread and from watchdog's (a commits/ created later).
+        with self._lock:
+            if self._observer is None or path in self._watched_dirs or not os.path.isdir(path):
+                return
+            self._observer.schedule(self._handler, path, recursive=False)
+            self._watched_dirs.add(path)
 
     def _start_watching(self, root: str) -> None:
         if self.poll or is_remote(root) or self._observer is None:
