@@ -93,7 +93,8 @@ class WatcherRegistry:
         self._child: subprocess.Popen[bytes] | None = None
         self._control = control or os.environ.get(CONTROL_ENV) or None
         self._own_control = self._control is None
-        self._watched = {p for p in os.environ.get(WATCHED_ENV, "").split(os.pathsep) if p}
+        self._external = {p for p in os.environ.get(WATCHED_ENV, "").split(os.pathsep) if p}
+        self._watched = set(self._external)
         atexit.register(self.stop_all)
 
     @property
@@ -165,6 +166,8 @@ class WatcherRegistry:
         """Stop our child: close its stdin, then terminate it if it lingers."""
         with self._lock:
             child, self._child = self._child, None
+            if self._own_control:
+                self._watched = set(self._external)
         if child is None:
             return
         if child.stdin:
