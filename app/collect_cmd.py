@@ -161,6 +161,7 @@ def watch(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
     Quiet by default: one line per checkpoint collected at start, then only scans that found
     problems; ``--verbose`` prints every scan.
     """
+    from collectors.errors import CheckpointError
     from collectors.watch import CheckpointWatcher, Debouncer
 
     scanner, roots = _scanner(args)
@@ -174,7 +175,12 @@ def watch(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
             print(f"watching {len(roots)} checkpoint(s); Ctrl-C to stop", file=sys.stderr)
 
     def rescan(root: str) -> None:
-        summary = scanner.scan(root)
+        try:
+            summary = scanner.scan(root)
+        except CheckpointError as exc:
+            # One line, and the watch goes on: the next commit scans again.
+            print(f"stateglass: error: {exc}", file=sys.stderr, flush=True)
+            return
         if verbose or summary.problems:
             print(summary.line(), file=sys.stderr, flush=True)
 
