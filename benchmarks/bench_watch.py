@@ -2,21 +2,19 @@
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_watch.py [--partitions 2000] [--batches 2]
-    .venv/bin/python benchmarks/bench_watch.py --checkpoint CP --attach   # a query already running
+    .venv/bin/python benchmarks/bench_watch.py [--partitions 2000] [--checkpoint CP --src SRC]
 
-1. Writes (cached under benchmarks/out/) the source files of ``--batches`` batches and starts a
-   PySpark inner join of two JSON file streams on ``k``, ``--partitions`` shuffle partitions,
-   HDFS provider, one file per side per batch (``maxFilesPerTrigger=1``, ``availableNow``).
-   With ``--attach`` the query is already running (started by an earlier run of this script or
-   by hand with the same code) and nothing is started.
-2. Once ``commits/0`` exists, starts ``stateglass watch`` (this branch: root, commits/ and
-   offsets/ only) and, for comparison, a plain watchdog recursive observer on the checkpoint
-   (what ``watch`` did before), each in its own process.
-3. While Spark writes the later batches: CPU of both processes, second by second; for each
-   commit, the time from ``commits/N``'s mtime to its row being readable in the database.
-4. When the query has ended: idle CPU of both over ``--idle`` seconds, and their inotify
-   watches.
+1. Once (cached under benchmarks/out/): a PySpark inner join of two JSON file streams on
+   ``k``, ``--partitions`` shuffle partitions (so 4 state stores × partitions directories),
+   HDFS provider, one file per side per batch (``maxFilesPerTrigger=1``, ``availableNow``),
+   writes batch 0.
+2. Starts ``stateglass watch`` (root, commits/ and offsets/ only) and, for comparison, a
+   plain watchdog recursive observer on the checkpoint (what ``watch`` did before), each in
+   its own process. After the first scan: idle CPU of both over ``--idle`` seconds.
+3. Writes one more source file per side and runs the query again: one more batch. While
+   Spark writes it, the CPU of both, second by second; the time from ``commits/N``'s mtime
+   to its row being readable in the database.
+4. Idle CPU of both again, and their inotify watches.
 The figures go to stdout as Markdown, ready for docs/benchmarks.md.
 """
 
@@ -106,18 +104,16 @@ def inotify_watches(pid: int) -> int:
     return total
 
 
-def write_sources(src: str, batches: int, rows: int) -> None:
+def write_batch(src: str, batch: int, rows: int) -> None:
+    """One new file per side: the next micro-batch of the join."""
     for side in ("left", "right"):
         os.makedirs(os.path.join(src, side), exist_ok=True)
-        for batch in range(batches):
-            path = os.path.join(src, side, f"part-{batch:03d}.json")
-            if os.path.exists(path):
-                continue
-            rng = random.Random(f"{side}-{batch}")
-            with open(path + ".tmp", "w") as fh:
-                for i in range(rows):
-                    fh.write(json.dumps({"k": rng.randrange(100_000), "v": i}) + "\n")
-            os.rename(path + ".tmp", path)
+        path = os.path.join(src, side, f"part-{batch:03d}.json")
+        rng = random.Random(f"{side}-{batch}")
+        with open(path + ".tmp", "w") as fh:
+            for i in range(rows):
+                fh.write(json.dumps({"k": rng.randrange(100_000), "v": i}) + "\n")
+        os.rename(path + ".tmp", path)
 
 
 def committed(cp: str) -> list[int]:
@@ -151,28 +147,32 @@ def wait_for(log: str, proc: subprocess.Popen[bytes], word: bytes, timeout: floa
     raise SystemExit(f"no {word!r} in {log} after {timeout} s")
 
 
+def cpu_of(procs: dict[str, subprocess.Popen[bytes]], seconds: float) -> dict[str, float]:
+    """Share of one core each process used over ``seconds``."""
+    before = {name: cpu_seconds(p.pid) for name, p in procs.items()}
+    t0 = time.monotonic()
+    time.sleep(seconds)
+    took = time.monotonic() - t0
+    return {name: (cpu_seconds(p.pid) - before[name]) / took for name, p in procs.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--partitions", type=int, default=2000)
-    ap.add_argument("--batches", type=int, default=2)
     ap.add_argument("--rows", type=int, default=4000, help="rows per side per batch")
-    ap.add_argument("--checkpoint", default=None)
-    ap.add_argument("--attach", action="store_true", help="the query is already running")
+    ap.add_argument("--checkpoint", default=None, help="default: benchmarks/out/…/cp")
+    ap.add_argument("--src", default=None, help="the query's source folder (default beside)")
     ap.add_argument("--idle", type=float, default=15.0, help="seconds of idle measurement")
     args = ap.parse_args()
     work = os.path.join(OUT, f"watch-join-{args.partitions}")
     cp = args.checkpoint or os.path.join(work, "cp")
-    query: subprocess.Popen[bytes] | None = None
-    started = time.monotonic()
-    if not args.attach:
-        src = os.path.join(work, "src")
-        write_sources(src, args.batches, args.rows)
-        query = subprocess.Popen([PY, "-c", RUN_JOIN, src, cp, str(args.partitions)])
-    while not committed(cp):
-        if query is not None and query.poll() is not None:
-            break
-        time.sleep(1.0)
-    first_batch_s = time.monotonic() - started
+    src = args.src or os.path.join(work, "src")
+    spark_s = None
+    if not committed(cp):  # written once, then reused
+        write_batch(src, 0, args.rows)
+        t0 = time.monotonic()
+        subprocess.run([PY, "-c", RUN_JOIN, src, cp, str(args.partitions)], check=True)
+        spark_s = time.monotonic() - t0
     dirs = sum(1 for _ in os.walk(cp))
     tmp = tempfile.mkdtemp(prefix="bench-watch-")
     db, log, rlog = f"{tmp}/sg.duckdb", f"{tmp}/watch.log", f"{tmp}/recursive.log"
@@ -183,38 +183,33 @@ def main() -> None:
     with open(rlog, "wb") as fh:
         recursive = subprocess.Popen([PY, "-c", RECURSIVE, cp], stdout=fh, stderr=fh)
     procs = {"stateglass watch (this branch)": ours, "watchdog recursive (before)": recursive}
+    query: subprocess.Popen[bytes] | None = None
     try:
         first_scan_s = wait_for(log, ours, b"watching", 3600)
-        setup_recursive_s = wait_for(rlog, recursive, b"watching", 3600)
+        wait_for(rlog, recursive, b"watching", 3600)
+        time.sleep(3.0)
+        idle_before = cpu_of(procs, args.idle)
+        first = set(db_committed(db))
+        batch = max(committed(cp)) + 1
+        write_batch(src, batch, args.rows)
+        t0 = time.monotonic()
+        query = subprocess.Popen([PY, "-c", RUN_JOIN, src, cp, str(args.partitions)])
         seen: dict[int, float] = {}
         landed: dict[int, float] = {}
         busy: dict[str, list[float]] = {name: [] for name in procs}
-        last = {name: cpu_seconds(p.pid) for name, p in procs.items()}
-        first = set(db_committed(db))
-        while query is None or query.poll() is None:
-            time.sleep(1.0)
-            for name, p in procs.items():
-                now = cpu_seconds(p.pid)
-                busy[name].append(now - last[name])
-                last[name] = now
+        while query.poll() is None or not set(seen) <= set(landed):
+            for name, share in cpu_of(procs, 1.0).items():
+                busy[name].append(share)
             for n in committed(cp):
                 if n not in seen and n not in first:
                     seen[n] = os.stat(os.path.join(cp, "commits", str(n))).st_mtime
             for n in db_committed(db) - set(landed) - first:
                 landed[n] = time.time()
-            if args.attach and len(committed(cp)) >= args.batches and set(seen) <= set(landed):
+            if time.monotonic() - t0 > 3 * 3600:
                 break
-        deadline = time.monotonic() + 600
-        while not set(seen) <= set(landed) and time.monotonic() < deadline:
-            for n in db_committed(db) - set(landed) - first:
-                landed[n] = time.time()
-            time.sleep(0.2)
+        spark_batch_s = time.monotonic() - t0
         time.sleep(3.0)
-        idle = {}
-        for name, p in procs.items():
-            before, t0 = cpu_seconds(p.pid), time.monotonic()
-            time.sleep(args.idle)
-            idle[name] = (cpu_seconds(p.pid) - before) / (time.monotonic() - t0)
+        idle_after = cpu_of(procs, args.idle)
         watches = {name: inotify_watches(p.pid) for name, p in procs.items()}
         with open(rlog, errors="replace") as fh:
             overflows = fh.read().count("overflow")
@@ -227,26 +222,27 @@ def main() -> None:
         if query is not None and query.poll() is None:
             query.terminate()
             query.wait(60)
-    latencies = {n: landed[n] - seen[n] for n in sorted(seen) if n in landed}
     print(f"### watch on a {args.partitions}-partition × 4-store join ({dirs:,} directories)\n")
     print(f"{dt.date.today()}, {machine()}, load average (1/5/15 min) at the end: {load()}\n")
-    if not args.attach:
-        print(f"- Spark wrote batch 0 in {first_batch_s:.0f} s")
-    print(f"- first scan (collect) by `stateglass watch`: {first_scan_s:.1f} s")
-    print(f"- watchdog recursive observer set up in {setup_recursive_s:.1f} s\n")
-    print("| process | inotify watches | CPU while Spark writes (mean / max of 1 s) | idle CPU |")
-    print("|---|---:|---:|---:|")
+    if spark_s is not None:
+        print(f"- Spark wrote batch 0 in {spark_s:.0f} s")
+    print(f"- Spark wrote batch {batch} (while both watched) in {spark_batch_s:.0f} s")
+    print(f"- first scan (collect) by `stateglass watch`: {first_scan_s:.1f} s\n")
+    print(
+        "| process | inotify watches | idle CPU after the first scan | CPU while Spark writes "
+        "a batch (mean / max of 1 s) | idle CPU after it |"
+    )
+    print("|---|---:|---:|---:|---:|")
     for name in procs:
         samples = busy[name] or [0.0]
         print(
-            f"| {name} | {watches[name]:,} | {sum(samples) / len(samples):.0%} / "
-            f"{max(samples):.0%} | {idle[name]:.1%} |"
+            f"| {name} | {watches[name]:,} | {idle_before[name]:.1%} | "
+            f"{sum(samples) / len(samples):.0%} / {max(samples):.0%} | {idle_after[name]:.1%} |"
         )
     print(f"\nwatchdog logged {overflows} queue-overflow warnings; `watch` wrote {our_lines} lines")
-    for n, lat in latencies.items():
-        print(f"- batch {n}: commit to row readable in {lat:.2f} s")
-    missing = sorted(set(seen) - set(landed))
-    print(f"- commits not recorded: {missing or 'none'}")
+    for n in sorted(seen):
+        lat = f"{landed[n] - seen[n]:.2f} s" if n in landed else "never"
+        print(f"- batch {n}: commit (mtime of commits/{n}) to row readable: {lat}")
 
 
 if __name__ == "__main__":
