@@ -156,14 +156,126 @@ def cpu_of(procs: dict[str, subprocess.Popen[bytes]], seconds: float) -> dict[st
     return {name: (cpu_seconds(p.pid) - before[name]) / took for name, p in procs.items()}
 
 
+def hold_back(cp: str, batch: int, held: str) -> list[tuple[str, str]]:
+    """Move batch ``batch``'s files (and any later ones) out of a copy of a checkpoint.
+
+    Returns the (held, original) pairs of the batch's own files, in the order Spark writes
+    them: state files, then ``commits/N`` last. Later batches' files are dropped.
+    """
+    import shutil
+
+    back: list[tuple[str, str]] = []
+    for dirpath, _, files in os.walk(cp):
+        for name in files:
+            stem = name.lstrip(".").split(".")[0]
+            if not stem.isdigit():
+                continue
+            rel = os.path.relpath(os.path.join(dirpath, name), cp)
+            top = rel.split(os.sep)[0]
+            # commits/N, offsets/N hold batch N; state files hold version N + 1.
+            owner = int(stem) - 1 if top == "state" else int(stem)
+            if owner < batch or top not in ("state", "commits", "offsets"):
+                continue
+            src = os.path.join(cp, rel)
+            if owner > batch:
+                os.remove(src)
+                continue
+            dst = os.path.join(held, rel)
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            shutil.move(src, dst)
+            back.append((dst, src))
+    # offsets/N first, state files, commits/N last: the order Spark writes them.
+    back.sort(key=lambda pair: ("/offsets/" not in pair[1]) + ("/commits/" in pair[1]))
+    return back
+
+
+def replay(args: argparse.Namespace) -> None:
+    """Measure on a copy of a written checkpoint whose last batch is held back, then put in
+    place file by file (renames, as Spark does), its commit last: no Spark run needed."""
+    import shutil
+
+    tmp = tempfile.mkdtemp(prefix="bench-watch-")
+    cp = os.path.join(tmp, "cp")
+    shutil.copytree(args.checkpoint, cp, symlinks=True)
+    batch = args.replay
+    back = hold_back(cp, batch, os.path.join(tmp, "held"))
+    dirs = sum(1 for _ in os.walk(cp))
+    db, log, rlog = f"{tmp}/sg.duckdb", f"{tmp}/watch.log", f"{tmp}/recursive.log"
+    with open(log, "wb") as fh:
+        ours = subprocess.Popen(
+            [PY, "-m", "app.cli", "watch", cp, "--db", db], stdout=fh, stderr=fh, cwd=ROOT
+        )
+    with open(rlog, "wb") as fh:
+        recursive = subprocess.Popen([PY, "-c", RECURSIVE, cp], stdout=fh, stderr=fh)
+    procs = {"stateglass watch (this branch)": ours, "watchdog recursive (before)": recursive}
+    try:
+        first_scan_s = wait_for(log, ours, b"watching", 3600)
+        wait_for(rlog, recursive, b"watching", 3600)
+        time.sleep(3.0)
+        idle_before = cpu_of(procs, args.idle)
+        cpu0 = {name: cpu_seconds(p.pid) for name, p in procs.items()}
+        t0 = time.monotonic()
+        for held, original in back[:-1]:
+            os.rename(held, original)
+        restore_s = time.monotonic() - t0
+        held, original = back[-1]
+        os.rename(held, original)
+        committed_at = time.monotonic()
+        while batch not in db_committed(db) and time.monotonic() - committed_at < 600:
+            time.sleep(0.05)
+        latency = time.monotonic() - committed_at
+        during = {
+            name: (cpu_seconds(p.pid) - cpu0[name]) / (time.monotonic() - t0)
+            for name, p in procs.items()
+        }
+        time.sleep(3.0)
+        idle_after = cpu_of(procs, args.idle)
+        watches = {name: inotify_watches(p.pid) for name, p in procs.items()}
+        with open(rlog, errors="replace") as fh:
+            overflows = fh.read().count("overflow")
+        with open(log, errors="replace") as fh:
+            our_lines = len([ln for ln in fh.read().splitlines() if ln.strip()])
+    finally:
+        for p in procs.values():
+            p.terminate()
+            p.wait(30)
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"### watch on a copy of a written checkpoint ({dirs:,} directories), batch {batch}\n")
+    print(f"{dt.date.today()}, {machine()}, load average (1/5/15 min) at the end: {load()}\n")
+    print(f"- first scan (collect) by `stateglass watch`: {first_scan_s:.1f} s")
+    print(f"- batch {batch}: {len(back) - 1} files renamed into place in {restore_s:.1f} s")
+    print(f"- commit (rename of commits/{batch}) to row readable: **{latency:.2f} s**\n")
+    print(
+        "| process | inotify watches | idle CPU after the first scan | CPU from the batch's "
+        "first file to its row | idle CPU after it |"
+    )
+    print("|---|---:|---:|---:|---:|")
+    for name in procs:
+        print(
+            f"| {name} | {watches[name]:,} | {idle_before[name]:.1%} | {during[name]:.0%} | "
+            f"{idle_after[name]:.1%} |"
+        )
+    print(f"\nwatchdog logged {overflows} queue-overflow warnings; `watch` wrote {our_lines} lines")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument(
+        "--replay",
+        type=int,
+        default=None,
+        metavar="N",
+        help="no Spark run: hold back batch N of a copy of --checkpoint, then put it in place",
+    )
     ap.add_argument("--partitions", type=int, default=2000)
     ap.add_argument("--rows", type=int, default=4000, help="rows per side per batch")
     ap.add_argument("--checkpoint", default=None, help="default: benchmarks/out/…/cp")
     ap.add_argument("--src", default=None, help="the query's source folder (default beside)")
     ap.add_argument("--idle", type=float, default=15.0, help="seconds of idle measurement")
     args = ap.parse_args()
+    if args.replay is not None:
+        replay(args)
+        return
     work = os.path.join(OUT, f"watch-join-{args.partitions}")
     cp = args.checkpoint or os.path.join(work, "cp")
     src = args.src or os.path.join(work, "src")
