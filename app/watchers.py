@@ -37,8 +37,13 @@ def checkpoints_at(path: str) -> list[str]:
     from app.catalog import find_checkpoints
     from collectors.checkpoint import Checkpoint
     from collectors.errors import NotACheckpoint
+    from collectors.remote.urls import is_url
 
-    path = os.path.abspath(os.path.expanduser(path.strip()))
+    path = path.strip()
+    if is_url(path):
+        # Discovery under a remote prefix comes with branch `watch`; a checkpoint URL works now.
+        return [Checkpoint.open(path).root]
+    path = os.path.abspath(os.path.expanduser(path))
     try:
         return [Checkpoint.open(path).root]
     except NotACheckpoint:
@@ -55,9 +60,12 @@ def refuse_db_inside(db: str, roots: Iterable[str]) -> None:
     writes into a checkpoint.
     """
     from app.errors import AppError
+    from collectors.remote.urls import is_url
 
     target = os.path.realpath(db)
     for root in roots:
+        if is_url(root):
+            continue  # the database is a local file
         real = os.path.realpath(root)
         if os.path.commonpath([real, target]) == real:
             raise AppError(
@@ -85,10 +93,12 @@ class WatcherRegistry:
     def start(self, paths: Iterable[str]) -> list[str]:
         """Start one child watching the ``paths`` not watched yet; returns those paths."""
         paths = list(paths)
+        from collectors.remote import canonical
+
         refuse_db_inside(self.db, paths)
         with self._lock:
             live = {p for p, c in self._children.items() if c.poll() is None}
-            new = sorted({os.path.abspath(p) for p in paths} - live - self._external)
+            new = sorted({canonical(p) for p in paths} - live - self._external)
             if not new:
                 return []
             # No log file: the child writes to our stdout/stderr (the terminal of the CLI).
@@ -135,7 +145,7 @@ def _stop_on_eof(stop: threading.Event) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from app import collect_cmd
-    from collectors.errors import CheckpointError
+    from collectors.errors import CollectorError
 
     parser = argparse.ArgumentParser(prog="python -m app.watchers")
     parser.add_argument("--db", required=True)
@@ -147,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     threading.Thread(target=_stop_on_eof, args=(stop,), daemon=True).start()
     try:
         return collect_cmd.watch(args, stop)
-    except CheckpointError as exc:
+    except CollectorError as exc:
         print(f"stateglass: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
