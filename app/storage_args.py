@@ -67,7 +67,6 @@ def apply_storage_args(args: argparse.Namespace) -> None:
     from collectors.remote.settings import (
         StorageSettings,
         configure,
-        current,
         from_config,
         merge,
         parse_options,
@@ -77,7 +76,7 @@ def apply_storage_args(args: argparse.Namespace) -> None:
     table: dict[str, Any] = {}
     if args.config:
         table = from_config(_read_toml(args.config), os.path.abspath(args.config))
-    base = current()
+    base = StorageSettings()
     try:
         options = merge(base.options, table.get("options", {}))
         options = merge(options, parse_options(args.storage_option))

@@ -281,10 +281,15 @@ class Checkpoint:
     def _relocate(self, path: str) -> str:
         """Schema paths in operator metadata are absolute where Spark ran; map them here."""
         marker = "/state/"
-        if self.fs.exists(path):
-            return path
         idx = path.rfind(marker)
-        return self.path(*path[idx + 1 :].split("/")) if idx >= 0 else path
+        here = self.path(*path[idx + 1 :].split("/")) if idx >= 0 else None
+        # This checkpoint's own copy first: a copied or uploaded checkpoint still names the
+        # directory Spark wrote it in, which a remote file system cannot (and should not) read.
+        if here is not None and self.fs.exists(here):
+            return here
+        if self.fs is LOCAL and self.fs.exists(path):
+            return path
+        return here or path
 
     def _provider(self, operator_id: int, partitions: list[int], store_name: str) -> str:
         if partitions:

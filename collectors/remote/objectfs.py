@@ -15,7 +15,7 @@ from __future__ import annotations
 import builtins
 import posixpath
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -39,6 +39,9 @@ class RequestCounts:
     head: int = 0
     bytes_read: int = 0
     cache_hits: int = 0
+    # GETs of a state file this process had downloaded before: what the cache must prevent.
+    refetched: int = 0
+    fetched: set[str] = field(default_factory=set)
 
     def line(self) -> str:
         return (
@@ -48,6 +51,8 @@ class RequestCounts:
 
     def reset(self) -> None:
         self.list = self.get = self.head = self.bytes_read = self.cache_hits = 0
+        self.refetched = 0
+        self.fetched.clear()
 
 
 COUNTS = RequestCounts()
@@ -102,9 +107,9 @@ class ObjectFileSystem:
 
     def read(self, path: str) -> bytes:
         url = path.rstrip("/")
-        cacheable = self._cache is not None and url.endswith(_IMMUTABLE)
+        cacheable = url.endswith(_IMMUTABLE)
         key = None
-        if cacheable and self._cache is not None:
+        if self._cache is not None and cacheable:
             meta = self._meta.get(url) or self._head(url)
             if meta is None:
                 raise CheckpointError(url, "file disappeared (purged by Spark?)")
@@ -121,6 +126,9 @@ class ObjectFileSystem:
         except IsADirectoryError as exc:
             raise CheckpointError(url, "is a directory, expected a file") from exc
         COUNTS.bytes_read += len(data)
+        if cacheable:
+            COUNTS.refetched += url in COUNTS.fetched
+            COUNTS.fetched.add(url)
         if key is not None and self._cache is not None and len(data) == self._meta_size(url):
             self._cache.put(key, data)
         return bytes(data)
