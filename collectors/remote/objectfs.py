@@ -236,12 +236,12 @@ class ObjectFileSystem:
 
 
 def _mtime(entry: Mapping[str, Any]) -> float:
-    for field in ("LastModified", "last_modified", "mtime", "updated", "modificationTime"):
-        value = entry.get(field)
+    for name in ("LastModified", "last_modified", "mtime", "updated", "modificationTime"):
+        value = entry.get(name)
         if isinstance(value, datetime):
             return value.timestamp()
         if isinstance(value, int | float):
-            return float(value) / (1000.0 if field == "modificationTime" else 1.0)
+            return float(value) / (1000.0 if name == "modificationTime" else 1.0)
         if isinstance(value, str) and value:
             try:
                 return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
@@ -251,8 +251,8 @@ def _mtime(entry: Mapping[str, Any]) -> float:
 
 
 def _etag(entry: Mapping[str, Any]) -> str:
-    for field in ("ETag", "etag", "md5Hash", "generation"):
-        value = entry.get(field)
+    for name in ("ETag", "etag", "md5Hash", "generation"):
+        value = entry.get(name)
         if value:
             return str(value).strip('"')
     return ""
