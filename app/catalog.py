@@ -2,26 +2,21 @@
 
 from __future__ import annotations
 
-import os
-
 from collectors.checkpoint import Checkpoint
 from collectors.errors import CollectorError
 
 
 def find_checkpoints(root: str, max_depth: int = 4) -> list[str]:
-    """Directories under ``root`` that look like checkpoints (they hold offsets/ or commits/)."""
-    found: list[str] = []
-    root = os.path.abspath(root)
-    base_depth = root.rstrip(os.sep).count(os.sep)
-    for dirpath, dirnames, _ in os.walk(root):
-        if {"offsets", "commits"} & set(dirnames):
-            found.append(dirpath)
-            dirnames[:] = []  # do not descend into a checkpoint
-            continue
-        if dirpath.count(os.sep) - base_depth >= max_depth:
-            dirnames[:] = []
-        dirnames.sort()
-    return sorted(found)
+    """The checkpoint at ``root``, or those below it (bounded search, see
+    :mod:`collectors.discover`); none when there are neither."""
+    from collectors.discover import Limits, checkpoints_at
+    from collectors.errors import NotACheckpoint
+    from collectors.fs import LOCAL
+
+    try:
+        return checkpoints_at(LOCAL, root, Limits(max_depth=max_depth))
+    except NotACheckpoint:
+        return []
 
 
 def summarize(path: str) -> dict[str, object]:

@@ -143,6 +143,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_dash.add_argument("--port", type=int, default=8501, help="HTTP port (default 8501)")
     p_dash.add_argument("--headless", action="store_true", help="do not open a browser")
+    # --- watch & discovery (branch `watch`) ---
+    p_dash.add_argument(
+        "--allow-path",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a folder (or URL prefix) visitors may also watch from the Overview, besides the "
+        "PATHs given (repeatable)",
+    )
+    from app import collect_cmd as _collect_cmd
+    from app import discovery
+
+    discovery.add_arguments(p_dash)
+    _collect_cmd.add_watch_arguments(p_dash)
+    # --- end watch & discovery ---
 
     from app import collect_cmd
 

@@ -16,18 +16,25 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
+from app import discovery
 from app.args import add_db_arg
-from collectors.checkpoint import Checkpoint
 from collectors.engines import ENGINES, get_engine
 
 if TYPE_CHECKING:
+    from app.watchers import ControlFile
     from collectors.scan import Scanner, ScanSummary
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("checkpoints", nargs="+", metavar="CHECKPOINT", help="checkpoint directories")
+    p.add_argument(
+        "checkpoints",
+        nargs="+",
+        metavar="PATH",
+        help="checkpoint directories, or folders of them (searched, see below)",
+    )
     add_db_arg(p, "DuckDB database to write")
     p.add_argument(
         "--engine",
@@ -41,6 +48,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="Spark master for --engine spark (default local[*])",
     )
+    discovery.add_arguments(p)
 
 
 def add_parser(subparsers: Any) -> None:
@@ -53,9 +61,27 @@ def add_parser(subparsers: Any) -> None:
         "watch", help="collect, then collect again whenever the checkpoints change"
     )
     _add_common(p_watch)
-    p_watch.add_argument(
+    add_watch_arguments(p_watch)
+
+
+def add_watch_arguments(p: argparse.ArgumentParser) -> None:
+    """How ``watch`` (and the dashboard's watcher) notices new batches."""
+    p.add_argument(
         "--debounce", type=float, default=1.0, metavar="SECONDS", help="quiet time before a re-scan"
     )
+    p.add_argument(
+        "--poll-interval",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="how often URLs (and --poll paths) are checked for a new commit (default 10)",
+    )
+    p.add_argument(
+        "--poll",
+        action="store_true",
+        help="poll local paths too, instead of file system events (network mounts)",
+    )
+    p.add_argument("--verbose", action="store_true", help="print a line for every re-scan")
 
 
 class ProgressBar:
@@ -81,16 +107,20 @@ class ProgressBar:
 
 def _scanner(args: argparse.Namespace) -> tuple[Scanner, list[str]]:
     # Validate every path first: a typo fails before anything is written.
-    roots = [Checkpoint.open(path).root for path in args.checkpoints]
+    roots = discovery.find(args.checkpoints, args)
     from app.watchers import refuse_db_inside
 
     refuse_db_inside(args.db, roots)  # the database never goes into a checkpoint
+    return _new_scanner(args), roots
+
+
+def _new_scanner(args: argparse.Namespace) -> Scanner:
     # DuckDB takes a tenth of a second to import: only commands that use it pay for it.
     from collectors.db import Database
     from collectors.scan import Scanner
 
-    db = Database(args.db)
-    return Scanner(db, get_engine(args.engine, args.master)), roots
+    engine = get_engine(getattr(args, "engine", "local"), getattr(args, "master", None))
+    return Scanner(Database(args.db), engine)
 
 
 def _collect(scanner: Scanner, roots: list[str]) -> list[ScanSummary]:
@@ -115,17 +145,94 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _watcher_options(args: argparse.Namespace) -> dict[str, Any]:
+    from collectors.poll import DEFAULT_INTERVAL_S
+
+    return {
+        "poll": getattr(args, "poll", False),
+        "poll_interval_s": getattr(args, "poll_interval", None) or DEFAULT_INTERVAL_S,
+        "warn": discovery.warn,
+    }
+
+
 def watch(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
-    """``stateglass watch``: collect, then re-collect each checkpoint after its writes settle."""
+    """``stateglass watch``: collect, then re-collect each checkpoint after its writes settle.
+
+    Quiet by default: one line per checkpoint collected at start, then only scans that found
+    problems; ``--verbose`` prints every scan.
+    """
+    from collectors.errors import CollectorError
     from collectors.watch import CheckpointWatcher, Debouncer
 
     scanner, roots = _scanner(args)
-    print(_summary(_collect(scanner, roots), scanner.db.path), file=sys.stderr)
+    verbose = getattr(args, "verbose", False)
+    summaries: list[ScanSummary] = []
+
+    def first(root: str) -> None:
+        summaries.append(scanner.scan(root, ProgressBar(root)))
+        if len(summaries) == len(roots):
+            print(_summary(summaries, scanner.db.path), file=sys.stderr)
+            print(f"watching {len(roots)} checkpoint(s); Ctrl-C to stop", file=sys.stderr)
 
     def rescan(root: str) -> None:
-        print(scanner.scan(root).line(), file=sys.stderr)
+        try:
+            summary = scanner.scan(root)
+        except CollectorError as exc:
+            # One line, and the watch goes on: the next commit scans again.
+            print(f"stateglass: error: {exc}", file=sys.stderr, flush=True)
+            return
+        if verbose or summary.problems:
+            print(summary.line(), file=sys.stderr, flush=True)
 
-    watcher = CheckpointWatcher(roots, rescan, Debouncer(delay_s=args.debounce))
-    print(f"watching {len(roots)} checkpoint(s); Ctrl-C to stop", file=sys.stderr)
+    watcher = CheckpointWatcher(
+        roots,
+        rescan,
+        Debouncer(delay_s=args.debounce),
+        on_added=first,
+        **_watcher_options(args),
+    )
     watcher.run(stop or threading.Event())
+    return 0
+
+
+def serve(
+    args: argparse.Namespace,
+    control: ControlFile,
+    follow: Callable[[ControlFile, Callable[[str], None], threading.Event], None],
+    stop: threading.Event,
+) -> int:
+    """The dashboard's watcher child: watch every path ``follow`` reads from ``control``.
+
+    A path that turns out not to be a checkpoint is one line on stderr; the others go on.
+    """
+    from collectors.errors import CollectorError
+    from collectors.watch import CheckpointWatcher, Debouncer
+
+    scanner = _new_scanner(args)
+    verbose = getattr(args, "verbose", False)
+
+    def first(root: str) -> None:
+        try:
+            summary = scanner.scan(root)
+        except CollectorError as exc:
+            print(f"stateglass: error: {exc}", file=sys.stderr, flush=True)
+            return
+        print(f"collected {summary.line()}", file=sys.stderr, flush=True)
+
+    def rescan(root: str) -> None:
+        try:
+            summary = scanner.scan(root)
+        except CollectorError as exc:
+            print(f"stateglass: error: {exc}", file=sys.stderr, flush=True)
+            return
+        if verbose or summary.problems:
+            print(summary.line(), file=sys.stderr, flush=True)
+
+    watcher = CheckpointWatcher(
+        [], rescan, Debouncer(delay_s=args.debounce), on_added=first, **_watcher_options(args)
+    )
+    reader = threading.Thread(target=follow, args=(control, watcher.add, stop), daemon=True)
+    reader.start()
+    watcher.run(stop)
+    reader.join(timeout=5)
     return 0

@@ -192,15 +192,19 @@ def changes(args: argparse.Namespace) -> int:
     return 0
 
 
-def _collect_for_dashboard(paths: list[str], db_path: str) -> list[str]:
-    """Collect every checkpoint at ``paths`` into ``db_path``, one progress line each."""
+def _collect_for_dashboard(
+    paths: list[str], db_path: str, args: argparse.Namespace | None = None
+) -> list[str]:
+    """Collect every checkpoint at ``paths`` into ``db_path``, one progress line each
+    (folders searched with the discovery bounds in ``args``)."""
+    from app import discovery
     from app.collect_cmd import ProgressBar
-    from app.watchers import checkpoints_at, refuse_db_inside
+    from app.watchers import refuse_db_inside
     from collectors.db import Database
     from collectors.scan import Scanner
 
     # Resolve every path first: a typo fails before anything is written.
-    roots = sorted({root for path in paths for root in checkpoints_at(path)})
+    roots = sorted(discovery.find(paths, args or argparse.Namespace()))
     refuse_db_inside(db_path, roots)
     scanner = Scanner(Database(db_path))
     for n, root in enumerate(roots, 1):
@@ -216,15 +220,22 @@ def _collect_for_dashboard(paths: list[str], db_path: str) -> list[str]:
     return roots
 
 
+def _watch_options(args: argparse.Namespace) -> list[str]:
+    """The dashboard's ``watch`` flags, for its watcher child."""
+    out = ["--debounce", str(args.debounce), "--poll-interval", str(args.poll_interval)]
+    return out + ["--poll"] * args.poll + ["--verbose"] * args.verbose
+
+
 def dashboard(args: argparse.Namespace) -> int:
     """Collect the paths into the database, watch them, and serve the dashboard on it.
 
     Example: ``stateglass dashboard /data/checkpoints --db ./sg.duckdb --port 8502``.
     """
-    from app.watchers import WATCHED_ENV, WatcherRegistry
+    from app import allowed
+    from app.watchers import CONTROL_ENV, WATCHED_ENV, WatcherRegistry
 
     db_path = os.path.abspath(os.path.expanduser(args.db))
-    roots = _collect_for_dashboard(args.paths, db_path) if args.paths else []
+    roots = _collect_for_dashboard(args.paths, db_path, args) if args.paths else []
     script = os.path.join(os.path.dirname(__file__), "dashboard", "main.py")
     # Open a browser only where there is a screen to show it on.
     headless = args.headless or not (os.environ.get("DISPLAY") or sys.platform == "darwin")
@@ -252,9 +263,20 @@ def dashboard(args: argparse.Namespace) -> int:
         db_path,
     ]
     # Our watcher writes the database while the server only reads it; it stops with us.
-    watchers = WatcherRegistry(db_path)
+    # One watcher child for the paths given here and every one a visitor adds: the server
+    # hands it new paths through its control file instead of starting processes of its own.
+    watchers = WatcherRegistry(db_path, options=_watch_options(args))
     watchers.start(roots)
-    env = dict(os.environ, **{WATCHED_ENV: os.pathsep.join(roots)})
+    control = watchers.ensure() or ""
+    env = dict(
+        os.environ,
+        **{
+            WATCHED_ENV: os.pathsep.join(roots),
+            CONTROL_ENV: control,
+            # The Watch box accepts paths under these only.
+            allowed.ALLOWED_ENV: allowed.encode([*getattr(args, "paths", []), *args.allow_path]),
+        },
+    )
     print(
         f"StateGlass dashboard on http://localhost:{args.port} over {db_path}; "
         f"watching {len(roots)} checkpoint(s) (Ctrl+C to stop)",

@@ -1,9 +1,17 @@
-"""Watch checkpoints and re-scan them after bursts of writes settle.
+"""Watch checkpoints and re-scan them after bursts of writes settle, or after each new commit.
 
 Spark writes a micro-batch as a burst: ``offsets/N``, then a delta or changelog per partition,
 maybe snapshots, then ``commits/N``. :class:`Debouncer` turns the burst into one scan. Files
 still being written (``.N.delta.<uuid>.tmp``, ``*.crc`` sidecars, ``_temporary/``) are skipped;
 the rename that makes them whole arrives as a move event whose destination counts.
+
+Only the directories whose changes matter are watched: the checkpoint root, ``commits/`` and
+``offsets/`` — a handful of inotify watches per checkpoint, however many thousand store
+directories it has. The state files of batch N are complete once ``commits/N`` appears, and the
+scan it triggers lists and reads them; what Spark's maintenance writes or purges between batches
+is picked up by the next one. URLs (object stores send no events), ``poll=True`` and checkpoints
+beyond the inotify watch limit are polled instead (:mod:`collectors.poll`). When the kernel's
+inotify queue overflows, every checkpoint watched by events is scanned once, and watching goes on.
 
 Example::
 
@@ -13,12 +21,26 @@ Example::
 
 from __future__ import annotations
 
+import logging
 import os
+import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
+from collectors.fs import FileSystem
 from collectors.listing import is_temporary
+from collectors.poll import DEFAULT_INTERVAL_S, CommitPoller
+from collectors.remote import fs_for as remote_fs_for
+
+if TYPE_CHECKING:
+    from watchdog.observers.api import BaseObserver
+
+# Subdirectories whose entries say a batch started or ended.
+WATCHED_DIRS = ("commits", "offsets")
+# watchdog logs this (and nothing else) when the kernel drops events.
+OVERFLOW_LOGGER = "watchdog.observers.inotify_c"
 
 
 class Debouncer:
@@ -74,6 +96,11 @@ def is_commit(path: str, root: str) -> bool:
     return len(parts) == 2 and parts[0] == "commits" and parts[1].isdigit()
 
 
+def is_remote(root: str) -> bool:
+    """A URL of an object store or HDFS: no file system events, so it is polled."""
+    return "://" in root and not root.startswith("file://")
+
+
 def checkpoint_of(path: str, roots: Iterable[str]) -> str | None:
     """The watched checkpoint root that contains ``path``."""
     for root in roots:
@@ -82,8 +109,25 @@ def checkpoint_of(path: str, roots: Iterable[str]) -> str | None:
     return None
 
 
+class _OverflowHandler(logging.Handler):
+    """Turns watchdog's "queue overflowed" warning into one rescan, instead of a log line."""
+
+    def __init__(self, on_overflow: Callable[[], None]) -> None:
+        super().__init__(logging.WARNING)
+        self.on_overflow = on_overflow
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "overflow" in record.getMessage().lower():
+            self.on_overflow()
+
+
 class CheckpointWatcher:
-    """watchdog events → :class:`Debouncer` → ``on_change(root)`` on this thread."""
+    """Events (or polls) → :class:`Debouncer` → ``on_change(root)``, all scans on one thread.
+
+    Roots can be added while it runs (:meth:`add`, from any thread): each is watched first,
+    then handed to ``on_added`` (default ``on_change``) for its first scan, so no commit falls
+    between the two.
+    """
 
     def __init__(
         self,
@@ -91,22 +135,108 @@ class CheckpointWatcher:
         on_change: Callable[[str], object],
         debouncer: Debouncer | None = None,
         tick_s: float = 0.05,
+        *,
+        on_added: Callable[[str], object] | None = None,
+        poll: bool = False,
+        poll_interval_s: float = DEFAULT_INTERVAL_S,
+        fs_for: Callable[[str], FileSystem] | None = None,
+        warn: Callable[[str], object] | None = None,
     ) -> None:
-        self.roots = [os.path.abspath(r) for r in roots]
+        self.roots: list[str] = []
         self.on_change = on_change
+        self.on_added = on_added or on_change
         self.debouncer = debouncer or Debouncer()
         self.tick_s = tick_s
+        self.poll = poll
+        self.warn = warn or (lambda _line: None)
+        self.poller = CommitPoller(
+            fs_for or remote_fs_for,
+            lambda root: self.debouncer.add(root, time.monotonic(), settled=True),
+            poll_interval_s,
+            on_error=lambda root, exc: self.warn(f"cannot poll {root}: {exc}"),
+        )
+        self.overflows = 0
+        self._event_roots: list[str] = []
+        self._watched_dirs: set[str] = set()
+        self._pending: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._observer: BaseObserver | None = None
+        self._handler: Any = None
+        for root in roots:
+            self.add(root)
+
+    def add(self, root: str) -> None:
+        """Watch ``root`` too (thread-safe; takes effect on :meth:`run`'s thread)."""
+        root = root.rstrip("/") if is_remote(root) else os.path.abspath(root)
+        with self._lock:
+            if root in self.roots:
+                return
+            self.roots.append(root)
+        self._pending.put(root)
 
     def event(self, src_path: str, dest_path: str | None = None) -> None:
         """Record one filesystem event (a move counts by its destination)."""
         path = dest_path or src_path
         if not is_whole(os.path.relpath(path, "/")):
             return
-        root = checkpoint_of(path, self.roots)
-        if root is not None:
-            # A batch's commit ends its burst: scan now rather than after the quiet period,
-            # which a query triggering every second or faster may never leave.
-            self.debouncer.add(root, time.monotonic(), settled=is_commit(path, root))
+        root = checkpoint_of(path, list(self.roots))
+        if root is None:
+            return
+        if os.path.dirname(path) == root and os.path.basename(path) in WATCHED_DIRS:
+            self._watch_dir(path)  # commits/ or offsets/ created after we started
+        # A batch's commit ends its burst: scan now rather than after the quiet period,
+        # which a query triggering every second or faster may never leave.
+        self.debouncer.add(root, time.monotonic(), settled=is_commit(path, root))
+
+    @property
+    def watched_dirs(self) -> set[str]:
+        """Directories watched for events now (a few per checkpoint)."""
+        with self._lock:
+            return set(self._watched_dirs)
+
+    @property
+    def event_roots(self) -> list[str]:
+        """Checkpoints watched by events (the others are polled)."""
+        return list(self._event_roots)
+
+    def overflowed(self) -> None:
+        """The kernel dropped events: scan every event-watched checkpoint once."""
+        self.overflows += 1
+        now = time.monotonic()
+        for root in list(self._event_roots):
+            self.debouncer.add(root, now, settled=True)
+
+    def _watch_dir(self, path: str) -> None:
+        # Called from the run thread and from watchdog's (a commits/ created later).
+        with self._lock:
+            if self._observer is None or path in self._watched_dirs or not os.path.isdir(path):
+                return
+            self._observer.schedule(self._handler, path, recursive=False)
+            self._watched_dirs.add(path)
+
+    def _start_watching(self, root: str) -> None:
+        if self.poll or is_remote(root) or self._observer is None:
+            self.poller.add(root)
+            return
+        try:
+            self._watch_dir(root)
+            for name in WATCHED_DIRS:
+                self._watch_dir(os.path.join(root, name))
+        except OSError as exc:
+            # ENOSPC: fs.inotify.max_user_watches reached; polling costs one listing a poll.
+            self.warn(f"{root}: cannot watch for events ({exc.strerror or exc}); polling it")
+            self.poller.add(root)
+            return
+        self._event_roots.append(root)
+
+    def _add_pending(self) -> None:
+        while True:
+            try:
+                root = self._pending.get_nowait()
+            except queue.Empty:
+                return
+            self._start_watching(root)
+            self.on_added(root)
 
     def run(self, stop: threading.Event) -> None:
         """Watch until ``stop`` is set, scanning each root after its writes settle."""
@@ -122,14 +252,24 @@ class CheckpointWatcher:
                 dest = getattr(event, "dest_path", "") or None
                 watcher.event(os.fsdecode(event.src_path), dest and os.fsdecode(dest))
 
-        observer = Observer()
-        for root in self.roots:
-            observer.schedule(Handler(), root, recursive=True)
-        observer.start()
+        overflow = _OverflowHandler(self.overflowed)
+        logging.getLogger(OVERFLOW_LOGGER).addHandler(overflow)
+        self._handler = Handler()
+        self._observer = Observer()
+        self._observer.start()
+        next_poll = time.monotonic() + self.poller.interval_s
         try:
+            self._add_pending()
             while not stop.wait(self.tick_s):
-                for root in self.debouncer.pop_due(time.monotonic()):
+                self._add_pending()
+                now = time.monotonic()
+                if now >= next_poll:
+                    next_poll = now + self.poller.interval_s
+                    self.poller.poll_once()
+                for root in self.debouncer.pop_due(now):
                     self.on_change(root)
         finally:
-            observer.stop()
-            observer.join()
+            logging.getLogger(OVERFLOW_LOGGER).removeHandler(overflow)
+            self._observer.stop()
+            self._observer.join()
+            self._observer = None

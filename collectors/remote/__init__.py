@@ -53,6 +53,11 @@ def open_location(path: str, options: Mapping[str, Any] | None = None) -> tuple[
     return ObjectFileSystem(client, loc, _cache(settings), opts), loc.canonical
 
 
+def fs_for(path: str) -> FileSystem:
+    """The file system that reads ``path``: what discovery and the watcher take."""
+    return open_location(path)[0]
+
+
 def _client(loc: Location, opts: dict[str, Any]) -> Any:
     import json
 
@@ -95,6 +100,7 @@ __all__ = [
     "child",
     "configure",
     "current",
+    "fs_for",
     "is_url",
     "open_location",
     "parse_location",

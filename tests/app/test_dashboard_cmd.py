@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -120,3 +121,64 @@ def test_serves_then_stops_its_server_and_watcher(tmp_path: Path) -> None:
     while any(_alive(c) for c in children) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(_alive(c) for c in children)
+
+
+def _cmdline(pid: int) -> list[str]:
+    with open(f"/proc/{pid}/cmdline", "rb") as fh:
+        return [a.decode() for a in fh.read().split(b"\0") if a]
+
+
+def _environ(pid: int) -> dict[str, str]:
+    with open(f"/proc/{pid}/environ", "rb") as fh:
+        pairs = [a.decode().split("=", 1) for a in fh.read().split(b"\0") if b"=" in a]
+    return dict((k, v) for k, v in pairs)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc and ps --ppid")
+def test_the_server_hands_new_paths_to_the_one_watcher(tmp_path: Path) -> None:
+    """The server gets the watcher's control file and the allowed roots; a path added there
+    (what the Watch box does) is collected by the same watcher: no new process."""
+    from app import allowed
+    from app.watchers import CONTROL_ENV, WatcherRegistry
+
+    folder, more = tmp_path / "cps", tmp_path / "more"
+    shutil.copytree(SAMPLES / "spark-4.3" / "dedup-hdfs", folder / "dedup-hdfs")
+    shutil.copytree(SAMPLES / "spark-4.3" / "agg-hdfs", more / "agg-hdfs")
+    port = _free_port()
+    db = tmp_path / "sg.duckdb"
+    args = ["dashboard", str(folder), "--db", str(db), "--port", str(port), "--headless"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", *args, "--allow-path", str(more)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while len(_children(proc.pid)) < 2 or not db.exists():
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.3)
+        children = _children(proc.pid)
+        watchers = [c for c in children if "app.watchers" in _cmdline(c)]
+        (server,) = [c for c in children if c not in watchers]
+        (watcher,) = watchers
+        cmd = _cmdline(watcher)
+        control = cmd[cmd.index("--control") + 1]
+        env = _environ(server)
+        assert env[CONTROL_ENV] == control
+        assert json.loads(env[allowed.ALLOWED_ENV]) == [str(folder), str(more)]
+        WatcherRegistry(str(db), control=env[CONTROL_ENV]).start([str(more / "agg-hdfs")])
+        while len(_db_checkpoints(str(db))) < 2:
+            assert time.monotonic() < deadline, "the watcher never collected the new path"
+            time.sleep(0.3)
+        assert _children(proc.pid) == children
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+
+
+def _db_checkpoints(db: str) -> list[str]:
+    try:
+        return [r[0] for r in read_query(db, "SELECT checkpoint FROM checkpoints")]
+    except Exception:
+        return []  # the watcher holds the write lock for a moment

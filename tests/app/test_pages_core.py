@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from app import allowed
 from collectors.db import read_query
 from tests.app.conftest import SAMPLES
 
@@ -62,7 +63,11 @@ def test_overview_has_a_card_per_checkpoint(samples_db: str) -> None:
     assert f"{count} checkpoint(s) in the database" in text
 
 
-def test_overview_rejects_a_path_that_is_not_a_checkpoint(samples_db: str, tmp_path: Path) -> None:
+def test_overview_rejects_a_path_that_is_not_a_checkpoint(
+    samples_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Inside the allowed roots the error may say what is there (tests/app/test_watch_box.py).
+    monkeypatch.setenv(allowed.ALLOWED_ENV, allowed.encode([str(tmp_path)]))
     at = run_page("overview")
     at.text_input(key="sg_watch_path").input(str(tmp_path))
     at.button[0].click().run()
@@ -79,6 +84,7 @@ def test_overview_watches_a_new_checkpoint(tmp_path: Path, monkeypatch: pytest.M
     db = str(tmp_path / "fresh.duckdb")
     monkeypatch.setenv("STATEGLASS_DB", db)
     monkeypatch.delenv("STATEGLASS_WATCHED", raising=False)
+    monkeypatch.setenv(allowed.ALLOWED_ENV, allowed.encode([str(SAMPLES)]))
     target = checkpoint_of("spark-4.3/dedup-hdfs")
     at = run_page("overview")
     try:

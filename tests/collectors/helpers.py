@@ -62,6 +62,34 @@ class CountingFileSystem:
         return LOCAL.is_dir(path)
 
 
+class ListingFileSystem:
+    """The local disk through the FileSystem protocol (not ``LOCAL``, so callers take the path
+    a URL takes), recording each directory listed (what a LIST request would be)."""
+
+    def __init__(self) -> None:
+        self.listed: list[str] = []
+
+    def list(self, path: str) -> list[FileInfo]:
+        self.listed.append(path)
+        return LOCAL.list(path)
+
+    def names(self, path: str) -> list[tuple[str, bool]]:
+        self.listed.append(path)
+        return LOCAL.names(path)
+
+    def stat(self, path: str) -> FileInfo | None:
+        return LOCAL.stat(path)
+
+    def read(self, path: str) -> bytes:
+        return LOCAL.read(path)
+
+    def exists(self, path: str) -> bool:
+        return LOCAL.exists(path)
+
+    def is_dir(self, path: str) -> bool:
+        return LOCAL.is_dir(path)
+
+
 def tree_digest(root: Path | str) -> dict[str, tuple[str, float]]:
     """sha256 and mtime of every file under ``root`` (symlinks not followed)."""
     out = {}

@@ -161,8 +161,11 @@ def test_watch_follows_a_live_query(
     )
     purged = [r for r in rows if r[4]]
     assert purged, "Spark purged nothing during the test: maintenance did not run"
+    # A purge is seen by the scan of the next commit (store directories are not watched, see
+    # docs/architecture.md): what Spark deletes after the last commit is not marked yet.
     for path, _, _, _, is_purged in rows:
-        assert os.path.exists(path) != is_purged, path
+        if is_purged:
+            assert not os.path.exists(path), path
     versions = {
         (p, v) for p, v in read_query(db_path, "SELECT partition_id, version FROM state_versions")
     }

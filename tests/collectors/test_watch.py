@@ -24,6 +24,7 @@ def test_watch_rescans_after_new_files(tmp_path: Path, capsys: pytest.CaptureFix
     held = tmp_path / "12.delta"
     shutil.move(cp_dir / "state" / "0" / "3" / "12.delta", held)
     shutil.move(cp_dir / "state" / "0" / "3" / "12.snapshot", tmp_path / "12.snapshot")
+    shutil.move(cp_dir / "commits" / "11", tmp_path / "commit-11")
     db_path = str(tmp_path / "db.duckdb")
     args = argparse.Namespace(
         checkpoints=[str(cp_dir)], db=db_path, engine="local", master=None, debounce=0.2
@@ -37,10 +38,15 @@ def test_watch_rescans_after_new_files(tmp_path: Path, capsys: pytest.CaptureFix
         while "watching" not in capsys.readouterr().err and time.monotonic() < deadline:
             time.sleep(0.05)
         assert _versions(db_path) == 47
+        # Store directories are not watched (10,000 of them would swamp inotify): the batch's
+        # state file lands unseen, and its commit triggers the scan that reads it.
+        shutil.move(held, cp_dir / "state" / "0" / "3" / "12.delta")
+        time.sleep(1.0)  # twice the debounce: nothing may have been scanned
+        assert _versions(db_path) == 47
         # Spark writes a temp file, then renames it: only the whole file may count.
-        tmp = cp_dir / "state" / "0" / "3" / ".12.delta.5f1c.tmp"
-        shutil.copy(held, tmp)
-        tmp.rename(cp_dir / "state" / "0" / "3" / "12.delta")
+        tmp = cp_dir / "commits" / ".11.5f1c.tmp"
+        shutil.copy(tmp_path / "commit-11", tmp)
+        tmp.rename(cp_dir / "commits" / "11")
         while _versions(db_path) < 48 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert _versions(db_path) == 48

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
 
-from collectors.watch import CheckpointWatcher, Debouncer, is_commit
+from collectors.watch import OVERFLOW_LOGGER, CheckpointWatcher, Debouncer, is_commit
 
 
 def test_is_commit() -> None:
@@ -36,3 +41,65 @@ def test_watcher_marks_only_whole_commit_files_settled() -> None:
     assert watcher.debouncer.pop_due(0.0) == []
     watcher.event(os.path.join(root, "commits", ".3.1f2e.tmp"), os.path.join(root, "commits", "3"))
     assert watcher.debouncer.pop_due(0.0) == [root]
+
+
+def _run(watcher: CheckpointWatcher) -> tuple[threading.Event, threading.Thread]:
+    stop = threading.Event()
+    thread = threading.Thread(target=watcher.run, args=(stop,))
+    thread.start()
+    return stop, thread
+
+
+def _wait(cond: Callable[[], bool], seconds: float = 20.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not cond() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return cond()
+
+
+def test_commits_created_after_the_watch_starts_are_seen(tmp_path: Path) -> None:
+    """A query that has not committed yet: commits/ appears later, and is then watched."""
+    root = tmp_path / "cp"
+    (root / "offsets").mkdir(parents=True)
+    scanned: list[str] = []
+    added: list[str] = []
+    watcher = CheckpointWatcher(
+        [str(root)], scanned.append, Debouncer(delay_s=60.0), on_added=added.append
+    )
+    stop, thread = _run(watcher)
+    try:
+        assert _wait(lambda: added == [str(root)])
+        (root / "commits").mkdir()
+        assert _wait(lambda: str(root / "commits") in watcher.watched_dirs)
+        assert watcher.watched_dirs == {str(root), str(root / "offsets"), str(root / "commits")}
+        (root / "commits" / "0").write_text("v1\n{}")
+        assert _wait(lambda: scanned == [str(root)])
+    finally:
+        stop.set()
+        thread.join(10)
+
+
+def test_an_inotify_overflow_rescans_once_and_goes_on(tmp_path: Path) -> None:
+    """watchdog reports an overflow only as this warning (events are gone): every checkpoint
+    watched by events is scanned once, and its later commits are still seen."""
+    roots = [tmp_path / "a", tmp_path / "b"]
+    for r in roots:
+        (r / "commits").mkdir(parents=True)
+    scanned: list[str] = []
+    watcher = CheckpointWatcher(
+        [str(r) for r in roots], scanned.append, Debouncer(delay_s=60.0), on_added=print
+    )
+    stop, thread = _run(watcher)
+    try:
+        assert _wait(lambda: len(watcher.event_roots) == 2)
+        logging.getLogger(OVERFLOW_LOGGER).warning(
+            "Inotify queue overflowed; filesystem events were lost"
+        )
+        assert _wait(lambda: sorted(scanned) == [str(r) for r in roots])
+        assert watcher.overflows == 1
+        (roots[0] / "commits" / "0").write_text("v1\n{}")
+        assert _wait(lambda: len(scanned) == 3)
+        assert scanned[-1] == str(roots[0])
+    finally:
+        stop.set()
+        thread.join(10)

@@ -9,11 +9,11 @@ from typing import Any, Literal
 import pandas as pd
 import streamlit as st
 
-from app import figures, queries
+from app import allowed, figures, queries
 from app.dashboard import context
 from app.errors import AppError
 from app.watchers import WatcherRegistry, checkpoints_at
-from collectors.errors import CheckpointError
+from collectors.errors import CollectorError
 
 BadgeColor = Literal["green", "orange", "red", "gray"]
 BADGE_COLORS: dict[str, BadgeColor] = {"OK": "green", "WARN": "orange", "ERR": "red", "n/a": "gray"}
@@ -66,9 +66,12 @@ def _watch_box(db: str) -> None:
     if not submitted or not path.strip():
         return
     try:
-        roots = checkpoints_at(path)
+        # Only inside the allowed roots, resolved first; the refusal is one fixed line.
+        allowed_roots = allowed.allowed_roots()
+        resolved = allowed.resolve(path, allowed_roots)
+        roots = checkpoints_at(resolved, within=allowed_roots)
         started = _registry(db).start(roots)
-    except (CheckpointError, AppError) as exc:
+    except (CollectorError, AppError) as exc:
         st.error(str(exc), icon="🚫")
         return
     if not started:
