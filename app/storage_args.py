@@ -84,7 +84,9 @@ def apply_storage_args(args: argparse.Namespace) -> None:
         cache_bytes = parse_size(size_text) if size_text is not None else base.cache_bytes
     except ValueError as exc:
         raise AppError(str(exc)) from exc
-    cache_dir = args.cache_dir or table.get("cache_dir") or base.cache_dir
+    cache_dir = (
+        args.cache_dir or table.get("cache_dir") or base.cache_dir
+    )  # base: $STATEGLASS_CACHE_DIR
     configure(StorageSettings(options, str(cache_dir), cache_bytes))
 
 

@@ -14,6 +14,7 @@ Example::
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,6 +30,7 @@ from collectors.remote.urls import Location, child, is_url, parse_location, reda
 # One client per backend and options: creating one costs a credentials lookup.
 _CLIENTS: dict[str, Any] = {}
 _CACHES: dict[tuple[str, int], FileCache] = {}
+_ENV_PREFIXES = ("AWS_", "AZURE_", "GOOGLE_", "GCS", "HADOOP_")
 
 
 def canonical(path: str) -> str:
@@ -61,7 +63,9 @@ def fs_for(path: str) -> FileSystem:
 def _client(loc: Location, opts: dict[str, Any]) -> Any:
     import json
 
-    ident = json.dumps([loc.backend, loc.account, loc.host, loc.port, opts], sort_keys=True)
+    # The environment picks endpoints and profiles: a changed one needs a new client.
+    env = {k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES)}
+    ident = json.dumps([loc.backend, loc.account, loc.host, loc.port, opts, env], sort_keys=True)
     if ident not in _CLIENTS:
         try:
             _CLIENTS[ident] = BACKENDS[loc.backend](loc, copy.deepcopy(opts))

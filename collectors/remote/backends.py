@@ -28,11 +28,17 @@ def _module(name: str, url: str, package: str) -> ModuleType:
 def _s3(loc: Location, options: dict[str, Any]) -> Any:
     s3fs = _module("s3fs", loc.canonical, "s3fs")
     config = options.setdefault("config_kwargs", {})
-    # Standard mode retries throttling (SlowDown, 503) and dropped connections with backoff.
-    config.setdefault("retries", {"max_attempts": 5, "mode": "standard"})
+    # botocore's standard mode retries throttling (SlowDown, 503) and dropped connections
+    # with exponential backoff; s3fs retries again around it, so its own loop is kept short
+    # (2 × 4 attempts at most, not 5 × 5).
+    retries = config.setdefault("retries", {})
+    retries.setdefault("max_attempts", 4)
+    retries.setdefault("mode", "standard")
     # One GET per file: with concurrency s3fs first sends a HEAD to size its range requests.
     options.setdefault("max_concurrency", 1)
-    return s3fs.S3FileSystem(skip_instance_cache=True, use_listings_cache=False, **options)
+    fs = s3fs.S3FileSystem(skip_instance_cache=True, use_listings_cache=False, **options)
+    fs.retries = 2
+    return fs
 
 
 def _gs(loc: Location, options: dict[str, Any]) -> Any:

@@ -19,6 +19,14 @@ import os
 import tempfile
 
 DEFAULT_CACHE_DIR = os.path.join("~", ".cache", "stateglass")
+CACHE_DIR_ENV = "STATEGLASS_CACHE_DIR"
+
+
+def default_cache_dir() -> str:
+    """``$STATEGLASS_CACHE_DIR``, else ``~/.cache/stateglass``."""
+    return os.environ.get(CACHE_DIR_ENV) or DEFAULT_CACHE_DIR
+
+
 DEFAULT_CACHE_BYTES = 2 << 30  # 2 GiB
 
 

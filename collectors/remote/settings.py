@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.remote.cache import DEFAULT_CACHE_BYTES, DEFAULT_CACHE_DIR
+from collectors.remote.cache import DEFAULT_CACHE_BYTES, default_cache_dir
 
 ENV = "STATEGLASS_STORAGE"
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(i?B)?\s*$", re.I)
@@ -33,7 +33,7 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(i?B)?\s*$", re.I)
 @dataclass(frozen=True)
 class StorageSettings:
     options: dict[str, Any] = field(default_factory=dict)
-    cache_dir: str = DEFAULT_CACHE_DIR
+    cache_dir: str = field(default_factory=default_cache_dir)
     cache_bytes: int = DEFAULT_CACHE_BYTES
 
     def to_json(self) -> str:

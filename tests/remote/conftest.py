@@ -68,6 +68,7 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3]:
     endpoint = f"http://{host}:{port}"
     saved = dict(os.environ)
     os.environ.update(env_for(endpoint))
+    os.environ["STATEGLASS_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
     try:
         client = boto3.client("s3", endpoint_url=endpoint)
         client.create_bucket(Bucket=BUCKET)
