@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import time
 
 DEFAULT_CACHE_DIR = os.path.join("~", ".cache", "stateglass")
 CACHE_DIR_ENV = "STATEGLASS_CACHE_DIR"
@@ -55,7 +56,7 @@ class FileCache:
         try:
             with open(path, "rb") as fh:
                 data = fh.read()
-            os.utime(path)  # the mtime is the LRU clock
+            _touch(path)
         except OSError:
             self.misses += 1
             return None
@@ -74,6 +75,7 @@ class FileCache:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
             os.replace(tmp, path)
+            _touch(path)
         except OSError:
             return
         self._total = self._size() if self._total is None else self._total + len(data)
@@ -109,3 +111,10 @@ class FileCache:
                 continue
             total -= size
         self._total = total
+
+
+def _touch(path: str) -> None:
+    """The mtime is the LRU clock. Set it from the precise clock: the file system's own stamps
+    are coarse (a few ms), and files used in one burst would tie."""
+    now = time.time_ns()
+    os.utime(path, ns=(now, now))
