@@ -50,7 +50,10 @@ def canonical(path: str) -> str:
     """A root's comparable form: a URL without trailing ``/``, a local path fully resolved."""
     path = path.strip()
     if is_url(path):
-        return path.rstrip("/")
+        from collectors.remote import canonical as canonical_url
+
+        # No user:password@ or token in what is shown or stored; s3a:// and s3:// compare equal.
+        return canonical_url(path)
     return os.path.realpath(os.path.expanduser(path))
 
 
@@ -73,9 +76,11 @@ def resolve(typed: str, roots: Sequence[str]) -> str:
     # ``..`` in a URL is not resolved by object stores the way a shell would: refuse it.
     if not text or "\0" in text or (is_url(text) and "/../" in text.rstrip("/") + "/"):
         raise AppError(REFUSAL)
+    from collectors.errors import CollectorError
+
     try:
         path = canonical(text)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, CollectorError) as exc:  # an unknown URL scheme, say
         raise AppError(REFUSAL) from exc
     if not inside(path, roots):
         raise AppError(REFUSAL)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collectors.checkpoint import Checkpoint
-from collectors.errors import CheckpointError
+from collectors.errors import CollectorError
 
 
 def find_checkpoints(root: str, max_depth: int = 4) -> list[str]:
@@ -33,6 +33,6 @@ def summarize(path: str) -> dict[str, object]:
             ),
             problem="",
         )
-    except CheckpointError as exc:
+    except CollectorError as exc:
         row["problem"] = str(exc)
     return row

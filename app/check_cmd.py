@@ -79,11 +79,12 @@ def _collect(checkpoint: str, db_path: str) -> str:
     from app.collect_cmd import ProgressBar
     from collectors.checkpoint import Checkpoint
     from collectors.db import Database
+    from collectors.remote.urls import is_url
     from collectors.scan import Scanner
 
     root = Checkpoint.open(checkpoint).root  # not a checkpoint: one line, exit 2
     real = os.path.realpath(root)
-    if os.path.commonpath([real, os.path.realpath(db_path)]) == real:
+    if not is_url(root) and os.path.commonpath([real, os.path.realpath(db_path)]) == real:
         # Collecting creates and writes the database: never inside the checkpoint.
         raise AppError(f"{db_path}: --db is inside the checkpoint {root}; choose another path")
     Scanner(Database(db_path)).scan(root, ProgressBar(root))
@@ -118,7 +119,9 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)  # a bad file fails before anything is collected
     now = _now(args.now)
     db_path = os.path.abspath(os.path.expanduser(args.db))
-    collect = _collect if args.collect else (lambda path, _db: os.path.abspath(path))
+    from collectors.remote import canonical
+
+    collect = _collect if args.collect else (lambda path, _db: canonical(path))
     root = collect(args.checkpoint, db_path)
     findings = evaluate(db_path, root, now=now, config=config)
     verdict = worst(findings)

@@ -23,7 +23,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from app.errors import AppError
-from collectors.errors import CheckpointError
+from collectors.errors import CollectorError
 from collectors.locations import DEFAULT_DB
 
 EXIT_OK = 0
@@ -31,7 +31,11 @@ EXIT_ERROR = 2
 
 
 def _add_store_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("checkpoint", help="checkpoint directory (the query's checkpointLocation)")
+    p.add_argument(
+        "checkpoint",
+        help="checkpoint directory or URL (s3://, gs://, abfss://, hdfs://): the query's "
+        "checkpointLocation",
+    )
     p.add_argument("--operator", type=int, default=0, metavar="ID", help="operator id (default 0)")
     p.add_argument(
         "--store",
@@ -165,7 +169,29 @@ def build_parser() -> argparse.ArgumentParser:
 
     check_cmd.add_parser(sub)
     export_cmd.add_parser(sub)
+    _add_remote_storage(sub.choices)
     return parser
+
+
+# ---- remote storage (issue 13): every command that reads a checkpoint takes a URL ----------
+_READS_CHECKPOINTS = (
+    "info",
+    "state",
+    "changes",
+    "dashboard",
+    "collect",
+    "watch",
+    "check",
+    "report",
+)
+
+
+def _add_remote_storage(parsers: dict[str, argparse.ArgumentParser]) -> None:
+    from app.storage_args import add_storage_args
+
+    for name in _READS_CHECKPOINTS:
+        if name in parsers:
+            add_storage_args(parsers[name])
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -203,10 +229,13 @@ def _commands() -> dict[str, Callable[[argparse.Namespace], int]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from app.storage_args import apply_storage_args, print_counts
+
     args = build_parser().parse_args(argv)
     try:
+        apply_storage_args(args)
         return _commands()[args.command](args)
-    except (CheckpointError, AppError) as exc:
+    except (CollectorError, AppError) as exc:
         print(f"stateglass: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except BrokenPipeError:
@@ -217,6 +246,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("stateglass: interrupted", file=sys.stderr)
         return 130
+    finally:
+        print_counts(args)
 
 
 if __name__ == "__main__":

@@ -161,7 +161,7 @@ def watch(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
     Quiet by default: one line per checkpoint collected at start, then only scans that found
     problems; ``--verbose`` prints every scan.
     """
-    from collectors.errors import CheckpointError
+    from collectors.errors import CollectorError
     from collectors.watch import CheckpointWatcher, Debouncer
 
     scanner, roots = _scanner(args)
@@ -177,7 +177,7 @@ def watch(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
     def rescan(root: str) -> None:
         try:
             summary = scanner.scan(root)
-        except CheckpointError as exc:
+        except CollectorError as exc:
             # One line, and the watch goes on: the next commit scans again.
             print(f"stateglass: error: {exc}", file=sys.stderr, flush=True)
             return
@@ -205,7 +205,7 @@ def serve(
 
     A path that turns out not to be a checkpoint is one line on stderr; the others go on.
     """
-    from collectors.errors import CheckpointError
+    from collectors.errors import CollectorError
     from collectors.watch import CheckpointWatcher, Debouncer
 
     scanner = _new_scanner(args)
@@ -214,7 +214,7 @@ def serve(
     def first(root: str) -> None:
         try:
             summary = scanner.scan(root)
-        except CheckpointError as exc:
+        except CollectorError as exc:
             print(f"stateglass: error: {exc}", file=sys.stderr, flush=True)
             return
         print(f"collected {summary.line()}", file=sys.stderr, flush=True)
@@ -222,7 +222,7 @@ def serve(
     def rescan(root: str) -> None:
         try:
             summary = scanner.scan(root)
-        except CheckpointError as exc:
+        except CollectorError as exc:
             print(f"stateglass: error: {exc}", file=sys.stderr, flush=True)
             return
         if verbose or summary.problems:

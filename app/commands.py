@@ -14,6 +14,8 @@ from app.errors import AppError
 from app.output import open_sink
 from app.parallel import can_parallelize, default_jobs, write_state_parallel
 from collectors.checkpoint import Checkpoint, StoreInfo
+from collectors.fs import LOCAL
+from collectors.remote.urls import is_url
 from collectors.state import (
     StateRequest,
     StateSource,
@@ -133,8 +135,8 @@ def info(args: argparse.Namespace) -> int:
 
 def _refuse_output_inside(cp: Checkpoint, output: str | None) -> None:
     """StateGlass never writes inside a checkpoint, not even where ``-o`` points."""
-    if output is None:
-        return
+    if output is None or is_url(cp.root):
+        return  # -o is a local file: it cannot be inside a remote checkpoint
     root = os.path.realpath(cp.root)
     target = os.path.realpath(output)
     if os.path.commonpath([root, target]) == root:
@@ -161,6 +163,8 @@ def state(args: argparse.Namespace) -> int:
     codec = source.row_codec
     version = cp.resolve_batch(args.batch_id) + 1
     jobs = args.jobs if args.jobs else default_jobs(len(source.partitions))
+    if cp.fs is not LOCAL:
+        jobs = 1  # forked workers cannot share a remote client's event loop and connections
     with open_sink(args.format, args.output, codec, args.time_zone) as sink:
         if can_parallelize(sink, source.partitions, jobs):
             write_state_parallel(source, sink, version, jobs)  # type: ignore[arg-type]

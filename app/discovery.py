@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 from collectors.discover import Limits, checkpoints_at
-from collectors.fs import LOCAL, FileSystem
+from collectors.fs import FileSystem
 
 DEFAULTS = Limits()
 
@@ -113,15 +113,19 @@ def warn(line: str) -> None:
 def find(
     paths: list[str],
     args: argparse.Namespace,
-    fs_for: Callable[[str], FileSystem] = lambda _path: LOCAL,
+    fs_for: Callable[[str], FileSystem] | None = None,
 ) -> list[str]:
     """Every checkpoint at or below ``paths``, each once, in order; warnings on stderr.
 
     ``fs_for(path)`` is the file system a path (or URL) is read through.
     """
+    from collectors.remote import canonical
+    from collectors.remote import fs_for as by_scheme
+
+    fs_for = fs_for or by_scheme
     bounds = limits(args)
     out: dict[str, None] = {}
-    for path in paths:
+    for path in map(canonical, paths):  # never a user:password@ or token in a message
         progress = SearchProgress(path)
         try:
             roots = checkpoints_at(fs_for(path), path, bounds, warn, progress)

@@ -117,7 +117,9 @@ def run(args: argparse.Namespace) -> int:
             )
         query = f"SELECT * FROM {args.table}"
         if args.checkpoint is not None:
-            root = os.path.abspath(args.checkpoint)
+            from collectors.remote import canonical
+
+            root = canonical(args.checkpoint)  # a URL as the database keeps it
             if root not in known:
                 raise AppError(f"{root}: not in the database {db_path}; collect it first")
             query += f" WHERE checkpoint = {_sql_string(root)} ORDER BY ALL"

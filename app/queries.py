@@ -369,7 +369,7 @@ def offset_position(offset_json: str) -> tuple[float, str] | None:
 def _file_counts(checkpoint: str, source_id: str) -> dict[int, int]:
     """Files the file source took in each of its log batches, from ``sources/<id>/``."""
     from collectors.checkpoint import Checkpoint
-    from collectors.errors import CheckpointError
+    from collectors.errors import CollectorError
     from parsers.logs import parse_file_source_log
 
     try:
@@ -380,7 +380,7 @@ def _file_counts(checkpoint: str, source_id: str) -> dict[int, int]:
                 continue
             for entry in cp.parse(cp.path("sources", source_id, info.name), parse_file_source_log):
                 seen[entry.path] = entry.batch_id
-    except (CheckpointError, OSError):
+    except (CollectorError, OSError):
         return {}
     counts: dict[int, int] = {}
     for batch in seen.values():

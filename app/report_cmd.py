@@ -52,13 +52,12 @@ def run(args: argparse.Namespace) -> int:
     from app.report.model import load_report
     from app.watchers import refuse_db_inside
     from collectors.checkpoint import Checkpoint
+    from collectors.remote import canonical
 
     # Check everything cheap before collecting: a typo fails fast, and nothing is written.
     write = writer_for(args.output)
     cp = (
-        Checkpoint.open(args.checkpoint)
-        if args.collect
-        else Checkpoint(os.path.abspath(args.checkpoint))
+        Checkpoint.open(args.checkpoint) if args.collect else Checkpoint(canonical(args.checkpoint))
     )
     _refuse_output_inside(cp, args.output)
     db_path = os.path.abspath(os.path.expanduser(args.db))

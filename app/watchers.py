@@ -45,12 +45,13 @@ def checkpoints_at(path: str, within: Sequence[str] = ()) -> list[str]:
     """
     from collectors.discover import Limits
     from collectors.discover import checkpoints_at as find
-    from collectors.fs import LOCAL
+    from collectors.remote import canonical, fs_for
 
     path = path.strip()
     if "://" not in path:
-        path = os.path.abspath(os.path.expanduser(path))
-    return find(LOCAL, path, Limits(within=tuple(within)))
+        path = os.path.expanduser(path)
+    path = canonical(path)  # a URL without user:password@ or query before anything sees it
+    return find(fs_for(path), path, Limits(within=tuple(within)))
 
 
 def refuse_db_inside(db: str, roots: Iterable[str]) -> None:
@@ -60,9 +61,12 @@ def refuse_db_inside(db: str, roots: Iterable[str]) -> None:
     writes into a checkpoint.
     """
     from app.errors import AppError
+    from collectors.remote.urls import is_url
 
     target = os.path.realpath(db)
     for root in roots:
+        if is_url(root):
+            continue  # the database is a local file
         real = os.path.realpath(root)
         if os.path.commonpath([real, target]) == real:
             raise AppError(
@@ -115,6 +119,7 @@ class WatcherRegistry:
     def start(self, paths: Iterable[str]) -> list[str]:
         """Hand the ``paths`` not watched yet to the one watcher child; returns those paths."""
         paths = list(paths)
+
         refuse_db_inside(self.db, paths)
         with self._lock:
             new = sorted({_canonical(p) for p in paths} - self._watched)
@@ -183,7 +188,9 @@ class WatcherRegistry:
 
 
 def _canonical(path: str) -> str:
-    return path.rstrip("/") if "://" in path else os.path.abspath(path)
+    from collectors.remote import canonical
+
+    return canonical(path)
 
 
 class ControlFile:
@@ -233,7 +240,7 @@ def _follow(control: ControlFile, add: Callable[[str], None], stop: threading.Ev
 
 def main(argv: Sequence[str] | None = None) -> int:
     from app import collect_cmd
-    from collectors.errors import CheckpointError
+    from collectors.errors import CollectorError
 
     parser = argparse.ArgumentParser(prog="python -m app.watchers")
     parser.add_argument("--db", required=True)
@@ -244,7 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     threading.Thread(target=_stop_on_eof, args=(stop,), daemon=True).start()
     try:
         return collect_cmd.serve(args, ControlFile(args.control), _follow, stop)
-    except CheckpointError as exc:
+    except CollectorError as exc:
         print(f"stateglass: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -111,11 +111,22 @@ class Checkpoint:
     def __init__(self, root: str, fs: FileSystem = LOCAL) -> None:
         self.root = root
         self.fs = fs
+        self._commits: dict[int, CommitMetadata] = {}
 
     @classmethod
-    def open(cls, path: str, fs: FileSystem = LOCAL) -> Checkpoint:
-        """Open ``path``, or raise :class:`NotACheckpoint` with a one-line reason."""
-        root = os.path.abspath(path) if fs is LOCAL else path.rstrip("/")
+    def open(cls, path: str, fs: FileSystem | None = None) -> Checkpoint:
+        """Open ``path`` (a local path or a URL such as ``s3://bucket/cp``), or raise
+        :class:`NotACheckpoint` with a one-line reason.
+
+        Without ``fs`` the path's scheme picks the file system (:func:`open_location`) and the
+        root is its canonical URL, the name the database keeps it under.
+        """
+        if fs is None:
+            from collectors.remote import open_location
+
+            fs, root = open_location(path)
+        else:
+            root = os.path.abspath(path) if fs is LOCAL else path.rstrip("/")
         if not fs.exists(root):
             raise NotACheckpoint(root, "no such file or directory")
         if not fs.is_dir(root):
@@ -131,11 +142,12 @@ class Checkpoint:
     # ---- paths and parsing -------------------------------------------------------------
 
     def path(self, *parts: str) -> str:
-        return (
-            posixpath.join(self.root, *parts)
-            if self.fs is not LOCAL
-            else os.path.join(self.root, *parts)
-        )
+        if self.fs is LOCAL:
+            return os.path.join(self.root, *parts)
+        if parts and parts[0].startswith(self.root):
+            # Already a full URL (a store directory): posixpath.join restarts only at "/".
+            return posixpath.join(*parts)
+        return posixpath.join(self.root, *parts)
 
     def parse(self, path: str, parser: Callable[[bytes], T]) -> T:
         """Read ``path`` and decode it with ``parser``, naming the file in any error."""
@@ -187,7 +199,12 @@ class Checkpoint:
     def commit(self, batch_id: int) -> CommitMetadata:
         if batch_id not in self.commit_batch_ids:
             raise NotFound(self.path("commits", str(batch_id)), "batch not committed")
-        return self.parse(self.path("commits", str(batch_id)), CommitMetadata.from_bytes)
+        # Read once: every partition's format-v2 unique ids come from the same commit files,
+        # and on an object store each read is a request.
+        if batch_id not in self._commits:
+            path = self.path("commits", str(batch_id))
+            self._commits[batch_id] = self.parse(path, CommitMetadata.from_bytes)
+        return self._commits[batch_id]
 
     @cached_property
     def conf(self) -> OffsetSeq | None:
@@ -264,10 +281,15 @@ class Checkpoint:
     def _relocate(self, path: str) -> str:
         """Schema paths in operator metadata are absolute where Spark ran; map them here."""
         marker = "/state/"
-        if self.fs.exists(path):
-            return path
         idx = path.rfind(marker)
-        return self.path(*path[idx + 1 :].split("/")) if idx >= 0 else path
+        here = self.path(*path[idx + 1 :].split("/")) if idx >= 0 else None
+        # This checkpoint's own copy first: a copied or uploaded checkpoint still names the
+        # directory Spark wrote it in, which a remote file system cannot (and should not) read.
+        if here is not None and self.fs.exists(here):
+            return here
+        if self.fs is LOCAL and self.fs.exists(path):
+            return path
+        return here or path
 
     def _provider(self, operator_id: int, partitions: list[int], store_name: str) -> str:
         if partitions:

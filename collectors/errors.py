@@ -12,7 +12,20 @@ Hierarchy::
     ├── DatabaseBusy             StateGlass's own DuckDB file stayed locked past the timeout
     └── BadConfig                a health-rules config file that cannot be used
 
+    StorageError                 the storage behind a URL failed us; says nothing of the checkpoint
+    ├── BackendMissing           no client for the scheme (s3fs, adlfs, gcsfs, a Hadoop client)
+    ├── BadCredentials           credentials missing or rejected
+    ├── AccessDenied             credentials accepted, permission refused
+    ├── NoSuchBucket             the bucket or container does not exist
+    └── StorageUnavailable       unreachable, connection lost, or still throttled after retries
+
 Parser errors are wrapped here with the file's path, so a user always learns which file.
+
+A ``StorageError`` is not a ``CheckpointError`` on purpose: a scan records checkpoint errors as
+problems and goes on, but a storage error must abort the scan before anything is written, so
+that a half-read checkpoint is never recorded as scanned. Both share :class:`CollectorError`,
+the one-line ``"<path or URL>: <what is wrong>"`` a user sees. Messages never carry secrets:
+URLs are canonical (no ``user:password@``, no query) and option values are redacted.
 """
 
 from __future__ import annotations
@@ -20,7 +33,7 @@ from __future__ import annotations
 from parsers.errors import ParseError, UnsupportedFormat
 
 
-class CheckpointError(Exception):
+class CollectorError(Exception):
     """Base of every collector error; ``str()`` is the one line shown to a user."""
 
     def __init__(self, path: str, why: str) -> None:
@@ -31,9 +44,13 @@ class CheckpointError(Exception):
     def __str__(self) -> str:
         return f"{self.path}: {self.why}"
 
-    def __reduce__(self) -> tuple[type[CheckpointError], tuple[str, str]]:
+    def __reduce__(self) -> tuple[type[CollectorError], tuple[str, str]]:
         # Errors cross process boundaries when partitions are read in parallel.
         return (type(self), (self.path, self.why))
+
+
+class CheckpointError(CollectorError):
+    """Something about the checkpoint itself; a scan records it as a problem and goes on."""
 
 
 class NotACheckpoint(CheckpointError):
@@ -66,6 +83,30 @@ class DatabaseBusy(CheckpointError):
 
 class BadConfig(CheckpointError):
     """A health config file is missing, not TOML, or has an unknown key or a bad value."""
+
+
+class StorageError(CollectorError):
+    """The storage behind a URL failed; a scan stops and writes nothing."""
+
+
+class BackendMissing(StorageError):
+    """The scheme's client library (or a Hadoop client for hdfs://) is not installed."""
+
+
+class BadCredentials(StorageError):
+    """No credentials were found, or the storage rejected them."""
+
+
+class AccessDenied(StorageError):
+    """The credentials are valid but may not read this bucket, container or path."""
+
+
+class NoSuchBucket(StorageError):
+    """The bucket or container named in the URL does not exist."""
+
+
+class StorageUnavailable(StorageError):
+    """The endpoint cannot be reached, the connection dropped, or throttling outlasted retries."""
 
 
 def wrap_parse_error(path: str, exc: ParseError) -> CheckpointError:

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable
 
 from collectors.discover import join
-from collectors.errors import CheckpointError, NotACheckpoint
+from collectors.errors import CollectorError, NotACheckpoint
 from collectors.fs import FileSystem
 
 DEFAULT_INTERVAL_S = 10.0
@@ -45,7 +45,7 @@ class CommitPoller:
         fs_for: Callable[[str], FileSystem],
         on_change: Callable[[str], object],
         interval_s: float = DEFAULT_INTERVAL_S,
-        on_error: Callable[[str, CheckpointError], object] | None = None,
+        on_error: Callable[[str, CollectorError], object] | None = None,
     ) -> None:
         self.fs_for = fs_for
         self.on_change = on_change
@@ -73,7 +73,7 @@ class CommitPoller:
         for root in self.roots:
             try:
                 newest = newest_commit(self.fs_for(root), root)
-            except CheckpointError as exc:
+            except CollectorError as exc:
                 if self.on_error is not None:
                     self.on_error(root, exc)
                 continue

@@ -26,7 +26,7 @@ from collectors.db import Database
 from collectors.engines import Engine, LocalEngine
 from collectors.errors import CheckpointError
 from collectors.facts import last_committed, write_facts
-from collectors.fs import LOCAL, FileSystem
+from collectors.fs import FileSystem
 from collectors.listing import FileStat, Listing, diff_files, list_checkpoint, version_file_stats
 from collectors.schemas import schema_files
 from parsers.logs import CommitMetadata, OffsetSeq, batch_id_of
@@ -135,13 +135,16 @@ def _pinned_conf(cp: Checkpoint, stores: list[StoreInfo]) -> str | None:
 class Scanner:
     """Scans checkpoints into one :class:`Database` with one engine."""
 
-    def __init__(self, db: Database, engine: Engine | None = None, fs: FileSystem = LOCAL) -> None:
+    def __init__(
+        self, db: Database, engine: Engine | None = None, fs: FileSystem | None = None
+    ) -> None:
         self.db = db
         self.engine: Engine = engine or LocalEngine()
         self.fs = fs
 
     def scan(self, path: str, progress: Progress | None = None) -> ScanSummary:
         """Bring the database up to date with the checkpoint at ``path``."""
+        # A fresh file system per scan: a remote one lists each directory at most once in it.
         cp = Checkpoint.open(path, self.fs)
         root = cp.root
         problems: list[dict[str, Any]] = []
@@ -221,7 +224,7 @@ class Scanner:
         if progress:
             progress(0, len(tasks))
         try:
-            for result in self.engine.run(tasks, self.fs):
+            for result in self.engine.run(tasks, cp.fs):
                 results.append(result)
                 if progress:
                     progress(len(results), len(tasks))
@@ -482,7 +485,7 @@ def scan_checkpoint(
     db: Database,
     path: str,
     engine: Engine | None = None,
-    fs: FileSystem = LOCAL,
+    fs: FileSystem | None = None,
     progress: Progress | None = None,
 ) -> ScanSummary:
     """Scan one checkpoint into ``db``; see :class:`Scanner`."""

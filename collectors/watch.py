@@ -29,9 +29,10 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from collectors.fs import LOCAL, FileSystem
+from collectors.fs import FileSystem
 from collectors.listing import is_temporary
 from collectors.poll import DEFAULT_INTERVAL_S, CommitPoller
+from collectors.remote import fs_for as remote_fs_for
 
 if TYPE_CHECKING:
     from watchdog.observers.api import BaseObserver
@@ -149,7 +150,7 @@ class CheckpointWatcher:
         self.poll = poll
         self.warn = warn or (lambda _line: None)
         self.poller = CommitPoller(
-            fs_for or (lambda _root: LOCAL),
+            fs_for or remote_fs_for,
             lambda root: self.debouncer.add(root, time.monotonic(), settled=True),
             poll_interval_s,
             on_error=lambda root, exc: self.warn(f"cannot poll {root}: {exc}"),

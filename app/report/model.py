@@ -211,7 +211,9 @@ def load_report(
     ``checkpoint`` is the path it was collected under (made absolute, as the collector does).
     """
     db_path = os.path.abspath(os.path.expanduser(db_path))
-    checkpoint = os.path.abspath(checkpoint)
+    from collectors.remote import canonical
+
+    checkpoint = canonical(checkpoint)
     if not os.path.isfile(db_path):
         raise AppError(f"{db_path}: no such database; collect the checkpoint first")
     # One read-only connection for the thirty-odd queries (each open costs tens of ms).

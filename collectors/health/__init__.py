@@ -75,7 +75,9 @@ def evaluate(
     datetime is taken as UTC. Raises :class:`NotFound` when the checkpoint was never collected.
     """
     config = config or HealthConfig()
-    root = os.path.abspath(checkpoint)
+    from collectors.remote import canonical
+
+    root = canonical(checkpoint)
     db_file = os.path.abspath(os.path.expanduser(db_path))
     if not os.path.isfile(db_file):
         raise NotFound(db_file, "no such database; run `stateglass collect` first")

@@ -160,6 +160,8 @@ def config_from_dict(data: dict[str, Any], path: str = "<config>") -> HealthConf
     sections = {f.name for f in fields(HealthConfig)}
     changes: dict[str, Any] = {}
     for name, table in data.items():
+        if name == "storage":
+            continue  # where checkpoints live, not a rule: collectors.remote.settings reads it
         if name not in sections:
             raise BadConfig(path, f"unknown section [{name}]; known: {', '.join(sorted(sections))}")
         if not isinstance(table, dict):

@@ -279,7 +279,7 @@ class restored_db:
                 with open(os.path.join(self.tmp, entry), "wb") as fh:
                     fh.write(data)
             for sst in meta.sst_files:
-                src = os.path.join(sst_dir, sst.dfs_sst_file_name)
+                src = self.ctx.join("SSTs", sst.dfs_sst_file_name)
                 if sst.dfs_sst_file_name not in present:
                     raise MissingVersion(src, f"SST file referenced by {self.zip_name} is missing")
                 if present[sst.dfs_sst_file_name] != sst.size_bytes:
@@ -296,6 +296,7 @@ class restored_db:
                 if self.ctx.fs is LOCAL:
                     os.symlink(os.path.abspath(src), dst)
                 else:
+                    # Remote: our private copy (the file system serves it from its cache).
                     with open(dst, "wb") as fh:
                         fh.write(self.ctx.fs.read(src))
         except OSError as exc:

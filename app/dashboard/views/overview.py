@@ -13,7 +13,7 @@ from app import allowed, figures, queries
 from app.dashboard import context
 from app.errors import AppError
 from app.watchers import WatcherRegistry, checkpoints_at
-from collectors.errors import CheckpointError
+from collectors.errors import CollectorError
 
 BadgeColor = Literal["green", "orange", "red", "gray"]
 BADGE_COLORS: dict[str, BadgeColor] = {"OK": "green", "WARN": "orange", "ERR": "red", "n/a": "gray"}
@@ -71,7 +71,7 @@ def _watch_box(db: str) -> None:
         resolved = allowed.resolve(path, allowed_roots)
         roots = checkpoints_at(resolved, within=allowed_roots)
         started = _registry(db).start(roots)
-    except (CheckpointError, AppError) as exc:
+    except (CollectorError, AppError) as exc:
         st.error(str(exc), icon="🚫")
         return
     if not started:

@@ -1,0 +1,176 @@
+"""Storage servers on 127.0.0.1 for the remote tests: moto's S3, Azurite's Blob, and a proxy.
+
+The proxy stands between a client and moto so a test can make the network misbehave for real:
+answer ``503 SlowDown`` (throttling) or drop connections (a connection lost mid-scan).
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+# Azurite's documented development account (public, in Microsoft's docs; not a secret).
+AZURITE_ACCOUNT = "devstoreaccount1"
+AZURITE_KEY = (
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+SLOW_DOWN = (
+    b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code>'
+    b"<Message>Please reduce your request rate.</Message></Error>"
+)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def upload_tree(client: Any, bucket: str, local: Path, prefix: str) -> int:
+    """Every file under ``local`` to ``s3://bucket/prefix/…``, as Spark left them."""
+    n = 0
+    for path in sorted(local.rglob("*")):
+        if path.is_file():
+            key = f"{prefix}/{path.relative_to(local).as_posix()}"
+            client.put_object(Bucket=bucket, Key=key, Body=path.read_bytes())
+            n += 1
+    return n
+
+
+class Proxy:
+    """An HTTP proxy to ``target``; ``throttle`` requests get 503 SlowDown, and after
+    ``cut_after`` forwarded requests every connection is dropped without an answer."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target.removeprefix("http://")
+        self.throttle = 0
+        self.cut_after: int | None = None
+        self.forwarded = 0
+        self.lock = threading.Lock()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _handle(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with proxy.lock:
+                    if proxy.throttle > 0:
+                        proxy.throttle -= 1
+                        throttled, cut = True, False
+                    else:
+                        throttled = False
+                        cut = proxy.cut_after is not None and proxy.forwarded >= proxy.cut_after
+                        proxy.forwarded += not cut
+                if cut:
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if throttled:
+                    self.send_response(503)
+                    self.send_header("Content-Type", "application/xml")
+                    self.send_header("Content-Length", str(len(SLOW_DOWN)))
+                    self.end_headers()
+                    self.wfile.write(SLOW_DOWN)
+                    return
+                conn = http.client.HTTPConnection(proxy.target, timeout=30)
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                headers["Host"] = proxy.target
+                conn.request(self.command, self.path, body=body or None, headers=headers)
+                resp = conn.getresponse()
+                data = resp.read()
+                self.send_response(resp.status)
+                for k, v in resp.getheaders():
+                    if k.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+                conn.close()
+
+            do_GET = do_PUT = do_HEAD = do_POST = do_DELETE = _handle
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> Proxy:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(5)
+
+
+@contextmanager
+def azurite(workdir: Path) -> Iterator[str]:
+    """Azurite's Blob service on a free loopback port; yields its connection string."""
+    exe = shutil.which("azurite-blob")
+    if exe is None:
+        raise RuntimeError("azurite-blob not found: npm install -g azurite (.ci/run does)")
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            exe,
+            "--blobHost",
+            "127.0.0.1",
+            "--blobPort",
+            str(port),
+            "--location",
+            str(workdir),
+            "--silent",
+            "--skipApiVersionCheck",
+            "--loose",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("azurite-blob did not start") from None
+                time.sleep(0.2)
+        yield (
+            "DefaultEndpointsProtocol=http;"
+            f"AccountName={AZURITE_ACCOUNT};AccountKey={AZURITE_KEY};"
+            f"BlobEndpoint=http://127.0.0.1:{port}/{AZURITE_ACCOUNT};"
+        )
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def env_for(endpoint: str) -> dict[str, str]:
+    """The environment a user would set for an S3-compatible store (MinIO, on-prem, moto)."""
+    return {
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        # No profile or instance metadata lookups from the test machine.
+        "AWS_CONFIG_FILE": os.devnull,
+        "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
