@@ -10,7 +10,10 @@ Hierarchy::
     ├── NotFound                 an operator, store, partition or batch that is not there
     ├── UnsafeArchive            a zip whose entries would escape their directory (zip-slip)
     ├── DatabaseBusy             StateGlass's own DuckDB file stayed locked past the timeout
-    └── BadConfig                a health-rules config file that cannot be used
+    ├── BadConfig                a health-rules config file that cannot be used
+    └── EngineError              the engine, not the checkpoint, failed (no pyspark or Java,
+                                 Spark master unreachable, executors missing a dependency);
+                                 a scan stops at once and records nothing
 
 Parser errors are wrapped here with the file's path, so a user always learns which file.
 """
@@ -66,6 +69,10 @@ class DatabaseBusy(CheckpointError):
 
 class BadConfig(CheckpointError):
     """A health config file is missing, not TOML, or has an unknown key or a bad value."""
+
+
+class EngineError(CheckpointError):
+    """The Spark engine could not run: ``path`` is the master (or the option) at fault."""
 
 
 def wrap_parse_error(path: str, exc: ParseError) -> CheckpointError:
