@@ -110,6 +110,8 @@ def ensure_shipped(zip_path: str) -> None:
 
 
 def _missing(exc: ModuleNotFoundError) -> ExecutorSetupError:
+    if exc.name and _ours(exc.name):
+        return ExecutorSetupError(f"{exc}: the shipped code is incomplete")
     name = (exc.name or str(exc)).split(".", 1)[0]
     return ExecutorSetupError(
         f"executor Python {sys.executable} has no module {name!r} (a dependency of StateGlass): "

@@ -96,9 +96,13 @@ def _session(master: str | None) -> Any:
             # Local workers must run this interpreter: it has our parsers' dependencies.
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     try:
-        return builder.getOrCreate()
+        session = builder.getOrCreate()
     except Exception as exc:  # py4j and Spark raise many kinds; all mean "no session"
         raise EngineError(master or "--engine spark", f"Spark did not start: {_line(exc)}") from exc
+    if session.sparkContext.getConf().get("spark.log.level") is None:
+        # A failed task is logged at WARN with its whole traceback; we print one line instead.
+        session.sparkContext.setLogLevel("ERROR")
+    return session
 
 
 def _line(exc: BaseException) -> str:
