@@ -135,3 +135,31 @@ def test_guard_beats_a_decoy_and_an_editable_install(tmp_path: Path) -> None:
     # The compiled speedups cannot come from a zip: the pure-Python path runs instead.
     assert out["speedups"] is False
     assert str(ROOT) not in proc.stdout
+
+
+def test_no_java_is_one_line(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "SPARK_HOME")}
+    env["PATH"] = str(tmp_path)  # nothing there: no java
+    stateglass = str(Path(sys.executable).parent / "stateglass")
+    checkpoint = str(SAMPLES / "spark-4.3" / "agg-hdfs")
+    proc = subprocess.run(
+        [
+            stateglass,
+            "collect",
+            checkpoint,
+            "--db",
+            str(tmp_path / "sg.duckdb"),
+            "--engine",
+            "spark",
+            "--master",
+            "local[1]",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "stateglass: error: --engine spark: no Java found: install a JDK 17+ or set JAVA_HOME\n"
+    )
