@@ -220,15 +220,24 @@ class SparkEngine:
     def run(self, tasks: Sequence[ChainTask], fs: FileSystem) -> Iterator[ChainResult]:
         if not tasks:
             return iter(())
-        planned = [plan(task, fs) for task in tasks]
-        # A chain with no file to read needs no executor (and binaryFiles refuses no path).
-        remote = [(i, p, _inputs(*p)) for i, p in enumerate(planned)]
-        local = [
-            (i, compute_chain(t, MemoryFileSystem(t.store_dir, c.store_files, c.sst_files, {})))
-            for i, (t, c), paths in remote
-            if paths is None
-        ]
-        remote = [r for r in remote if r[2] is not None]
+        remote: list[tuple[int, tuple[ChainTask, ChainFiles], str]] = []
+        local: list[tuple[int, ChainResult]] = []
+        for i, task in enumerate(tasks):
+            try:
+                planned = plan(task, fs)
+            except CheckpointError:
+                # Its directory cannot be listed: the driver records the problem, as the local
+                # engine would, instead of failing every other chain.
+                local.append((i, compute_chain(task, fs)))
+                continue
+            paths = _inputs(*planned)
+            if paths is None:
+                # No file to read needs no executor (and binaryFiles refuses an empty input).
+                t, c = planned
+                empty = MemoryFileSystem(t.store_dir, c.store_files, c.sst_files, {})
+                local.append((i, compute_chain(t, empty)))
+            else:
+                remote.append((i, planned, paths))
         if not remote:
             return iter(dataclasses.replace(r, task=tasks[i]) for i, r in local)
         spark = _session(self.master)
