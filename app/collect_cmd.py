@@ -46,7 +46,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         "--master",
         default=None,
         metavar="URL",
-        help="Spark master for --engine spark (default local[*])",
+        help="Spark master for --engine spark: local[N] (default local[*]), spark://HOST:PORT, "
+        "yarn or k8s://URL (see docs/spark-engine.md)",
     )
     discovery.add_arguments(p)
 

@@ -10,7 +10,10 @@ Hierarchy::
     ├── NotFound                 an operator, store, partition or batch that is not there
     ├── UnsafeArchive            a zip whose entries would escape their directory (zip-slip)
     ├── DatabaseBusy             StateGlass's own DuckDB file stayed locked past the timeout
-    └── BadConfig                a health-rules config file that cannot be used
+    ├── BadConfig                a health-rules config file that cannot be used
+    └── EngineError              the engine, not the checkpoint, failed (no pyspark or Java,
+                                 Spark master unreachable, executors missing a dependency);
+                                 a scan stops at once and records nothing
 
     StorageError                 the storage behind a URL failed us; says nothing of the checkpoint
     ├── BackendMissing           no client for the scheme (s3fs, adlfs, gcsfs, a Hadoop client)
@@ -107,6 +110,10 @@ class NoSuchBucket(StorageError):
 
 class StorageUnavailable(StorageError):
     """The endpoint cannot be reached, the connection dropped, or throttling outlasted retries."""
+
+
+class EngineError(CheckpointError):
+    """The Spark engine could not run: ``path`` is the master (or the option) at fault."""
 
 
 def wrap_parse_error(path: str, exc: ParseError) -> CheckpointError:

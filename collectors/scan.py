@@ -24,7 +24,7 @@ from collectors.chains import ChainResult, ChainTask
 from collectors.checkpoint import Checkpoint, StoreInfo
 from collectors.db import Database
 from collectors.engines import Engine, LocalEngine
-from collectors.errors import CheckpointError
+from collectors.errors import CheckpointError, EngineError
 from collectors.facts import last_committed, write_facts
 from collectors.fs import FileSystem
 from collectors.listing import FileStat, Listing, diff_files, list_checkpoint, version_file_stats
@@ -228,6 +228,9 @@ class Scanner:
                 results.append(result)
                 if progress:
                     progress(len(results), len(tasks))
+        except EngineError:
+            # Not the checkpoint's fault: record nothing, so the next scan starts clean.
+            raise
         except CheckpointError as exc:
             problem(exc)
 

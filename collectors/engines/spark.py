@@ -1,48 +1,214 @@
-"""The Spark engine: one Spark task per chain, results handed back to the one DuckDB writer.
+"""The Spark engine: one Spark task per chain, reading through the cluster's Hadoop file system.
 
-Executors read the checkpoint themselves, so it must be at the same path on every executor
-(the local disk with ``local[*]``, or a shared mount). Executors never write to the database.
+The driver (this process) plans: it lists the checkpoint and decides which files each chain
+needs (:func:`collectors.engines.hadoop.needed_files`). Each chain becomes one Spark partition
+of ``binaryFiles`` over those files, named by their Hadoop URL (``s3://`` becomes ``s3a://``),
+so executors read them with the cluster's own connectors and credentials. The bytes are
+handed to :func:`collectors.chains.compute_chain` through an in-memory file system on the
+executor; only each chain's :class:`~collectors.chains.ChainResult` travels back, and the
+driver stays the one DuckDB writer.
+
+StateGlass's code travels as a zip (``addPyFile``); :mod:`collectors.engines.executor` checks
+on every executor that ``collectors`` and ``parsers`` come from that zip. See
+docs/spark-engine.md.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import functools
 import os
+import pickle
+import re
 import shutil
+import socket
 import sys
+import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from collectors.chains import ChainResult, ChainTask, compute_chain
-from collectors.errors import UnsupportedCheckpoint
-from collectors.fs import LOCAL, FileSystem
+from collectors.engines import executor
+from collectors.engines.hadoop import (
+    ChainFiles,
+    hadoop_url,
+    input_paths,
+    needed_files,
+    unsafe_chars,
+)
+from collectors.engines.memfs import MemoryFileSystem
+from collectors.engines.ship import shipped_zip
+from collectors.errors import CheckpointError, EngineError
+from collectors.fs import FileInfo, FileSystem
 
 DEFAULT_MASTER = "local[*]"
+# A master that does not answer a TCP connect within this long is reported, not waited for.
+CONNECT_TIMEOUT = 10.0
+# How long a job may wait for its first executor (no workers, or none with free cores/memory).
+EXECUTOR_TIMEOUT_CONF = "spark.stateglass.executorTimeout"
+EXECUTOR_TIMEOUT = 120.0
+DOCS = "see docs/spark-engine.md"
+
+
+def check_master(master: str, timeout: float = CONNECT_TIMEOUT) -> None:
+    """Fail fast when a ``spark://`` master does not accept connections.
+
+    Spark's own client retries for a minute and more before giving up; a typo in a port
+    deserves one line at once. Other masters (yarn, k8s://, local) are left to Spark.
+    """
+    if not master.startswith("spark://"):
+        return
+    reasons = []
+    # High availability: spark://host1:7077,host2:7077 — one live master is enough.
+    for hostport in master[len("spark://") :].split(","):
+        host, _, port = hostport.rpartition(":")
+        if not host or not port.isdigit():
+            raise EngineError(master, "not a Spark master URL (expected spark://HOST:PORT)")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+                return
+        except OSError as exc:
+            reasons.append(f"{hostport}: {exc.strerror or exc}")
+    raise EngineError(
+        master, f"cannot reach the Spark master within {timeout:.0f} s ({'; '.join(reasons)})"
+    )
 
 
 def _session(master: str | None) -> Any:
     try:
         from pyspark.sql import SparkSession
     except ImportError as exc:
-        raise UnsupportedCheckpoint(
+        raise EngineError(
             "--engine spark", "pyspark is not installed: pip install pyspark (and a Java 17+ JDK)"
         ) from exc
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        raise UnsupportedCheckpoint(
-            "--engine spark", "no Java found: install a JDK 17+ or set JAVA_HOME"
-        )
+        raise EngineError("--engine spark", "no Java found: install a JDK 17+ or set JAVA_HOME")
     builder = SparkSession.builder.appName("stateglass-collect")
-    if master or SparkSession.getActiveSession() is None:
+    # Under spark-submit the gateway exists already and --master was given there.
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+    if master or (SparkSession.getActiveSession() is None and not submitted):
         master = master or DEFAULT_MASTER
+        check_master(master)
         builder = builder.master(master)
         if master.startswith("local"):
             # Local workers must run this interpreter: it has our parsers' dependencies.
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    return builder.getOrCreate()
+    try:
+        session = builder.getOrCreate()
+    except Exception as exc:  # py4j and Spark raise many kinds; all mean "no session"
+        raise EngineError(master or "--engine spark", f"Spark did not start: {_line(exc)}") from exc
+    if session.sparkContext.getConf().get("spark.log.level") is None:
+        # A failed task is logged at WARN with its whole traceback; we print one line instead.
+        session.sparkContext.setLogLevel("ERROR")
+    return session
 
 
-def _run_partition(tasks: Iterator[ChainTask]) -> Iterator[ChainResult]:
-    for task in tasks:
-        yield compute_chain(task)
+def _line(exc: BaseException) -> str:
+    """One line out of a Spark/py4j error: ours if an executor sent one, else the first."""
+    text = str(exc)
+    ours = re.search(re.escape(executor.MARK) + r"(.*?)" + re.escape(executor.END), text)
+    if ours:
+        return ours.group(1)
+    missing = re.search(r"ModuleNotFoundError: No module named '([^']+)'", text)
+    if missing:
+        return (
+            f"executors have no module {missing.group(1)!r}: ship StateGlass's dependencies "
+            f"with spark.archives, {DOCS}"
+        )
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return (lines[0] if lines else type(exc).__name__)[:300]
+
+
+@functools.lru_cache(maxsize=1)
+def _register_executor_by_value() -> None:
+    # By value: unpickling the task function on an executor must not import ``collectors``.
+    from pyspark import cloudpickle
+
+    cloudpickle.register_pickle_by_value(executor)
+
+
+def _ship(sc: Any) -> str:
+    """Add the code zip to ``sc`` once; its file name on the executors."""
+    path = shipped_zip()
+    if getattr(sc, "_stateglass_zip", None) != path:
+        sc.addPyFile(path)
+        sc._stateglass_zip = path
+    return os.path.basename(path)
+
+
+def _sst_listing(task: ChainTask, fs: FileSystem) -> tuple[FileInfo, ...] | None:
+    if task.provider != "rocksdb":
+        return None
+    sst_dir = f"{task.store_dir.rstrip('/')}/SSTs"
+    if not fs.is_dir(sst_dir):
+        return None
+    return tuple(
+        f
+        for f in fs.list(sst_dir)
+        if not f.is_dir and not f.name.startswith(".") and f.name.endswith(".sst")
+    )
+
+
+def plan(task: ChainTask, fs: FileSystem) -> tuple[ChainTask, ChainFiles]:
+    """The task as the executor runs it (its trimmed listing) and the files it reads."""
+    files = task.files
+    if files is None:
+        files = tuple(f for f in fs.list(task.store_dir) if not f.is_dir)
+    files = tuple(f for f in files if not f.is_dir and not f.name.startswith("."))
+    chain = needed_files(files, task.from_version, _sst_listing(task, fs))
+    return dataclasses.replace(task, files=chain.store_files), chain
+
+
+def _inputs(task: ChainTask, chain: ChainFiles) -> str | None:
+    """The comma-separated Hadoop input paths of one chain; None when it has no file."""
+    store = hadoop_url(task.store_dir.rstrip("/"))
+    dirs = {store: [f.name for f in chain.store_files]} if chain.store_files else {}
+    if chain.sst_files:
+        dirs[f"{store}/SSTs"] = [f.name for f in chain.sst_files]
+    if not dirs:
+        return None
+    bad = unsafe_chars(store + "".join(n for names in dirs.values() for n in names))
+    if bad:
+        raise EngineError(
+            task.store_dir,
+            f"the Spark engine cannot read a path with {bad!r}: Hadoop takes them for globs",
+        )
+    return input_paths(dirs)
+
+
+class _Watchdog:
+    """Cancels the jobs when no executor has joined after ``timeout`` seconds."""
+
+    def __init__(self, sc: Any, timeout: float) -> None:
+        self.sc = sc
+        self.timeout = timeout
+        self.fired = False
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._watch, name="stateglass-spark-watchdog")
+
+    def _executors(self) -> int:
+        # The driver counts itself as a block manager: more than one means an executor.
+        return int(self.sc._jsc.sc().getExecutorMemoryStatus().size()) - 1
+
+    def _watch(self) -> None:
+        deadline = time.monotonic() + self.timeout
+        while not self.done.wait(1.0):
+            if self._executors() > 0:
+                return
+            if time.monotonic() > deadline:
+                self.fired = True
+                self.sc.cancelAllJobs()
+                return
+
+    def __enter__(self) -> _Watchdog:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join()
 
 
 class SparkEngine:
@@ -54,11 +220,56 @@ class SparkEngine:
     def run(self, tasks: Sequence[ChainTask], fs: FileSystem) -> Iterator[ChainResult]:
         if not tasks:
             return iter(())
-        if fs is not LOCAL:
-            raise UnsupportedCheckpoint(
-                tasks[0].checkpoint,
-                "the Spark engine reads only checkpoints on a local or mounted path",
+        remote: list[tuple[int, tuple[ChainTask, ChainFiles], str]] = []
+        local: list[tuple[int, ChainResult]] = []
+        for i, task in enumerate(tasks):
+            try:
+                planned = plan(task, fs)
+            except CheckpointError:
+                # Its directory cannot be listed: the driver records the problem, as the local
+                # engine would, instead of failing every other chain.
+                local.append((i, compute_chain(task, fs)))
+                continue
+            paths = _inputs(*planned)
+            if paths is None:
+                # No file to read needs no executor (and binaryFiles refuses an empty input).
+                t, c = planned
+                empty = MemoryFileSystem(t.store_dir, c.store_files, c.sst_files, {})
+                local.append((i, compute_chain(t, empty)))
+            else:
+                remote.append((i, planned, paths))
+        if not remote:
+            return iter(dataclasses.replace(r, task=tasks[i]) for i, r in local)
+        spark = _session(self.master)
+        sc = spark.sparkContext
+        master = sc.master
+        _register_executor_by_value()
+        zip_name = _ship(sc)
+        payload = pickle.dumps([p for _, p, _ in remote])
+        timeout = float(sc.getConf().get(EXECUTOR_TIMEOUT_CONF, str(EXECUTOR_TIMEOUT)))
+        # Local masters run tasks in the driver's JVM: there is no executor to wait for.
+        watchdog = None if master.startswith("local") else _Watchdog(sc, timeout)
+        try:
+            # coalesce(1) without a shuffle: one task reads all of its chain's files.
+            rdds = [sc.binaryFiles(paths, 1).coalesce(1) for _, _, paths in remote]
+            union = sc.union(rdds)
+            if union.getNumPartitions() != len(remote):
+                raise EngineError(master, "Spark did not give one partition per chain")
+            job = union.mapPartitionsWithIndex(
+                functools.partial(executor.run_chain, zip_name, payload)
             )
-        sc = _session(self.master).sparkContext
-        rdd = sc.parallelize(list(tasks), len(tasks))
-        return iter(rdd.mapPartitions(_run_partition).collect())
+            with watchdog or contextlib.nullcontext():
+                collected = job.collect()
+        except CheckpointError:
+            raise
+        except Exception as exc:  # Py4JJavaError, PySparkException...: one line for the user
+            if watchdog is not None and watchdog.fired:
+                raise EngineError(
+                    master,
+                    f"no executor joined within {timeout:.0f} s: are workers running, with "
+                    f"enough free cores and memory? ({EXECUTOR_TIMEOUT_CONF} sets the wait)",
+                ) from exc
+            raise EngineError(master, _line(exc)) from exc
+        done = [(i, r) for (i, _, _), r in zip(remote, collected, strict=True)] + local
+        # Results name the task as the scan planned it, not the trimmed copy sent out.
+        return iter(dataclasses.replace(r, task=tasks[i]) for i, r in done)

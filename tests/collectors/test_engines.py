@@ -15,8 +15,9 @@ import pytest
 from collectors.db import Database
 from collectors.engines import LocalEngine, get_engine
 from collectors.engines.base import Engine
+from collectors.listing import classify
 from collectors.scan import scan_checkpoint
-from tests.collectors.helpers import SAMPLES, TABLES, table
+from tests.collectors.helpers import SAMPLES, TABLES, copy_sample, table
 
 CONFORMANCE_SAMPLES = ("spark-4.3/agg-hdfs", "spark-4.3/agg-rocks-cl", "spark-4.3/join-hdfs")
 
@@ -26,6 +27,43 @@ def _collect(engine: Engine, db_path: Path) -> str:
     for name in CONFORMANCE_SAMPLES:
         scan_checkpoint(db, str(SAMPLES / name), engine=engine)
     return db.path
+
+
+INCREMENTAL_SAMPLES = ("spark-4.3/agg-hdfs", "spark-4.3/agg-rocks-cl")
+
+
+def _hide_after(checkpoint: Path, last_batch: int, aside: Path) -> list[tuple[Path, Path]]:
+    """Move batches after ``last_batch`` (logs and state files) out of a checkpoint copy, as
+    if the query had not run them yet; the moves to undo."""
+    moves = []
+    for path in sorted(checkpoint.rglob("*")):
+        if not path.is_file():
+            continue
+        if path.parent.name in ("offsets", "commits"):
+            late = path.name.isdigit() and int(path.name) > last_batch
+        else:
+            kind = classify(path.name)
+            late = kind is not None and kind[0] is not None and kind[0] > last_batch + 1
+        if late:
+            dst = aside / path.relative_to(checkpoint)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            path.replace(dst)
+            moves.append((dst, path))
+    return moves
+
+
+def _collect_in_two_steps(engine: Engine, where: Path) -> tuple[str, int]:
+    """Collect copies holding the first batches, then again with every batch: the second
+    scan starts mid-chain. The database and how many chains the second scan counted."""
+    copies = [copy_sample(name, where) for name in INCREMENTAL_SAMPLES]
+    moves = [m for cp in copies for m in _hide_after(cp, 7, where / "aside" / cp.name)]
+    db = Database(str(where / "db.duckdb"))
+    for cp in copies:
+        scan_checkpoint(db, str(cp), engine=engine)
+    for src, dst in moves:
+        src.replace(dst)
+    chains = sum(scan_checkpoint(db, str(cp), engine=engine).chains for cp in copies)
+    return db.path, chains
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +93,15 @@ class EngineConformance:
         for name in CONFORMANCE_SAMPLES:
             summary = scan_checkpoint(db, str(SAMPLES / name), engine=engine)
             assert (summary.chains, summary.versions) == (0, 0)
+
+    def test_incremental_collect_identical(self, engine: Engine, tmp_path: Path) -> None:
+        ref, ref_chains = _collect_in_two_steps(LocalEngine(), tmp_path / "ref")
+        got, chains = _collect_in_two_steps(engine, tmp_path / "engine")
+        assert chains == ref_chains > 0
+        for name in TABLES:
+            mine = table(got, name, str(tmp_path / "engine"))
+            assert mine == table(ref, name, str(tmp_path / "ref")), name
+            assert mine or name == "problems"
 
 
 class TestLocalEngine(EngineConformance):

@@ -1,0 +1,1 @@
+"""Not a package to import: a directory put on executors' PYTHONPATH by the cluster tests."""

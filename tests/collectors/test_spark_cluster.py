@@ -1,0 +1,132 @@
+"""``collect --engine spark`` on a real standalone cluster: a master and two workers.
+
+The executors run the base interpreter with the venv's site-packages on ``PYTHONPATH``: the
+compiled dependencies are there, StateGlass is not (the probe proves it), so the code must
+arrive the way the engine ships it. A decoy ``collectors`` package, imported into every Python
+worker by a ``sitecustomize``, stands for another job's module of the same name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from collectors.db import Database
+from collectors.engines import LocalEngine
+from collectors.scan import scan_checkpoint
+from tests.collectors.cluster import VENV_SITE, Cluster, free_port, spark_env
+from tests.collectors.helpers import ROOT, TABLES, copy_sample, table
+
+DECOY = Path(__file__).parent / "decoy"
+STATEGLASS = str(Path(sys.executable).parent / "stateglass")
+# RocksDB with changelogs and SSTs, and a join: four stores, HDFS-backed.
+SAMPLES = ("spark-4.3/agg-rocks-cl", "spark-4.3/join-hdfs")
+
+pytestmark = pytest.mark.slow
+
+
+def _run(
+    args: list[str], env: dict[str, str], timeout: float = 240
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        args, env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def _collect(checkpoints: list[str], db: str, master: str) -> list[str]:
+    return [
+        STATEGLASS,
+        "collect",
+        *checkpoints,
+        "--db",
+        db,
+        "--engine",
+        "spark",
+        "--master",
+        master,
+    ]
+
+
+def _last_line(text: str) -> str:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def test_workers_have_the_dependencies_but_not_stateglass(
+    spark_cluster: Cluster, tmp_path: Path
+) -> None:
+    env = spark_env(tmp_path / "conf", [str(DECOY), VENV_SITE])
+    args = [sys.executable, "-m", "tests.collectors.cluster_probe"]
+    proc = _run([*args, spark_cluster.master_url, str(DECOY)], env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    seen = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert len(seen) == 2
+    for worker in seen:
+        assert worker["python"] == os.path.realpath(sys.executable)
+        # The decoy really is loaded in every Python worker before our tasks run...
+        assert worker["held"] == str(DECOY / "collectors" / "__init__.py")
+        # ...and without it, nothing named collectors is there: StateGlass is not installed.
+        assert worker["plain"] == "ModuleNotFoundError: No module named 'collectors'"
+        assert worker["lz4"] and worker["rocksdict"] and worker["zstandard"]
+
+
+def test_collect_on_the_cluster_equals_the_local_engine(
+    spark_cluster: Cluster, tmp_path: Path
+) -> None:
+    checkpoints = [str(copy_sample(name, tmp_path)) for name in SAMPLES]
+    reference = Database(str(tmp_path / "local.duckdb"))
+    for cp in checkpoints:
+        scan_checkpoint(reference, cp, engine=LocalEngine())
+    env = spark_env(tmp_path / "conf", [str(DECOY), VENV_SITE])
+    db = str(tmp_path / "cluster.duckdb")
+    started = time.monotonic()
+    proc = _run(
+        _collect(checkpoints, db, spark_cluster.master_url),
+        env,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    print(f"cluster collect: {time.monotonic() - started:.1f} s")
+    versions = table(db, "state_versions")
+    assert len(versions) > 50  # not empty-versus-empty
+    for name in TABLES:
+        assert table(db, name) == table(reference.path, name), name
+
+
+def test_executors_missing_a_compiled_dependency(spark_cluster: Cluster, tmp_path: Path) -> None:
+    checkpoint = str(copy_sample("spark-4.3/agg-hdfs", tmp_path))
+    # No site-packages on the executors: lz4 and friends are missing there (the decoy is).
+    env = spark_env(tmp_path / "conf", [str(DECOY)], **{"spark.task.maxFailures": "1"})
+    db = str(tmp_path / "sg.duckdb")
+    proc = _run(
+        _collect([checkpoint], db, spark_cluster.master_url),
+        env,
+    )
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    line = _last_line(proc.stderr)
+    assert line.startswith(f"stateglass: error: {spark_cluster.master_url}: executor Python ")
+    assert "has no module 'lz4'" in line and "docs/spark-engine.md" in line
+    assert "Traceback" not in proc.stderr
+    assert table(db, "state_versions") == [] and table(db, "checkpoints") == []
+
+
+def test_unreachable_master_fails_at_once(tmp_path: Path) -> None:
+    checkpoint = str(copy_sample("spark-4.3/agg-hdfs", tmp_path))
+    master = f"spark://127.0.0.1:{free_port()}"  # nothing listens there
+    started = time.monotonic()
+    proc = _run(
+        _collect([checkpoint], str(tmp_path / "sg.duckdb"), master),
+        spark_env(tmp_path / "conf", [VENV_SITE]),
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        f"stateglass: error: {master}: cannot reach the Spark master within 10 s "
+        f"(127.0.0.1:{master.rsplit(':', 1)[1]}: Connection refused)"
+    )
+    assert time.monotonic() - started < 30
