@@ -111,6 +111,9 @@ class Checkpoint:
     def __init__(self, root: str, fs: FileSystem = LOCAL) -> None:
         self.root = root
         self.fs = fs
+        # Collecting sets this: an unreadable schema file becomes an entry here (the store is
+        # still listed, without schemas) instead of an error that hides every store.
+        self.schema_problems: list[CheckpointError] | None = None
 
     @classmethod
     def open(cls, path: str, fs: FileSystem = LOCAL) -> Checkpoint:
@@ -196,6 +199,18 @@ class Checkpoint:
             return None
         return self.offsets(self.offset_batch_ids[-1])
 
+    @cached_property
+    def readable_conf(self) -> OffsetSeq | None:
+        """The newest offsets/N that can be read, for what Spark pins in every entry (codec,
+        provider, partitions): a damaged or too-new last entry does not hide the state files.
+        :attr:`conf` is the strict one (it raises); the damage is a problem of its own."""
+        for batch in reversed(self.offset_batch_ids):
+            try:
+                return self.offsets(batch)
+            except CheckpointError:
+                continue
+        return None
+
     # ---- operators and stores -----------------------------------------------------------
 
     def operator_ids(self) -> list[int]:
@@ -276,7 +291,7 @@ class Checkpoint:
                     return HDFS
                 if f.name.endswith((".zip", ".changelog")) or f.name == "SSTs":
                     return ROCKSDB
-        conf = self.conf
+        conf = self.readable_conf
         return conf.provider if conf is not None and conf.provider in (HDFS, ROCKSDB) else HDFS
 
     @cached_property
@@ -292,13 +307,19 @@ class Checkpoint:
                 store_names = self._store_names_on_disk(op, partitions)
             stores = []
             for store_name in store_names:
-                schema = self._schema(op, store_name, meta)
+                try:
+                    schema = self._schema(op, store_name, meta)
+                except CheckpointError as exc:
+                    if self.schema_problems is None:
+                        raise
+                    self.schema_problems.append(exc)
+                    schema = None
                 info = (
                     next((s for s in meta.stores if s.store_name == store_name), None)
                     if meta
                     else None
                 )
-                conf = self.conf
+                conf = self.readable_conf
                 num_partitions = (
                     info.num_partitions
                     if info is not None
