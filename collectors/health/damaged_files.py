@@ -43,7 +43,11 @@ class DamagedFiles:
     def check(self, ctx: Context) -> list[Finding]:
         bad = bad_state_files(ctx)
         if not bad:
-            return [ctx.finding(self, OK, "every file read so far decodes")]
+            files = ctx.rows(
+                "SELECT (SELECT count(*) FROM state_files WHERE checkpoint = $1 AND NOT purged) "
+                "+ (SELECT count(*) FROM log_files WHERE checkpoint = $1)"
+            )[0][0]
+            return [ctx.finding(self, OK, f"0 damaged among {files} state and log files")]
         damages = self._judge(ctx, bad)
         damages.sort(key=lambda d: (d.status != ERR, d.path))
         stores = {(s.operator_id, s.store_name): s for s in ctx.stores}
