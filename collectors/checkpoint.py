@@ -111,8 +111,8 @@ class Checkpoint:
     def __init__(self, root: str, fs: FileSystem = LOCAL) -> None:
         self.root = root
         self.fs = fs
-        # Collecting sets this: an unreadable schema file becomes an entry here (the store is
-        # still listed, without schemas) instead of an error that hides every store.
+        # Collecting sets this: an unreadable schema file or operator metadata becomes an entry
+        # here (the store is still listed) instead of an error that hides every store.
         self.schema_problems: list[CheckpointError] | None = None
 
     @classmethod
@@ -298,7 +298,14 @@ class Checkpoint:
     def operators(self) -> list[OperatorInfo]:
         out = []
         for op in self.operator_ids():
-            meta = self._operator_metadata(op)
+            try:
+                meta = self._operator_metadata(op)
+            except CheckpointError as exc:
+                if self.schema_problems is None:
+                    raise
+                # Collecting: name the stores from the disk, as for Spark 3.x (no metadata).
+                self.schema_problems.append(exc)
+                meta = None
             partitions = self.partitions(op)
             name = meta.operator_name if meta else _guess_operator_name(self, op, partitions)
             if meta is not None:

@@ -322,14 +322,19 @@ class Scanner:
             # A file that appeared, changed or went away since the last scan has been judged
             # again by this one: its old problem rows give way to what this scan found.
             rejudged = log_diff.touched | log_diff.removed | file_diff.touched | file_diff.removed
-            # `metadata` and the schema files are read at every scan: judged again each time.
-            rejudged |= {cp.path("metadata"), *(s.path for s in schemas)}
             if rejudged:
                 conn.execute(
                     "DELETE FROM problems WHERE checkpoint = ? "
                     "AND list_contains(?::VARCHAR[], path)",
                     [root, sorted(rejudged)],
                 )
+            # `metadata`, schema files and operator metadata are read at every scan: this scan's
+            # problems with them replace the old ones (a repaired file loses its row).
+            conn.execute(
+                "DELETE FROM problems WHERE checkpoint = ? AND (path = ? "
+                "OR contains(path, '/_metadata/') OR contains(path, '/_stateSchema/'))",
+                [root, cp.path("metadata")],
+            )
             # One row per (file, kind): the scan and a chain may both trip on the same file.
             problems = list({(p["path"], p["kind"]): p for p in problems}.values())
             self.db.upsert(conn, "problems", problems)

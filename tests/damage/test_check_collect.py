@@ -108,6 +108,12 @@ def _empty_schema(cp: Path) -> Path:
     return path
 
 
+def _empty_op_meta(cp: Path) -> Path:
+    path = cp / "state" / "0" / "_metadata" / "metadata"
+    path.write_bytes(b"")
+    return path
+
+
 Damage = Callable[[Path], Path]
 # (damage, sample, worst damaged_files status). A bad delta or changelog of version 12 is a
 # WARN: every sample has a snapshot or zip at version 12, which the next batch loads.
@@ -173,8 +179,15 @@ def _versions(db: Path) -> set[tuple[int, str, int, int, int]]:
 
 @pytest.mark.parametrize(
     "damage",
-    [_bad_metadata, _offsets_v99, _empty_offsets, _empty_commit],
-    ids=["bad-metadata", "offsets-v99", "empty-offsets", "empty-commit"],
+    [_bad_metadata, _offsets_v99, _empty_offsets, _empty_commit, _empty_schema, _empty_op_meta],
+    ids=[
+        "bad-metadata",
+        "offsets-v99",
+        "empty-offsets",
+        "empty-commit",
+        "empty-schema",
+        "empty-operator-metadata",
+    ],
 )
 def test_collect_keeps_the_healthy_versions(tmp_path: Path, damage: Damage) -> None:
     healthy = copy_sample("agg-hdfs", tmp_path / "a")
@@ -189,13 +202,16 @@ def test_collect_keeps_the_healthy_versions(tmp_path: Path, damage: Damage) -> N
     assert "1 problems" in proc.stderr
 
 
-def test_a_repaired_metadata_is_no_longer_a_problem(tmp_path: Path) -> None:
+@pytest.mark.parametrize("damage", [_bad_metadata, _empty_op_meta], ids=["metadata", "operator"])
+def test_a_repaired_metadata_is_no_longer_a_problem(tmp_path: Path, damage: Damage) -> None:
     cp = copy_sample("agg-hdfs", tmp_path)
-    original = (cp / "metadata").read_bytes()
-    _bad_metadata(cp)
+    saved = {p: p.read_bytes() for p in (cp / "metadata", cp / "state/0/_metadata/metadata")}
+    bad = damage(cp)
     db = tmp_path / "h.duckdb"
     assert cli("collect", str(cp), "--db", str(db)).returncode == 0
-    (cp / "metadata").write_bytes(original)
+    with duckdb.connect(str(db), read_only=True) as conn:
+        assert conn.execute("SELECT path FROM problems").fetchall() == [(str(bad),)]
+    bad.write_bytes(saved[bad])
     assert cli("collect", str(cp), "--db", str(db)).returncode == 0
     with duckdb.connect(str(db), read_only=True) as conn:
         assert conn.execute("SELECT count(*) FROM problems").fetchall() == [(0,)]
