@@ -48,7 +48,9 @@ def from_env(environ: Mapping[str, str] | None = None) -> DecodeLimits:
             continue
         value = parse_size(raw)
         if value is None:
-            raise BadConfig(var, f"must be a whole number of bytes (e.g. 2GiB), got {raw!r}")
+            raise BadConfig(
+                var, f"must be a whole number (sizes may end in KiB, MiB, GiB), got {raw!r}"
+            )
         changes[name] = value
     return dataclasses.replace(DecodeLimits(), **changes)
 
