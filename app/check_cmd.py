@@ -24,7 +24,7 @@ from app.args import add_db_arg
 from app.errors import AppError
 
 if TYPE_CHECKING:
-    from collectors.health import Finding
+    from collectors.health import Finding, HealthConfig
 
 EXIT_STATUS = {"OK": 0, "WARN": 1, "ERR": 2}
 
@@ -114,9 +114,20 @@ def table(findings: list[Finding], verbose: bool = False) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """``stateglass check``: exit 0, 1 or 2 for a worst status of OK, WARN or ERR."""
-    from collectors.health import evaluate, load_config, worst
+    from collectors import limits
+    from collectors.health import load_config
 
     config = load_config(args.config)  # a bad file fails before anything is collected
+    limits.configure(config.limits.over(limits.from_env()))
+    try:
+        return _run(args, config)
+    finally:
+        limits.configure(None)
+
+
+def _run(args: argparse.Namespace, config: HealthConfig) -> int:
+    from collectors.health import evaluate, worst
+
     now = _now(args.now)
     db_path = os.path.abspath(os.path.expanduser(args.db))
     from collectors.remote import canonical

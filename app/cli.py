@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 
@@ -232,9 +233,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     from app.storage_args import apply_storage_args, print_counts
 
     args = build_parser().parse_args(argv)
+    from app.atomic import Terminated, signals_unwind
+
     try:
         apply_storage_args(args)
-        return _commands()[args.command](args)
+        # SIGTERM/SIGHUP clean up (temporary directories, half-written output) as Ctrl+C does.
+        with signals_unwind():
+            return _commands()[args.command](args)
     except (CollectorError, AppError) as exc:
         print(f"stateglass: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -243,6 +248,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
+    except Terminated as exc:
+        print(f"stateglass: stopped by {signal.Signals(exc.signum).name}", file=sys.stderr)
+        return exc.exit_status
     except KeyboardInterrupt:
         print("stateglass: interrupted", file=sys.stderr)
         return 130

@@ -19,6 +19,7 @@ import sys
 from typing import Any
 
 from app.args import add_db_arg
+from app.atomic import replacing
 from app.errors import AppError, OutputError
 
 FORMATS = {".parquet": "PARQUET", ".csv": "CSV"}
@@ -127,7 +128,8 @@ def run(args: argparse.Namespace) -> int:
             query += " ORDER BY ALL"
         options = "FORMAT PARQUET" if FORMATS[suffix] == "PARQUET" else "FORMAT CSV, HEADER"
         try:
-            conn.execute(f"COPY ({query}) TO {_sql_string(out)} ({options})")
+            with replacing(out) as tmp:
+                conn.execute(f"COPY ({query}) TO {_sql_string(tmp)} ({options})")
             count = conn.execute(f"SELECT count(*) FROM ({query})").fetchall()[0][0]
         except duckdb.Error as exc:
             why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

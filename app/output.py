@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import IO, Any
 
 from app.arrow_types import arrow_type, arrow_value, unique_names
+from app.atomic import AtomicText, replacing
 from app.errors import AppError, OutputError
 from parsers.errors import ParseError
 from parsers.sparkjson import (
@@ -62,11 +63,9 @@ def as_struct(columns: Sequence[Column]) -> StructType:
     return StructType(tuple(StructField(name, dt) for name, dt in columns))
 
 
-def _open_text(path: str | None) -> IO[str]:
-    if path is None:
-        return sys.stdout
+def _open_text(path: str) -> AtomicText:
     try:
-        return open(path, "w", encoding="utf-8", newline="\n")
+        return AtomicText(path)
     except OSError as exc:
         raise OutputError(f"{path}: cannot write output ({exc.strerror})") from exc
 
@@ -107,7 +106,10 @@ class Sink:
         raise NotImplementedError
 
     def close(self) -> None:
-        pass
+        """Finish the output; a file appears at its path only now (``app.atomic``)."""
+
+    def abort(self) -> None:
+        """The command failed: leave no output file (an existing one stays as it was)."""
 
     def __enter__(self) -> Sink:
         return self
@@ -115,7 +117,10 @@ class Sink:
     def __exit__(
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.close()
+        if et is None:
+            self.close()
+        else:
+            self.abort()
 
 
 class JsonLinesSink(Sink):
@@ -128,7 +133,8 @@ class JsonLinesSink(Sink):
 
     def __init__(self, codec: RowCodec, time_zone: str, path: str | None) -> None:
         super().__init__(codec, time_zone)
-        self.out = _open_text(path)
+        self.target = _open_text(path) if path is not None else None
+        self.out: IO[str] = self.target.file if self.target is not None else sys.stdout
         self.buf: list[str] = []
         self.fast = codec.raw_capable
         if self.fast:
@@ -255,10 +261,13 @@ class JsonLinesSink(Sink):
 
     def close(self) -> None:
         self.flush()
-        if self.out is not sys.stdout:
-            self.out.close()
-        else:
-            self.out.flush()
+        self.out.flush()
+        if self.target is not None:
+            self.target.commit()
+
+    def abort(self) -> None:
+        if self.target is not None:
+            self.target.discard()
 
 
 class _Columns:
@@ -344,27 +353,29 @@ class TableSink(Sink):
         self.rows_written += 1
 
     def close(self) -> None:
-        out = _open_text(self.path)
+        target = _open_text(self.path) if self.path is not None else None
+        out = target.file if target is not None else sys.stdout
         try:
-            if not self.rows:
-                out.write("(no rows)\n")
-                return
-            widths = [
-                max(len(h), *(len(r[i]) for r in self.rows)) for i, h in enumerate(self.header)
-            ]
-            out.write(
-                "  ".join(h.ljust(w) for h, w in zip(self.header, widths, strict=True)).rstrip()
-                + "\n"
-            )
-            out.write("  ".join("-" * w for w in widths) + "\n")
-            for r in self.rows:
-                out.write(
-                    "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n"
-                )
-            out.write(f"({len(self.rows)} rows)\n")
-        finally:
-            if out is not sys.stdout:
-                out.close()
+            self._render(out)
+        except BaseException:
+            if target is not None:
+                target.discard()
+            raise
+        if target is not None:
+            target.commit()
+
+    def _render(self, out: IO[str]) -> None:
+        if not self.rows:
+            out.write("(no rows)\n")
+            return
+        widths = [max(len(h), *(len(r[i]) for r in self.rows)) for i, h in enumerate(self.header)]
+        out.write(
+            "  ".join(h.ljust(w) for h, w in zip(self.header, widths, strict=True)).rstrip() + "\n"
+        )
+        out.write("  ".join("-" * w for w in widths) + "\n")
+        for r in self.rows:
+            out.write("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n")
+        out.write(f"({len(self.rows)} rows)\n")
 
 
 class ParquetSink(Sink):
@@ -410,7 +421,9 @@ class ParquetSink(Sink):
                 pa.array(values, type=arrow_type(dt))
                 for (_, dt), values in zip(self.columns, self.values, strict=True)
             ]
-            pq.write_table(pa.table(arrays, names=[name for name, _ in self.columns]), self.path)
+            table = pa.table(arrays, names=[name for name, _ in self.columns])
+            with replacing(self.path) as tmp:
+                pq.write_table(table, tmp)
         except (OSError, pa.ArrowException) as exc:
             raise OutputError(f"{self.path}: cannot write parquet ({exc})") from exc
 

@@ -14,6 +14,7 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 
+from app.atomic import restore_default_signals
 from app.output import JsonLinesSink
 from collectors.state import StateSource
 
@@ -59,7 +60,7 @@ def write_state_parallel(source: StateSource, sink: JsonLinesSink, version: int,
     saved_tempdir, tempfile.tempdir = tempfile.tempdir, scratch
     try:
         ctx = multiprocessing.get_context("fork")
-        with ctx.Pool(processes=jobs) as pool:
+        with ctx.Pool(processes=jobs, initializer=restore_default_signals) as pool:
             for path, rows in pool.imap(_render, source.partitions):
                 sink.write_file(path, rows)
                 os.unlink(path)

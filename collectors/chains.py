@@ -23,10 +23,12 @@ from dataclasses import dataclass, field
 
 from collectors.errors import CheckpointError
 from collectors.fs import LOCAL, FileInfo, FileSystem
+from collectors.limits import active
 from collectors.stores import StoreContext, StoreReader, open_store
 from collectors.stores.base import Change
 from collectors.stores.hdfs import HdfsStoreReader
 from collectors.stores.rocksdb import RocksDBStoreReader
+from parsers.limits import DecodeLimits
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,8 @@ class ChainTask:
     from_version: int = 1
     # RocksDB zips record numKeys; it equals the row count only without column families.
     trust_zip_num_keys: bool = True
+    # Decompression limits of the driver, carried to Spark executors (docs/limits.md).
+    limits: DecodeLimits = field(default_factory=active)
 
     @property
     def chain(self) -> tuple[int, str, int]:
@@ -190,6 +194,7 @@ def compute_chain(task: ChainTask, fs: FileSystem = LOCAL) -> ChainResult:
         row_checksum=task.row_checksum,
         merge_delimiter=task.merge_delimiter,
         unique_ids=dict(task.unique_ids),
+        limits=task.limits,
     )
     problems: dict[tuple[str, str], ChainProblem] = {}
 

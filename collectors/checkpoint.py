@@ -112,6 +112,9 @@ class Checkpoint:
         self.root = root
         self.fs = fs
         self._commits: dict[int, CommitMetadata] = {}
+        # Collecting sets this: an unreadable schema file or operator metadata becomes an entry
+        # here (the store is still listed) instead of an error that hides every store.
+        self.schema_problems: list[CheckpointError] | None = None
 
     @classmethod
     def open(cls, path: str, fs: FileSystem | None = None) -> Checkpoint:
@@ -213,6 +216,18 @@ class Checkpoint:
             return None
         return self.offsets(self.offset_batch_ids[-1])
 
+    @cached_property
+    def readable_conf(self) -> OffsetSeq | None:
+        """The newest offsets/N that can be read, for what Spark pins in every entry (codec,
+        provider, partitions): a damaged or too-new last entry does not hide the state files.
+        :attr:`conf` is the strict one (it raises); the damage is a problem of its own."""
+        for batch in reversed(self.offset_batch_ids):
+            try:
+                return self.offsets(batch)
+            except CheckpointError:
+                continue
+        return None
+
     # ---- operators and stores -----------------------------------------------------------
 
     def operator_ids(self) -> list[int]:
@@ -298,14 +313,21 @@ class Checkpoint:
                     return HDFS
                 if f.name.endswith((".zip", ".changelog")) or f.name == "SSTs":
                     return ROCKSDB
-        conf = self.conf
+        conf = self.readable_conf
         return conf.provider if conf is not None and conf.provider in (HDFS, ROCKSDB) else HDFS
 
     @cached_property
     def operators(self) -> list[OperatorInfo]:
         out = []
         for op in self.operator_ids():
-            meta = self._operator_metadata(op)
+            try:
+                meta = self._operator_metadata(op)
+            except CheckpointError as exc:
+                if self.schema_problems is None:
+                    raise
+                # Collecting: name the stores from the disk, as for Spark 3.x (no metadata).
+                self.schema_problems.append(exc)
+                meta = None
             partitions = self.partitions(op)
             name = meta.operator_name if meta else _guess_operator_name(self, op, partitions)
             if meta is not None:
@@ -314,13 +336,19 @@ class Checkpoint:
                 store_names = self._store_names_on_disk(op, partitions)
             stores = []
             for store_name in store_names:
-                schema = self._schema(op, store_name, meta)
+                try:
+                    schema = self._schema(op, store_name, meta)
+                except CheckpointError as exc:
+                    if self.schema_problems is None:
+                        raise
+                    self.schema_problems.append(exc)
+                    schema = None
                 info = (
                     next((s for s in meta.stores if s.store_name == store_name), None)
                     if meta
                     else None
                 )
-                conf = self.conf
+                conf = self.readable_conf
                 num_partitions = (
                     info.num_partitions
                     if info is not None

@@ -24,7 +24,7 @@ from collectors.chains import ChainResult, ChainTask
 from collectors.checkpoint import Checkpoint, StoreInfo
 from collectors.db import Database
 from collectors.engines import Engine, LocalEngine
-from collectors.errors import CheckpointError, EngineError
+from collectors.errors import CheckpointError, CorruptFile, EngineError
 from collectors.facts import last_committed, write_facts
 from collectors.fs import FileSystem
 from collectors.listing import FileStat, Listing, diff_files, list_checkpoint, version_file_stats
@@ -125,10 +125,7 @@ def _unique_ids(
 
 def _pinned_conf(cp: Checkpoint, stores: list[StoreInfo]) -> str | None:
     """The newest offsets/N's conf as JSON (None when unreadable: already a problem row)."""
-    try:
-        conf = cp.conf if stores or cp.offset_batch_ids else None
-    except CheckpointError:
-        return None
+    conf = cp.readable_conf if stores or cp.offset_batch_ids else None
     return json.dumps(dict(sorted(conf.conf.items()))) if conf is not None else None
 
 
@@ -161,13 +158,21 @@ class Scanner:
                 }
             )
 
+        cp.schema_problems = []
         try:
             stores = cp.stores()
-            query_id = cp.query_id
+            for exc in cp.schema_problems:
+                problem(exc)
         except CheckpointError as exc:
             # Operator metadata or schemas unreadable: still record batches and the problem.
             problem(exc)
-            stores, query_id = [], None
+            stores = []
+        try:
+            query_id = cp.query_id
+        except CheckpointError as exc:
+            # A bad `metadata` is one problem; the state files are still collected.
+            problem(exc)
+            query_id = None
 
         with self.db.transaction() as conn:
             known_logs = {
@@ -218,6 +223,12 @@ class Scanner:
         )
 
         offsets_rows, commit_rows, commits = self._read_logs(cp, listing, log_diff.touched, problem)
+        for path in sorted(log_diff.touched | file_diff.touched):
+            stat = listing.log_files.get(path) or listing.state_files[path].stat
+            if stat.size == 0:
+                # Spark never writes an empty file (even an empty state is a framed stream),
+                # and a chain need not read every file (a snapshot beside its delta).
+                problem(CorruptFile(path, "empty file (0 bytes): cut short or never written"))
         tasks = self._tasks(cp, stores, listing, file_diff.touched, counted, commits)
 
         results: list[ChainResult] = []
@@ -323,6 +334,15 @@ class Scanner:
                     "AND list_contains(?::VARCHAR[], path)",
                     [root, sorted(rejudged)],
                 )
+            # `metadata`, schema files and operator metadata are read at every scan: this scan's
+            # problems with them replace the old ones (a repaired file loses its row).
+            conn.execute(
+                "DELETE FROM problems WHERE checkpoint = ? AND (path = ? "
+                "OR contains(path, '/_metadata/') OR contains(path, '/_stateSchema/'))",
+                [root, cp.path("metadata")],
+            )
+            # One row per (file, kind): the scan and a chain may both trip on the same file.
+            problems = list({(p["path"], p["kind"]): p for p in problems}.values())
             self.db.upsert(conn, "problems", problems)
             last_batch = last_committed(listing, cp.path("commits"))
             write_facts(self.db, conn, root, listing, results, schemas, now, last_batch)
@@ -383,7 +403,7 @@ class Scanner:
         counted: dict[tuple[int, str, int], set[int]],
         new_commits: dict[int, CommitMetadata],
     ) -> list[ChainTask]:
-        conf = cp.conf if stores else None
+        conf = cp.readable_conf if stores else None
         codec = conf.codec if conf else "lz4"
         row_checksum = conf.row_checksum if conf else False
         merge_v = conf.merge_operator_version if conf else None

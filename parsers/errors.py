@@ -5,7 +5,8 @@ Hierarchy::
     ParseError                  anything a decoder refuses
     ├── CorruptData             bytes that do not follow the format (bad magic, bad length, …)
     │   ├── Truncated           the stream ends before the format says it should
-    │   └── ChecksumMismatch    a stored checksum disagrees with the bytes
+    │   ├── ChecksumMismatch    a stored checksum disagrees with the bytes
+    │   └── LimitExceeded       the file would expand past its decompression budget (a bomb)
     └── UnsupportedFormat       a well-formed file in a version or codec we do not read
 
 Decoders see bytes, not paths, so they raise without a path; the I/O layer attaches
@@ -49,6 +50,10 @@ class Truncated(CorruptData):
 
 class ChecksumMismatch(CorruptData):
     """A checksum stored in the file disagrees with its content."""
+
+
+class LimitExceeded(CorruptData):
+    """Decoding would exceed the file's decompression budget (:mod:`parsers.limits`)."""
 
 
 class UnsupportedFormat(ParseError):

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from app.atomic import replacing
 from app.errors import OutputError, ReportError
 
 # pandas, plotly and DuckDB load only when a report is made: a bad suffix fails fast.
@@ -42,7 +43,7 @@ def render_markdown(db_path: str, checkpoint: str, now: datetime | None = None) 
 
 def _write_text(text: str, output: str) -> None:
     try:
-        with open(output, "w", encoding="utf-8") as fh:
+        with replacing(output) as tmp, open(tmp, "x", encoding="utf-8") as fh:
             fh.write(text)
     except OSError as exc:
         raise OutputError(f"{output}: cannot write: {exc.strerror or exc}") from exc

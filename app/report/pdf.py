@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import tempfile
 
+from app.atomic import replacing
 from app.errors import ReportError
 
 # Debian's package installs /usr/bin/chromium; the others are the usual names elsewhere.
@@ -86,7 +87,8 @@ def html_to_pdf(html: str, output: str, chromium: str | None = None) -> None:
                 f"{output}: Chromium ({exe}) did not write a PDF (exit {done.returncode}): {last}"
             )
         try:
-            shutil.move(pdf, output)
+            with replacing(output) as tmp:
+                shutil.move(pdf, tmp)
         except OSError as exc:
             raise ReportError(f"{output}: cannot write the PDF: {exc.strerror or exc}") from exc
 

@@ -24,6 +24,7 @@ from collectors.db import SCHEMA_VERSION, reader
 from collectors.errors import CheckpointError, NotFound
 from collectors.health.base import ERR, OK, WARN, Context, Finding, Rule, worst
 from collectors.health.config import HealthConfig, load_config
+from collectors.health.damaged_files import DamagedFiles
 from collectors.health.holes import Holes
 from collectors.health.orphans import Orphans
 from collectors.health.partition_skew import PartitionSkew
@@ -57,6 +58,7 @@ RULES: dict[str, Rule] = {
         SnapshotLag(),
         Retention(),
         Holes(),
+        DamagedFiles(),
         Orphans(),
         SchemaDrift(),
     )

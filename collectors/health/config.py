@@ -26,6 +26,12 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from collectors.errors import BadConfig
+from parsers.limits import (
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_RATIO,
+    DEFAULT_MIN_BYTES,
+    DecodeLimits,
+)
 
 
 @dataclass(frozen=True)
@@ -108,6 +114,11 @@ class HolesConfig:
 
 
 @dataclass(frozen=True)
+class DamagedFilesConfig:
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
 class OrphansConfig:
     enabled: bool = True
     # Temporary files and unreferenced SSTs younger than this may belong to a running batch.
@@ -117,6 +128,25 @@ class OrphansConfig:
 @dataclass(frozen=True)
 class SchemaDriftConfig:
     enabled: bool = True
+
+
+@dataclass(frozen=True)
+class LimitsConfig:
+    """Decompression limits (``docs/limits.md``); not a rule, but set from the same file."""
+
+    max_ratio: int = DEFAULT_MAX_RATIO
+    min_bytes: int = DEFAULT_MIN_BYTES
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+
+    def over(self, base: DecodeLimits) -> DecodeLimits:
+        """``base`` with every key this file sets to something other than its default."""
+        defaults = LimitsConfig()
+        changes = {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if getattr(self, f.name) != getattr(defaults, f.name)
+        }
+        return dataclasses.replace(base, **changes)
 
 
 @dataclass(frozen=True)
@@ -131,8 +161,10 @@ class HealthConfig:
     snapshot_lag: SnapshotLagConfig = field(default_factory=SnapshotLagConfig)
     retention: RetentionConfig = field(default_factory=RetentionConfig)
     holes: HolesConfig = field(default_factory=HolesConfig)
+    damaged_files: DamagedFilesConfig = field(default_factory=DamagedFilesConfig)
     orphans: OrphansConfig = field(default_factory=OrphansConfig)
     schema_drift: SchemaDriftConfig = field(default_factory=SchemaDriftConfig)
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
 
     def enabled(self, rule: str) -> bool:
         section = getattr(self, rule, None)

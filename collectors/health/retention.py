@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collectors.health.base import OK, WARN, Context, Finding
-from collectors.health.versions import live_chain_files, rebuildable
+from collectors.health.versions import bad_state_files, live_chain_files
 from collectors.text import ranges
 
 MIN_BATCHES_CONF = "spark.sql.streaming.minBatchesToRetain"
@@ -36,12 +36,15 @@ class Retention:
             parts = range(store.num_partitions or 0)
             for part in parts:
                 files = chains.get((store.operator_id, store.store_name, part))
-                versions = rebuildable(files.change, files.full) if files else set()
+                versions = files.readable() if files else set()
                 batches = {v - 1 for v in versions if 1 <= v <= last + 1}
                 readable = batches if readable is None else readable & batches
         # Restarting from (or reading) batch B also needs its offsets/B and commits/B.
         logs: dict[str, set[int]] = {"offsets": set(), "commits": set()}
+        bad = bad_state_files(ctx)
         for (path,) in ctx.rows("SELECT path FROM log_files WHERE checkpoint = ?"):
+            if path in bad:
+                continue
             folder, _, name = path.rpartition("/")
             kind = folder.rpartition("/")[2]
             if kind in logs and name.isdigit():
@@ -52,7 +55,7 @@ class Retention:
         text = (
             f"{len(recent)} of the newest {expected} committed batches can be read back "
             f"(minBatchesToRetain {retain}, {source}); readable: batches {ranges(readable)} "
-            "(state files and offsets/commits logs all there)"
+            "(state files readable, offsets/commits logs all there)"
         )
         if len(recent) < expected:
             return [ctx.finding(self, WARN, text, self.hint)]

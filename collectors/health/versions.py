@@ -7,6 +7,7 @@ files start at version 1 needs no snapshot.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
@@ -20,6 +21,13 @@ class ChainFiles:
 
     change: set[int] = field(default_factory=set)
     full: set[int] = field(default_factory=set)
+    # Versions whose change / full file is in the problems table (unreadable or corrupt).
+    bad_change: set[int] = field(default_factory=set)
+    bad_full: set[int] = field(default_factory=set)
+
+    def readable(self) -> set[int]:
+        """Versions a load can actually read; see :func:`readable`."""
+        return readable(self.change, self.full, self.bad_change, self.bad_full)
 
 
 def rebuildable(change: Collection[int], full: Collection[int]) -> set[int]:
@@ -37,18 +45,72 @@ def rebuildable(change: Collection[int], full: Collection[int]) -> set[int]:
     return out
 
 
+def readable(
+    change: Collection[int],
+    full: Collection[int],
+    bad_change: Collection[int] = (),
+    bad_full: Collection[int] = (),
+) -> set[int]:
+    """Versions a load can read when the ``bad_*`` files cannot be decoded.
+
+    Like Spark (and our readers), a load starts from the newest snapshot at or below V and
+    does not fall back to an older one: a bad snapshot breaks its version and every version
+    built on it, a bad delta or changelog every version up to the next good snapshot.
+    """
+    present = set(change) | set(full)
+    if not present:
+        return set()
+    out = set()
+    lo, hi = min(present), max(present)
+    ok = lo == 1  # version 0 (the empty store) is always there
+    for v in range(lo, hi + 1):
+        ok = v not in bad_full if v in full else ok and v in change and v not in bad_change
+        if ok:
+            out.add(v)
+    return out
+
+
+# A problem's path names the file that failed; an SST or a zip's inner metadata stands for
+# the zip that references it (the messages of collectors/stores/rocksdb.py name that zip).
+_ZIP_IN_MESSAGE = re.compile(r"(?:referenced by|recorded in) (\S+\.zip)")
+
+
+def problem_file(path: str, message: str) -> str:
+    """The state file (path) a problem row is about."""
+    path = path.split("!", 1)[0]
+    found = _ZIP_IN_MESSAGE.search(message)
+    if found and "/SSTs/" in path:
+        return path.rsplit("/SSTs/", 1)[0] + "/" + found.group(1)
+    return path
+
+
+def bad_state_files(ctx: Context) -> dict[str, list[tuple[str, str]]]:
+    """State-file path -> ``(kind, message)`` of its problems."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for path, kind, message in ctx.rows(
+        "SELECT path, kind, message FROM problems WHERE checkpoint = ? ORDER BY path, kind"
+    ):
+        out.setdefault(problem_file(path, message), []).append((kind, message))
+    return out
+
+
 def live_chain_files(ctx: Context) -> dict[tuple[int, str, int], ChainFiles]:
-    """``(operator, store, partition) -> ChainFiles`` from the ``state_files`` table."""
+    """``(operator, store, partition) -> ChainFiles`` from ``state_files`` and ``problems``."""
     out: dict[tuple[int, str, int], ChainFiles] = {}
-    for op, store, part, version, kind in ctx.rows(
-        "SELECT operator_id, store_name, partition_id, version, kind FROM state_files "
+    bad = bad_state_files(ctx)
+    for op, store, part, version, kind, path in ctx.rows(
+        "SELECT operator_id, store_name, partition_id, version, kind, path FROM state_files "
         "WHERE checkpoint = ? AND NOT purged AND version IS NOT NULL"
     ):
         files = out.setdefault((op, store, part), ChainFiles())
         if kind in CHANGE_KINDS:
             files.change.add(version)
+            if path in bad:
+                files.bad_change.add(version)
         elif kind in FULL_KINDS:
             files.full.add(version)
+            if path in bad:
+                files.bad_full.add(version)
     return out
 
 

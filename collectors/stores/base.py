@@ -10,7 +10,9 @@ from typing import Literal, Protocol, TypeVar
 
 from collectors.errors import wrap_parse_error
 from collectors.fs import FileInfo, FileSystem
+from collectors.limits import active
 from parsers.errors import ParseError
+from parsers.limits import DecodeLimits
 
 T = TypeVar("T")
 ChangeType = Literal["update", "delete", "append"]
@@ -31,6 +33,8 @@ class StoreContext:
     merge_delimiter: bytes = b","
     # Checkpoint format v2: the committed unique id of each version (from commits/).
     unique_ids: dict[int, str] = field(default_factory=dict)
+    # How far a compressed file may expand (docs/limits.md).
+    limits: DecodeLimits = field(default_factory=active)
 
     def join(self, *parts: str) -> str:
         if self.store_dir.startswith("/") and os.sep == "/":

@@ -80,7 +80,7 @@ class HdfsStoreReader:
         def parse(data: bytes) -> list[tuple[bytes, bytes | None]]:
             # Decode the whole file inside the error boundary so that errors name it.
             return read_records(
-                decompress(self.ctx.codec, data),
+                decompress(self.ctx.codec, data, self.ctx.limits),
                 allow_deletes=allow_deletes,
                 row_checksum=self.ctx.row_checksum,
             )
@@ -117,7 +117,7 @@ class HdfsStoreReader:
                 self.ctx.decode_file(
                     snapshot,
                     lambda data: read_record_keys(
-                        decompress(self.ctx.codec, data),
+                        decompress(self.ctx.codec, data, self.ctx.limits),
                         allow_deletes=False,
                         row_checksum=self.ctx.row_checksum,
                     )[0],
@@ -147,7 +147,8 @@ class HdfsStoreReader:
         return self.ctx.decode_file(
             self.deltas[version],
             lambda data: read_record_keys(
-                decompress(self.ctx.codec, data), row_checksum=self.ctx.row_checksum
+                decompress(self.ctx.codec, data, self.ctx.limits),
+                row_checksum=self.ctx.row_checksum,
             ),
         )
 

@@ -15,7 +15,7 @@ import shutil
 import tempfile
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from collectors.errors import CheckpointError, CorruptFile, MissingVersion, UnsafeArchive
 from collectors.fs import LOCAL
@@ -135,7 +135,9 @@ class RocksDBStoreReader:
     # ---- reading ----------------------------------------------------------------------------
 
     def _changelog(self, name: str) -> Changelog:
-        return self.ctx.decode_file(name, lambda d: parse_changelog(decompress(self.ctx.codec, d)))
+        return self.ctx.decode_file(
+            name, lambda d: parse_changelog(decompress(self.ctx.codec, d, self.ctx.limits))
+        )
 
     def _zip_items(self, name: str) -> Iterator[tuple[bytes, bytes]]:
         with restored_db(self.ctx, name) as db:
@@ -187,39 +189,105 @@ class RocksDBStoreReader:
         name = self._pick(self.zips, version)
         if name is None:
             return None
-        return _read_zip(self.ctx, name)[1]
+        return _read_zip_metadata(self.ctx, name)
 
 
-def _read_zip(ctx: StoreContext, name: str) -> tuple[dict[str, bytes], RocksDBCheckpointMetadata]:
-    path = ctx.join(name)
-    raw = ctx.fs.read(path)
-    try:
-        with zipfile.ZipFile(io.BytesIO(raw)) as zf:
-            names = zf.namelist()
+# zipfile's ways of saying an archive is damaged: a bad directory or CRC (BadZipFile), a
+# damaged deflate stream (zlib.error), an unknown method (NotImplementedError), an encrypted
+# entry (RuntimeError), a short read (EOFError).
+_ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    EOFError,
+    ValueError,
+    zlib.error,
+    NotImplementedError,
+    RuntimeError,
+)
+_COPY_CHUNK = 1 << 20
+
+
+class _Zip:
+    """One checkpoint zip, its directory read and checked; entries are read on demand.
+
+    The archive's bytes stay in memory (they are small: the SSTs live beside the zip), but no
+    entry is inflated whole: :meth:`extract_to` streams them to disk, after checking their
+    declared sizes (which zipfile enforces while inflating) against the budget.
+    """
+
+    def __init__(self, ctx: StoreContext, name: str) -> None:
+        self.path = ctx.join(name)
+        self.limits = ctx.limits
+        raw = ctx.fs.read(self.path)
+        self.size = len(raw)
+        if not raw:
+            raise CorruptFile(self.path, "empty file (0 bytes): not a zip archive")
+        try:
+            self.zf = zipfile.ZipFile(io.BytesIO(raw))
+            self.infos = self.zf.infolist()
+        except _ZIP_ERRORS as exc:
+            raise CorruptFile(self.path, f"not a valid zip archive ({exc})") from exc
+        try:
+            check_zip_entries(i.filename for i in self.infos)
+        except ParseError as exc:
+            raise UnsafeArchive(self.path, exc.why) from exc
+        try:
+            self.limits.check("zip", sum(i.file_size for i in self.infos), self.size)
+        except ParseError as exc:
+            raise CorruptFile(self.path, exc.why) from exc
+        self.names = [i.filename for i in self.infos if i.filename != "metadata"]
+        if len(self.names) == len(self.infos):
+            raise CorruptFile(
+                self.path, "zip has no 'metadata' entry: not a Spark RocksDB checkpoint"
+            )
+        self.meta = self._metadata()
+
+    def _metadata(self) -> RocksDBCheckpointMetadata:
+        try:
+            data = self.zf.read("metadata")
+        except _ZIP_ERRORS as exc:
+            raise CorruptFile(self.path, f"not a valid zip archive ({exc})") from exc
+        try:
+            return RocksDBCheckpointMetadata.from_bytes(data)
+        except ParseError as exc:
+            raise CorruptFile(f"{self.path}!metadata", exc.why) from exc
+
+    def check_against_metadata(self) -> None:
+        """Entries the metadata describes (SSTs, archived logs) must have its sizes."""
+        recorded = {f.local_file_name: f.size_bytes for f in self.meta.sst_files}
+        recorded.update({f.local_file_name: f.size_bytes for f in self.meta.log_files})
+        for info in self.infos:
+            want = recorded.get(info.filename.rpartition("/")[2])
+            if want is not None and info.file_size != want:
+                raise CorruptFile(
+                    self.path,
+                    f"zip entry {info.filename!r} declares {info.file_size} bytes, the "
+                    f"metadata records {want}",
+                )
+
+    def extract_to(self, directory: str, rewrite: dict[str, Callable[[bytes], bytes]]) -> None:
+        """Write every entry but ``metadata`` into ``directory``, streaming; ``rewrite`` maps a
+        name prefix to a function applied to that (small) entry's bytes."""
+        for name in self.names:
+            target = os.path.join(directory, name)
             try:
-                check_zip_entries(names)
-            except ParseError as exc:
-                raise UnsafeArchive(path, exc.why) from exc
-            entries = {n: zf.read(n) for n in names}
-    # zf.read inflates each entry: damaged data surfaces as zlib.error, a CRC mismatch as
-    # BadZipFile, an unknown method as NotImplementedError, an encrypted entry as RuntimeError.
-    except (
-        zipfile.BadZipFile,
-        zipfile.LargeZipFile,
-        EOFError,
-        ValueError,
-        zlib.error,
-        NotImplementedError,
-        RuntimeError,
-    ) as exc:
-        raise CorruptFile(path, f"not a valid zip archive ({exc})") from exc
-    if "metadata" not in entries:
-        raise CorruptFile(path, "zip has no 'metadata' entry: not a Spark RocksDB checkpoint")
-    try:
-        meta = RocksDBCheckpointMetadata.from_bytes(entries.pop("metadata"))
-    except ParseError as exc:
-        raise CorruptFile(f"{path}!metadata", exc.why) from exc
-    return entries, meta
+                with self.zf.open(name) as src, open(target, "wb") as dst:
+                    fix = next((f for p, f in rewrite.items() if name.startswith(p)), None)
+                    if fix is not None:
+                        dst.write(fix(src.read()))
+                    else:
+                        shutil.copyfileobj(src, dst, _COPY_CHUNK)
+            except _ZIP_ERRORS as exc:
+                raise CorruptFile(self.path, f"not a valid zip archive ({exc})") from exc
+
+    def close(self) -> None:
+        self.zf.close()
+
+
+def _read_zip_metadata(ctx: StoreContext, name: str) -> RocksDBCheckpointMetadata:
+    z = _Zip(ctx, name)
+    z.close()
+    return z.meta
 
 
 _MERGE_OPERATOR = re.compile(rb"^(\s*merge_operator=).*$", re.M)
@@ -260,11 +328,14 @@ class restored_db:
         import rocksdict
 
         zip_path = self.ctx.join(self.zip_name)
-        entries, meta = _read_zip(self.ctx, self.zip_name)
+        archive = _Zip(self.ctx, self.zip_name)
+        meta = archive.meta
+        entries = set(archive.names)
         for entry in entries:
             # Spark zips a flat directory; a nested name would not restore into one.
             if "/" in entry or entry == ".":
                 raise CorruptFile(zip_path, f"zip entry {entry!r} is not a plain file name")
+        archive.check_against_metadata()
         self.tmp = tempfile.mkdtemp(prefix="stateglass-rocksdb-")
         sst_dir = self.ctx.join("SSTs")
         present = (
@@ -273,11 +344,11 @@ class restored_db:
             else {}
         )
         try:
-            for entry, data in entries.items():
-                if entry.startswith("OPTIONS-"):
-                    data = _pin_merge_operator(data, self.ctx.merge_delimiter)
-                with open(os.path.join(self.tmp, entry), "wb") as fh:
-                    fh.write(data)
+            delimiter = self.ctx.merge_delimiter
+            archive.extract_to(
+                self.tmp, {"OPTIONS-": lambda data: _pin_merge_operator(data, delimiter)}
+            )
+            archive.close()
             for sst in meta.sst_files:
                 src = self.ctx.join("SSTs", sst.dfs_sst_file_name)
                 if sst.dfs_sst_file_name not in present:

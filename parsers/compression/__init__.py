@@ -19,8 +19,9 @@ from collections.abc import Callable
 
 from parsers.compression import lz4, lzf, snappy, zstd
 from parsers.errors import UnsupportedFormat
+from parsers.limits import DEFAULT_LIMITS, DecodeLimits
 
-Decompress = Callable[[bytes], bytes]
+Decompress = Callable[[bytes, DecodeLimits], bytes]
 
 # Short names and class names as in org.apache.spark.io.CompressionCodec.
 CODECS: dict[str, Decompress] = {
@@ -46,9 +47,10 @@ def get_codec(codec: str) -> Decompress:
     return found
 
 
-def decompress(codec: str, data: bytes) -> bytes:
-    """Decompress a whole state file written with ``codec``."""
-    return get_codec(codec)(data)
+def decompress(codec: str, data: bytes, limits: DecodeLimits = DEFAULT_LIMITS) -> bytes:
+    """Decompress a whole state file written with ``codec``, refusing to expand it past
+    ``limits`` (``LimitExceeded``: a decompression bomb, or a store too big for the limits)."""
+    return get_codec(codec)(data, limits)
 
 
 __all__ = ["CODECS", "DEFAULT_CODEC", "Decompress", "decompress", "get_codec"]

@@ -19,6 +19,7 @@ import lz4.block
 import xxhash
 
 from parsers.errors import ChecksumMismatch, CorruptData, Truncated
+from parsers.limits import DEFAULT_LIMITS, DecodeLimits
 
 MAGIC = b"LZ4Block"
 HEADER = struct.Struct("<8sBiiI")  # magic, token, compressed length, original length, checksum
@@ -31,20 +32,14 @@ XXH32_SEED = 0x9747B28C
 CHECKSUM_MASK = 0x0FFFFFFF
 
 
-def decompress(data: bytes) -> bytes:
-    """Decode every block of every concatenated LZ4Block stream in ``data``.
-
-    Raises ``Truncated`` if the bytes stop mid-block or without an end block,
-    ``ChecksumMismatch`` if a block's XXH32 disagrees, ``CorruptData`` otherwise.
-    """
-    view = memoryview(data)
+def _blocks(view: memoryview) -> list[tuple[int, int, int, int, int]]:
+    """``(header offset, method, payload start, payload end, original length)`` of each data
+    block, every header checked; reads no payload, so a bomb is refused before decoding."""
     size = len(view)
     if size == 0:
         raise Truncated("lz4: empty stream (no LZ4Block header)", 0)
     unpack_header = HEADER.unpack_from
-    block_decompress = lz4.block.decompress
-    xxh32 = xxhash.xxh32_intdigest
-    chunks: list[bytes | memoryview] = []
+    blocks: list[tuple[int, int, int, int, int]] = []
     pos = 0
     ended = False
     while pos < size:
@@ -80,6 +75,28 @@ def decompress(data: bytes) -> bytes:
         end = start + clen
         if end > size:
             raise Truncated(f"lz4: block payload cut short ({size - start} of {clen} bytes)", pos)
+        blocks.append((pos, method, start, end, olen))
+        pos = end
+    if not ended:
+        raise Truncated("lz4: stream has no end block (file cut short?)", size)
+    return blocks
+
+
+def decompress(data: bytes, limits: DecodeLimits = DEFAULT_LIMITS) -> bytes:
+    """Decode every block of every concatenated LZ4Block stream in ``data``.
+
+    Raises ``Truncated`` if the bytes stop mid-block or without an end block,
+    ``ChecksumMismatch`` if a block's XXH32 disagrees, ``LimitExceeded`` when the blocks'
+    declared lengths add up to more than ``limits`` allow for a file of this size (checked
+    before anything is decoded), ``CorruptData`` otherwise.
+    """
+    view = memoryview(data)
+    blocks = _blocks(view)
+    limits.check("lz4", sum(b[4] for b in blocks), len(view))
+    block_decompress = lz4.block.decompress
+    xxh32 = xxhash.xxh32_intdigest
+    chunks: list[bytes | memoryview] = []
+    for pos, method, start, end, olen in blocks:
         block: bytes | memoryview
         if method == METHOD_RAW:
             block = view[start:end]
@@ -93,13 +110,13 @@ def decompress(data: bytes) -> bytes:
                 raise CorruptData(
                     f"lz4: block decoded to {len(block)} bytes, header says {olen}", pos
                 )
+        check = HEADER.unpack_from(view, pos)[4]
         computed = xxh32(block, XXH32_SEED) & CHECKSUM_MASK
         if computed != check:
             raise ChecksumMismatch(
                 f"lz4: block checksum 0x{check:07x} != computed 0x{computed:07x}", pos
             )
         chunks.append(block)
-        pos = end
-    if not ended:
-        raise Truncated("lz4: stream has no end block (file cut short?)", size)
+    if len(chunks) == 1 and isinstance(chunks[0], bytes):
+        return chunks[0]  # one block: no second copy
     return b"".join(chunks)

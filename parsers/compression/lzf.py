@@ -17,6 +17,7 @@ from __future__ import annotations
 import struct
 
 from parsers.errors import CorruptData, Truncated
+from parsers.limits import DEFAULT_LIMITS, DecodeLimits
 
 MAGIC = b"ZV"
 TYPE_STORED = 0
@@ -65,8 +66,8 @@ def _decode_block(src: bytes, ip: int, end: int, out: bytearray, expected: int, 
         )
 
 
-def decompress(data: bytes) -> bytes:
-    """Decode every LZF chunk in ``data``."""
+def decompress(data: bytes, limits: DecodeLimits = DEFAULT_LIMITS) -> bytes:
+    """Decode every LZF chunk in ``data``, within ``limits``."""
     src = data if isinstance(data, bytes) else bytes(data)
     size = len(src)
     if size == 0:
@@ -90,6 +91,7 @@ def decompress(data: bytes) -> bytes:
             if size - pos < 7:
                 raise Truncated("lzf: chunk header cut short", pos)
             clen, ulen = _U16x2.unpack_from(src, pos + 3)
+            limits.check("lzf", len(out) + ulen, size, pos)
             start = pos + 7
             if start + clen > size:
                 raise Truncated("lzf: compressed chunk cut short", pos)

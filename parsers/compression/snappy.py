@@ -22,6 +22,7 @@ import struct
 import cramjam
 
 from parsers.errors import CorruptData, Truncated
+from parsers.limits import DEFAULT_LIMITS, DecodeLimits
 
 MAGIC = b"\x82SNAPPY\x00"
 HEADER_LENGTH = 16  # magic + version + compatible version
@@ -47,14 +48,15 @@ def _check_header(view: memoryview, pos: int) -> None:
         raise CorruptData(f"snappy: incompatible stream version {version}", pos + 8)
 
 
-def decompress(data: bytes) -> bytes:
-    """Decode a snappy-java stream into the bytes Spark wrote."""
+def decompress(data: bytes, limits: DecodeLimits = DEFAULT_LIMITS) -> bytes:
+    """Decode a snappy-java stream into the bytes Spark wrote, within ``limits``."""
     view = memoryview(data)
     size = len(view)
     _check_header(view, 0)
     decompress_raw = cramjam.snappy.decompress_raw
     raw_len = cramjam.snappy.decompress_raw_len
     chunks: list[bytes] = []
+    total = 0
     pos = HEADER_LENGTH
     while pos < size:
         if size - pos < 4:
@@ -77,6 +79,8 @@ def decompress(data: bytes) -> bytes:
                 raise CorruptData(
                     f"snappy: chunk claims {declared} bytes from {length} compressed", pos
                 )
+            total += declared
+            limits.check("snappy", total, size, pos)
             chunks.append(bytes(decompress_raw(block)))
         except cramjam.DecompressionError as exc:
             raise CorruptData(f"snappy: cannot decode chunk: {exc}", pos) from exc

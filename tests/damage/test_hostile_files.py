@@ -1,0 +1,204 @@
+"""Decompression bombs and truncated or empty files: one line, exit 2, bounded RSS and temp.
+
+Each case damages a copy of a real PySpark-written sample checkpoint, runs the CLI in a child
+process with a private TMPDIR, and measures the child's peak RSS (``wait4``) and the bytes that
+appear under TMPDIR. The bounds are the ones docs/limits.md documents.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tests.damage.hostile import (
+    MAX_RSS,
+    MAX_TMP,
+    Run,
+    copy_sample,
+    delta_without_snapshot,
+    first_record,
+    last_batch,
+    lz4_bomb,
+    run_measured,
+    store_files,
+    zip_bomb,
+)
+
+
+def assert_bounded_one_line_error(run: Run, must_name: Path, *words: str) -> None:
+    assert run.returncode == 2, run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1, run.stderr
+    assert "Traceback" not in run.stderr
+    assert str(must_name) in lines[0], lines[0]
+    for word in words:
+        assert word in lines[0], lines[0]
+    assert run.peak_rss < MAX_RSS, f"peak RSS {run.peak_rss >> 20} MiB"
+    assert run.peak_tmp < MAX_TMP, f"{run.peak_tmp} bytes under TMPDIR"
+
+
+def _version(path: Path) -> int:
+    return int(path.name.split(".")[0].split("_")[0])
+
+
+def test_lz4_bomb_is_refused_before_it_expands(tmp_path: Path) -> None:
+    cp = copy_sample("dedup-hdfs", tmp_path)
+    delta = delta_without_snapshot(cp)
+    delta.write_bytes(lz4_bomb(first_record(delta)))  # ~4 MiB of valid blocks, 1 GiB inside
+    assert 3 << 20 < delta.stat().st_size < 6 << 20
+    run = run_measured(
+        "state",
+        str(cp),
+        "--batch-id",
+        str(_version(delta) - 1),
+        "--jobs",
+        "1",
+        tmpdir=tmp_path / "tmp",
+    )
+    assert_bounded_one_line_error(run, delta, "decompression limit")
+
+
+def test_lz4_bomb_within_raised_limits_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The limit is a setting, not a wall: raised, the same file decodes (a small bomb here)."""
+    cp = copy_sample("dedup-hdfs", tmp_path)
+    delta = delta_without_snapshot(cp)
+    delta.write_bytes(lz4_bomb(first_record(delta), size=64 << 20))
+    args = ("state", str(cp), "--batch-id", str(_version(delta) - 1), "--partition", "0")
+    refused = run_measured(*args, tmpdir=tmp_path / "a")
+    assert refused.returncode == 2 and "decompression limit" in refused.stderr
+    monkeypatch.setenv("STATEGLASS_MAX_RATIO", "1000")
+    read = run_measured(*args, tmpdir=tmp_path / "b")
+    assert read.returncode == 0, read.stderr
+    assert read.stdout.count("\n") >= 1
+
+
+def test_zip_bomb_writes_nothing_to_tmp(tmp_path: Path) -> None:
+    cp = copy_sample("agg-rocks", tmp_path)
+    zip_path = store_files(cp, ".zip")[-1]
+    zip_path.write_bytes(zip_bomb(zip_path))  # ~1 MiB, a 1 GiB entry
+    assert zip_path.stat().st_size < 2 << 20
+    run = run_measured(
+        "state",
+        str(cp),
+        "--batch-id",
+        str(_version(zip_path) - 1),
+        "--jobs",
+        "1",
+        tmpdir=tmp_path / "tmp",
+    )
+    assert_bounded_one_line_error(run, zip_path, "decompression limit")
+
+
+def test_bombs_do_not_blow_up_collect(tmp_path: Path) -> None:
+    hdfs = copy_sample("dedup-hdfs", tmp_path)
+    delta = delta_without_snapshot(hdfs)
+    delta.write_bytes(lz4_bomb(first_record(delta)))
+    rocks = copy_sample("agg-rocks", tmp_path)
+    zip_path = store_files(rocks, ".zip")[-1]
+    zip_path.write_bytes(zip_bomb(zip_path))
+    db = tmp_path / "h.duckdb"
+    run = run_measured("collect", str(hdfs), str(rocks), "--db", str(db), tmpdir=tmp_path / "t")
+    assert run.returncode == 0, run.stderr
+    assert run.peak_rss < MAX_RSS, f"peak RSS {run.peak_rss >> 20} MiB"
+    assert run.peak_tmp < MAX_TMP
+    with duckdb.connect(str(db), read_only=True) as conn:
+        paths = {p for (p,) in conn.execute("SELECT path FROM problems").fetchall()}
+    assert {str(delta), str(zip_path)} <= paths
+
+
+def _cut(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def _empty(path: Path) -> None:
+    path.write_bytes(b"")
+
+
+def _hdfs_delta(cp: Path) -> tuple[Path, int]:
+    delta = delta_without_snapshot(cp)
+    return delta, _version(delta) - 1
+
+
+def _hdfs_snapshot(cp: Path) -> tuple[Path, int]:
+    snap = store_files(cp, ".snapshot")[-1]
+    return snap, _version(snap) - 1
+
+
+def _rocks_zip(cp: Path) -> tuple[Path, int]:
+    z = store_files(cp, ".zip")[-1]
+    return z, _version(z) - 1
+
+
+def _rocks_changelog(cp: Path) -> tuple[Path, int]:
+    zips = {_version(z) for z in store_files(cp, ".zip")}
+    log = next(c for c in reversed(store_files(cp, ".changelog")) if _version(c) not in zips)
+    return log, _version(log) - 1
+
+
+def _offsets(cp: Path) -> tuple[Path, int]:
+    return cp / "offsets" / str(last_batch(cp)), last_batch(cp)
+
+
+def _commits(cp: Path) -> tuple[Path, int]:
+    return cp / "commits" / str(last_batch(cp)), last_batch(cp)
+
+
+def _schema(cp: Path) -> tuple[Path, int]:
+    return cp / "state" / "0" / "0" / "_metadata" / "schema", last_batch(cp)
+
+
+Pick = Callable[[Path], tuple[Path, int]]
+KINDS: list[tuple[str, str, Pick]] = [
+    ("delta", "agg-hdfs", _hdfs_delta),
+    ("snapshot", "agg-hdfs", _hdfs_snapshot),
+    ("zip", "agg-rocks", _rocks_zip),
+    ("changelog", "agg-rocks-cl", _rocks_changelog),
+    ("offsets", "agg-hdfs", _offsets),
+    ("commits", "agg-hdfs", _commits),
+    ("schema", "agg-hdfs", _schema),
+]
+
+
+@pytest.mark.parametrize("damage", [_cut, _empty], ids=["truncated", "empty"])
+@pytest.mark.parametrize(
+    ("sample", "pick"), [(s, p) for _, s, p in KINDS], ids=[k for k, _, _ in KINDS]
+)
+def test_damaged_file_kind(
+    tmp_path: Path, sample: str, pick: Pick, damage: Callable[[Path], None]
+) -> None:
+    cp = copy_sample(sample, tmp_path)
+    path, batch = pick(cp)
+    damage(path)
+    run = run_measured(
+        "state", str(cp), "--batch-id", str(batch), "--jobs", "1", tmpdir=tmp_path / "tmp"
+    )
+    assert_bounded_one_line_error(run, path)
+
+
+@pytest.mark.parametrize("damage", [_cut, _empty], ids=["truncated", "empty"])
+def test_damaged_metadata(tmp_path: Path, damage: Callable[[Path], None]) -> None:
+    """`state` does not need the query id; `info` shows it, so it names the bad file."""
+    cp = copy_sample("agg-hdfs", tmp_path)
+    damage(cp / "metadata")
+    run = run_measured("info", str(cp), tmpdir=tmp_path / "tmp")
+    assert_bounded_one_line_error(run, cp / "metadata")
+    assert run_measured("state", str(cp), tmpdir=tmp_path / "t2").returncode == 0
+
+
+def test_lz4_header_claiming_2_gb(tmp_path: Path) -> None:
+    cp = copy_sample("agg-hdfs", tmp_path)
+    delta = delta_without_snapshot(cp)
+    data = bytearray(delta.read_bytes())
+    struct.pack_into("<i", data, 13, 2_000_000_000)  # the first block's original length
+    delta.write_bytes(bytes(data))
+    run = run_measured(
+        "state", str(cp), "--batch-id", str(_version(delta) - 1), tmpdir=tmp_path / "tmp"
+    )
+    assert_bounded_one_line_error(run, delta)
