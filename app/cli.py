@@ -139,6 +139,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_dash.add_argument("--port", type=int, default=8501, help="HTTP port (default 8501)")
     p_dash.add_argument("--headless", action="store_true", help="do not open a browser")
+    # --- safety: bind address (issue 9) ---
+    p_dash.add_argument(
+        "--host",
+        default="127.0.0.1",
+        metavar="ADDR",
+        help="address to listen on (default 127.0.0.1: this machine only); another address "
+        "exposes the dashboard, which has no login of its own (see docs/security.md)",
+    )
+    # --- end safety ---
 
     from app import collect_cmd
 
