@@ -84,7 +84,9 @@ def check_port_free(host: str, port: int) -> None:
             probe.bind(address)
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
-                raise AppError(f"port {port} on {host} is in use; pick another with --port") from exc
+                raise AppError(
+                    f"port {port} on {host} is in use; pick another with --port"
+                ) from exc
             raise AppError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
 
 
