@@ -59,6 +59,9 @@ def streamlit_command(db_path: str, port: int, host: str, headless: bool) -> lis
         "false",
         "--server.runOnSave",
         "false",
+        # The dashboard's code does not change under a running server: no file watching.
+        "--server.fileWatcherType",
+        "none",
         "--browser.gatherUsageStats",
         "false",
         # No "Deploy" button: this is a local tool.

@@ -116,11 +116,7 @@ def _listening(pid: int) -> set[tuple[str, int]]:
 
 def _outward(log: Path) -> list[str]:
     """Lookups and connections the audit hook saw that leave this machine."""
-    return [
-        line
-        for line in log.read_text().splitlines()
-        if line.split(" ", 2)[2] not in LOCAL
-    ]
+    return [line for line in log.read_text().splitlines() if line.split(" ", 2)[2] not in LOCAL]
 
 
 @pytest.fixture
@@ -172,8 +168,11 @@ def test_the_audit_catches_streamlits_own_lookup(tmp_path: Path) -> None:
     script = tmp_path / "app.py"
     script.write_text("import streamlit as st\nst.write('hi')\n")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(port)]
-        + ["--server.headless", "true", "--browser.gatherUsageStats", "false"],
+        [
+            *(sys.executable, "-m", "streamlit", "run", str(script)),
+            *("--server.port", str(port), "--server.headless", "true"),
+            *("--browser.gatherUsageStats", "false"),
+        ],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -13,7 +13,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from app.dashboard.server import streamlit_command
 from app.escape import md
 from app.report import render_html, render_markdown
 from collectors.db import Database
@@ -37,7 +37,6 @@ COUNT_FIELD = "<script>alert(1)</script>"
 SUM_FIELD = "[n](https:evil.example)"
 KEY_VALUES = [f"[v{i}](https:evil.example)<img src=x onerror=alert({i})>" for i in range(3)]
 PAGES = ["overview", "health", "query", "state", "browse", "diff", "key_history"]
-MAIN = Path(__file__).resolve().parents[2] / "app" / "dashboard" / "main.py"
 
 
 @pytest.fixture(scope="module")
@@ -219,10 +218,8 @@ def browser_page() -> Iterator[Any]:
 def hostile_server(hostile_db: str) -> Iterator[str]:
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.dashboard.launch", "run", str(MAIN)]
-        + ["--server.address", "127.0.0.1", "--server.port", str(port)]
-        + ["--server.headless", "true", "--browser.gatherUsageStats", "false"]
-        + ["--server.fileWatcherType", "none", "--", "--db", hostile_db],
+        # The command line ``stateglass dashboard`` runs: loopback, no usage statistics.
+        streamlit_command(hostile_db, port, "127.0.0.1", headless=True),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
