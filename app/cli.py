@@ -159,6 +159,15 @@ def build_parser() -> argparse.ArgumentParser:
     discovery.add_arguments(p_dash)
     _collect_cmd.add_watch_arguments(p_dash)
     # --- end watch & discovery ---
+    # --- safety: bind address (issue 9) ---
+    p_dash.add_argument(
+        "--host",
+        default="127.0.0.1",
+        metavar="ADDR",
+        help="address to listen on (default 127.0.0.1: this machine only); another address "
+        "exposes the dashboard, which has no login of its own (see docs/security.md)",
+    )
+    # --- end safety ---
 
     from app import collect_cmd
 

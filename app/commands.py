@@ -6,7 +6,6 @@ import argparse
 import json
 import os
 import signal
-import subprocess
 import sys
 from typing import Any
 
@@ -232,36 +231,15 @@ def dashboard(args: argparse.Namespace) -> int:
     Example: ``stateglass dashboard /data/checkpoints --db ./sg.duckdb --port 8502``.
     """
     from app import allowed
+    from app.dashboard.server import check_port_free, local_url, start_server, stop_server
     from app.watchers import CONTROL_ENV, WATCHED_ENV, WatcherRegistry
 
     db_path = os.path.abspath(os.path.expanduser(args.db))
+    # A busy port fails before anything is collected (start_server checks again).
+    check_port_free(args.host, args.port)
     roots = _collect_for_dashboard(args.paths, db_path, args) if args.paths else []
-    script = os.path.join(os.path.dirname(__file__), "dashboard", "main.py")
     # Open a browser only where there is a screen to show it on.
     headless = args.headless or not (os.environ.get("DISPLAY") or sys.platform == "darwin")
-    cmd = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        script,
-        "--server.port",
-        str(args.port),
-        "--server.headless",
-        "true" if headless else "false",
-        "--server.showEmailPrompt",
-        "false",
-        "--server.runOnSave",
-        "false",
-        "--browser.gatherUsageStats",
-        "false",
-        # No "Deploy" button: this is a local tool.
-        "--client.toolbarMode",
-        "minimal",
-        "--",
-        "--db",
-        db_path,
-    ]
     # Our watcher writes the database while the server only reads it; it stops with us.
     # One watcher child for the paths given here and every one a visitor adds: the server
     # hands it new paths through its control file instead of starting processes of its own.
@@ -277,19 +255,19 @@ def dashboard(args: argparse.Namespace) -> int:
             allowed.ALLOWED_ENV: allowed.encode([*getattr(args, "paths", []), *args.allow_path]),
         },
     )
-    print(
-        f"StateGlass dashboard on http://localhost:{args.port} over {db_path}; "
-        f"watching {len(roots)} checkpoint(s) (Ctrl+C to stop)",
-        file=sys.stderr,
-        flush=True,
-    )
-    server = subprocess.Popen(cmd, env=env)
     # SIGTERM would end us without the cleanup below, leaving the server running.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    server = None
     try:
+        server = start_server(db_path, args.port, args.host, headless, env)
+        print(
+            f"StateGlass dashboard on {local_url(args.host, args.port)} over {db_path}; "
+            f"watching {len(roots)} checkpoint(s) (Ctrl+C to stop)",
+            file=sys.stderr,
+            flush=True,
+        )
         return server.wait()
     finally:
-        if server.poll() is None:
-            server.terminate()
-            server.wait(10)
+        if server is not None:
+            stop_server(server)
         watchers.stop_all()

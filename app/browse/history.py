@@ -28,6 +28,7 @@ from app.browse.store import key_json_renderer as _key_json_renderer
 from app.browse.table import decode_rows, flattener, last, matching_rows
 from app.browse.views import StateView, identity_width, open_source
 from app.errors import AppError
+from app.escape import plot_text
 
 STATUSES = ("present", "added", "changed", "unchanged", "removed", "absent")
 _PLAIN = re.compile(r"[\w .:@/+-]+", re.ASCII)
@@ -223,17 +224,18 @@ def history_figure(
                 x=frame["version"],
                 y=pd.to_numeric(frame[name], errors="coerce"),
                 mode="lines+markers",
-                name=name,
+                # Field names come from the checkpoint's schema: plain text, not markup.
+                name=plot_text(name),
                 customdata=frame[["batch_id", "status"]].to_numpy(),
                 hovertemplate=(
-                    f"{name}: %{{y}}<br>{where}version %{{x}} · batch %{{customdata[0]}}"
+                    f"{plot_text(name)}: %{{y}}<br>{where}version %{{x}} · batch %{{customdata[0]}}"
                     "<br>%{customdata[1]}<extra></extra>"
                 ),
             ),
             row=row,
             col=1,
         )
-        fig.update_yaxes(title_text=name, row=row, col=1)
+        fig.update_yaxes(title_text=plot_text(name), row=row, col=1)
     fig.update_xaxes(title_text="state version (batch id + 1)", row=len(columns), col=1)
     fig.update_xaxes(dtick=1 if len(frame) <= 30 else None)
     fig.update_layout(

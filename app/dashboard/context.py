@@ -18,6 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from app import queries
+from app.escape import md, md_code
 from collectors.db import read_query
 from collectors.locations import DEFAULT_DB
 
@@ -92,7 +93,7 @@ def pick_checkpoint(where: str = "sidebar") -> str | None:
     options = checkpoints()
     if not options:
         st.info(
-            f"No checkpoints in {db_path()} yet. Add one on the Overview page, or run "
+            f"No checkpoints in {md_code(db_path())} yet. Add one on the Overview page, or run "
             "`stateglass collect PATH`."
         )
         return None
@@ -131,9 +132,22 @@ def pick_store(where: str = "sidebar") -> StoreSelection | None:
 
 
 def short_path(path: str, parts: int = 3) -> str:
-    """The last ``parts`` components of a path: enough to tell checkpoints apart."""
+    """The last ``parts`` components of a path, after "…/" when some were left out.
+
+    Example: ``short_path("/data/team/cps/orders/v2")`` is ``"…/cps/orders/v2"``, while
+    ``"/cps/orders"`` stays whole (with its leading ``/``).
+    """
     pieces = path.rstrip(os.sep).split(os.sep)
-    return os.sep.join(pieces[-parts:]) if len(pieces) > parts else path
+    # An absolute path splits into a leading "" too: it is not a component.
+    named = pieces[1:] if pieces and pieces[0] == "" else pieces
+    if len(named) <= parts:
+        return path
+    return "…" + os.sep + os.sep.join(named[-parts:])
+
+
+def show_error(message: object) -> None:
+    """An error line on the page; checkpoint paths inside it stay plain text."""
+    st.error(md(message), icon="🚫")
 
 
 def human_bytes(value: Any) -> str:
@@ -191,4 +205,4 @@ def live_status() -> None:
             "has written new batches.",
         )
         _status()
-        st.caption(f"Database: `{db_path()}`")
+        st.caption(f"Database: {md_code(db_path())}")

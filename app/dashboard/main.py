@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.dashboard import context
+from app.dashboard import context, login
 from app.dashboard.views import browse, diff, health, key_history, overview, query, state
 
 st.set_page_config(page_title="StateGlass", page_icon="🔍", layout="wide")
@@ -19,6 +19,10 @@ PAGES = [
     st.Page(key_history.render, title="Key history", url_path="key-history"),
 ]
 
-page = st.navigation(PAGES)
-context.live_status()
-page.run()
+# With an [auth] section in secrets.toml, nothing is shown before a login (docs/security.md).
+if login.gate():
+    page = st.navigation(PAGES)
+    context.live_status()
+    page.run()
+    if login.auth_configured():
+        st.sidebar.button("Log out", on_click=st.logout)

@@ -36,7 +36,7 @@ def pick_view() -> StateView | None:
         cp = Checkpoint.open(selection.checkpoint)
         store = cp.store(selection.operator_id, selection.store_name)
     except USER_ERRORS as exc:
-        st.error(str(exc), icon="🚫")
+        context.show_error(exc)
         return None
     options = views_of(store, cp.root)
     if len(options) == 1:
@@ -64,7 +64,7 @@ def retained_versions(view: StateView) -> list[int] | None:
     try:
         found = _versions(view)
     except USER_ERRORS as exc:
-        st.error(str(exc), icon="🚫")
+        context.show_error(exc)
         return None
     if not found:
         st.info("No state version can be read from this store's files yet.")
@@ -135,7 +135,7 @@ def run_with_progress(steps: Iterable[tuple[float, T]], text: str) -> T | None:
             result = found
     except USER_ERRORS as exc:
         status.empty()
-        st.error(str(exc), icon="🚫")
+        context.show_error(exc)
         return None
     status.empty()
     return result

@@ -10,6 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from app.escape import plot_text
 from app.figures._common import empty_figure, finish, is_empty, numeric, time_unit
 
 
@@ -134,8 +135,9 @@ def input_per_batch(inputs: pd.DataFrame) -> go.Figure:
         fig.add_bar(
             x=group["batch_id"],
             y=numeric(group, "amount"),
-            name=f"{source} ({unit})",
-            hovertemplate=f"batch %{{x}}<br>%{{y:,}} {unit}<br>{source}<extra></extra>",
+            # The source's description comes from the checkpoint: plain text, not markup.
+            name=f"{plot_text(source)} ({unit})",
+            hovertemplate=f"batch %{{x}}<br>%{{y:,}} {unit}<br>{plot_text(source)}<extra></extra>",
         )
     units = sorted(set(inputs["unit"]))
     y_title = f"input ({units[0]})" if len(units) == 1 else "input (" + " / ".join(units) + ")"

@@ -9,18 +9,24 @@ Example::
 
 from __future__ import annotations
 
+from app.escape import md
 from app.report.model import ReportData, finding_groups, finding_scope, fmt_bytes, fmt_int
 
 STATUS_ICON = {"OK": "OK", "WARN": "WARN ⚠", "ERR": "ERR ✖"}
 
 
 def cell(value: object) -> str:
-    """A table cell: pipes escaped and newlines folded, so one value stays one cell."""
-    return str("" if value is None else value).replace("|", "\\|").replace("\n", " ")
+    """Text as a table cell: Markdown and HTML escaped (pipes too), newlines folded.
+
+    Everything from a checkpoint goes through here (or ``md``): a directory named
+    ``[x](https:evil)`` or ``<img src=x onerror=…>`` stays text in the rendered report.
+    """
+    return md("" if value is None else value)
 
 
 def _table(header: list[str], rows: list[list[object]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    """A GFM table of plain-text cells (each escaped here)."""
+    lines = ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
     return lines
 
@@ -29,14 +35,14 @@ def render(data: ReportData) -> str:
     """The summary as GitHub-flavoured Markdown."""
     summary = data.summary
     out = [
-        f"# StateGlass report: {data.name} — {data.verdict}",
+        f"# StateGlass report: {md(data.name)} — {md(data.verdict)}",
         "",
-        f"Checkpoint `{data.checkpoint}`, query id `{data.query_id}`.  ",
+        f"Checkpoint {md(data.checkpoint)}, query id {md(data.query_id)}.  ",
         f"Generated {data.generated_at:%Y-%m-%d %H:%M:%S} UTC"
         + (f", last collected {data.last_scan:%Y-%m-%d %H:%M:%S} UTC" if data.last_scan else "")
-        + (f"; {data.as_of_note}." if data.as_of_note else "."),
+        + (f"; {md(data.as_of_note)}." if data.as_of_note else "."),
         "",
-        f"## Health: {data.verdict} ({summary})",
+        f"## Health: {md(data.verdict)} ({md(summary)})",
         "",
     ]
     if data.findings:
@@ -59,7 +65,7 @@ def render(data: ReportData) -> str:
                 )
             for f in group.shown:
                 if f.status != "OK" and f.hint:
-                    hints.setdefault(f"**{f.title}**: {cell(f.hint)}", f.rule)
+                    hints.setdefault(f"**{md(f.title)}**: {md(f.hint)}", f.rule)
         out += _table(["status", "check", "where", "finding"], rows)
         if hints:
             out += ["", "What to do:", ""]
@@ -77,7 +83,7 @@ def render(data: ReportData) -> str:
             [
                 s.operator_id,
                 s.operator_name,
-                f"`{s.store_name}`",
+                s.store_name,
                 s.provider,
                 fmt_int(s.num_partitions),
                 "none" if span is None else f"{span[0]}..{span[1]}",
@@ -103,8 +109,8 @@ def render(data: ReportData) -> str:
         )
         out += ["", "Schemas:", ""]
         out += [
-            f"* {s.operator_id} `{s.store_name}`: key `{cell(s.key_schema)}`, "
-            f"value `{cell(s.value_schema)}`"
+            f"* {s.operator_id} {md(s.store_name)}: key {md(s.key_schema)}, "
+            f"value {md(s.value_schema)}"
             for s in data.stores
         ]
     else:
@@ -113,7 +119,7 @@ def render(data: ReportData) -> str:
         out += ["", f"## Problems ({len(data.problems)} unreadable files)", ""]
         out += _table(
             ["file", "error", "message"],
-            [[f"`{r.path}`", r.kind, r.message] for r in data.problems.itertuples()],
+            [[r.path, r.kind, r.message] for r in data.problems.itertuples()],
         )
     out += [
         "",

@@ -44,6 +44,7 @@ __all__ = [
     "HealthConfig",
     "Rule",
     "evaluate",
+    "evaluate_many",
     "load_config",
     "worst",
 ]
@@ -76,10 +77,30 @@ def evaluate(
     ``now`` (default: the current time) is what "how long ago" is measured against; a naive
     datetime is taken as UTC. Raises :class:`NotFound` when the checkpoint was never collected.
     """
-    config = config or HealthConfig()
     from collectors.remote import canonical
 
     root = canonical(checkpoint)
+    found = evaluate_many(db_path, [root], now, config)[root]
+    if isinstance(found, CheckpointError):
+        raise found
+    return found
+
+
+def evaluate_many(
+    db_path: str,
+    checkpoints: list[str],
+    now: datetime | None = None,
+    config: HealthConfig | None = None,
+) -> dict[str, list[Finding] | CheckpointError]:
+    """:func:`evaluate` for several checkpoints on one connection (the Overview's fleet).
+
+    Opening the database costs about as much as the rules of one small checkpoint, so a page
+    of cards opens it once. Keyed by canonical path or URL; a checkpoint never collected maps
+    to its :class:`NotFound` rather than failing the others.
+    """
+    from collectors.remote import canonical
+
+    config = config or HealthConfig()
     db_file = os.path.abspath(os.path.expanduser(db_path))
     if not os.path.isfile(db_file):
         raise NotFound(db_file, "no such database; run `stateglass collect` first")
@@ -87,6 +108,7 @@ def evaluate(
         now = datetime.now(tz=UTC)
     if now.tzinfo is not None:
         now = now.astimezone(UTC).replace(tzinfo=None)
+    out: dict[str, list[Finding] | CheckpointError] = {}
     with reader(db_file) as conn:
         try:
             found = conn.execute("SELECT max(version) FROM schema_info").fetchall()[0][0]
@@ -99,16 +121,20 @@ def evaluate(
                 f"written by an older StateGlass (schema {found}, need {SCHEMA_VERSION}); "
                 "run `stateglass collect` once to upgrade it",
             )
-        known = conn.execute(
-            "SELECT count(*) FROM checkpoints WHERE checkpoint = ?", [root]
-        ).fetchall()
-        if known[0][0] == 0:
-            raise NotFound(
-                root, f"not collected into {db_file}; run `stateglass collect {root}` first"
-            )
-        ctx = Context(conn, root, now, config)
-        findings: list[Finding] = []
-        for rule_id, rule in RULES.items():
-            if config.enabled(rule_id):
-                findings.extend(rule.check(ctx))
-    return findings
+        for checkpoint in checkpoints:
+            root = canonical(checkpoint)
+            known = conn.execute(
+                "SELECT count(*) FROM checkpoints WHERE checkpoint = ?", [root]
+            ).fetchall()
+            if known[0][0] == 0:
+                out[root] = NotFound(
+                    root, f"not collected into {db_file}; run `stateglass collect {root}` first"
+                )
+                continue
+            ctx = Context(conn, root, now, config)
+            findings: list[Finding] = []
+            for rule_id, rule in RULES.items():
+                if config.enabled(rule_id):
+                    findings.extend(rule.check(ctx))
+            out[root] = findings
+    return out

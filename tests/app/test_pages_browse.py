@@ -13,6 +13,7 @@ from app.browse.diff import compute_diff
 from app.browse.table import PageRequest, read_page
 from app.browse.views import StateView, batch_label
 from app.dashboard.context import DB_ENV
+from app.escape import md
 from collectors.db import Database
 from collectors.scan import scan_checkpoint
 from tests.app.conftest import SAMPLES
@@ -148,4 +149,4 @@ def test_pages_show_a_corrupt_file_as_one_line(
     at.select_slider[0].set_value(11).run()
     assert not at.exception
     (error,) = at.error
-    assert str(delta) in error.value and "\n" not in error.value
+    assert md(str(delta)) in error.value and "\n" not in error.value

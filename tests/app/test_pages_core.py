@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app import allowed
+from app.escape import md
 from collectors.db import read_query
 from tests.app.conftest import SAMPLES
 
@@ -73,7 +74,8 @@ def test_overview_rejects_a_path_that_is_not_a_checkpoint(
     at.button[0].click().run()
     assert not at.exception
     (error,) = at.error
-    assert str(tmp_path) in error.value and "\n" not in error.value
+    # Shown as plain text: the path is Markdown-escaped (app/escape.py).
+    assert md(str(tmp_path)) in error.value and "\n" not in error.value
     assert "not a Structured Streaming checkpoint" in error.value
 
 

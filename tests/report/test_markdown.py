@@ -59,7 +59,7 @@ def test_summary_matches_the_database(report_db: str, name: str) -> None:
     )
     for op, op_name, store, partitions in stores:
         assert re.search(
-            rf"^\| {op} \| {re.escape(str(op_name))} \| `{re.escape(store)}` \| \w+ \| "
+            rf"^\| {op} \| {re.escape(cell(op_name))} \| {re.escape(cell(store))} \| \w+ \| "
             rf"{partitions} \|",
             text,
             re.M,
@@ -76,5 +76,5 @@ def test_summary_matches_the_database(report_db: str, name: str) -> None:
 
 
 def test_cells_keep_pipes_and_newlines_inside() -> None:
-    assert cell("struct<a|b>\nx") == "struct<a\\|b> x"
+    assert cell("struct<a|b>\nx") == "struct\\<a\\|b\\> x"
     assert cell(None) == ""

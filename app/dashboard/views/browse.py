@@ -6,7 +6,8 @@ import streamlit as st
 
 from app.browse.table import PageRequest, iter_page
 from app.browse.views import batch_label
-from app.dashboard import state_ui
+from app.dashboard import context, state_ui
+from app.escape import md
 
 
 def _reset_page_when(changed: tuple[object, ...]) -> None:
@@ -67,14 +68,14 @@ def render() -> None:
                 shown = True
     except state_ui.USER_ERRORS as exc:
         status.empty()
-        st.error(str(exc), icon="🚫")
+        context.show_error(exc)
         return
     status.empty()
     if update is None or update.total is None:
         return
     total = update.total
     where = "" if partition is None else f" in partition {partition}"
-    matching = f" whose key contains “{search}”" if search else ""
+    matching = f" whose key contains “{md(search)}”" if search else ""
     if total == 0:
         table_slot.info(f"No rows{matching}{where} at {batch_label(version)}.")
     pages = max(1, -(-total // page_size))

@@ -6,7 +6,7 @@ import streamlit as st
 
 from app.browse.diff import DiffResult, diff_page, iter_diff
 from app.browse.views import batch_label
-from app.dashboard import state_ui
+from app.dashboard import context, state_ui
 
 CAPTIONS = {
     "added": "Keys present in the newer version only, with their value there.",
@@ -32,7 +32,7 @@ def _tab(result: DiffResult, kind: str, count: int) -> None:
     try:
         table = diff_page(result, kind, page, size)
     except state_ui.USER_ERRORS as exc:
-        st.error(str(exc), icon="🚫")
+        context.show_error(exc)
         return
     first = (page - 1) * size + 1
     st.dataframe(

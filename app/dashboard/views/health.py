@@ -10,6 +10,7 @@ import streamlit as st
 
 from app import queries
 from app.dashboard import context
+from app.escape import md
 
 # Plain words and a cell colour: emoji need a font that headless browsers may not have.
 STATUS_COLORS = {"OK": "#d9f2d9", "WARN": "#ffe8cc", "ERR": "#ffd6d6"}
@@ -57,7 +58,7 @@ def _report_button(db: str, checkpoint: str) -> None:
                 st.session_state[key] = render_html(db, checkpoint)
         except Exception as exc:  # one line on the page, not a traceback
             why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            st.error(f"The report could not be made: {why}", icon="🚫")
+            st.error(f"The report could not be made: {md(why)}", icon="🚫")
     if key in st.session_state:
         name = os.path.basename(checkpoint.rstrip(os.sep)) or "checkpoint"
         st.download_button(
@@ -84,7 +85,7 @@ def render() -> None:
         findings = _findings(db, queries.data_version(db), checkpoint)
     except Exception as exc:  # the page must say what failed, not show a traceback
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        st.error(f"Health rules could not run: {why}", icon="🚫")
+        st.error(f"Health rules could not run: {md(why)}", icon="🚫")
         return
     if findings.empty:
         st.info("No rule applies to this checkpoint yet.")
@@ -96,7 +97,7 @@ def render() -> None:
         # What needs attention, in full: the table cuts long findings to its column width.
         for _, f in findings[findings["status"] != "OK"].iterrows():
             show = st.error if f["status"] == "ERR" else st.warning
-            show(f"**{f['rule']}**: {f['finding']}  \n*What to do:* {f['what to do']}")
+            show(f"**{md(f['rule'])}**: {md(f['finding'])}  \n*What to do:* {md(f['what to do'])}")
         if not findings["where"].astype(bool).any():
             findings = findings.drop(columns="where")
         styled = findings.style.map(

@@ -13,7 +13,8 @@ from app.browse.history import (
     numeric_columns,
 )
 from app.browse.views import StateView, batch_label
-from app.dashboard import state_ui
+from app.dashboard import context, state_ui
+from app.escape import md, md_code
 
 MATCHES_SHOWN = 50
 STATUS_HELP = (
@@ -38,10 +39,10 @@ def _pick_key(view: StateView, latest: int, options: list[int]) -> KeyRef | None
             with st.spinner(f"Searching the keys at {batch_label(latest)}…"):
                 refs = find_keys(view, latest, search, limit=MATCHES_SHOWN)
         except state_ui.USER_ERRORS as exc:
-            st.error(str(exc), icon="🚫")
+            context.show_error(exc)
             return None
         if not refs:
-            st.info(f"No key at {batch_label(latest)} contains “{search}”.")
+            st.info(f"No key at {batch_label(latest)} contains “{md(search)}”.")
             return None
         labels = [f"partition {r.partition} · {r.label}" for r in refs]
         chosen = st.selectbox(
@@ -66,7 +67,7 @@ def _pick_key(view: StateView, latest: int, options: list[int]) -> KeyRef | None
         with st.spinner("Looking for this key, newest version first…"):
             ref = find_key_json(view, options, text)
     except state_ui.USER_ERRORS as exc:
-        st.error(str(exc), icon="🚫")
+        context.show_error(exc)
         return None
     if ref is None:
         st.warning("No retained version holds this key.")
@@ -88,7 +89,7 @@ def render() -> None:
     ref = _pick_key(view, options[-1], options)
     if ref is None:
         return
-    st.markdown(f"**Key** `{ref.label}`")
+    st.markdown(f"**Key** {md_code(ref.label)}")
     table = state_ui.run_with_progress(
         iter_history(view, ref, options), "Looking the key up in each version…"
     )

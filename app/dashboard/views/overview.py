@@ -10,8 +10,9 @@ import pandas as pd
 import streamlit as st
 
 from app import allowed, figures, queries
-from app.dashboard import context
+from app.dashboard import context, fleet
 from app.errors import AppError
+from app.escape import md, md_code
 from app.watchers import WatcherRegistry, checkpoints_at
 from collectors.errors import CollectorError
 
@@ -31,27 +32,60 @@ def _int(value: Any) -> str:
     return "–" if value is None or pd.isna(value) else f"{int(value):,}"
 
 
-def health(db: str, checkpoint: str) -> tuple[str, list[Any]]:
-    """Worst status of the health rules, and the findings."""
-    from collectors.health import evaluate
-
-    findings = list(evaluate(db, checkpoint))
-    rank = {"OK": 0, "WARN": 1, "ERR": 2}
-    worst = max((str(f.status) for f in findings), key=lambda s: rank.get(s, 0), default="OK")
-    return worst, findings
+def _text(value: Any, default: str) -> str:
+    """``value`` as text, ``default`` when null: a missing column must not print ``nan``."""
+    return default if value is None or pd.isna(value) or value == "" else str(value)
 
 
-# Keyed on the checkpoint's last scan, so a commit re-checks only its own checkpoint; the TTL
-# lets time-based rules (a stalled query) turn without a scan.
-@st.cache_data(ttl=60, max_entries=256, show_spinner=False)
-def _health(db: str, last_scan: Any, checkpoint: str) -> tuple[str, list[tuple[str, ...]]]:
-    try:
-        worst, findings = health(db, checkpoint)
-    except Exception as exc:
+# What a card shows of the health rules: the worst status, and (rule, status, finding, hint).
+Verdict = tuple[str, list[tuple[str, ...]]]
+# Time-based rules (a stalled query) turn without a scan: a verdict is kept this long.
+VERDICT_TTL_S = 60.0
+
+
+@st.cache_resource
+def _verdicts(db: str) -> dict[tuple[str, str], tuple[float, Verdict]]:
+    """Verdicts per (checkpoint, last scan) for this server: a new scan makes a new key."""
+    return {}
+
+
+def _verdict(found: Any) -> Verdict:
+    if isinstance(found, Exception):
         # A badge must not take the page down (e.g. a database from an older schema).
-        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        why = str(found).splitlines()[0] if str(found) else type(found).__name__
         return "n/a", [("health", "n/a", why, "Re-collect the checkpoint to refresh the rows.")]
-    return worst, [(f.rule, f.status, f.finding, f.hint) for f in findings]
+    rank = {"OK": 0, "WARN": 1, "ERR": 2}
+    worst = max((str(f.status) for f in found), key=lambda s: rank.get(s, 0), default="OK")
+    return worst, [(f.rule, f.status, f.finding, f.hint) for f in found]
+
+
+def verdicts(db: str, rows: pd.DataFrame) -> dict[str, Verdict]:
+    """Each row's verdict: cached ones, and the rest evaluated on one database connection."""
+    from collectors.health import evaluate_many
+
+    cache = _verdicts(db)
+    now = time.monotonic()
+    out: dict[str, Verdict] = {}
+    missing: list[tuple[str, str]] = []
+    for checkpoint, scan in zip(rows["checkpoint"], rows["last_scan"].astype(str), strict=True):
+        hit = cache.get((checkpoint, scan))
+        if hit is not None and now - hit[0] < VERDICT_TTL_S:
+            out[checkpoint] = hit[1]
+        else:
+            missing.append((checkpoint, scan))
+    if not missing:
+        return out
+    try:
+        found: dict[str, Any] = evaluate_many(db, [c for c, _ in missing])
+    except Exception as exc:
+        found = {c: exc for c, _ in missing}
+    for key in [k for k, (at, _) in cache.items() if now - at >= VERDICT_TTL_S]:
+        cache.pop(key, None)
+    for checkpoint, scan in missing:
+        verdict = _verdict(found.get(checkpoint, KeyError(checkpoint)))
+        cache[(checkpoint, scan)] = (now, verdict)
+        out[checkpoint] = verdict
+    return out
 
 
 def _watch_box(db: str) -> None:
@@ -72,10 +106,10 @@ def _watch_box(db: str) -> None:
         roots = checkpoints_at(resolved, within=allowed_roots)
         started = _registry(db).start(roots)
     except (CollectorError, AppError) as exc:
-        st.error(str(exc), icon="🚫")
+        st.error(md(exc), icon="🚫")
         return
     if not started:
-        st.info(f"Already watching {len(roots)} checkpoint(s) at {path.strip()}.")
+        st.info(f"Already watching {len(roots)} checkpoint(s) at {md(path.strip())}.")
         return
     known = set(context.checkpoints())
     with st.status(f"Collecting {len(started)} checkpoint(s)…", expanded=False) as status:
@@ -102,15 +136,18 @@ def _cell(box: Any, label: str, value: str, help: str | None = None) -> None:
     box.markdown(f"**{value}**")
 
 
-def _card(row: pd.Series, sizes: pd.DataFrame, db: str) -> None:
+def _card(row: pd.Series, sizes: pd.DataFrame, verdict: Verdict) -> None:
     now = pd.Timestamp.now(tz="UTC").tz_localize(None)
     with st.container(border=True):
         name, last, since, lag, keys, disk, spark, badge = st.columns(
             [3.2, 0.9, 1.1, 0.8, 1.0, 1.1, 2.2, 1.2], vertical_alignment="center"
         )
-        name.markdown(f"**{context.short_path(row['checkpoint'])}**")
+        name.markdown(
+            f"**{md(context.short_path(row['checkpoint']))}**", help=md(row["checkpoint"])
+        )
         name.caption(
-            f"query `{row['query_id'] or '(no metadata)'}`  \n{row['operators'] or 'stateless'}"
+            f"query {md_code(_text(row['query_id'], '(no metadata)'))}  \n"
+            f"{md(_text(row['operators'], 'stateless'))}"
         )
         _cell(last, "last batch", _int(row["last_committed_batch"]))
         _cell(since, "last commit", context.ago(row["last_commit_at"], now))
@@ -122,7 +159,7 @@ def _card(row: pd.Series, sizes: pd.DataFrame, db: str) -> None:
             disk,
             "on disk",
             context.human_bytes(row["total_bytes"]),
-            f"{row['files']} state files on disk now (purged ones not counted).",
+            f"{_int(row['files'])} state files on disk now (purged ones not counted).",
         )
         mine = sizes[sizes["checkpoint"] == row["checkpoint"]]
         spark.plotly_chart(
@@ -131,7 +168,7 @@ def _card(row: pd.Series, sizes: pd.DataFrame, db: str) -> None:
             config={"displayModeBar": False},
             key=f"spark-{row['checkpoint']}",
         )
-        worst, findings = _health(db, str(row["last_scan"]), row["checkpoint"])
+        worst, findings = verdict
         with badge:
             st.badge(
                 worst, color=BADGE_COLORS.get(worst, "gray"), help="The health rules' worst status"
@@ -143,11 +180,41 @@ def _card(row: pd.Series, sizes: pd.DataFrame, db: str) -> None:
                     f"{len(bad)} finding{'s' if len(bad) > 1 else ''}", type="tertiary"
                 ):
                     for rule, status, finding, hint in bad:
-                        st.markdown(f"**{status} {rule}**: {finding}  \n_{hint}_")
+                        st.markdown(f"**{md(status)} {md(rule)}**: {md(finding)}  \n_{md(hint)}_")
         if row["problems"]:
             st.warning(
                 f"{row['problems']} file(s) could not be read; see the Query page.", icon="⚠️"
             )
+
+
+def _reset_page_when(changed: tuple[object, ...]) -> None:
+    """Back to page 1 when the search or the sort changes."""
+    if st.session_state.get("sg_overview_query") != changed:
+        st.session_state["sg_overview_query"] = changed
+        st.session_state["sg_overview_page"] = 1
+
+
+def _listed(db: str, overview: pd.DataFrame) -> tuple[pd.DataFrame, int, int]:
+    """Search box, sort and page picker: the page's rows, its number, how many rows match."""
+    find, how, at = st.columns([4, 2, 1], vertical_alignment="bottom")
+    text = find.text_input(
+        "Search checkpoints",
+        key="sg_overview_search",
+        placeholder="a part of the path or the query id, any case",
+    )
+    sort = how.selectbox("Sort by", fleet.SORTS, key="sg_overview_sort")
+    _reset_page_when((text.strip(), sort))
+    rows = fleet.search(overview, text)
+    if sort == fleet.SORTS[1]:
+        # Every row's verdict is needed: kept per scan, so only the first such sort waits.
+        with st.spinner(f"Checking the health of {len(rows)} checkpoint(s)…"):
+            known = verdicts(db, rows)
+        rows = fleet.order(rows, sort, lambda r: known[r["checkpoint"]][0])
+    else:
+        rows = fleet.order(rows, sort)
+    number = int(at.number_input("Page", min_value=1, step=1, key="sg_overview_page"))
+    shown, pages = fleet.page(rows, number, fleet.PAGE_SIZE)
+    return shown, min(number, pages), len(rows)
 
 
 def render() -> None:
@@ -155,7 +222,7 @@ def render() -> None:
     db = context.db_path()
     _watch_box(db)
     if not os.path.exists(db):
-        st.info(f"No database at {db} yet: watch a checkpoint above.")
+        st.info(f"No database at {md_code(db)} yet: watch a checkpoint above.")
         return
     with queries.session(db):
         overview = context.load(queries.checkpoint_overview)
@@ -171,5 +238,17 @@ def render() -> None:
         "but no commit yet), the keys at each partition's newest version, the state files on "
         "disk now, total keys over versions (sparkline) and the health rules' worst status."
     )
-    for _, row in overview.iterrows():
-        _card(row, sizes, db)
+    shown, number, matching = _listed(db, overview)
+    if matching == 0:
+        st.info("No checkpoint's path or query id contains that text.")
+        return
+    page_verdicts = verdicts(db, shown)
+    for _, row in shown.iterrows():
+        _card(row, sizes, page_verdicts[row["checkpoint"]])
+    pages = max(1, -(-matching // fleet.PAGE_SIZE))
+    first = (number - 1) * fleet.PAGE_SIZE + 1
+    st.caption(
+        f"Checkpoints {first:,}–{first + len(shown) - 1:,} of {matching:,}"
+        + ("" if matching == len(overview) else f" matching (of {len(overview):,})")
+        + f"; page {number} of {pages:,}."
+    )

@@ -7,6 +7,7 @@ import streamlit as st
 
 from app import figures, queries
 from app.dashboard import context
+from app.escape import md_code
 from app.figures._common import time_unit
 
 
@@ -34,7 +35,7 @@ def render() -> None:
 
 
 def _query(checkpoint: str) -> None:
-    st.caption(f"`{checkpoint}`")
+    st.caption(md_code(checkpoint))
     with st.spinner("Reading batches…"):
         batches = context.load(queries.batches, checkpoint)
         problems = context.load(queries.problems, checkpoint)

@@ -6,6 +6,7 @@ import streamlit as st
 
 from app import figures, queries
 from app.dashboard import context
+from app.escape import md, md_code
 
 HEATMAPS = {"keys": "num_keys", "bytes written": "bytes"}
 
@@ -28,8 +29,8 @@ def render() -> None:
 def _store(selection: context.StoreSelection) -> None:
     args = (selection.checkpoint, selection.operator_id, selection.store_name)
     st.caption(
-        f"`{selection.checkpoint}` · operator {selection.operator_id} "
-        f"{selection.operator_name} · store `{selection.store_name}`"
+        f"{md_code(selection.checkpoint)} · operator {selection.operator_id} "
+        f"{md(selection.operator_name)} · store {md_code(selection.store_name)}"
     )
     with st.spinner("Reading state history…"):
         versions = context.load(queries.partition_cells, *args)

@@ -1,0 +1,197 @@
+"""The Overview with 500 checkpoints: one page of cards, search, sort and paging stay cheap.
+
+Six real checkpoints are collected: four samples, a stateless copy (whose card once said
+``nan``) and a copy missing a partition's state (ERR). Their rows are then repeated under 494
+more directory names, each copy's commits a
+few minutes apart, so the database holds 500 checkpoints without collecting 500 copies (which
+takes minutes). Every card is still a real checkpoint's history.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app import queries
+from app.dashboard import fleet
+from app.escape import md
+from collectors.db import Database
+from collectors.health import evaluate, worst
+from collectors.scan import scan_checkpoint
+from tests.app.conftest import SAMPLES
+
+FLEET = 500
+ORIGINALS = ["dedup-hdfs", "agg-rocks", "join-hdfs", "session-rocks-cl", "stateless", "broken"]
+# A page of 24 cards on a shared 2-core machine; about 5 s on an idle laptop.
+PAGE_BUDGET_S = 60.0
+
+
+def _name(base: Path, i: int) -> str:
+    return str(base / "cps" / f"team-{i:03d}" / ORIGINALS[i % len(ORIGINALS)])
+
+
+def _copy_rows(db: str, copies: list[tuple[str, str, int]]) -> None:
+    """Repeat every checkpoint-keyed row of ``src`` under ``new``, commits ``n`` minutes on."""
+    conn = duckdb.connect(db)
+    try:
+        conn.execute("CREATE TEMP TABLE copies (src VARCHAR, new VARCHAR, n INTEGER)")
+        conn.executemany("INSERT INTO copies VALUES (?, ?, ?)", copies)
+        tables = conn.execute(
+            "SELECT table_name FROM information_schema.columns WHERE column_name = 'checkpoint' "
+            "AND table_name IN (SELECT table_name FROM information_schema.tables "
+            "WHERE table_type = 'BASE TABLE' AND table_schema = 'main')"
+        ).fetchall()
+        for (table,) in tables:
+            columns = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT column_name FROM information_schema.columns WHERE table_name = ? "
+                    "AND table_schema = 'main' ORDER BY ordinal_position",
+                    [table],
+                ).fetchall()
+            ]
+            picked = []
+            for col in columns:
+                if col == "checkpoint":
+                    picked.append("c.new")
+                elif table == "batches" and col == "committed_at":
+                    picked.append("t.committed_at + to_minutes(c.n)")
+                else:
+                    picked.append(f't."{col}"')
+            conn.execute(
+                f"INSERT INTO {table} SELECT {', '.join(picked)} "
+                f"FROM {table} t JOIN copies c ON t.checkpoint = c.src"
+            )
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="module")
+def fleet_db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    base = tmp_path_factory.mktemp("fleet")
+    db = str(base / "fleet.duckdb")
+    writer = Database(db)
+    for i, sample in enumerate(ORIGINALS):
+        target = _name(base, i)
+        if sample == "stateless":
+            # A query without state keeps offsets, commits and metadata only.
+            shutil.copytree(
+                SAMPLES / "spark-4.3" / "dedup-hdfs", target, ignore=shutil.ignore_patterns("state")
+            )
+        elif sample == "broken":
+            # Batch 11 is committed, but partition 1 has no state left: the holes rule's ERR.
+            shutil.copytree(SAMPLES / "spark-4.3" / "dedup-hdfs", target)
+            shutil.rmtree(Path(target) / "state" / "0" / "1")
+        else:
+            shutil.copytree(SAMPLES / "spark-4.3" / sample, target)
+        scan_checkpoint(writer, target)
+    n = len(ORIGINALS)
+    copies = [(_name(base, i % n), _name(base, i), i) for i in range(n, FLEET)]
+    _copy_rows(db, copies)
+    return db
+
+
+@pytest.fixture
+def fleet_env(fleet_db: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("STATEGLASS_DB", fleet_db)
+    return fleet_db
+
+
+def _overview() -> None:
+    from app.dashboard import context
+    from app.dashboard.views import overview
+
+    context.live_status()
+    overview.render()
+
+
+def _titles(at: AppTest) -> list[str]:
+    """The cards' titles (bold Markdown), top to bottom."""
+    return [m.value for m in at.markdown if m.value.startswith("**") and "…" in m.value]
+
+
+def _footer(at: AppTest) -> str:
+    return next(c.value for c in at.caption if c.value.startswith("Checkpoints "))
+
+
+def _title_of(checkpoint: str) -> str:
+    parts = checkpoint.split(os.sep)
+    return f"**{md('…' + os.sep + os.sep.join(parts[-3:]))}**"
+
+
+@pytest.mark.slow
+def test_first_page_of_500_is_24_cards_in_reasonable_time(fleet_env: str) -> None:
+    overview = queries.checkpoint_overview(fleet_env)
+    assert len(overview) == FLEET
+    at = AppTest.from_function(_overview, default_timeout=PAGE_BUDGET_S * 2)
+    started = time.perf_counter()
+    at.run()
+    took = time.perf_counter() - started
+    assert not at.exception, [e.value for e in at.exception]
+    assert took < PAGE_BUDGET_S, f"{took:.1f} s (load {os.getloadavg()[0]:.1f})"
+    assert len(at.get("plotly_chart")) == fleet.PAGE_SIZE
+    assert _footer(at) == f"Checkpoints 1–24 of {FLEET}; page 1 of 21."
+    # Sorted by path; titles keep a marker where the path was cut ("…/"), never lose the "/".
+    expected = sorted(overview["checkpoint"])[: fleet.PAGE_SIZE]
+    assert _titles(at) == [_title_of(c) for c in expected]
+    captions = " ".join(c.value for c in at.caption)
+    assert "stateless" in captions and "nan" not in captions
+
+
+@pytest.mark.slow
+def test_search_then_page_then_sort(fleet_env: str) -> None:
+    overview = queries.checkpoint_overview(fleet_env)
+    at = AppTest.from_function(_overview, default_timeout=PAGE_BUDGET_S * 2)
+    at.run()
+    # "team-0" matches team-000..team-099: 100 checkpoints, 5 pages, 4 cards on the last.
+    at.text_input(key="sg_overview_search").input("team-0").run()
+    at.number_input(key="sg_overview_page").set_value(5).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert _footer(at) == f"Checkpoints 97–100 of 100 matching (of {FLEET}); page 5 of 5."
+    matching = sorted(c for c in overview["checkpoint"] if "team-0" in c)
+    assert _titles(at) == [_title_of(c) for c in matching[96:]]
+
+    # Ten checkpoints, worst health first: the order the rules' own verdicts give.
+    at.text_input(key="sg_overview_search").input("team-00").run()
+    at.selectbox(key="sg_overview_sort").select("health (worst first)").run()
+    assert not at.exception, [e.value for e in at.exception]
+    ten = overview[overview["checkpoint"].str.contains("team-00", regex=False)]
+    verdict = {c: worst(evaluate(fleet_env, c)) for c in ten["checkpoint"]}
+    assert len(set(verdict.values())) > 1, "the ten must not all share one verdict"
+    expected = fleet.order(ten, "health (worst first)", lambda r: verdict[r["checkpoint"]])
+    assert _titles(at) == [_title_of(c) for c in expected["checkpoint"]]
+    assert _footer(at).endswith("page 1 of 1.")
+
+    at.selectbox(key="sg_overview_sort").select("last commit (newest first)").run()
+    newest = ten.sort_values("last_commit_at", ascending=False, na_position="last")
+    assert _titles(at) == [_title_of(c) for c in newest["checkpoint"]]
+
+
+def test_search_matches_path_or_query_id_any_case(fleet_db: str) -> None:
+    overview = queries.checkpoint_overview(fleet_db)
+    query_id = str(overview["query_id"].dropna().iloc[0])
+    by_id = fleet.search(overview, query_id.upper())
+    assert len(by_id) == (overview["query_id"] == query_id).sum() > 1
+    assert len(fleet.search(overview, "TEAM-042/")) == 1
+    assert fleet.search(overview, "  ").equals(overview)
+    assert fleet.search(overview, "no such checkpoint").empty
+
+
+def test_sort_by_last_commit_puts_never_committed_last(fleet_db: str) -> None:
+    overview = queries.checkpoint_overview(fleet_db)
+    never = overview.iloc[:1].assign(checkpoint="/never", last_commit_at=pd.NaT)
+    rows = pd.concat([never, overview], ignore_index=True)
+    for how in ("last commit (newest first)", "last commit (oldest first)"):
+        ordered = fleet.order(rows, how)
+        assert ordered["checkpoint"].iloc[-1] == "/never"
+        stamps = ordered["last_commit_at"].dropna()
+        assert stamps.is_monotonic_decreasing if "newest" in how else stamps.is_monotonic_increasing
+    shown, pages = fleet.page(rows, 99)
+    assert pages == 21 and len(shown) == len(rows) - 20 * fleet.PAGE_SIZE
