@@ -64,7 +64,7 @@ def test_reading_commands_match(sample: str, s3: S3, cli: Any, tmp_path: Path) -
             assert cli("state", remote, *store, "--format", "parquet", "-o", str(b)).code == 0
             assert pq.read_table(a).equals(pq.read_table(b))
             assert pq.read_table(a).num_rows > 0
-        if "--read-timers" not in store:
+        if i == 0 and "--read-timers" not in store:
             first = str(info["committed_batches"][0])
             same("changes", *store, "--from", first)
 
@@ -117,7 +117,7 @@ def test_collect_check_report_match(sample: str, s3: S3, cli: Any, tmp_path: Pat
 
 
 _WALL_TIME = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d(:\d\d)?( UTC)?")
-_AGE = re.compile(r"no commit for [\d.]+[smhd]( [\d.]+[smhd])*|\([\d.]+ [smhd] ago\)")
+_AGE = re.compile(r"no commit for [\d.]+[smhd]( [\d.]+[smhd])*|\([\d.]+ \w+ ago\)")
 
 
 def _untimed(text: str) -> str:
