@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from parsers.errors import CorruptData
-from parsers.eventlog_codecs import decode_prefix
+from parsers.eventlog_codecs import iter_blocks
 
 _EVENT_PREFIX = "org.apache.spark.sql.streaming.StreamingQueryListener$"
 PROGRESS_EVENT = _EVENT_PREFIX + "QueryProgressEvent"
@@ -297,9 +298,16 @@ class QueryProgress:
                 StateOperatorProgress.from_json(op) for op in obj.get("stateOperators") or ()
             ),
             sources=sources,
-            sink=dict(obj["sink"]) if isinstance(obj.get("sink"), dict) else None,
+            sink=_sink(obj.get("sink")),
             observed_metrics=dict(observed) if observed else None,
         )
+
+
+def _sink(obj: Any) -> dict[str, Any] | None:
+    """One shape from both writers: ``.json`` leaves out an empty ``metrics``, Jackson not."""
+    if not isinstance(obj, dict):
+        return None
+    return {**obj, "metrics": dict(obj.get("metrics") or {})}
 
 
 @dataclass(frozen=True)
@@ -405,21 +413,40 @@ def parse_lines(text: bytes, base: int = 0) -> tuple[list[StreamingEvent], int, 
 
 def read_events(data: bytes, codec: str, raw_offset: int = 0, text_offset: int = 0) -> ReadResult:
     """Decode ``data`` (a whole event-log or listener file, as far as it is written) from a
-    previous read's ``raw_offset``/``text_offset`` and return the new events."""
-    decoded = decode_prefix(codec, data, raw_offset)
-    if text_offset > len(decoded.text):
+    previous read's ``raw_offset``/``text_offset`` and return the new events.
+
+    Decoding goes block by block, parsing lines as they complete: memory holds one block and
+    one partial line, not the decoded file (a day of events decodes to gigabytes).
+    """
+    events: list[StreamingEvent] = []
+    decoded = 0  # bytes decoded since raw_offset
+    consumed = text_offset  # ... of them, up to the end of the last complete line
+    anchors: deque[tuple[int, int]] = deque([(raw_offset, 0)])  # (raw, decoded) restarts
+    carry = bytearray()
+    lines = 0
+    ended = False
+    for block in iter_blocks(codec, data, raw_offset):
+        ended = block.ended
+        text = block.text
+        if block.restart and text and decoded > anchors[-1][1]:
+            anchors.append((block.raw_offset, decoded))
+        start = decoded
+        decoded += len(text)
+        if decoded <= consumed:
+            continue
+        carry += text[max(0, consumed - start) :] if start < consumed else text
+        found, used, count = parse_lines(bytes(carry), consumed)
+        events.extend(found)
+        lines += count
+        consumed += used
+        del carry[:used]
+        while len(anchors) > 1 and anchors[1][1] <= consumed:
+            anchors.popleft()
+    if consumed > decoded:
         raise CorruptData(
-            f"event log: shorter than when last read ({len(decoded.text)} < {text_offset} "
-            "decoded bytes): rewritten?",
+            f"event log: shorter than when last read ({decoded} < {consumed} decoded bytes "
+            "from the resume point): rewritten?",
             raw_offset,
         )
-    events, consumed, lines = parse_lines(decoded.text[text_offset:], text_offset)
-    done = text_offset + consumed
-    # Resume at the last restart point at or before the first unread byte.
-    next_raw, next_text = raw_offset, done
-    for raw, text_at in decoded.restarts:
-        if text_at <= done:
-            next_raw, next_text = raw, done - text_at
-        else:
-            break
-    return ReadResult(tuple(events), next_raw, next_text, lines, decoded.ended)
+    next_raw, anchor_at = anchors[0]
+    return ReadResult(tuple(events), next_raw, consumed - anchor_at, lines, ended)

@@ -20,7 +20,7 @@ Example::
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import cramjam
@@ -35,13 +35,24 @@ from parsers.errors import ChecksumMismatch, CorruptData, UnsupportedFormat
 
 
 @dataclass(frozen=True)
-class Decoded:
-    """Bytes decoded from ``start`` up to the last complete block.
+class Block:
+    """One decoded piece of the stream. ``restart``: decoding may restart at ``raw_offset``
+    (the file byte where this piece's compressed data begins) and yields this piece first.
+    The last block yielded is an empty one whose ``ended`` says whether the stream reached a
+    proper end (lz4's end block, a complete zstd frame, the last byte for codecs without an
+    end marker) rather than a cut block."""
 
-    ``restarts`` lists ``(raw offset, text offset)`` pairs, ascending: decoding may restart at
-    that byte of the file, which yields ``text[text offset:]``. The first is ``(start, 0)``.
-    ``ended``: the stream reached a proper end (lz4's end block, a complete zstd frame, or the
-    last byte for codecs without an end marker) rather than a cut block.
+    raw_offset: int
+    text: bytes
+    restart: bool = True
+    ended: bool = False
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """Everything :func:`iter_blocks` yields, joined (for tests and small files).
+
+    ``restarts`` lists ``(raw offset, text offset)`` pairs, ascending, the first ``(start, 0)``.
     """
 
     text: bytes
@@ -49,43 +60,45 @@ class Decoded:
     ended: bool
 
 
-def _none(data: bytes, start: int) -> Decoded:
-    return Decoded(bytes(data[start:]), ((start, 0),), True)
+def _none(data: bytes, start: int) -> Iterator[Block]:
+    yield Block(start, bytes(data[start:]))
+    yield Block(len(data), b"", ended=True)
 
 
-def _zstd(data: bytes, start: int) -> Decoded:
+def _zstd(data: bytes, start: int) -> Iterator[Block]:
     view = memoryview(data)
     size = len(view)
     dctx = zstandard.ZstdDecompressor()
-    chunks: list[bytes] = []
-    restarts = [(start, 0)]
-    text_len = 0
     pos = start
     while pos < size:
         frame = dctx.decompressobj()
-        try:
-            out = frame.decompress(view[pos:])
-        except zstandard.ZstdError as exc:
-            raise CorruptData(f"zstd: cannot decode frame: {exc}", pos) from exc
-        chunks.append(out)
-        text_len += len(out)
+        parts: list[bytes] = []
+        # Fed in growing slices: handing the decoder the whole rest of the file for each of
+        # thousands of small frames would copy it each time (quadratic).
+        fed = pos
+        step = 4096
+        while not frame.eof and fed < size:
+            piece = view[fed : fed + step]
+            try:
+                parts.append(frame.decompress(piece))
+            except zstandard.ZstdError as exc:
+                raise CorruptData(f"zstd: cannot decode frame: {exc}", pos) from exc
+            fed += len(piece) - (len(frame.unused_data) if frame.eof else 0)
+            step = min(step * 2, 1 << 22)
+        yield Block(pos, b"".join(parts))
         if not frame.eof:
             # A frame still being written: what it gave so far is whole blocks.
-            return Decoded(b"".join(chunks), tuple(restarts), False)
-        consumed = size - pos - len(frame.unused_data)
-        if consumed <= 0:
+            yield Block(pos, b"", restart=False, ended=False)
+            return
+        if fed <= pos:
             raise CorruptData("zstd: decoder made no progress", pos)
-        pos += consumed
-        restarts.append((pos, text_len))
-    return Decoded(b"".join(chunks), tuple(restarts), True)
+        pos = fed
+    yield Block(pos, b"", ended=True)
 
 
-def _lz4(data: bytes, start: int) -> Decoded:
+def _lz4(data: bytes, start: int) -> Iterator[Block]:
     view = memoryview(data)
     size = len(view)
-    chunks: list[bytes] = []
-    restarts = [(start, 0)]
-    text_len = 0
     pos = start
     ended = start > 0  # resuming after a block: the stream is as complete as we know
     while pos < size:
@@ -98,7 +111,6 @@ def _lz4(data: bytes, start: int) -> Decoded:
         if olen == 0:
             pos += lz4_stream.HEADER_LENGTH
             ended = True
-            restarts.append((pos, text_len))
             continue
         end = pos + lz4_stream.HEADER_LENGTH + clen
         if end > size:
@@ -117,30 +129,26 @@ def _lz4(data: bytes, start: int) -> Decoded:
         computed = xxhash.xxh32_intdigest(block, lz4_stream.XXH32_SEED) & lz4_stream.CHECKSUM_MASK
         if computed != check:
             raise ChecksumMismatch(f"lz4: block checksum 0x{check:07x} != 0x{computed:07x}", pos)
-        chunks.append(block)
-        text_len += len(block)
+        yield Block(pos, block)
         pos = end
         ended = False
-        restarts.append((pos, text_len))
-    return Decoded(b"".join(chunks), tuple(restarts), ended and pos == size)
+    yield Block(pos, b"", ended=ended and pos == size)
 
 
 _INT = struct.Struct(">i")
 
 
-def _snappy(data: bytes, start: int) -> Decoded:
+def _snappy(data: bytes, start: int) -> Iterator[Block]:
     view = memoryview(data)
     size = len(view)
     pos = start
     if start == 0:
         if size < snappy_stream.HEADER_LENGTH:
-            return Decoded(b"", ((0, 0),), False)
+            yield Block(0, b"", ended=False)
+            return
         if bytes(view[:8]) != snappy_stream.MAGIC:
             raise CorruptData(f"snappy: bad magic {bytes(view[:8])!r}", 0)
         pos = snappy_stream.HEADER_LENGTH
-    chunks: list[bytes] = []
-    restarts = [(start, 0), (pos, 0)] if pos != start else [(start, 0)]
-    text_len = 0
     while pos + 4 <= size:
         length = _INT.unpack_from(view, pos)[0]
         if length < 0:
@@ -152,23 +160,20 @@ def _snappy(data: bytes, start: int) -> Decoded:
             block = bytes(cramjam.snappy.decompress_raw(view[pos + 4 : end]))
         except cramjam.DecompressionError as exc:
             raise CorruptData(f"snappy: cannot decode chunk: {exc}", pos) from exc
-        chunks.append(block)
-        text_len += len(block)
+        yield Block(pos, block)
         pos = end
-        restarts.append((pos, text_len))
-    return Decoded(b"".join(chunks), tuple(restarts), pos == size)
+    yield Block(pos, b"", ended=pos == size)
 
 
-def _lzf(data: bytes, start: int) -> Decoded:
+def _lzf(data: bytes, start: int) -> Iterator[Block]:
     src = bytes(data)
     size = len(src)
-    out = bytearray()
-    restarts = [(start, 0)]
     pos = start
     while pos + 5 <= size:
         if src[pos : pos + 2] != lzf_stream.MAGIC:
             raise CorruptData(f"lzf: bad chunk magic {src[pos : pos + 2]!r}", pos)
         kind = src[pos + 2]
+        out = bytearray()
         if kind == lzf_stream.TYPE_STORED:
             length = struct.unpack_from(">H", src, pos + 3)[0]
             end = pos + 5 + length
@@ -185,12 +190,12 @@ def _lzf(data: bytes, start: int) -> Decoded:
             lzf_stream._decode_block(src, pos + 7, end, out, ulen, pos)
         else:
             raise CorruptData(f"lzf: unknown chunk type {kind}", pos + 2)
+        yield Block(pos, bytes(out))
         pos = end
-        restarts.append((pos, len(out)))
-    return Decoded(bytes(out), tuple(restarts), pos == size)
+    yield Block(pos, b"", ended=pos == size)
 
 
-PrefixDecoder = Callable[[bytes, int], Decoded]
+PrefixDecoder = Callable[[bytes, int], Iterator[Block]]
 
 # Spark's short codec names as they appear in event-log file names ("none": not compressed).
 PREFIX_DECODERS: dict[str, PrefixDecoder] = {
@@ -202,10 +207,26 @@ PREFIX_DECODERS: dict[str, PrefixDecoder] = {
 }
 
 
-def decode_prefix(codec: str, data: bytes, start: int = 0) -> Decoded:
-    """Decode ``data[start:]`` (``start`` a restart point) up to its last complete block."""
+def iter_blocks(codec: str, data: bytes, start: int = 0) -> Iterator[Block]:
+    """Decode ``data[start:]`` (``start`` a restart point) block by block, up to its last
+    complete block; memory stays one block, whatever the file's size."""
     decoder = PREFIX_DECODERS.get(codec)
     if decoder is None:
         known = ", ".join(PREFIX_DECODERS)
         raise UnsupportedFormat(f"unknown event-log codec {codec!r} (known: {known})")
     return decoder(data, start)
+
+
+def decode_prefix(codec: str, data: bytes, start: int = 0) -> Decoded:
+    """All of :func:`iter_blocks` at once."""
+    chunks: list[bytes] = []
+    restarts: list[tuple[int, int]] = [(start, 0)]
+    size = 0
+    ended = False
+    for block in iter_blocks(codec, data, start):
+        if block.restart and block.text and (block.raw_offset, size) != restarts[-1]:
+            restarts.append((block.raw_offset, size))
+        chunks.append(block.text)
+        size += len(block.text)
+        ended = block.ended
+    return Decoded(b"".join(chunks), tuple(restarts), ended)

@@ -8,8 +8,8 @@ The query writes, under ``--out``:
 * ``eventlog/``: ``spark.eventLog.dir`` (rolling ``eventlog_v2_*`` or a single file, codec as
   asked; the defaults are Spark 4's: rolling, zstd);
 * ``listener/``: what ``StateGlassListener`` wrote (``--listener``);
-* ``recent_progress.json``: the query's own ``recentProgress``, as ``StreamingQueryProgress.json``
-  dicts, the oracle the tests compare with.
+* ``recent_progress.json``: the query's own ``recentProgress`` (of every run, with
+  ``--restart``), as ``StreamingQueryProgress.json`` dicts: the oracle the tests compare with.
 
 Usage::
 
@@ -58,7 +58,7 @@ def session(args: argparse.Namespace, eventlog: Path) -> Any:
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
-        "spark.sql.shuffle.partitions": "2",
+        "spark.sql.shuffle.partitions": str(args.partitions),
         "spark.log.level": "ERROR",
         "spark.eventLog.enabled": "true",
         "spark.eventLog.dir": eventlog.as_uri(),
@@ -105,21 +105,29 @@ def run(args: argparse.Namespace) -> None:
         .groupBy(F.window("ts", "10 seconds"), "key")
         .count()
     )
-    query = (
-        counts.writeStream.format("noop")
-        .outputMode("append")
-        .queryName("windowed_counts")
-        .option("checkpointLocation", str(out / "checkpoint"))
-        .start()
-    )
-    for batch, rows in enumerate(BATCHES[: args.batches]):
-        write_batch(inputs, batch, rows)
-        query.processAllAvailable()
-    progress = [json.loads(p.json) for p in query.recentProgress]
-    query.stop()
+    batches = BATCHES[: args.batches]
+    # --restart: stop after the first batches and start again on the same checkpoint, so the
+    # logs hold two runs (two runIds) of one query.
+    runs = [batches[:1], batches[1:]] if args.restart else [batches]
+    progress: list[dict[str, Any]] = []
+    written = 0
+    for run_batches in runs:
+        query = (
+            counts.writeStream.format("noop")
+            .outputMode("append")
+            .queryName("windowed_counts")
+            .option("checkpointLocation", str(out / "checkpoint"))
+            .start()
+        )
+        for rows in run_batches:
+            write_batch(inputs, written, rows)
+            written += 1
+            query.processAllAvailable()
+        progress.extend(json.loads(p.json) for p in query.recentProgress)
+        query.stop()
     if args.listener:
-        # QueryStarted + every progress + QueryTerminated.
-        listener.wait_written(len(progress) + 2)
+        # QueryStarted + every progress + QueryTerminated, per run.
+        listener.wait_written(len(progress) + 2 * len(runs))
         spark.streams.removeListener(listener)
         listener.close()
         if listener.dropped:
@@ -138,6 +146,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--provider", default="rocksdb", choices=["rocksdb", "hdfs"])
     parser.add_argument("--listener", action="store_true", help="attach StateGlassListener")
     parser.add_argument("--batches", type=int, default=len(BATCHES))
+    parser.add_argument("--restart", action="store_true", help="two runs of the query")
+    parser.add_argument("--partitions", type=int, default=2, help="spark.sql.shuffle.partitions")
     return parser.parse_args(argv)
 
 

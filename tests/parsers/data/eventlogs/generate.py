@@ -21,6 +21,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[3]
 # codec -> extra arguments: lz4 also covers the single-file layout.
 RUNS = {
+    "zstd": [],
     "lz4": ["--single-file"],
     "snappy": [],
     "lzf": [],
@@ -41,7 +42,9 @@ def main() -> None:
                     "--codec",
                     codec,
                     "--batches",
-                    "2",
+                    "1",
+                    "--partitions",
+                    "1",
                     *extra,
                 ],
                 check=True,
