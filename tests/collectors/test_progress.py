@@ -113,3 +113,53 @@ def test_event_log_dir_with_both_layouts(tmp_path: Path) -> None:
     summary = ProgressCollector(db).collect(str(logs))
     assert summary.files_read == 2
     assert len(read_query(db.path, "SELECT DISTINCT query_id FROM progress")) == 2
+
+
+def test_watch_polls_progress_while_the_log_grows(tmp_path: Path) -> None:
+    import argparse
+    import threading
+    import time
+
+    from app import collect_cmd
+
+    directory, events_file, data, _ = _rolling_copy(tmp_path)
+    events_file.write_bytes(data[: len(data) // 2])
+    db = str(tmp_path / "sg.duckdb")
+    args = argparse.Namespace(
+        checkpoints=[str(SAMPLES / "spark-4.3" / "agg-hdfs")],
+        db=db,
+        engine="local",
+        master=None,
+        debounce=0.2,
+        progress=[str(directory.parent)],
+    )
+    stop = threading.Event()
+    thread = threading.Thread(target=collect_cmd.watch, args=(args, stop))
+    thread.start()
+    try:
+        expected = len(
+            [
+                e
+                for e in eventlog.read_events(data, "zstd").events
+                if isinstance(e, eventlog.QueryProgress)
+            ]
+        )
+        deadline = time.monotonic() + 120
+
+        def rows() -> int:
+            try:
+                return _count(db, "progress")
+            except Exception:  # the watcher has not created the database yet
+                return -1
+
+        while rows() <= 0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert 0 < rows() < expected
+        events_file.write_bytes(data)  # Spark appends the rest
+        while rows() != expected and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _count(db, "progress") == expected
+    finally:
+        stop.set()
+        thread.join(30)
+    assert not thread.is_alive()
