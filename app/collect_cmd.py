@@ -15,7 +15,6 @@ is a one-line error with exit status 2; a bad file inside a checkpoint is record
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import threading
 from typing import TYPE_CHECKING, Any, TextIO
@@ -30,7 +29,12 @@ if TYPE_CHECKING:
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("checkpoints", nargs="+", metavar="CHECKPOINT", help="checkpoint directories")
+    p.add_argument(
+        "checkpoints",
+        nargs="*",
+        metavar="CHECKPOINT",
+        help="checkpoint directories (none: only the --progress paths)",
+    )
     add_db_arg(p, "DuckDB database to write")
     p.add_argument(
         "--engine",
@@ -97,15 +101,19 @@ class ProgressBar:
 
 def _scanner(args: argparse.Namespace) -> tuple[Scanner, list[str]]:
     # Validate every path first: a typo fails before anything is written.
+    if not args.checkpoints and not args.progress:
+        from app.errors import AppError
+
+        raise AppError("give at least one CHECKPOINT, or --progress PATH")
     roots = [Checkpoint.open(path).root for path in args.checkpoints]
     from app.watchers import refuse_db_inside
 
     refuse_db_inside(args.db, roots)  # the database never goes into a checkpoint
     from collectors.fs import LOCAL
-    from collectors.progress import refuse_inside_checkpoint
+    from collectors.progress import check_path
 
     for path in args.progress:
-        refuse_inside_checkpoint(LOCAL, os.path.abspath(os.path.expanduser(path)))
+        check_path(LOCAL, path)
     # DuckDB takes a tenth of a second to import: only commands that use it pay for it.
     from collectors.db import Database
     from collectors.scan import Scanner

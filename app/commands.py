@@ -220,8 +220,11 @@ def dashboard(args: argparse.Namespace) -> int:
     from app.watchers import WATCHED_ENV, WatcherRegistry
 
     db_path = os.path.abspath(os.path.expanduser(args.db))
+    from collectors.fs import LOCAL
+    from collectors.progress import check_path
+
+    progress = [check_path(LOCAL, p) for p in args.progress]  # before anything is written
     roots = _collect_for_dashboard(args.paths, db_path) if args.paths else []
-    progress = [os.path.abspath(os.path.expanduser(p)) for p in args.progress]
     if progress:
         from app.collect_cmd import collect_progress
         from collectors.db import Database

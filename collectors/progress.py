@@ -96,6 +96,16 @@ def refuse_inside_checkpoint(fs: FileSystem, path: str) -> None:
         current = parent
 
 
+def check_path(fs: FileSystem, root: str) -> str:
+    """Validate a ``--progress`` PATH before anything is written; return its normal form.
+    Raises ``BadProgressPath`` (one line) when it is missing, a file, or inside a checkpoint."""
+    if "://" not in root:
+        root = os.path.abspath(os.path.expanduser(root))
+    refuse_inside_checkpoint(fs, root)
+    list_progress_files(fs, root)
+    return root
+
+
 def list_progress_files(fs: FileSystem, root: str) -> list[ProgressFile]:
     """Every event-log or listener file under ``root`` (pure listing, no reads)."""
     info = fs.stat(root)
@@ -271,12 +281,7 @@ class ProgressCollector:
         self.fs = fs
 
     def check(self, root: str) -> str:
-        """Validate a ``--progress`` PATH before anything is written; return its normal form."""
-        if "://" not in root:
-            root = os.path.abspath(os.path.expanduser(root))
-        refuse_inside_checkpoint(self.fs, root)
-        list_progress_files(self.fs, root)
-        return root
+        return check_path(self.fs, root)
 
     def collect(self, root: str) -> ProgressSummary:
         """Read what is new under ``root`` and write it in one transaction."""
@@ -391,6 +396,7 @@ __all__ = [
     "ProgressCollector",
     "ProgressFile",
     "ProgressSummary",
+    "check_path",
     "collect_all",
     "list_progress_files",
     "progress_rows",
