@@ -24,7 +24,7 @@ import os
 import queue
 import threading
 import time
-from typing import Any
+from typing import Any, Optional
 
 from pyspark.sql.streaming import StreamingQueryListener
 
@@ -61,9 +61,9 @@ class StateGlassListener(StreamingQueryListener):
         self.max_files = max_files
         self.dropped = 0
         self.written = 0
-        self.last_error: str | None = None
+        self.last_error: Optional[str] = None
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=queue_size)
-        self._file: Any | None = None
+        self._file: Optional[Any] = None
         self._file_size = 0
         self._file_count = 0
         os.makedirs(self.directory, exist_ok=True)

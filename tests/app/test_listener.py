@@ -27,7 +27,7 @@ def test_the_listener_is_python_3_9_syntax() -> None:
     } | {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     # Nothing but the standard library and pyspark: it ships alone with --py-files.
     assert imports - {"pyspark"} <= set(sys.stdlib_module_names)
-    # `X | Y` only inside annotations (not evaluated on 3.9 with the __future__ import).
+    # No `X | Y` at all, not even in annotations: a 3.9 user may drop the __future__ import.
     for node in ast.walk(tree):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
             raise AssertionError(f"runtime `|` at line {node.lineno}")
