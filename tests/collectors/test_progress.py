@@ -123,7 +123,15 @@ def test_watch_polls_progress_while_the_log_grows(tmp_path: Path) -> None:
     from app import collect_cmd
 
     directory, events_file, data, _ = _rolling_copy(tmp_path)
-    events_file.write_bytes(data[: len(data) // 2])
+
+    def progress_in(prefix: bytes) -> int:
+        events = eventlog.read_events(prefix, "zstd").events
+        return len([e for e in events if isinstance(e, eventlog.QueryProgress)])
+
+    # A prefix holding some, not all, of the progress events.
+    cut = next(c for c in range(64, len(data), 64) if progress_in(data[:c]) > 0)
+    assert progress_in(data[:cut]) < progress_in(data)
+    events_file.write_bytes(data[:cut])
     db = str(tmp_path / "sg.duckdb")
     args = argparse.Namespace(
         checkpoints=[str(SAMPLES / "spark-4.3" / "agg-hdfs")],
