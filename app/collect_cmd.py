@@ -100,6 +100,8 @@ class ProgressBar:
 
 
 def _scanner(args: argparse.Namespace) -> tuple[Scanner, list[str]]:
+    # Callers that build their own Namespace (the watcher child, tests) may leave it out.
+    args.progress = list(getattr(args, "progress", None) or [])
     # Validate every path first: a typo fails before anything is written.
     if not args.checkpoints and not args.progress:
         from app.errors import AppError
