@@ -31,7 +31,8 @@ pytest: install
 test: lint typecheck pytest
 
 run: install
-	$(BIN)/stateglass dashboard sample_checkpoints --db $(SAMPLES_DB) --port $(PORT)
+	$(BIN)/stateglass dashboard sample_checkpoints --db $(SAMPLES_DB) --port $(PORT) \
+		--progress sample_checkpoints/eventlogs/spark-4.3
 
 samples: install
 	$(BIN)/python sample_checkpoints/generate.py

@@ -168,6 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
         "exposes the dashboard, which has no login of its own (see docs/security.md)",
     )
     # --- end safety ---
+    from app.collect_cmd import add_progress_arg
+
+    add_progress_arg(p_dash)
 
     from app import collect_cmd
 

@@ -5,6 +5,7 @@ Examples::
     stateglass collect /data/checkpoints/orders /data/checkpoints/sessions
     stateglass collect sample_checkpoints/spark-4.3/agg-hdfs --db ./sg.duckdb --engine spark
     stateglass watch /data/checkpoints/orders          # collect, then again after each batch
+    stateglass collect /data/checkpoints/orders --progress /var/log/spark-events
 
 The default database is ``~/.stateglass/stateglass.duckdb``. A path that is not a checkpoint
 is a one-line error with exit status 2; a bad file inside a checkpoint is recorded in the
@@ -25,15 +26,17 @@ from collectors.engines import ENGINES, get_engine
 
 if TYPE_CHECKING:
     from app.watchers import ControlFile
+    from collectors.db import Database
     from collectors.scan import Scanner, ScanSummary
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "checkpoints",
-        nargs="+",
+        nargs="*",
         metavar="PATH",
-        help="checkpoint directories, or folders of them (searched, see below)",
+        help="checkpoint directories or URLs, or folders of them (searched, see below); "
+        "none: only the --progress paths",
     )
     add_db_arg(p, "DuckDB database to write")
     p.add_argument(
@@ -50,6 +53,19 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         "yarn or k8s://URL (see docs/spark-engine.md)",
     )
     discovery.add_arguments(p)
+    add_progress_arg(p)
+
+
+def add_progress_arg(p: argparse.ArgumentParser) -> None:
+    """``--progress PATH`` (repeatable): Spark's progress events (issue 12)."""
+    p.add_argument(
+        "--progress",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="also read streaming progress from PATH: a Spark event-log directory "
+        "(spark.eventLog.dir) or a StateGlassListener directory (repeatable)",
+    )
 
 
 def add_parser(subparsers: Any) -> None:
@@ -107,11 +123,20 @@ class ProgressBar:
 
 
 def _scanner(args: argparse.Namespace) -> tuple[Scanner, list[str]]:
+    # Callers that build their own Namespace (the watcher child, tests) may leave it out.
+    args.progress = list(getattr(args, "progress", None) or [])
     # Validate every path first: a typo fails before anything is written.
-    roots = discovery.find(args.checkpoints, args)
+    if not args.checkpoints and not args.progress:
+        from app.errors import AppError
+
+        raise AppError("give at least one CHECKPOINT, or --progress PATH")
+    roots = discovery.find(args.checkpoints, args) if args.checkpoints else []
     from app.watchers import refuse_db_inside
 
     refuse_db_inside(args.db, roots)  # the database never goes into a checkpoint
+    from collectors.progress import check_location
+
+    args.progress = [check_location(path) for path in args.progress]
     return _new_scanner(args), roots
 
 
@@ -122,6 +147,17 @@ def _new_scanner(args: argparse.Namespace) -> Scanner:
 
     engine = get_engine(getattr(args, "engine", "local"), getattr(args, "master", None))
     return Scanner(Database(args.db), engine)
+
+
+def collect_progress(db: Database, paths: list[str], quiet_when_empty: bool = False) -> None:
+    """Read the ``--progress`` paths into the database, one line each on stderr."""
+    if not paths:
+        return
+    from collectors.progress import collect_all
+
+    for summary in collect_all(db, paths):
+        if summary.files_read or not quiet_when_empty:
+            print(summary.line(), file=sys.stderr, flush=True)
 
 
 def _collect(scanner: Scanner, roots: list[str]) -> list[ScanSummary]:
@@ -143,6 +179,7 @@ def run(args: argparse.Namespace) -> int:
     scanner, roots = _scanner(args)
     summaries = _collect(scanner, roots)
     print(_summary(summaries, scanner.db.path), file=sys.stderr)
+    collect_progress(scanner.db, args.progress)
     return 0
 
 
@@ -168,6 +205,8 @@ def watch(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
     scanner, roots = _scanner(args)
     verbose = getattr(args, "verbose", False)
     summaries: list[ScanSummary] = []
+    halt = stop or threading.Event()
+    _start_progress(scanner.db, args.progress, halt)
 
     def first(root: str) -> None:
         summaries.append(scanner.scan(root, ProgressBar(root)))
@@ -192,7 +231,7 @@ def watch(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
         on_added=first,
         **_watcher_options(args),
     )
-    watcher.run(stop or threading.Event())
+    watcher.run(halt)
     return 0
 
 
@@ -211,6 +250,7 @@ def serve(
 
     scanner = _new_scanner(args)
     verbose = getattr(args, "verbose", False)
+    _start_progress(scanner.db, list(getattr(args, "progress", None) or []), stop)
 
     def first(root: str) -> None:
         try:
@@ -237,3 +277,34 @@ def serve(
     watcher.run(stop)
     reader.join(timeout=5)
     return 0
+
+
+PROGRESS_POLL_S = 2.0
+
+
+def _start_progress(db: Database, paths: list[str], stop: threading.Event) -> None:
+    """Collect the ``--progress`` paths once, then poll them in a thread until ``stop``.
+
+    Event logs and listener files are polled: a re-read of an unchanged file is one listing
+    and a stat, and a growing one costs only its new events.
+    """
+    if not paths:
+        return
+    collect_progress(db, paths)
+    threading.Thread(
+        target=_poll_progress,
+        args=(db, paths, stop, PROGRESS_POLL_S),
+        name="stateglass-progress",
+        daemon=True,
+    ).start()
+
+
+def _poll_progress(db: Database, paths: list[str], stop: threading.Event, every_s: float) -> None:
+    from collectors.errors import CollectorError
+
+    while not stop.wait(every_s):
+        try:
+            collect_progress(db, paths, quiet_when_empty=True)
+        except CollectorError as exc:
+            # A log being rotated or rewritten: say so and try again next time.
+            print(f"stateglass: error: {exc}", file=sys.stderr, flush=True)

@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from app.errors import AppError
@@ -219,9 +220,10 @@ def _collect_for_dashboard(
     return roots
 
 
-def _watch_options(args: argparse.Namespace) -> list[str]:
-    """The dashboard's ``watch`` flags, for its watcher child."""
+def _watch_options(args: argparse.Namespace, progress: Sequence[str] = ()) -> list[str]:
+    """The dashboard's ``watch`` flags, for its watcher child (which polls ``progress`` too)."""
     out = ["--debounce", str(args.debounce), "--poll-interval", str(args.poll_interval)]
+    out += [f"--progress={p}" for p in progress]
     return out + ["--poll"] * args.poll + ["--verbose"] * args.verbose
 
 
@@ -235,15 +237,24 @@ def dashboard(args: argparse.Namespace) -> int:
     from app.watchers import CONTROL_ENV, WATCHED_ENV, WatcherRegistry
 
     db_path = os.path.abspath(os.path.expanduser(args.db))
+    from collectors.progress import check_location
+
+    # Every --progress path is checked before anything is written.
+    progress = [check_location(p) for p in args.progress]
     # A busy port fails before anything is collected (start_server checks again).
     check_port_free(args.host, args.port)
     roots = _collect_for_dashboard(args.paths, db_path, args) if args.paths else []
+    if progress:
+        from app.collect_cmd import collect_progress
+        from collectors.db import Database
+
+        collect_progress(Database(db_path), progress)
     # Open a browser only where there is a screen to show it on.
     headless = args.headless or not (os.environ.get("DISPLAY") or sys.platform == "darwin")
     # Our watcher writes the database while the server only reads it; it stops with us.
     # One watcher child for the paths given here and every one a visitor adds: the server
     # hands it new paths through its control file instead of starting processes of its own.
-    watchers = WatcherRegistry(db_path, options=_watch_options(args))
+    watchers = WatcherRegistry(db_path, options=_watch_options(args, progress))
     watchers.start(roots)
     control = watchers.ensure() or ""
     env = dict(

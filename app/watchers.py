@@ -246,6 +246,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--db", required=True)
     parser.add_argument("--control", required=True, help="file of paths to watch, one a line")
     collect_cmd.add_watch_arguments(parser)
+    parser.add_argument(
+        "--progress", action="append", default=[], help="a --progress path to poll (repeatable)"
+    )
     args = parser.parse_args(argv)
     stop = threading.Event()
     threading.Thread(target=_stop_on_eof, args=(stop,), daemon=True).start()

@@ -11,9 +11,11 @@ Hierarchy::
     ├── UnsafeArchive            a zip whose entries would escape their directory (zip-slip)
     ├── DatabaseBusy             StateGlass's own DuckDB file stayed locked past the timeout
     ├── BadConfig                a health-rules config file that cannot be used
-    └── EngineError              the engine, not the checkpoint, failed (no pyspark or Java,
+    ├── EngineError              the engine, not the checkpoint, failed (no pyspark or Java,
                                  Spark master unreachable, executors missing a dependency);
                                  a scan stops at once and records nothing
+    └── BadProgressPath          a ``--progress`` PATH that is missing, not a directory, or
+                                 inside a checkpoint
 
     StorageError                 the storage behind a URL failed us; says nothing of the checkpoint
     ├── BackendMissing           no client for the scheme (s3fs, adlfs, gcsfs, a Hadoop client)
@@ -114,6 +116,10 @@ class StorageUnavailable(StorageError):
 
 class EngineError(CheckpointError):
     """The Spark engine could not run: ``path`` is the master (or the option) at fault."""
+
+
+class BadProgressPath(CheckpointError):
+    """A ``--progress`` path that cannot be an event-log or listener directory."""
 
 
 def wrap_parse_error(path: str, exc: ParseError) -> CheckpointError:

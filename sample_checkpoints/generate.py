@@ -13,6 +13,7 @@ Usage (from the repository root)::
     python sample_checkpoints/generate.py --tag spark-4.3  # one set, with this interpreter
     python sample_checkpoints/generate.py --tag spark-4.3 --only agg-hdfs join-hdfs
     python sample_checkpoints/generate.py --verify         # re-read all, rewrite README.md
+    python sample_checkpoints/generate.py --progress-sample  # window-progress + its event log
 
 The default run regenerates ``spark-4.3`` with the current interpreter (which must have
 pyspark 4.3) and ``spark-3.5`` with ``$SPARK35_PYTHON`` (default ``/tmp/venv35/bin/python``,
@@ -829,6 +830,16 @@ def report_markdown(r: Report) -> str:
 
 
 README_NOTES = """\
+## The sample with an event log (`spark-4.3/window-progress`)
+
+`spark-4.3/window-progress` is written by [`progress_query.py`](progress_query.py)
+(`generate.py --progress-sample`), not by the loop above: a windowed count (10-second windows,
+5-second watermark, RocksDB, 2 shuffle partitions) over four input files, some of whose rows
+arrive behind the watermark and are dropped (`numRowsDroppedByWatermark`). No-data batches are
+on. Spark's event log of that application is in `eventlogs/spark-4.3/` (outside the
+checkpoint), with Spark 4's defaults: a rolling `eventlog_v2_*` directory, zstd. `make run`
+passes it to the dashboard with `--progress`, so the progress tables and charts have data.
+
 ## Spark behaviour worth knowing
 
 Observed while generating these samples (pyspark 4.3.0 and 3.5.7, Java 17):
@@ -899,7 +910,35 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--tag", choices=TAGS, help="regenerate only this set, in-process")
     parser.add_argument("--only", nargs="*", default=[], help="sample names to regenerate")
     parser.add_argument("--verify", action="store_true", help="only verify and rewrite README")
+    parser.add_argument(
+        "--progress-sample",
+        action="store_true",
+        help=f"only regenerate {PROGRESS_SAMPLE} and its event log",
+    )
     return parser.parse_args(argv)
+
+
+# --------------------------------------------------------------------------- progress sample
+
+# One checkpoint comes with the Spark event log of the query that wrote it (issue 12), written
+# by progress_query.py (a windowed count with late rows, rolling zstd log: Spark 4's defaults).
+# The log lives outside the checkpoint: StateGlass never reads foreign files inside one.
+PROGRESS_SAMPLE = "spark-4.3/window-progress"
+PROGRESS_EVENTLOGS = HERE / "eventlogs" / "spark-4.3"
+
+
+def generate_progress_sample() -> None:
+    """Regenerate ``PROGRESS_SAMPLE`` and ``PROGRESS_EVENTLOGS``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "run"
+        subprocess.run(
+            [sys.executable, str(HERE / "progress_query.py"), "--out", str(out), "--batches", "4"],
+            check=True,
+        )
+        for target in (HERE / PROGRESS_SAMPLE, PROGRESS_EVENTLOGS):
+            shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(out / "checkpoint", HERE / PROGRESS_SAMPLE)
+        shutil.copytree(out / "eventlog", PROGRESS_EVENTLOGS)
 
 
 def main(argv: list[str]) -> int:
@@ -907,9 +946,14 @@ def main(argv: list[str]) -> int:
     if args.tag:
         generate(args.tag, args.only)
         return 0
+    if args.progress_sample:
+        generate_progress_sample()
+        return 0
     if not args.verify:
         run_tag_elsewhere(sys.executable, "spark-4.3", args.only)
         run_tag_elsewhere(SPARK35_PYTHON, "spark-3.5", args.only)
+        if not args.only:
+            generate_progress_sample()
     write_readme(verify())
     return 0
 
