@@ -20,13 +20,29 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
 
 from collectors.errors import CheckpointError, DatabaseBusy
+from collectors.progress_schema import PROGRESS_TABLES
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+
+
+@dataclass(frozen=True)
+class ProgressWrite:
+    """Rows of one ``--progress`` read, each a mapping of column -> value (see
+    ``collectors/progress_schema.py``), written together by :meth:`Database.write_progress`."""
+
+    progress: list[dict[str, Any]] = field(default_factory=list)
+    progress_state: list[dict[str, Any]] = field(default_factory=list)
+    snapshot_uploads: list[dict[str, Any]] = field(default_factory=list)
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    files: list[dict[str, Any]] = field(default_factory=list)
+
+
 # How long a writer or reader waits for the other side's lock before giving up.
 DEFAULT_LOCK_TIMEOUT_S = 60.0
 
@@ -175,6 +191,9 @@ TABLES: dict[str, str] = {
             PRIMARY KEY (checkpoint, path, kind)
         )
     """,
+    # Progress (issue 12): generated from the column lists in progress_schema.py, which also
+    # map each Spark field (durationMs part, RocksDB metric) to its column.
+    **PROGRESS_TABLES,
 }
 
 # Each metric is defined once, here, in SQL; the dashboard and the CLI only SELECT from them.
@@ -259,6 +278,20 @@ KEYS: dict[str, tuple[str, ...]] = {
     "sst_refs": ("checkpoint", "operator_id", "store_name", "partition_id", "sst_file"),
     "temp_files": ("checkpoint", "path"),
     "schema_files": ("checkpoint", "path", "sha256"),
+    # Progress (issue 12): keyed by the query, not the checkpoint path, so an event log and a
+    # listener directory of one query land on the same rows; both runs of a restart stay.
+    "progress": ("query_id", "run_id", "batch_id"),
+    "progress_state": ("query_id", "run_id", "batch_id", "operator_index"),
+    "progress_snapshot_uploads": (
+        "query_id",
+        "run_id",
+        "batch_id",
+        "operator_index",
+        "partition_id",
+        "store_name",
+    ),
+    "progress_runs": ("query_id", "run_id"),
+    "progress_files": ("path",),
 }
 
 # Statements that bring a database written by schema version N - 1 up to N (new tables come
@@ -270,6 +303,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE state_versions ADD COLUMN IF NOT EXISTS sst_files_live INTEGER",
         "DELETE FROM state_files WHERE kind = 'zip' AND NOT purged",
     ),
+    # Version 3 only adds the progress tables (created from TABLES).
+    3: (),
 }
 
 
@@ -381,6 +416,54 @@ class Database:
     def delete_where(conn: duckdb.DuckDBPyConnection, table: str, where: Mapping[str, Any]) -> None:
         clause = " AND ".join(f"{c} = ?" for c in where)
         conn.execute(f"DELETE FROM {table} WHERE {clause}", list(where.values()))
+
+    # -- progress (issue 12) -------------------------------------------------------------
+
+    def progress_files(self, root: str) -> dict[str, dict[str, Any]]:
+        """What is known of the files under one ``--progress`` root: path -> its
+        ``progress_files`` row (size, mtime, where to resume, complete)."""
+        with self.transaction() as conn:
+            cur = conn.execute("SELECT * FROM progress_files WHERE root = ?", [root])
+            names = [d[0] for d in cur.description]
+            return {row[0]: dict(zip(names, row, strict=True)) for row in cur.fetchall()}
+
+    def write_progress(self, batch: ProgressWrite) -> None:
+        """Upsert one read of progress files in one transaction: the rows, the runs, and how
+        far each file was read (so a failed write is re-read next time, never half-kept)."""
+        with self.transaction() as conn:
+            self.upsert(conn, "progress", batch.progress)
+            self.upsert(conn, "progress_state", batch.progress_state)
+            self.upsert(conn, "progress_snapshot_uploads", batch.snapshot_uploads)
+            # A run's start and end come from different events, possibly different reads:
+            # keep what an earlier read knew when this one does not say.
+            for run in batch.runs:
+                conn.execute(
+                    "INSERT INTO progress_runs BY NAME SELECT ? AS query_id, ? AS run_id, "
+                    "? AS name, ? AS app_id, ? AS started_at, ? AS terminated_at, "
+                    "? AS exception, ? AS source, ? AS source_path "
+                    "ON CONFLICT (query_id, run_id) DO UPDATE SET "
+                    "name = coalesce(excluded.name, name), "
+                    "app_id = coalesce(excluded.app_id, app_id), "
+                    "started_at = coalesce(excluded.started_at, started_at), "
+                    "terminated_at = coalesce(excluded.terminated_at, terminated_at), "
+                    "exception = coalesce(excluded.exception, exception), "
+                    "source = excluded.source, source_path = excluded.source_path",
+                    [
+                        run.get(k)
+                        for k in (
+                            "query_id",
+                            "run_id",
+                            "name",
+                            "app_id",
+                            "started_at",
+                            "terminated_at",
+                            "exception",
+                            "source",
+                            "source_path",
+                        )
+                    ],
+                )
+            self.upsert(conn, "progress_files", batch.files)
 
 
 @contextmanager
