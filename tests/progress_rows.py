@@ -29,9 +29,7 @@ def _time(text: str | None) -> datetime | None:
 
 
 def _kafka(sources: list[dict[str, Any]], key: str) -> float | None:
-    values = [
-        float(s["metrics"][key]) for s in sources if key in (s.get("metrics") or {})
-    ]
+    values = [float(s["metrics"][key]) for s in sources if key in (s.get("metrics") or {})]
     return max(values) if values else None
 
 

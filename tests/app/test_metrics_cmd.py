@@ -21,6 +21,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from app.metrics import METRIC_NAMES
 from collectors.db import read_query
+from tests import progress_queries as pq
+from tests.progress_fixtures import collect_run
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAFANA = ROOT / "docs" / "grafana" / "stateglass.json"
@@ -246,3 +248,35 @@ def test_grafana_uses_only_metrics_stateglass_defines() -> None:
     used = grafana_metrics()
     assert len(used) >= 10
     assert used <= set(METRIC_NAMES)
+
+
+@pytest.mark.spark
+def test_progress_gauges_and_every_grafana_metric_are_served(
+    tmp_path: Path, late_run: pq.Ran
+) -> None:
+    """A real query's progress events: the newest one's rates and late rows are served, and
+    so is every metric the Grafana dashboard queries."""
+    db = tmp_path / "m.duckdb"
+    root = collect_run(db, late_run)
+    running = start(str(db))
+    try:
+        served = scrape(running)
+    finally:
+        stop(running)
+    last = late_run.events[-1]
+    assert served["stateglass_input_rows_per_second"] == [
+        ({"checkpoint": root}, float(last["inputRowsPerSecond"]))
+    ]
+    assert served["stateglass_processed_rows_per_second"] == [
+        ({"checkpoint": root}, float(last["processedRowsPerSecond"]))
+    ]
+    assert served["stateglass_progress_batch"] == [({"checkpoint": root}, float(last["batchId"]))]
+    assert served["stateglass_rows_dropped_by_watermark"] == [
+        (
+            {"checkpoint": root, "operator": "0"},
+            float(last["stateOperators"][0]["numRowsDroppedByWatermark"]),
+        )
+    ]
+    assert served["stateglass_health_status"]
+    missing = grafana_metrics() - {name for name, samples in served.items() if samples}
+    assert not missing, f"the Grafana dashboard queries metrics nobody serves: {missing}"
