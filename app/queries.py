@@ -520,7 +520,8 @@ def progress(db: str, checkpoint: str) -> pd.DataFrame:
                p.kafka_max_offsets_behind_latest, d.rows_dropped_by_watermark
         FROM checkpoints c
         JOIN progress p ON p.query_id = c.query_id
-        LEFT JOIN dropped d USING (query_id, run_id, batch_id)
+        LEFT JOIN dropped d
+          ON d.query_id = p.query_id AND d.run_id = p.run_id AND d.batch_id = p.batch_id
         WHERE c.checkpoint = ?
         ORDER BY p.timestamp, p.batch_id
         """,
@@ -561,7 +562,8 @@ def progress_state(db: str, checkpoint: str, operator_id: int) -> pd.DataFrame:
         SELECT s.run_id, s.batch_id, p.timestamp, {picked}
         FROM checkpoints c
         JOIN progress_state s ON s.query_id = c.query_id
-        JOIN progress p USING (query_id, run_id, batch_id)
+        JOIN progress p
+          ON p.query_id = s.query_id AND p.run_id = s.run_id AND p.batch_id = s.batch_id
         WHERE c.checkpoint = ? AND s.operator_index = ?
         ORDER BY p.timestamp, s.batch_id
         """,
@@ -597,7 +599,8 @@ def snapshot_uploads(db: str, checkpoint: str, operator_id: int, store_name: str
             SELECT u.partition_id, u.batch_id, u.last_uploaded_version
             FROM checkpoints c
             JOIN progress_snapshot_uploads u ON u.query_id = c.query_id
-            JOIN progress p USING (query_id, run_id, batch_id)
+            JOIN progress p
+              ON p.query_id = u.query_id AND p.run_id = u.run_id AND p.batch_id = u.batch_id
             WHERE c.checkpoint = ? AND u.operator_index = ? AND u.store_name = ?
             QUALIFY row_number() OVER (
                 PARTITION BY u.partition_id ORDER BY p.timestamp DESC, u.batch_id DESC) = 1

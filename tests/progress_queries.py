@@ -113,7 +113,7 @@ def steady(spark: Any, base: Path) -> Ran:
     """Healthy: the same 500 keys every batch, one value each (max), no late rows."""
     from pyspark.sql import functions as F
 
-    return windowed(spark, base, "steady", [steady_rows(b) for b in range(5)], F.max)
+    return windowed(spark, base, "steady", [steady_rows(b) for b in range(6)], F.max)
 
 
 def late(spark: Any, base: Path) -> Ran:
@@ -166,7 +166,7 @@ def _rate(spark: Any, base: Path, name: str, start: Callable[[Any], Any], batche
     """A rate source (50 rows/s) query, stopped once ``batches`` batches read input."""
     stream = spark.readStream.format("rate").option("rowsPerSecond", 50).load()
     query = start(stream.writeStream.option("checkpointLocation", str(base / name)))
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 240
     try:
         while time.monotonic() < deadline:
             with_input = [p for p in query.recentProgress if p.numInputRows > 0]
@@ -178,25 +178,34 @@ def _rate(spark: Any, base: Path, name: str, start: Callable[[Any], Any], batche
     return Ran(base / name, events_of(query))
 
 
-def falling_behind(spark: Any, base: Path, batches: int = 6) -> Ran:
-    """A sink that gets slower every batch (one more second each): every batch takes longer
-    than its input took to arrive, so Spark's processing rate stays below its input rate."""
-    calls: list[int] = []
+def falling_behind(spark: Any, base: Path, batches: int = 4, slower: float = 1.5) -> Ran:
+    """A sink that needs ``slower`` × the time its input took to arrive (a sink that cannot
+    keep up).
+
+    Spark's input rate is rows ÷ the time since the previous trigger; its processing rate is
+    rows ÷ this batch's duration. The sink measures the first (between its own calls, which
+    start each batch after the same planning steps) and sleeps past it, so processing stays
+    below input whatever the machine's load: the query falls behind, each batch longer than
+    the last (×``slower``).
+    """
+    calls: list[float] = []
 
     def slow_sink(frame: Any, batch_id: int) -> None:
+        now = time.monotonic()
         frame.count()
-        calls.append(batch_id)
-        time.sleep(1.0 * len(calls))
+        if calls:
+            time.sleep(max(0.0, now + slower * (now - calls[-1]) - time.monotonic()))
+        calls.append(now)
 
     return _rate(spark, base, "behind", lambda w: w.foreachBatch(slow_sink).start(), batches)
 
 
-def keeping_up(spark: Any, base: Path, batches: int = 5) -> Ran:
-    """A light query on a 4-second trigger: each batch takes a fraction of the interval."""
+def keeping_up(spark: Any, base: Path, batches: int = 4) -> Ran:
+    """A light query on a 5-second trigger: each batch takes a fraction of the interval."""
     return _rate(
         spark,
         base,
         "keeping-up",
-        lambda w: w.format("noop").trigger(processingTime="4 seconds").start(),
+        lambda w: w.format("noop").trigger(processingTime="5 seconds").start(),
         batches,
     )

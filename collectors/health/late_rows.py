@@ -34,7 +34,7 @@ class LateRows:
         if not by_op:
             return [ctx.finding(self, OK, f"no stateful operator in {pr.batches(rows)}")]
         text = (
-            f"{dropped:,} rows dropped by the watermark in {len(late_batches)} of "
+            f"{dropped:,} rows dropped by the watermark in {len(late_batches)} of {len(rows)} "
             f"{pr.batches(rows)} ({share:.1%} of {seen:,} input rows)"
             + (f"; by operator: {', '.join(worst)}" if worst else "")
             + f" (WARN from {cfg.warn_rows:,} rows"

@@ -36,7 +36,8 @@ def recent_state(
     rows = ctx.rows(
         f"SELECT s.operator_index, coalesce(s.operator_name, '?'), {columns} "
         "FROM checkpoints c JOIN progress_state s ON s.query_id = c.query_id "
-        "JOIN progress p USING (query_id, run_id, batch_id) "
+        "JOIN progress p ON p.query_id = s.query_id AND p.run_id = s.run_id "
+        "AND p.batch_id = s.batch_id "
         f"WHERE c.checkpoint = ? AND ({where}) "
         "QUALIFY row_number() OVER (PARTITION BY s.operator_index "
         "ORDER BY p.timestamp DESC, p.batch_id DESC) <= ? "

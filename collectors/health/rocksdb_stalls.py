@@ -36,7 +36,8 @@ class RocksdbStalls:
             total = sum(r[1] for r in rows)
             text = (
                 f"operator {index} {name}: writes stalled {total:,} ms in {len(stalled)} of "
-                f"{pr.batches(rows)} (summed over partitions; WARN from {cfg.warn_ms:,} ms"
+                f"{len(rows)} {pr.batches(rows)} (summed over partitions; WARN from "
+                f"{cfg.warn_ms:,} ms"
                 + (f", ERR from {cfg.err_ms:,} ms)" if cfg.err_ms > 0 else ")")
             )
             if cfg.err_ms > 0 and total >= cfg.err_ms:
