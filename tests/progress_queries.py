@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -162,10 +163,18 @@ def compacting(spark: Any, base: Path) -> Ran:
     return Ran(base / "compacting", events_of(query))
 
 
-def _rate(spark: Any, base: Path, name: str, start: Callable[[Any], Any], batches: int) -> Ran:
-    """A rate source (50 rows/s) query, stopped once ``batches`` batches read input."""
+def _rate(
+    spark: Any, base: Path, name: str, start: Callable[[Any, list[Any]], Any], batches: int
+) -> Ran:
+    """A rate source (50 rows/s) query, stopped once ``batches`` batches read input.
+
+    ``start(writer, holder)`` starts the query; ``holder`` then holds it (a sink can ask it
+    for its last progress).
+    """
     stream = spark.readStream.format("rate").option("rowsPerSecond", 50).load()
-    query = start(stream.writeStream.option("checkpointLocation", str(base / name)))
+    holder: list[Any] = []
+    query = start(stream.writeStream.option("checkpointLocation", str(base / name)), holder)
+    holder.append(query)
     deadline = time.monotonic() + 240
     try:
         while time.monotonic() < deadline:
@@ -178,26 +187,36 @@ def _rate(spark: Any, base: Path, name: str, start: Callable[[Any], Any], batche
     return Ran(base / name, events_of(query))
 
 
-def falling_behind(spark: Any, base: Path, batches: int = 4, slower: float = 1.5) -> Ran:
-    """A sink that needs ``slower`` × the time its input took to arrive (a sink that cannot
-    keep up).
+def _epoch(timestamp: str) -> float:
+    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
 
-    Spark's input rate is rows ÷ the time since the previous trigger; its processing rate is
-    rows ÷ this batch's duration. The sink measures the first (between its own calls, which
-    start each batch after the same planning steps) and sleeps past it, so processing stays
-    below input whatever the machine's load: the query falls behind, each batch longer than
-    the last (×``slower``).
+
+def falling_behind(spark: Any, base: Path, batches: int = 4, slower: float = 1.1) -> Ran:
+    """A sink that cannot keep up: it needs ``slower`` × the time the batch's input took to
+    arrive.
+
+    Spark's input rate is rows ÷ (this trigger's start − the previous trigger's start); its
+    processing rate is rows ÷ this batch's duration. The sink reads the previous trigger's
+    start from the query's last progress and sleeps ``slower`` × the time since then, so the
+    batch outlasts its input time and processing stays below input whatever the machine's
+    load: the query falls behind, each batch a little longer than the last.
     """
-    calls: list[float] = []
 
-    def slow_sink(frame: Any, batch_id: int) -> None:
-        now = time.monotonic()
+    def slow_sink(frame: Any, batch_id: int, holder: list[Any]) -> None:
         frame.count()
-        if calls:
-            time.sleep(max(0.0, now + slower * (now - calls[-1]) - time.monotonic()))
-        calls.append(now)
+        last = holder[0].lastProgress if holder else None
+        if last is None:
+            return
+        started = last["timestamp"] if isinstance(last, dict) else last.timestamp
+        time.sleep(slower * (time.time() - _epoch(started)))
 
-    return _rate(spark, base, "behind", lambda w: w.foreachBatch(slow_sink).start(), batches)
+    return _rate(
+        spark,
+        base,
+        "behind",
+        lambda w, holder: w.foreachBatch(lambda f, b: slow_sink(f, b, holder)).start(),
+        batches,
+    )
 
 
 def keeping_up(spark: Any, base: Path, batches: int = 4) -> Ran:
@@ -206,6 +225,6 @@ def keeping_up(spark: Any, base: Path, batches: int = 4) -> Ran:
         spark,
         base,
         "keeping-up",
-        lambda w: w.format("noop").trigger(processingTime="5 seconds").start(),
+        lambda w, _: w.format("noop").trigger(processingTime="5 seconds").start(),
         batches,
     )

@@ -22,14 +22,11 @@ class CommitTime:
         cfg = ctx.config.commit_time
         if not pr.has_progress(ctx):
             return pr.not_judged(ctx, self)
-        # A run's first batch loads the store and warms the JVM: its commit says nothing
-        # about growth.
         by_op = pr.recent_state(
             ctx,
             "s.batch_id, s.commit_time_ms",
             cfg.window,
-            "s.commit_time_ms IS NOT NULL AND s.batch_id > (SELECT min(f.batch_id) "
-            "FROM progress f WHERE f.query_id = s.query_id AND f.run_id = s.run_id)",
+            f"s.commit_time_ms IS NOT NULL AND {pr.AFTER_WARM_UP}",
         )
         out: list[Finding] = []
         oks: list[str] = []

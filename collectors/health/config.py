@@ -161,7 +161,7 @@ class CommitTimeConfig:
 class MemoryPerKeyConfig:
     enabled: bool = True
     window: int = 10
-    min_batches: int = 5
+    min_batches: int = 4
     # memoryUsedBytes / numRowsTotal at the newest batch over the oldest of the window …
     warn_factor: float = 2.0
     # … having grown in this share of the steps.

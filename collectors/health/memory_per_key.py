@@ -27,7 +27,9 @@ class MemoryPerKey:
             "s.batch_id, s.memory_used_bytes, s.num_rows_total, "
             "s.rocksdb_put_count IS NOT NULL OR s.rocksdb_files_copied IS NOT NULL",
             cfg.window,
-            "s.memory_used_bytes > 0 AND s.num_rows_total > 0",
+            # Batches without input (no-data batches) report only part of the cached maps.
+            f"s.memory_used_bytes > 0 AND s.num_rows_total > 0 AND p.num_input_rows > 0 "
+            f"AND {pr.AFTER_WARM_UP}",
         )
         out: list[Finding] = []
         oks: list[str] = []

@@ -65,3 +65,11 @@ def not_judged(ctx: Context, rule: Rule) -> list[Finding]:
 def batches(rows: list[tuple[Any, ...]]) -> str:
     """``batches 12..21`` from rows whose first column is the batch id."""
     return f"batches {rows[0][0]}..{rows[-1][0]}" if rows else "no batches"
+
+
+# A run's first batch loads the store and warms the JVM: its commit time and memory (one
+# version cached instead of the usual two) say nothing about growth.
+AFTER_WARM_UP = (
+    "s.batch_id > (SELECT min(f.batch_id) FROM progress f "
+    "WHERE f.query_id = s.query_id AND f.run_id = s.run_id)"
+)
