@@ -129,7 +129,7 @@ def growing_values(spark: Any, base: Path) -> Ran:
     """As :func:`steady`, but each key collects every value it sees: values grow per key."""
     from pyspark.sql import functions as F
 
-    return windowed(spark, base, "growing", [steady_rows(b) for b in range(5)], F.collect_list)
+    return windowed(spark, base, "growing", [steady_rows(b) for b in range(6)], F.collect_list)
 
 
 def compacting(spark: Any, base: Path) -> Ran:
