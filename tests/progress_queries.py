@@ -175,7 +175,7 @@ def _rate(
     holder: list[Any] = []
     query = start(stream.writeStream.option("checkpointLocation", str(base / name)), holder)
     holder.append(query)
-    deadline = time.monotonic() + 240
+    deadline = time.monotonic() + 300
     try:
         while time.monotonic() < deadline:
             with_input = [p for p in query.recentProgress if p.numInputRows > 0]
@@ -191,7 +191,7 @@ def _epoch(timestamp: str) -> float:
     return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
 
 
-def falling_behind(spark: Any, base: Path, batches: int = 4, slower: float = 1.1) -> Ran:
+def falling_behind(spark: Any, base: Path, batches: int = 4, slower: float = 1.05) -> Ran:
     """A sink that cannot keep up: it needs ``slower`` × the time the batch's input took to
     arrive.
 
