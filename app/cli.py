@@ -140,6 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_dash.add_argument("--port", type=int, default=8501, help="HTTP port (default 8501)")
     p_dash.add_argument("--headless", action="store_true", help="do not open a browser")
+    from app.collect_cmd import add_progress_arg
+
+    add_progress_arg(p_dash)
 
     from app import collect_cmd
 

@@ -5,6 +5,7 @@ Examples::
     stateglass collect /data/checkpoints/orders /data/checkpoints/sessions
     stateglass collect sample_checkpoints/spark-4.3/agg-hdfs --db ./sg.duckdb --engine spark
     stateglass watch /data/checkpoints/orders          # collect, then again after each batch
+    stateglass collect /data/checkpoints/orders --progress /var/log/spark-events
 
 The default database is ``~/.stateglass/stateglass.duckdb``. A path that is not a checkpoint
 is a one-line error with exit status 2; a bad file inside a checkpoint is recorded in the
@@ -14,6 +15,7 @@ is a one-line error with exit status 2; a bad file inside a checkpoint is record
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 from typing import TYPE_CHECKING, Any, TextIO
@@ -23,6 +25,7 @@ from collectors.checkpoint import Checkpoint
 from collectors.engines import ENGINES, get_engine
 
 if TYPE_CHECKING:
+    from collectors.db import Database
     from collectors.scan import Scanner, ScanSummary
 
 
@@ -40,6 +43,19 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="URL",
         help="Spark master for --engine spark (default local[*])",
+    )
+    add_progress_arg(p)
+
+
+def add_progress_arg(p: argparse.ArgumentParser) -> None:
+    """``--progress PATH`` (repeatable): Spark's progress events (issue 12)."""
+    p.add_argument(
+        "--progress",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="also read streaming progress from PATH: a Spark event-log directory "
+        "(spark.eventLog.dir) or a StateGlassListener directory (repeatable)",
     )
 
 
@@ -85,12 +101,28 @@ def _scanner(args: argparse.Namespace) -> tuple[Scanner, list[str]]:
     from app.watchers import refuse_db_inside
 
     refuse_db_inside(args.db, roots)  # the database never goes into a checkpoint
+    from collectors.fs import LOCAL
+    from collectors.progress import refuse_inside_checkpoint
+
+    for path in args.progress:
+        refuse_inside_checkpoint(LOCAL, os.path.abspath(os.path.expanduser(path)))
     # DuckDB takes a tenth of a second to import: only commands that use it pay for it.
     from collectors.db import Database
     from collectors.scan import Scanner
 
     db = Database(args.db)
     return Scanner(db, get_engine(args.engine, args.master)), roots
+
+
+def collect_progress(db: Database, paths: list[str], quiet_when_empty: bool = False) -> None:
+    """Read the ``--progress`` paths into the database, one line each on stderr."""
+    if not paths:
+        return
+    from collectors.progress import collect_all
+
+    for summary in collect_all(db, paths):
+        if summary.files_read or not quiet_when_empty:
+            print(summary.line(), file=sys.stderr, flush=True)
 
 
 def _collect(scanner: Scanner, roots: list[str]) -> list[ScanSummary]:
@@ -112,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
     scanner, roots = _scanner(args)
     summaries = _collect(scanner, roots)
     print(_summary(summaries, scanner.db.path), file=sys.stderr)
+    collect_progress(scanner.db, args.progress)
     return 0
 
 
@@ -121,11 +154,36 @@ def watch(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
 
     scanner, roots = _scanner(args)
     print(_summary(_collect(scanner, roots), scanner.db.path), file=sys.stderr)
+    collect_progress(scanner.db, args.progress)
+    halt = stop or threading.Event()
+    if args.progress:
+        # Event logs and listener files are polled: a re-read of an unchanged file is one
+        # listing and a stat, and a growing one costs only its new events.
+        threading.Thread(
+            target=_poll_progress,
+            args=(scanner.db, args.progress, halt, PROGRESS_POLL_S),
+            name="stateglass-progress",
+            daemon=True,
+        ).start()
 
     def rescan(root: str) -> None:
         print(scanner.scan(root).line(), file=sys.stderr)
 
     watcher = CheckpointWatcher(roots, rescan, Debouncer(delay_s=args.debounce))
     print(f"watching {len(roots)} checkpoint(s); Ctrl-C to stop", file=sys.stderr)
-    watcher.run(stop or threading.Event())
+    watcher.run(halt)
     return 0
+
+
+PROGRESS_POLL_S = 2.0
+
+
+def _poll_progress(db: Database, paths: list[str], stop: threading.Event, every_s: float) -> None:
+    from collectors.errors import CheckpointError
+
+    while not stop.wait(every_s):
+        try:
+            collect_progress(db, paths, quiet_when_empty=True)
+        except CheckpointError as exc:
+            # A log being rotated or rewritten: say so and try again next time.
+            print(f"stateglass: error: {exc}", file=sys.stderr, flush=True)

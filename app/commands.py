@@ -221,6 +221,12 @@ def dashboard(args: argparse.Namespace) -> int:
 
     db_path = os.path.abspath(os.path.expanduser(args.db))
     roots = _collect_for_dashboard(args.paths, db_path) if args.paths else []
+    progress = [os.path.abspath(os.path.expanduser(p)) for p in args.progress]
+    if progress:
+        from app.collect_cmd import collect_progress
+        from collectors.db import Database
+
+        collect_progress(Database(db_path), progress)
     script = os.path.join(os.path.dirname(__file__), "dashboard", "main.py")
     # Open a browser only where there is a screen to show it on.
     headless = args.headless or not (os.environ.get("DISPLAY") or sys.platform == "darwin")
@@ -249,7 +255,7 @@ def dashboard(args: argparse.Namespace) -> int:
     ]
     # Our watcher writes the database while the server only reads it; it stops with us.
     watchers = WatcherRegistry(db_path)
-    watchers.start(roots)
+    watchers.start(roots, progress)
     env = dict(os.environ, **{WATCHED_ENV: os.pathsep.join(roots)})
     print(
         f"StateGlass dashboard on http://localhost:{args.port} over {db_path}; "

@@ -82,20 +82,29 @@ class WatcherRegistry:
             alive = {p for p, c in self._children.items() if c.poll() is None}
         return alive | self._external
 
-    def start(self, paths: Iterable[str]) -> list[str]:
-        """Start one child watching the ``paths`` not watched yet; returns those paths."""
+    def start(self, paths: Iterable[str], progress: Sequence[str] = ()) -> list[str]:
+        """Start one child watching the ``paths`` not watched yet; returns those paths.
+        ``progress``: ``--progress`` paths the child polls too (given on the first start)."""
         paths = list(paths)
         refuse_db_inside(self.db, paths)
         with self._lock:
             live = {p for p, c in self._children.items() if c.poll() is None}
             new = sorted({os.path.abspath(p) for p in paths} - live - self._external)
-            if not new:
+            if not new and not progress:
                 return []
             # No log file: the child writes to our stdout/stderr (the terminal of the CLI).
             log = open(self.log_path, "ab") if self.log_path else None  # noqa: SIM115
             try:
                 child = subprocess.Popen(
-                    [sys.executable, "-m", "app.watchers", "--db", self.db, *new],
+                    [
+                        sys.executable,
+                        "-m",
+                        "app.watchers",
+                        "--db",
+                        self.db,
+                        *(f"--progress={p}" for p in progress),
+                        *new,
+                    ],
                     stdin=subprocess.PIPE,
                     stdout=log,
                     stderr=log,
@@ -140,7 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m app.watchers")
     parser.add_argument("--db", required=True)
     parser.add_argument("--debounce", type=float, default=1.0)
-    parser.add_argument("checkpoints", nargs="+")
+    parser.add_argument("--progress", action="append", default=[])
+    parser.add_argument("checkpoints", nargs="*")
     args = parser.parse_args(argv)
     args.engine, args.master = "local", None
     stop = threading.Event()

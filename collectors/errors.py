@@ -10,7 +10,9 @@ Hierarchy::
     ├── NotFound                 an operator, store, partition or batch that is not there
     ├── UnsafeArchive            a zip whose entries would escape their directory (zip-slip)
     ├── DatabaseBusy             StateGlass's own DuckDB file stayed locked past the timeout
-    └── BadConfig                a health-rules config file that cannot be used
+    ├── BadConfig                a health-rules config file that cannot be used
+    └── BadProgressPath          a ``--progress`` PATH that is missing, not a directory, or
+                                 inside a checkpoint
 
 Parser errors are wrapped here with the file's path, so a user always learns which file.
 """
@@ -66,6 +68,10 @@ class DatabaseBusy(CheckpointError):
 
 class BadConfig(CheckpointError):
     """A health config file is missing, not TOML, or has an unknown key or a bad value."""
+
+
+class BadProgressPath(CheckpointError):
+    """A ``--progress`` path that cannot be an event-log or listener directory."""
 
 
 def wrap_parse_error(path: str, exc: ParseError) -> CheckpointError:

@@ -1,0 +1,211 @@
+"""Decode the complete prefix of an event log that Spark may still be writing.
+
+Spark compresses event logs with the same codecs as state files (``CompressionCodec``), but a
+log is read while it grows: its tail may stop mid-block. Each decoder here decodes every
+complete block from a restart point and says where decoding may restart later, instead of
+raising ``Truncated`` like the whole-file decoders in ``parsers.compression``.
+
+Restart points are where the codec keeps no state from earlier bytes: every block of lz4-java's
+``LZ4BlockOutputStream``, xerial snappy's chunks and LZF's chunks; for zstd, the start of a
+frame (zstd-jni's stream as Spark uses it ends a frame at every flush, so an event log is many
+small frames; a block inside a frame may refer to earlier ones).
+
+Example::
+
+    >>> decoded = decode_prefix("none", b"line 1\\nhalf", 0)
+    >>> decoded.text, decoded.restarts
+    (b'line 1\\nhalf', ((0, 0),))
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import cramjam
+import lz4.block
+import xxhash
+import zstandard
+
+from parsers.compression import lz4 as lz4_stream
+from parsers.compression import lzf as lzf_stream
+from parsers.compression import snappy as snappy_stream
+from parsers.errors import ChecksumMismatch, CorruptData, UnsupportedFormat
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """Bytes decoded from ``start`` up to the last complete block.
+
+    ``restarts`` lists ``(raw offset, text offset)`` pairs, ascending: decoding may restart at
+    that byte of the file, which yields ``text[text offset:]``. The first is ``(start, 0)``.
+    ``ended``: the stream reached a proper end (lz4's end block, a complete zstd frame, or the
+    last byte for codecs without an end marker) rather than a cut block.
+    """
+
+    text: bytes
+    restarts: tuple[tuple[int, int], ...]
+    ended: bool
+
+
+def _none(data: bytes, start: int) -> Decoded:
+    return Decoded(bytes(data[start:]), ((start, 0),), True)
+
+
+def _zstd(data: bytes, start: int) -> Decoded:
+    view = memoryview(data)
+    size = len(view)
+    dctx = zstandard.ZstdDecompressor()
+    chunks: list[bytes] = []
+    restarts = [(start, 0)]
+    text_len = 0
+    pos = start
+    while pos < size:
+        frame = dctx.decompressobj()
+        try:
+            out = frame.decompress(view[pos:])
+        except zstandard.ZstdError as exc:
+            raise CorruptData(f"zstd: cannot decode frame: {exc}", pos) from exc
+        chunks.append(out)
+        text_len += len(out)
+        if not frame.eof:
+            # A frame still being written: what it gave so far is whole blocks.
+            return Decoded(b"".join(chunks), tuple(restarts), False)
+        consumed = size - pos - len(frame.unused_data)
+        if consumed <= 0:
+            raise CorruptData("zstd: decoder made no progress", pos)
+        pos += consumed
+        restarts.append((pos, text_len))
+    return Decoded(b"".join(chunks), tuple(restarts), True)
+
+
+def _lz4(data: bytes, start: int) -> Decoded:
+    view = memoryview(data)
+    size = len(view)
+    chunks: list[bytes] = []
+    restarts = [(start, 0)]
+    text_len = 0
+    pos = start
+    ended = start > 0  # resuming after a block: the stream is as complete as we know
+    while pos < size:
+        if size - pos < lz4_stream.HEADER_LENGTH:
+            break
+        magic, token, clen, olen, check = lz4_stream.HEADER.unpack_from(view, pos)
+        if magic != lz4_stream.MAGIC:
+            raise CorruptData(f"lz4: bad block magic {bytes(magic)!r}", pos)
+        method = token & 0xF0
+        if olen == 0:
+            pos += lz4_stream.HEADER_LENGTH
+            ended = True
+            restarts.append((pos, text_len))
+            continue
+        end = pos + lz4_stream.HEADER_LENGTH + clen
+        if end > size:
+            ended = False
+            break
+        payload = view[pos + lz4_stream.HEADER_LENGTH : end]
+        if method == lz4_stream.METHOD_RAW:
+            block = bytes(payload)
+        elif method == lz4_stream.METHOD_LZ4:
+            try:
+                block = lz4.block.decompress(payload, uncompressed_size=olen)
+            except lz4.block.LZ4BlockError as exc:
+                raise CorruptData(f"lz4: cannot decode block: {exc}", pos) from exc
+        else:
+            raise CorruptData(f"lz4: unknown compression method 0x{method:02x}", pos + 8)
+        computed = xxhash.xxh32_intdigest(block, lz4_stream.XXH32_SEED) & lz4_stream.CHECKSUM_MASK
+        if computed != check:
+            raise ChecksumMismatch(f"lz4: block checksum 0x{check:07x} != 0x{computed:07x}", pos)
+        chunks.append(block)
+        text_len += len(block)
+        pos = end
+        ended = False
+        restarts.append((pos, text_len))
+    return Decoded(b"".join(chunks), tuple(restarts), ended and pos == size)
+
+
+_INT = struct.Struct(">i")
+
+
+def _snappy(data: bytes, start: int) -> Decoded:
+    view = memoryview(data)
+    size = len(view)
+    pos = start
+    if start == 0:
+        if size < snappy_stream.HEADER_LENGTH:
+            return Decoded(b"", ((0, 0),), False)
+        if bytes(view[:8]) != snappy_stream.MAGIC:
+            raise CorruptData(f"snappy: bad magic {bytes(view[:8])!r}", 0)
+        pos = snappy_stream.HEADER_LENGTH
+    chunks: list[bytes] = []
+    restarts = [(start, 0), (pos, 0)] if pos != start else [(start, 0)]
+    text_len = 0
+    while pos + 4 <= size:
+        length = _INT.unpack_from(view, pos)[0]
+        if length < 0:
+            raise CorruptData(f"snappy: negative chunk length {length}", pos)
+        end = pos + 4 + length
+        if end > size:
+            break
+        try:
+            block = bytes(cramjam.snappy.decompress_raw(view[pos + 4 : end]))
+        except cramjam.DecompressionError as exc:
+            raise CorruptData(f"snappy: cannot decode chunk: {exc}", pos) from exc
+        chunks.append(block)
+        text_len += len(block)
+        pos = end
+        restarts.append((pos, text_len))
+    return Decoded(b"".join(chunks), tuple(restarts), pos == size)
+
+
+def _lzf(data: bytes, start: int) -> Decoded:
+    src = bytes(data)
+    size = len(src)
+    out = bytearray()
+    restarts = [(start, 0)]
+    pos = start
+    while pos + 5 <= size:
+        if src[pos : pos + 2] != lzf_stream.MAGIC:
+            raise CorruptData(f"lzf: bad chunk magic {src[pos : pos + 2]!r}", pos)
+        kind = src[pos + 2]
+        if kind == lzf_stream.TYPE_STORED:
+            length = struct.unpack_from(">H", src, pos + 3)[0]
+            end = pos + 5 + length
+            if end > size:
+                break
+            out += src[pos + 5 : end]
+        elif kind == lzf_stream.TYPE_COMPRESSED:
+            if pos + 7 > size:
+                break
+            clen, ulen = struct.unpack_from(">HH", src, pos + 3)
+            end = pos + 7 + clen
+            if end > size:
+                break
+            lzf_stream._decode_block(src, pos + 7, end, out, ulen, pos)
+        else:
+            raise CorruptData(f"lzf: unknown chunk type {kind}", pos + 2)
+        pos = end
+        restarts.append((pos, len(out)))
+    return Decoded(bytes(out), tuple(restarts), pos == size)
+
+
+PrefixDecoder = Callable[[bytes, int], Decoded]
+
+# Spark's short codec names as they appear in event-log file names ("none": not compressed).
+PREFIX_DECODERS: dict[str, PrefixDecoder] = {
+    "none": _none,
+    "zstd": _zstd,
+    "lz4": _lz4,
+    "snappy": _snappy,
+    "lzf": _lzf,
+}
+
+
+def decode_prefix(codec: str, data: bytes, start: int = 0) -> Decoded:
+    """Decode ``data[start:]`` (``start`` a restart point) up to its last complete block."""
+    decoder = PREFIX_DECODERS.get(codec)
+    if decoder is None:
+        known = ", ".join(PREFIX_DECODERS)
+        raise UnsupportedFormat(f"unknown event-log codec {codec!r} (known: {known})")
+    return decoder(data, start)
