@@ -4,6 +4,7 @@ a run (checkpoint and progress events) into a fresh database."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,12 @@ from tests.progress_rows import write_events
 def collect_run(
     db_path: Path | str, ran: pq.Ran, events: list[dict[str, Any]] | None = None
 ) -> str:
-    """Collect the run's checkpoint and write its progress events; the checkpoint's root."""
+    """Collect the run's checkpoint, and its progress events (the listener's way, from a
+    fresh directory beside the database); the checkpoint's root."""
     summary = scan_checkpoint(Database(str(db_path)), str(ran.checkpoint))
-    write_events(str(db_path), ran.events if events is None else events, str(ran.checkpoint))
+    directory = Path(db_path).parent / f"progress-{ran.checkpoint.name}-{len(str(db_path))}"
+    shutil.rmtree(directory, ignore_errors=True)
+    write_events(str(db_path), ran.events if events is None else events, str(directory))
     return summary.checkpoint
 
 
