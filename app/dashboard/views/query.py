@@ -111,8 +111,12 @@ def _progress(checkpoint: str) -> None:
     ]
     cols = st.columns(4)
     cols[0].metric("progress events", f"{len(events):,}")
-    last = events.iloc[-1]
-    cols[1].metric("input rate (last)", f"{float(last['input_rows_per_second'] or 0):,.1f} rows/s")
+    last = with_input.iloc[-1] if not with_input.empty else events.iloc[-1]
+    cols[1].metric(
+        "input rate (last)",
+        f"{float(last['input_rows_per_second'] or 0):,.1f} rows/s",
+        help=f"inputRowsPerSecond of batch {int(last['batch_id'])}, the newest with input.",
+    )
     cols[2].metric(
         "fell behind",
         f"{len(behind)} of {len(with_input)} batches",
