@@ -57,6 +57,7 @@ class Gauge:
     labels: tuple[str, ...]
     sql: str
     needs: tuple[str, ...] = ()  # tables that must exist (progress ones are optional)
+    age: bool = False  # the SQL gives a Unix time; serve the seconds since then
 
 
 # Keys are summed at the newest version where every partition of the store has a count: a
@@ -134,6 +135,7 @@ GAUGES: tuple[Gauge, ...] = (
         ("checkpoint",),
         "SELECT checkpoint, epoch(max(committed_at)) FROM batches "
         "WHERE committed AND committed_at IS NOT NULL GROUP BY ALL",
+        age=True,
     ),
     Gauge(
         "stateglass_batch_lag",
@@ -255,7 +257,7 @@ class HistoryCollector(Collector):
                     value = row[len(gauge.labels)]
                     if value is None:
                         continue
-                    if gauge.name == "stateglass_last_commit_age_seconds":
+                    if gauge.age:
                         value = now - float(value)
                     family.add_metric([str(v) for v in row[: len(gauge.labels)]], float(value))
                 families.append(family)
