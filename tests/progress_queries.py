@@ -199,7 +199,8 @@ def falling_behind(spark: Any, base: Path, batches: int = 4, slower: float = 1.0
     processing rate is rows ÷ this batch's duration. The sink reads the previous trigger's
     start from the query's last progress and sleeps ``slower`` × the time since then, so the
     batch outlasts its input time and processing stays below input whatever the machine's
-    load: the query falls behind, each batch a little longer than the last.
+    load: the query falls behind, each batch a little longer than the last. (The first batch
+    with input does not sleep: it follows batch 0, which is slow to start.)
     """
 
     def slow_sink(frame: Any, batch_id: int, holder: list[Any]) -> None:
@@ -207,8 +208,11 @@ def falling_behind(spark: Any, base: Path, batches: int = 4, slower: float = 1.0
         last = holder[0].lastProgress if holder else None
         if last is None:
             return
-        started = last["timestamp"] if isinstance(last, dict) else last.timestamp
-        time.sleep(slower * (time.time() - _epoch(started)))
+        last = json.loads(last.json) if not isinstance(last, dict) else last
+        # After a batch without input (the first, slow to start): no sleep, so the growth
+        # starts from a short batch.
+        if last["numInputRows"] > 0:
+            time.sleep(slower * (time.time() - _epoch(last["timestamp"])))
 
     return _rate(
         spark,

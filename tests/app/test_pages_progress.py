@@ -94,7 +94,11 @@ def test_overview_cards_show_input_rate_and_lag_trend(
     assert "rows/s" in text
 
 
-def test_without_progress_each_place_says_how_to_add_it(samples_db: str) -> None:
+def test_without_progress_each_place_says_how_to_add_it(
+    samples_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The samples' database, whatever another fixture of this module points the pages at.
+    monkeypatch.setenv(DB_ENV, samples_db)
     cp = checkpoint_of("spark-4.3/agg-hdfs")
     assert queries.NO_PROGRESS in infos(page("query", cp))
     assert queries.NO_PROGRESS in infos(page("state", cp, "0 stateStoreSave / default"))
