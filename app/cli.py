@@ -11,6 +11,7 @@ Examples::
     stateglass report /data/checkpoints/orders -o orders.html   # or .md, .pdf
     stateglass check /data/checkpoints/orders      # health rules; exit 0/1/2 = OK/WARN/ERR
     stateglass export --table state_versions -o versions.parquet
+    stateglass metrics --db ~/.stateglass/stateglass.duckdb   # /metrics on 127.0.0.1:9108
 
 Errors print one line on stderr and exit with status 2 (``check`` also exits 2 for ERR).
 """
@@ -182,6 +183,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     check_cmd.add_parser(sub)
     export_cmd.add_parser(sub)
+    # ---- metrics (issue 12) ----
+    from app import metrics_cmd
+
+    metrics_cmd.add_parser(sub)
     _add_remote_storage(sub.choices)
     return parser
 
@@ -225,6 +230,12 @@ def _export(args: argparse.Namespace) -> int:
     return export_cmd.run(args)
 
 
+def _metrics(args: argparse.Namespace) -> int:
+    from app import metrics_cmd
+
+    return metrics_cmd.run(args)
+
+
 def _commands() -> dict[str, Callable[[argparse.Namespace], int]]:
     from app import collect_cmd, commands
 
@@ -238,6 +249,7 @@ def _commands() -> dict[str, Callable[[argparse.Namespace], int]]:
         "report": _report,
         "check": _check,
         "export": _export,
+        "metrics": _metrics,
     }
 
 

@@ -14,6 +14,9 @@ from typing import Any
 
 import pytest
 
+# Real queries' progress events (issue 12), run only when a test asks for them.
+pytest_plugins = ["tests.progress_fixtures"]
+
 CORPUS_TARBALL = (
     Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "spark-checkpoints.tar.gz"
 )

@@ -14,6 +14,16 @@ from __future__ import annotations
 
 from app.figures._common import empty_figure
 from app.figures.overview import size_sparkline
+from app.figures.progress import (
+    commit_time,
+    duration_breakdown,
+    memory_vs_keys,
+    rate_sparkline,
+    rocksdb_internals,
+    snapshot_uploads,
+    watermark_and_late_rows,
+)
+from app.figures.progress import rates as progress_rates
 from app.figures.query import batch_timeline, input_per_batch, trigger_intervals, watermark_delay
 from app.figures.state import (
     bytes_by_kind,
@@ -28,15 +38,23 @@ from app.figures.state import (
 __all__ = [
     "batch_timeline",
     "bytes_by_kind",
+    "commit_time",
+    "duration_breakdown",
     "empty_figure",
     "input_per_batch",
     "key_changes",
     "keys_over_versions",
+    "memory_vs_keys",
     "partition_heatmap",
+    "progress_rates",
+    "rate_sparkline",
+    "rocksdb_internals",
     "size_sparkline",
     "skew_over_time",
     "snapshot_lag",
+    "snapshot_uploads",
     "sst_upload_reuse",
     "trigger_intervals",
+    "watermark_and_late_rows",
     "watermark_delay",
 ]

@@ -23,12 +23,17 @@ import duckdb
 from collectors.db import SCHEMA_VERSION, reader
 from collectors.errors import CheckpointError, NotFound
 from collectors.health.base import ERR, OK, WARN, Context, Finding, Rule, worst
+from collectors.health.commit_time import CommitTime
 from collectors.health.config import HealthConfig, load_config
 from collectors.health.damaged_files import DamagedFiles
+from collectors.health.falling_behind import FallingBehind
 from collectors.health.holes import Holes
+from collectors.health.late_rows import LateRows
+from collectors.health.memory_per_key import MemoryPerKey
 from collectors.health.orphans import Orphans
 from collectors.health.partition_skew import PartitionSkew
 from collectors.health.retention import Retention
+from collectors.health.rocksdb_stalls import RocksdbStalls
 from collectors.health.schema_drift import SchemaDrift
 from collectors.health.snapshot_lag import SnapshotLag
 from collectors.health.stalled_query import StalledQuery
@@ -62,6 +67,12 @@ RULES: dict[str, Rule] = {
         DamagedFiles(),
         Orphans(),
         SchemaDrift(),
+        # On Spark's progress events (issue 12): OK "not judged" without a progress source.
+        FallingBehind(),
+        LateRows(),
+        CommitTime(),
+        MemoryPerKey(),
+        RocksdbStalls(),
     )
 }
 

@@ -130,6 +130,67 @@ class SchemaDriftConfig:
     enabled: bool = True
 
 
+# ---- rules on Spark's progress events (issue 12) ----
+
+
+@dataclass(frozen=True)
+class FallingBehindConfig:
+    enabled: bool = True
+    # The newest batches with input looked at, and the fewest needed to judge.
+    window: int = 10
+    min_batches: int = 5
+    # A batch is behind when processedRowsPerSecond < headroom × inputRowsPerSecond …
+    headroom: float = 1.0
+    # … and the query is when at least this share of the window is.
+    warn_share: float = 0.8
+
+
+@dataclass(frozen=True)
+class LateRowsConfig:
+    enabled: bool = True
+    # The newest batches looked at.
+    window: int = 10
+    # WARN from this many rows dropped by the watermark over the window.
+    warn_rows: int = 1
+    # ERR when dropped rows reach this share of the window's input rows (0: never ERR).
+    err_share: float = 0.0
+
+
+@dataclass(frozen=True)
+class CommitTimeConfig:
+    enabled: bool = True
+    window: int = 10
+    min_batches: int = 6
+    # WARN when the median commit time of the newest half of the window is at least
+    # warn_factor × the older half's …
+    warn_factor: float = 2.0
+    # … and at least this long (summed over partitions, as Spark reports it).
+    min_ms: int = 1000
+
+
+@dataclass(frozen=True)
+class MemoryPerKeyConfig:
+    enabled: bool = True
+    window: int = 10
+    min_batches: int = 4
+    # memoryUsedBytes / numRowsTotal at the newest batch over the oldest of the window …
+    warn_factor: float = 2.0
+    # … having grown in this share of the steps.
+    growth_share: float = 0.8
+    # Operators with fewer keys are not judged: per-key figures of tiny states lie.
+    min_keys: int = 100
+
+
+@dataclass(frozen=True)
+class RocksdbStallsConfig:
+    enabled: bool = True
+    window: int = 10
+    # rocksdbWriterStallLatencyMs summed over the window: WARN from warn_ms, ERR from err_ms
+    # (0: never ERR).
+    warn_ms: int = 1
+    err_ms: int = 0
+
+
 @dataclass(frozen=True)
 class LimitsConfig:
     """Decompression limits (``docs/limits.md``); not a rule, but set from the same file."""
@@ -165,6 +226,12 @@ class HealthConfig:
     orphans: OrphansConfig = field(default_factory=OrphansConfig)
     schema_drift: SchemaDriftConfig = field(default_factory=SchemaDriftConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
+    # ---- rules on Spark's progress events (issue 12) ----
+    falling_behind: FallingBehindConfig = field(default_factory=FallingBehindConfig)
+    late_rows: LateRowsConfig = field(default_factory=LateRowsConfig)
+    commit_time: CommitTimeConfig = field(default_factory=CommitTimeConfig)
+    memory_per_key: MemoryPerKeyConfig = field(default_factory=MemoryPerKeyConfig)
+    rocksdb_stalls: RocksdbStallsConfig = field(default_factory=RocksdbStallsConfig)
 
     def enabled(self, rule: str) -> bool:
         section = getattr(self, rule, None)

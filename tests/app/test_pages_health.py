@@ -14,7 +14,10 @@ def test_health_page_lists_every_rule_and_offers_the_report(samples_db: str) -> 
     assert len(frame) >= len(RULES)
     assert set(frame["status"]) <= {"OK", "WARN", "ERR"}
     # The samples' queries stopped long ago: the stalled-query rule says so, with numbers.
-    assert frame["finding"].str.contains(r"\d").all()
+    # (The rules on progress events say in words that the samples have none.)
+    judged = frame[~frame["finding"].str.contains("no progress events for this query")]
+    assert len(judged) == len(frame) - 5
+    assert judged["finding"].str.contains(r"\d").all()
 
     at.button[0].click().run()
     assert not at.exception, [e.value for e in at.exception]

@@ -35,6 +35,7 @@ def test_healthy_is_exit_0_and_leaves_the_checkpoint_alone(
     assert code == 0
     lines = out.splitlines()
     assert lines[1].split() == ["STATUS", "RULE", "WHERE", "FINDING"]
+    # Ten rules on the checkpoint, five on progress events (none here: "not judged").
     assert sum(1 for line in lines if line.startswith("OK ")) == len(RULES)
     assert lines[-1] == "worst: OK (exit 0)"
     assert tree_digest(SAMPLE) == before

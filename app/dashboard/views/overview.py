@@ -181,6 +181,7 @@ def _card(row: pd.Series, sizes: pd.DataFrame, verdict: Verdict) -> None:
                 ):
                     for rule, status, finding, hint in bad:
                         st.markdown(f"**{md(status)} {md(rule)}**: {md(finding)}  \n_{md(hint)}_")
+        _progress_line(row["checkpoint"])
         if row["problems"]:
             st.warning(
                 f"{row['problems']} file(s) could not be read; see the Query page.", icon="⚠️"
@@ -252,3 +253,43 @@ def render() -> None:
         + ("" if matching == len(overview) else f" matching (of {len(overview):,})")
         + f"; page {number} of {pages:,}."
     )
+
+
+# ---- Spark's progress events (issue 12) ------------------------------------------------------
+
+
+def lag_trend(events: pd.DataFrame) -> str:
+    """How the newest batches kept up: processing against input rate, and Kafka's backlog."""
+    with_input = events[events["input_rows_per_second"].fillna(0) > 0]
+    if with_input.empty:
+        return "no input in the newest batches"
+    ratio = with_input["processed_rows_per_second"] / with_input["input_rows_per_second"]
+    behind = int((ratio < 1).sum())
+    text = (
+        f"falling behind: {behind} of the last {len(with_input)} batches processed slower than "
+        "their input arrived"
+        if behind > len(with_input) / 2
+        else f"keeping up: processing at {float(ratio.median()):.1f}x the input rate"
+    )
+    backlog = events["kafka_max_offsets_behind_latest"].dropna()
+    if len(backlog) >= 2:
+        first, last = backlog.iloc[0], backlog.iloc[-1]
+        arrow = "↑" if last > first else "↓" if last < first else "→"
+        text += f"; Kafka offsets behind latest {int(last):,} {arrow}"
+    return text
+
+
+def _progress_line(checkpoint: str) -> None:
+    """The card's last line: input rate and lag trend from Spark's progress events."""
+    events = context.load(queries.progress_overview)
+    mine = events[events["checkpoint"] == checkpoint]
+    if mine.empty:
+        st.caption("Input rate and lag trend: " + queries.NO_PROGRESS)
+        return
+    label, line = st.columns([1.2, 4], vertical_alignment="center")
+    last = float(mine["input_rows_per_second"].iloc[-1] or 0)
+    label.caption(
+        f"input **{last:,.1f} rows/s** (batch {int(mine['batch_id'].iloc[-1])})",
+        help="inputRowsPerSecond of the newest progress event.",
+    )
+    line.caption(f"lag trend: {lag_trend(mine)}")

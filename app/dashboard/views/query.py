@@ -91,6 +91,60 @@ def _query(checkpoint: str) -> None:
         "how late data may arrive and still count, and how long state is kept.",
         "watermark_delay",
     )
+    _progress(checkpoint)
     if not problems.empty:
         with st.expander(f"⚠️ {len(problems)} file(s) could not be read", expanded=True):
             st.dataframe(problems, hide_index=True)
+
+
+# ---- Spark's progress events (issue 12) ------------------------------------------------------
+
+
+def _progress(checkpoint: str) -> None:
+    st.subheader("What Spark reported (progress events)")
+    events = context.load(queries.progress, checkpoint)
+    if events.empty:
+        st.info(queries.NO_PROGRESS, icon="ℹ️")
+        return
+    with_input = events[events["num_input_rows"].fillna(0) > 0]
+    behind = with_input[
+        with_input["processed_rows_per_second"] < with_input["input_rows_per_second"]
+    ]
+    cols = st.columns(4)
+    cols[0].metric("progress events", f"{len(events):,}")
+    last = with_input.iloc[-1] if not with_input.empty else events.iloc[-1]
+    cols[1].metric(
+        "input rate (last)",
+        f"{float(last['input_rows_per_second'] or 0):,.1f} rows/s",
+        help=f"inputRowsPerSecond of batch {int(last['batch_id'])}, the newest with input.",
+    )
+    cols[2].metric(
+        "fell behind",
+        f"{len(behind)} of {len(with_input)} batches",
+        help="Batches with input processed more slowly than it arrived "
+        "(processedRowsPerSecond < inputRowsPerSecond).",
+    )
+    cols[3].metric("rows dropped as late", f"{int(events['rows_dropped_by_watermark'].sum()):,}")
+    _chart(
+        context.figure(figures.progress_rates, queries.progress, checkpoint),
+        "Is the query keeping up? Spark's input rate (rows over the time since the previous "
+        "trigger) against its processing rate (rows over the batch's duration). Red crosses: "
+        "batches processed more slowly than their input arrived.",
+        "progress_rates",
+    )
+    _chart(
+        context.figure(
+            figures.duration_breakdown, queries.progress, checkpoint, parts=queries.DURATION_PARTS
+        ),
+        "Where does a batch's time go? Spark's durationMs parts stacked per batch: "
+        "latestOffset (asking the sources), getBatch, queryPlanning, addBatch (running the "
+        "batch: state and sink), walCommit (offsets log), commitOffsets; other is the rest of "
+        "triggerExecution.",
+        "duration_breakdown",
+    )
+    _chart(
+        context.figure(figures.watermark_and_late_rows, queries.progress, checkpoint),
+        "The event-time watermark Spark reported after each batch, and the rows its stateful "
+        "operators dropped because they arrived later than the watermark (lost results).",
+        "watermark_late_rows",
+    )

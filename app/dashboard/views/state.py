@@ -119,8 +119,69 @@ def _store(selection: context.StoreSelection) -> None:
             "against bytes shared with the previous version's zip.",
             "sst_upload_reuse",
         )
+    _progress(selection)
     with st.expander("Bytes on disk now, by kind"):
         st.dataframe(
             usage.assign(size=[context.human_bytes(b) for b in usage["bytes"]]),
             hide_index=True,
+        )
+
+
+# ---- Spark's progress events (issue 12) ------------------------------------------------------
+
+
+def _progress(selection: context.StoreSelection) -> None:
+    st.subheader("What Spark reported (progress events)")
+    op_args = (selection.checkpoint, selection.operator_id)
+    state = context.load(queries.progress_state, *op_args)
+    if state.empty:
+        st.info(queries.NO_PROGRESS, icon="ℹ️")
+        return
+    left, right = st.columns(2)
+    with left:
+        _chart(
+            context.figure(figures.memory_vs_keys, queries.progress_state, *op_args),
+            "Does memory follow the keys? Spark's memoryUsedBytes of this operator against its "
+            "numRowsTotal (summed over partitions); hover for bytes per key. Memory growing "
+            "faster than keys means values grow per key.",
+            "memory_vs_keys",
+        )
+    with right:
+        _chart(
+            context.figure(figures.commit_time, queries.progress_state, *op_args),
+            "How long does the state store take each batch? commitTimeMs, allUpdatesTimeMs "
+            "and allRemovalsTimeMs, summed over the operator's partitions.",
+            "commit_time",
+        )
+    rocksdb = ("rocksdb_files_copied", "rocksdb_flush_latency_ms")
+    if any(state[c].notna().any() for c in rocksdb):
+        _chart(
+            context.figure(figures.rocksdb_internals, queries.progress_state, *op_args),
+            "RocksDB's own counters: files copied to the checkpoint against files reused, the "
+            "latencies of each commit step (write stalls included), and the block-cache hit "
+            "ratio.",
+            "rocksdb_internals",
+        )
+    args = (selection.checkpoint, selection.operator_id, selection.store_name)
+    uploads = context.load(queries.snapshot_uploads, *args)
+    _chart(
+        context.figure(figures.snapshot_uploads, queries.snapshot_uploads, *args),
+        "Does Spark's SnapshotLastUploaded (Spark 4.x, per partition) match the snapshots on "
+        "disk? Beside it, the newest snapshot (or zip) version the files show at the same "
+        "state version.",
+        "snapshot_uploads",
+    )
+    disagree = uploads[uploads["agree"].eq(False)]
+    if not disagree.empty:
+        st.warning(
+            f"Spark's SnapshotLastUploaded and the files disagree for {len(disagree)} "
+            "partition(s): "
+            + ", ".join(
+                f"p{int(r.partition_id)}: Spark {int(r.reported_version)}, files "
+                f"{int(r.files_version)}"
+                for r in disagree.itertuples()
+            )
+            + ". A snapshot Spark reports but the files lack was purged or lost; one the "
+            "files have but Spark does not report was uploaded by another run or by hand.",
+            icon="⚠️",
         )

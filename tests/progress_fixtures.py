@@ -1,0 +1,63 @@
+"""Session fixtures: the real queries of ``tests/progress_queries.py``, each run once per test
+session on the shared ``spark`` fixture, only when a test asks for it; and a helper that puts
+a run (checkpoint and progress events) into a fresh database."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from collectors.db import Database
+from collectors.scan import scan_checkpoint
+from tests import progress_queries as pq
+from tests.progress_rows import write_events
+
+
+def collect_run(
+    db_path: Path | str, ran: pq.Ran, events: list[dict[str, Any]] | None = None
+) -> str:
+    """Collect the run's checkpoint, and its progress events (the listener's way, from a
+    fresh directory beside the database); the checkpoint's root."""
+    summary = scan_checkpoint(Database(str(db_path)), str(ran.checkpoint))
+    directory = Path(db_path).parent / f"progress-{ran.checkpoint.name}-{len(str(db_path))}"
+    shutil.rmtree(directory, ignore_errors=True)
+    write_events(str(db_path), ran.events if events is None else events, str(directory))
+    return summary.checkpoint
+
+
+@pytest.fixture(scope="session")
+def progress_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("progress-queries")
+
+
+@pytest.fixture(scope="session")
+def steady_run(spark: Any, progress_base: Path) -> pq.Ran:
+    return pq.steady(spark, progress_base)
+
+
+@pytest.fixture(scope="session")
+def late_run(spark: Any, progress_base: Path) -> pq.Ran:
+    return pq.late(spark, progress_base)
+
+
+@pytest.fixture(scope="session")
+def growing_run(spark: Any, progress_base: Path) -> pq.Ran:
+    return pq.growing_values(spark, progress_base)
+
+
+@pytest.fixture(scope="session")
+def compacting_run(spark: Any, progress_base: Path) -> pq.Ran:
+    return pq.compacting(spark, progress_base)
+
+
+@pytest.fixture(scope="session")
+def behind_run(spark: Any, progress_base: Path) -> pq.Ran:
+    return pq.falling_behind(spark, progress_base)
+
+
+@pytest.fixture(scope="session")
+def keeping_up_run(spark: Any, progress_base: Path) -> pq.Ran:
+    return pq.keeping_up(spark, progress_base)

@@ -1,0 +1,234 @@
+"""Real PySpark queries whose progress events trip (or do not trip) the progress health rules.
+
+Each returns its checkpoint and the ``StreamingQueryProgress`` JSON of every batch
+(``query.recentProgress``). The file-source queries read one small JSON file per batch
+(``maxFilesPerTrigger=1``, ``availableNow``) whose modification times fix the batch order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+# 2023-11-14 22:13:20 UTC: event times of the file-source queries start here.
+T0 = 1_700_000_000
+KEYS = 500
+
+
+@dataclass(frozen=True)
+class Ran:
+    """A finished query: its checkpoint and its progress events, oldest first."""
+
+    checkpoint: Path
+    events: list[dict[str, Any]]
+
+
+@contextmanager
+def conf(spark: Any, values: dict[str, str]) -> Iterator[None]:
+    """Session confs for one query start, restored afterwards (the session is shared)."""
+    old = {k: spark.conf.get(k, None) for k in values}
+    for k, v in values.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+
+
+def events_of(query: Any) -> list[dict[str, Any]]:
+    return [json.loads(p.json) for p in query.recentProgress]
+
+
+def write_files(src: Path, batches: list[list[dict[str, Any]]]) -> None:
+    """One JSON-lines file per batch, each a second newer than the last (the read order)."""
+    src.mkdir(parents=True)
+    for n, rows in enumerate(batches):
+        path = src / f"{n:03d}.json"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        os.utime(path, (T0 + n, T0 + n))
+
+
+def steady_rows(batch: int, late: int = 0) -> list[dict[str, Any]]:
+    """2,000 rows over the same 500 keys, event times inside one hour; ``late`` more rows two
+    hours before the first batch (behind any watermark by then)."""
+    rows = [
+        {"ts": T0 + batch * 60 + i % 60, "k": i % KEYS, "p": f"{batch}-{i:04d}" + "x" * 64}
+        for i in range(2000)
+    ]
+    rows += [{"ts": T0 - 7200 + i, "k": i % KEYS, "p": "late"} for i in range(late)]
+    return rows
+
+
+def windowed(
+    spark: Any,
+    base: Path,
+    name: str,
+    batches: list[list[dict[str, Any]]],
+    agg: Callable[[Any], Any],
+    extra: dict[str, str] | None = None,
+) -> Ran:
+    """``groupBy(window(ts, 1 hour), k).agg(...)`` with a 10-minute watermark, HDFS state."""
+    from pyspark.sql import functions as F
+
+    write_files(base / f"src-{name}", batches)
+    settings = {
+        "spark.sql.streaming.stateStore.providerClass": HDFS,
+        "spark.sql.shuffle.partitions": "2",
+        **(extra or {}),
+    }
+    with conf(spark, settings):
+        stream = (
+            spark.readStream.schema("ts LONG, k INT, p STRING")
+            .option("maxFilesPerTrigger", 1)
+            .json(str(base / f"src-{name}"))
+        )
+        query = (
+            stream.withColumn("t", F.col("ts").cast("timestamp"))
+            .withWatermark("t", "10 minutes")
+            .groupBy(F.window("t", "1 hour"), "k")
+            .agg(agg(F.col("p")).alias("v"))
+            .writeStream.format("noop")
+            .outputMode("update")
+            .option("checkpointLocation", str(base / name))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+    return Ran(base / name, events_of(query))
+
+
+def steady(spark: Any, base: Path) -> Ran:
+    """Healthy: the same 500 keys every batch, one value each (max), no late rows."""
+    from pyspark.sql import functions as F
+
+    return windowed(spark, base, "steady", [steady_rows(b) for b in range(6)], F.max)
+
+
+def late(spark: Any, base: Path) -> Ran:
+    """As :func:`steady`, but batches 2 and 3 also carry rows two hours late: dropped."""
+    from pyspark.sql import functions as F
+
+    batches = [steady_rows(b, late=40 if b in (2, 3) else 0) for b in range(5)]
+    return windowed(spark, base, "late", batches, F.max)
+
+
+def growing_values(spark: Any, base: Path) -> Ran:
+    """As :func:`steady`, but each key collects every value it sees: values grow per key."""
+    from pyspark.sql import functions as F
+
+    return windowed(spark, base, "growing", [steady_rows(b) for b in range(6)], F.collect_list)
+
+
+def compacting(spark: Any, base: Path) -> Ran:
+    """RocksDB with ``compactOnCommit``: each commit compacts the whole store, which grows by
+    more keys every batch, so commit time grows with it."""
+    src = base / "src-compacting"
+    first = 0
+    batches = []
+    for b in range(7):
+        n = 8000 * (b + 1)
+        batches.append([{"k": first + i} for i in range(n)])
+        first += n
+    write_files(src, batches)
+    settings = {
+        "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
+        "spark.sql.streaming.stateStore.rocksdb.compactOnCommit": "true",
+        "spark.sql.shuffle.partitions": "2",
+    }
+    with conf(spark, settings):
+        stream = spark.readStream.schema("k LONG").option("maxFilesPerTrigger", 1).json(str(src))
+        query = (
+            stream.groupBy("k")
+            .count()
+            .writeStream.format("noop")
+            .outputMode("update")
+            .option("checkpointLocation", str(base / "compacting"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+    return Ran(base / "compacting", events_of(query))
+
+
+def _rate(
+    spark: Any, base: Path, name: str, start: Callable[[Any, list[Any]], Any], batches: int
+) -> Ran:
+    """A rate source (50 rows/s) query, stopped once ``batches`` batches read input.
+
+    ``start(writer, holder)`` starts the query; ``holder`` then holds it (a sink can ask it
+    for its last progress).
+    """
+    stream = spark.readStream.format("rate").option("rowsPerSecond", 50).load()
+    holder: list[Any] = []
+    query = start(stream.writeStream.option("checkpointLocation", str(base / name)), holder)
+    holder.append(query)
+    deadline = time.monotonic() + 300
+    try:
+        while time.monotonic() < deadline:
+            with_input = [p for p in query.recentProgress if p.numInputRows > 0]
+            if len(with_input) >= batches:
+                break
+            time.sleep(0.2)
+    finally:
+        query.stop()
+    return Ran(base / name, events_of(query))
+
+
+def _epoch(timestamp: str) -> float:
+    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+
+
+def falling_behind(spark: Any, base: Path, batches: int = 4, slower: float = 1.05) -> Ran:
+    """A sink that cannot keep up: it needs ``slower`` × the time the batch's input took to
+    arrive.
+
+    Spark's input rate is rows ÷ (this trigger's start − the previous trigger's start); its
+    processing rate is rows ÷ this batch's duration. The sink reads the previous trigger's
+    start from the query's last progress and sleeps ``slower`` × the time since then, so the
+    batch outlasts its input time and processing stays below input whatever the machine's
+    load: the query falls behind, each batch a little longer than the last. (The first batch
+    with input does not sleep: it follows batch 0, which is slow to start.)
+    """
+
+    def slow_sink(frame: Any, batch_id: int, holder: list[Any]) -> None:
+        frame.count()
+        last = holder[0].lastProgress if holder else None
+        if last is None:
+            return
+        last = json.loads(last.json) if not isinstance(last, dict) else last
+        # After a batch without input (the first, slow to start): no sleep, so the growth
+        # starts from a short batch.
+        if last["numInputRows"] > 0:
+            time.sleep(slower * (time.time() - _epoch(last["timestamp"])))
+
+    return _rate(
+        spark,
+        base,
+        "behind",
+        lambda w, holder: w.foreachBatch(lambda f, b: slow_sink(f, b, holder)).start(),
+        batches,
+    )
+
+
+def keeping_up(spark: Any, base: Path, batches: int = 4) -> Ran:
+    """A light query on a 5-second trigger: each batch takes a fraction of the interval."""
+    return _rate(
+        spark,
+        base,
+        "keeping-up",
+        lambda w, _: w.format("noop").trigger(processingTime="5 seconds").start(),
+        batches,
+    )
