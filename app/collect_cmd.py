@@ -193,13 +193,29 @@ def _watcher_options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _rescanner(scanner: Scanner, verbose: bool) -> Callable[[str], None]:
+    """The scan a watcher runs after each commit: quiet unless ``verbose`` or problems."""
+    from collectors.errors import CollectorError
+
+    def rescan(root: str) -> None:
+        try:
+            summary = scanner.scan(root)
+        except CollectorError as exc:
+            # One line, and the watch goes on: the next commit scans again.
+            print(f"stateglass: error: {exc}", file=sys.stderr, flush=True)
+            return
+        if verbose or summary.problems:
+            print(summary.line(), file=sys.stderr, flush=True)
+
+    return rescan
+
+
 def watch(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
     """``stateglass watch``: collect, then re-collect each checkpoint after its writes settle.
 
     Quiet by default: one line per checkpoint collected at start, then only scans that found
     problems; ``--verbose`` prints every scan.
     """
-    from collectors.errors import CollectorError
     from collectors.watch import CheckpointWatcher, Debouncer
 
     scanner, roots = _scanner(args)
@@ -214,19 +230,9 @@ def watch(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
             print(_summary(summaries, scanner.db.path), file=sys.stderr)
             print(f"watching {len(roots)} checkpoint(s); Ctrl-C to stop", file=sys.stderr)
 
-    def rescan(root: str) -> None:
-        try:
-            summary = scanner.scan(root)
-        except CollectorError as exc:
-            # One line, and the watch goes on: the next commit scans again.
-            print(f"stateglass: error: {exc}", file=sys.stderr, flush=True)
-            return
-        if verbose or summary.problems:
-            print(summary.line(), file=sys.stderr, flush=True)
-
     watcher = CheckpointWatcher(
         roots,
-        rescan,
+        _rescanner(scanner, verbose),
         Debouncer(delay_s=args.debounce),
         on_added=first,
         **_watcher_options(args),
@@ -260,17 +266,12 @@ def serve(
             return
         print(f"collected {summary.line()}", file=sys.stderr, flush=True)
 
-    def rescan(root: str) -> None:
-        try:
-            summary = scanner.scan(root)
-        except CollectorError as exc:
-            print(f"stateglass: error: {exc}", file=sys.stderr, flush=True)
-            return
-        if verbose or summary.problems:
-            print(summary.line(), file=sys.stderr, flush=True)
-
     watcher = CheckpointWatcher(
-        [], rescan, Debouncer(delay_s=args.debounce), on_added=first, **_watcher_options(args)
+        [],
+        _rescanner(scanner, verbose),
+        Debouncer(delay_s=args.debounce),
+        on_added=first,
+        **_watcher_options(args),
     )
     reader = threading.Thread(target=follow, args=(control, watcher.add, stop), daemon=True)
     reader.start()

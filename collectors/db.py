@@ -308,8 +308,14 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
 }
 
 
+# DuckDB 2 names a connection of the other mode in this process a resource conflict.
+_OPEN_ERRORS = (duckdb.IOException, duckdb.ConnectionException, duckdb.ResourceInUseException)
+
+
 def _is_lock_conflict(exc: Exception) -> bool:
     """A lock held by another process, or a connection of the other mode in this process."""
+    if isinstance(exc, duckdb.ResourceInUseException):
+        return True
     text = str(exc)
     return isinstance(exc, duckdb.IOException | duckdb.ConnectionException) and (
         "lock" in text or "different configuration" in text
@@ -323,7 +329,7 @@ def _connect(path: str, read_only: bool, timeout_s: float) -> duckdb.DuckDBPyCon
     while True:
         try:
             return duckdb.connect(path, read_only=read_only)
-        except (duckdb.IOException, duckdb.ConnectionException) as exc:
+        except _OPEN_ERRORS as exc:
             if not _is_lock_conflict(exc):
                 # Not a DuckDB file, or not readable: one line naming it, not a traceback.
                 first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
