@@ -171,7 +171,7 @@ def state(args: argparse.Namespace) -> int:
             return 0
         for partition in source.partitions:
             with source.decoding(partition):
-                sink.write_partition(partition, source.reader(partition).load(version))
+                sink.write_partition(partition, source.load(partition, version))
     return 0
 
 

@@ -7,7 +7,7 @@ Example::
 
     with open_sink("jsonl", None, source.row_codec, "UTC") as sink:
         for partition in source.partitions:
-            sink.write_partition(partition, source.reader(partition).load(version))
+            sink.write_partition(partition, source.load(partition, version))
 """
 
 from __future__ import annotations

@@ -399,6 +399,16 @@ class Checkpoint:
             return self.last_committed_batch
         if batch_id < 0:
             raise NotFound(self.path("commits"), f"batch id must be >= 0, got {batch_id}")
+        last = self.last_committed_batch
+        if last is None:
+            raise NotFound(
+                self.path("commits"), f"batch {batch_id} is not committed; no batch is committed yet"
+            )
+        if batch_id > last:
+            raise NotFound(
+                self.path("commits"),
+                f"batch {batch_id} is not committed; the last committed batch is {last}",
+            )
         return batch_id
 
 

@@ -1,0 +1,66 @@
+"""User-facing messages say what happened in the user's terms, and what to do.
+
+Each case runs the real CLI on a copy of a real sample checkpoint; "purged" copies lose their
+old state files the way Spark's maintenance deletes them (everything before a kept snapshot).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from app.cli import main as cli
+from tests.app.conftest import SAMPLES
+
+AGG_HDFS = SAMPLES / "spark-4.3" / "agg-hdfs"
+AGG_ROCKS_CL = SAMPLES / "spark-4.3" / "agg-rocks-cl"
+VERSION = re.compile(r"^(\d+)\.(delta|snapshot|zip|changelog)$")
+
+
+def _purged(src: Path, tmp_path: Path, keep_from: int) -> Path:
+    """A copy whose state files before version ``keep_from`` are gone, as after maintenance."""
+    dst = tmp_path / src.name
+    shutil.copytree(src, dst)
+    for path in (dst / "state").rglob("*"):
+        m = VERSION.match(path.name)
+        if m and int(m.group(1)) < keep_from:
+            path.unlink()
+    return dst
+
+
+def _error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    assert cli(list(argv)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    return err[0]
+
+
+@pytest.mark.parametrize("sample", [AGG_HDFS, AGG_ROCKS_CL], ids=["hdfs", "rocks-cl"])
+def test_uncommitted_batch_names_the_last_committed(
+    sample: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cp = tmp_path / "cp"
+    shutil.copytree(sample, cp)
+    line = _error(capsys, "state", str(cp), "--batch-id", "999")
+    assert "batch 999 is not committed; the last committed batch is 11" in line
+    line = _error(capsys, "changes", str(cp), "--from", "0", "--to", "999")
+    assert "batch 999 is not committed; the last committed batch is 11" in line
+
+
+@pytest.mark.parametrize(
+    ("sample", "keep_from"), [(AGG_HDFS, 6), (AGG_ROCKS_CL, 6)], ids=["hdfs", "rocks-cl"]
+)
+def test_purged_batch_names_the_oldest_readable(
+    sample: Path, keep_from: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cp = _purged(sample, tmp_path, keep_from)
+    oldest = keep_from - 1  # version 6 (a snapshot) is batch 5
+    line = _error(capsys, "state", str(cp), "--batch-id", "2")
+    assert f"the state of batch 2 was purged by Spark; the oldest readable batch is {oldest}" in line
+    line = _error(capsys, "changes", str(cp), "--from", "1", "--to", "8")
+    assert f"the state of batch 1 was purged by Spark; the oldest readable batch is {oldest}" in line
+    # The oldest readable batch does read.
+    assert cli(["state", str(cp), "--batch-id", str(oldest), "--format", "jsonl"]) == 0
