@@ -6,12 +6,16 @@ old state files the way Spark's maintenance deletes them (everything before a ke
 
 from __future__ import annotations
 
+import argparse
 import re
 import shutil
+from collections.abc import Iterator
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 
+from app.cli import build_parser
 from app.cli import main as cli
 from tests.app.conftest import SAMPLES
 
@@ -59,8 +63,43 @@ def test_purged_batch_names_the_oldest_readable(
     cp = _purged(sample, tmp_path, keep_from)
     oldest = keep_from - 1  # version 6 (a snapshot) is batch 5
     line = _error(capsys, "state", str(cp), "--batch-id", "2")
-    assert f"the state of batch 2 was purged by Spark; the oldest readable batch is {oldest}" in line
+    assert (
+        f"the state of batch 2 was purged by Spark; the oldest readable batch is {oldest}" in line
+    )
     line = _error(capsys, "changes", str(cp), "--from", "1", "--to", "8")
-    assert f"the state of batch 1 was purged by Spark; the oldest readable batch is {oldest}" in line
+    assert (
+        f"the state of batch 1 was purged by Spark; the oldest readable batch is {oldest}" in line
+    )
     # The oldest readable batch does read.
     assert cli(["state", str(cp), "--batch-id", str(oldest), "--format", "jsonl"]) == 0
+
+
+def _arguments(parser: argparse.ArgumentParser, name: str) -> Iterator[tuple[str, argparse.Action]]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub_name, sub in action.choices.items():
+                yield from _arguments(sub, sub_name)
+        elif not isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+            yield name, action
+
+
+def test_every_argument_has_help_and_states_its_default() -> None:
+    undocumented = []
+    for command, action in _arguments(build_parser(), "stateglass"):
+        label = f"{command} {'/'.join(action.option_strings) or action.dest}"
+        text = action.help or ""
+        if not text or text == argparse.SUPPRESS:
+            undocumented.append(f"{label}: no help")
+            continue
+        # Flags (store_true/false, counters) default to "off"; a value default must be said.
+        has_value_default = action.const is None and action.default not in (None, False, [], ())
+        if has_value_default and action.nargs != 0 and "default" not in text.lower():
+            undocumented.append(f"{label}: default {action.default!r} not stated")
+    assert undocumented == []
+
+
+def test_version_is_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"stateglass {version('stateglass')}"
