@@ -402,7 +402,8 @@ class Checkpoint:
         last = self.last_committed_batch
         if last is None:
             raise NotFound(
-                self.path("commits"), f"batch {batch_id} is not committed; no batch is committed yet"
+                self.path("commits"),
+                f"batch {batch_id} is not committed; no batch is committed yet",
             )
         if batch_id > last:
             raise NotFound(
