@@ -8,6 +8,7 @@ from app.browse.history import (
     KeyRef,
     find_key_json,
     find_keys,
+    collapse_absent,
     history_figure,
     iter_history,
     numeric_columns,
@@ -100,7 +101,7 @@ def render() -> None:
         f"Partition {ref.partition}; present in {present} of {len(options)} retained "
         f"version(s). Status: {STATUS_HELP}."
     )
-    df = state_ui.frame(table)
+    df = state_ui.frame(collapse_absent(table))
     st.dataframe(df, width="stretch", hide_index=True, height=state_ui.table_height(len(df)))
     numbers = numeric_columns(table)
     if not numbers:
