@@ -6,9 +6,9 @@ import streamlit as st
 
 from app.browse.history import (
     KeyRef,
+    collapse_absent,
     find_key_json,
     find_keys,
-    collapse_absent,
     history_figure,
     iter_history,
     numeric_columns,
