@@ -7,6 +7,7 @@ old state files the way Spark's maintenance deletes them (everything before a ke
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shutil
 from collections.abc import Iterator
@@ -103,3 +104,23 @@ def test_version_is_the_package_version(capsys: pytest.CaptureFixture[str]) -> N
         cli(["--version"])
     assert exit_info.value.code == 0
     assert capsys.readouterr().out.strip() == f"stateglass {version('stateglass')}"
+
+
+def test_table_format_keeps_the_window_end(capsys: pytest.CaptureFixture[str]) -> None:
+    cp = SAMPLES / "spark-4.3" / "window-progress"
+    assert cli(["state", str(cp), "--format", "table"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == [
+        "partition_id",
+        "key.window.start",
+        "key.window.end",
+        "key.key",
+        "value.count",
+    ]
+    first = lines[2].split()
+    assert first[1] < first[2] and first[2].endswith("Z") and "…" not in lines[2]
+    assert cli(["state", str(cp), "--format", "jsonl"]) == 0
+    ends = {
+        json.loads(line)["key"]["window"]["end"] for line in capsys.readouterr().out.splitlines()
+    }
+    assert first[2] in ends
