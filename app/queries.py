@@ -114,7 +114,7 @@ def checkpoint_overview(db: str) -> pd.DataFrame:
         ),
         ops AS (
             SELECT checkpoint,
-                   string_agg(operator_id || ':' || coalesce(operator_name, '?') || '/'
+                   string_agg(operator_id || ':' || coalesce(operator_name, 'unknown') || '/'
                               || store_name || ' (' || coalesce(provider, '?') || ')', ', '
                               ORDER BY operator_id, store_name) AS operators
             FROM operators GROUP BY 1

@@ -124,3 +124,12 @@ def test_table_format_keeps_the_window_end(capsys: pytest.CaptureFixture[str]) -
         json.loads(line)["key"]["window"]["end"] for line in capsys.readouterr().out.splitlines()
     }
     assert first[2] in ends
+
+
+def test_an_inferred_operator_name_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli(["info", str(SAMPLES / "spark-3.5" / "agg-hdfs")]) == 0
+    out = capsys.readouterr().out
+    assert "operator 0 stateStoreSave (inferred)" in out and "?" not in out
+    assert "Spark 3.x writes no operator metadata" in out
+    assert cli(["info", str(SAMPLES / "spark-4.3" / "agg-hdfs")]) == 0
+    assert "(inferred)" not in capsys.readouterr().out

@@ -14,6 +14,7 @@ from app.dashboard import context, fleet
 from app.errors import AppError
 from app.escape import md, md_code
 from app.watchers import WatcherRegistry, checkpoints_at
+from collectors.checkpoint import INFERRED, INFERRED_HELP
 from collectors.errors import CollectorError
 
 BadgeColor = Literal["green", "orange", "red", "gray"]
@@ -145,9 +146,10 @@ def _card(row: pd.Series, sizes: pd.DataFrame, verdict: Verdict) -> None:
         name.markdown(
             f"**{md(context.short_path(row['checkpoint']))}**", help=md(row["checkpoint"])
         )
+        operators = _text(row["operators"], "stateless")
         name.caption(
-            f"query {md_code(_text(row['query_id'], '(no metadata)'))}  \n"
-            f"{md(_text(row['operators'], 'stateless'))}"
+            f"query {md_code(_text(row['query_id'], '(no metadata)'))}  \n{md(operators)}",
+            help=INFERRED_HELP if INFERRED in operators else None,
         )
         _cell(last, "last batch", _int(row["last_committed_batch"]))
         _cell(since, "last commit", context.ago(row["last_commit_at"], now))
