@@ -470,9 +470,9 @@ def _guess_operator_name(cp: Checkpoint, op: int, partitions: list[int]) -> str:
 
 __all__ = [
     "DEFAULT_STORE",
+    "HDFS",
     "INFERRED",
     "INFERRED_HELP",
-    "HDFS",
     "ROCKSDB",
     "Checkpoint",
     "CheckpointError",
