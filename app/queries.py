@@ -340,6 +340,10 @@ def _kafka_total(offset: Any) -> int | None:
     return total
 
 
+# The unit of a bare-number offset (the rate source): seconds of generated input, not rows.
+RATE_SECONDS = "seconds of rate input (rows = rowsPerSecond × seconds)"
+
+
 def offset_position(offset_json: str) -> tuple[float, str] | None:
     """Where a source stands, and in what unit, from the offset JSON Spark wrote.
 
@@ -355,7 +359,8 @@ def offset_position(offset_json: str) -> tuple[float, str] | None:
     except (TypeError, ValueError):
         return None
     if isinstance(offset, int) and not isinstance(offset, bool):
-        return float(offset), "rate seconds"
+        # Rows need the source's rowsPerSecond, which the checkpoint does not keep.
+        return float(offset), RATE_SECONDS
     if not isinstance(offset, dict):
         return None
     if set(offset) == {"logOffset"} and isinstance(offset["logOffset"], int):
@@ -437,8 +442,30 @@ def _input_row(batch_id: Any, source_id: str, amount: float, unit: str) -> dict[
 
 
 def input_per_batch(db: str, checkpoint: str) -> pd.DataFrame:
-    """:func:`input_from_offsets` on the checkpoint's batches."""
-    return input_from_offsets(batches(db, checkpoint), checkpoint)
+    """:func:`input_from_offsets` on the checkpoint's batches; a lone rate source in rows
+    where Spark's progress events give them (:func:`rate_rows`)."""
+    frame = input_from_offsets(batches(db, checkpoint), checkpoint)
+    if (frame["unit"] == RATE_SECONDS).any():
+        frame = rate_rows(frame, progress(db, checkpoint))
+    return frame
+
+
+def rate_rows(inputs: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    """The rate source's seconds as rows, from each batch's ``numInputRows``.
+
+    The offsets count seconds; rows are rowsPerSecond × seconds, and the checkpoint does not
+    keep rowsPerSecond. Progress events do count rows, but for all sources together: only a
+    query with one source can take them, and only for the batches they cover.
+    """
+    if events.empty or inputs["source"].nunique() != 1:
+        return inputs
+    rows = events.dropna(subset=["num_input_rows"]).drop_duplicates("batch_id", keep="last")
+    by_batch = dict(zip(rows["batch_id"].astype(int), rows["num_input_rows"], strict=True))
+    out = inputs.copy()
+    known = (out["unit"] == RATE_SECONDS) & out["batch_id"].isin(by_batch)
+    out.loc[known, "amount"] = out.loc[known, "batch_id"].map(by_batch).astype(float)
+    out.loc[known, "unit"] = "rows"
+    return out
 
 
 # ---- Spark's progress events (issue 12), joined to the checkpoint by its query id ---------
