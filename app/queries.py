@@ -94,7 +94,8 @@ def checkpoint_overview(db: str) -> pd.DataFrame:
     """One row per collected checkpoint, for the Overview table.
 
     Columns: checkpoint, query_id, last_scan, last_offset_batch, last_committed_batch,
-    lag_batches, uncommitted_batches, last_commit_at, operators (text), total_keys (keys at
+    lag_batches, uncommitted_batches, last_commit_at (file time), last_trigger_at (the last
+    committed batch's batchTimestampMs, Spark's clock), operators (text), total_keys (keys at
     each partition's newest version, all stores), total_bytes and files (state files on disk
     now, purged ones excluded), problems.
     """
@@ -120,13 +121,14 @@ def checkpoint_overview(db: str) -> pd.DataFrame:
             FROM operators GROUP BY 1
         ),
         last_commit AS (
-            SELECT checkpoint, max(committed_at) AS last_commit_at
+            SELECT checkpoint, max(committed_at) AS last_commit_at,
+                   epoch_ms(max(batch_timestamp_ms)) AS last_trigger_at
             FROM batches WHERE committed GROUP BY 1
         ),
         probs AS (SELECT checkpoint, count(*) AS problems FROM problems GROUP BY 1)
         SELECT c.checkpoint, c.query_id, c.last_scan,
                l.last_offset_batch, l.last_committed_batch, l.lag_batches,
-               l.uncommitted_batches, lc.last_commit_at, o.operators,
+               l.uncommitted_batches, lc.last_commit_at, lc.last_trigger_at, o.operators,
                k.total_keys, d.total_bytes, coalesce(d.files, 0) AS files,
                coalesce(p.problems, 0) AS problems
         FROM checkpoints c

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
+
+import pandas as pd
 
 from app import figures, queries
 from collectors.db import Database
@@ -36,3 +39,18 @@ def test_batch_duration_without_durations_says_why(tmp_path: Path) -> None:
     assert list(batches["duration_ms"]) == [2000] * 12
     drawn = figures.batch_timeline(batches)
     assert drawn.data and not drawn.layout.annotations
+
+
+def test_overview_times_the_last_batch_by_spark_clock(tmp_path: Path) -> None:
+    cp = tmp_path / "agg-hdfs"
+    shutil.copytree(SAMPLES / "spark-4.3" / "agg-hdfs", cp)
+    for name in os.listdir(cp / "commits"):
+        os.utime(cp / "commits" / name, (1_000_000, 1_000_000))  # a clone's meaningless times
+    db = str(tmp_path / "db.duckdb")
+    root = scan_checkpoint(Database(db), str(cp)).checkpoint
+    row = queries.checkpoint_overview(db).set_index("checkpoint").loc[root]
+    # offsets/11, second line: {"batchWatermarkMs":…,"batchTimestampMs":…,"conf":…}
+    meta = json.loads((cp / "offsets" / "11").read_text().splitlines()[1])
+    expected = pd.Timestamp(meta["batchTimestampMs"], unit="ms")
+    assert row["last_trigger_at"] == expected
+    assert row["last_commit_at"] != expected

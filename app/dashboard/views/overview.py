@@ -152,7 +152,17 @@ def _card(row: pd.Series, sizes: pd.DataFrame, verdict: Verdict) -> None:
             help=INFERRED_HELP if INFERRED in operators else None,
         )
         _cell(last, "last batch", _int(row["last_committed_batch"]))
-        _cell(since, "last commit", context.ago(row["last_commit_at"], now))
+        triggered = row.get("last_trigger_at")
+        spark_clock = triggered is not None and not pd.isna(triggered)
+        _cell(
+            since,
+            "last batch ran" if spark_clock else "last commit",
+            context.ago(triggered if spark_clock else row["last_commit_at"], now),
+            "When the last committed batch was triggered: batchTimestampMs in offsets/, "
+            "Spark's own clock (a copy or clone keeps it)."
+            if spark_clock
+            else "The commit file's modification time: these offsets carry no batch timestamp.",
+        )
         pending = 0 if pd.isna(row["lag_batches"]) else int(row["lag_batches"])
         # Batches with offsets written but no commit: running, or the query stopped mid-batch.
         _cell(lag, "batch lag", f"{pending}")
@@ -237,7 +247,7 @@ def render() -> None:
     live = sum(1 for c in overview["checkpoint"] if c in watched)
     st.caption(
         f"{len(overview)} checkpoint(s) in the database, {live} watched live. Each card: the "
-        "last committed batch, how long ago it committed, the batch lag (batches with offsets "
+        "last committed batch, how long ago it ran (Spark's batch timestamp), the batch lag (batches with offsets "
         "but no commit yet), the keys at each partition's newest version, the state files on "
         "disk now, total keys over versions (sparkline) and the health rules' worst status."
     )
