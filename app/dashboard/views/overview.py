@@ -166,7 +166,15 @@ def _card(row: pd.Series, sizes: pd.DataFrame, verdict: Verdict) -> None:
         pending = 0 if pd.isna(row["lag_batches"]) else int(row["lag_batches"])
         # Batches with offsets written but no commit: running, or the query stopped mid-batch.
         _cell(lag, "batch lag", f"{pending}")
-        _cell(keys, "keys", _int(row["total_keys"]), "Keys at each partition's newest version.")
+        _cell(
+            keys,
+            "keys",
+            _int(row["total_keys"]),
+            "Keys at each partition's newest version, as Spark's numKeys counts them: raw keys "
+            "across all of a store's column families. For transformWithState that is every "
+            "state variable, timers and TTL indexes together, more than one variable's rows "
+            "in Browse.",
+        )
         _cell(
             disk,
             "on disk",
@@ -247,7 +255,8 @@ def render() -> None:
     live = sum(1 for c in overview["checkpoint"] if c in watched)
     st.caption(
         f"{len(overview)} checkpoint(s) in the database, {live} watched live. Each card: the "
-        "last committed batch, how long ago it ran (Spark's batch timestamp), the batch lag (batches with offsets "
+        "last committed batch, how long ago it ran (Spark's batch timestamp), the batch lag "
+        "(batches with offsets "
         "but no commit yet), the keys at each partition's newest version, the state files on "
         "disk now, total keys over versions (sparkline) and the health rules' worst status."
     )
