@@ -16,8 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from app.browse.diff import compute_diff
+from app.browse.store import PartitionCache
+from app.browse.table import PageRequest, read_page
+from app.browse.views import StateView
 from app.cli import build_parser
 from app.cli import main as cli
+from collectors.errors import MissingVersion
 from tests.app.conftest import SAMPLES
 
 AGG_HDFS = SAMPLES / "spark-4.3" / "agg-hdfs"
@@ -133,3 +138,12 @@ def test_an_inferred_operator_name_says_so(capsys: pytest.CaptureFixture[str]) -
     assert "Spark 3.x writes no operator metadata" in out
     assert cli(["info", str(SAMPLES / "spark-4.3" / "agg-hdfs")]) == 0
     assert "(inferred)" not in capsys.readouterr().out
+
+
+def test_browse_diff_and_history_say_purged_too(tmp_path: Path) -> None:
+    view = StateView(str(_purged(AGG_HDFS, tmp_path, 6)))
+    wanted = "the state of batch 2 was purged by Spark; the oldest readable batch is 5"
+    with pytest.raises(MissingVersion, match=wanted):
+        read_page(PageRequest(view, 3), cache=PartitionCache(), jobs=1)
+    with pytest.raises(MissingVersion, match=wanted):
+        compute_diff(view, 3, 8, cache=PartitionCache(), jobs=1)
