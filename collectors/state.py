@@ -332,9 +332,7 @@ def iter_raw_changes(
     if from_batch < 0:
         raise NotFound(cp.path("commits"), f"--from must be >= 0, got {from_batch}")
     if from_batch > last:
-        raise NotFound(
-            cp.path("commits"), f"--from {from_batch} is after --to {last}: swap them"
-        )
+        raise NotFound(cp.path("commits"), f"--from {from_batch} is after --to {last}: swap them")
     for partition in source.partitions:
         for batch in range(from_batch, last + 1):
             for change_type, key, value in source.changes(partition, batch + 1):
