@@ -80,15 +80,30 @@ def _add_store_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("stateglass")
+    except PackageNotFoundError:
+        return "unknown (not installed: run make install)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="stateglass",
         description="Read Spark Structured Streaming state stores without a JVM.",
     )
+    # --version: the installed package's version, the one pyproject.toml declares.
+    parser.add_argument("--version", action="version", version=f"stateglass {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p_info = sub.add_parser("info", help="query id, batches, operators, stores and schemas")
-    p_info.add_argument("checkpoint")
+    p_info.add_argument(
+        "checkpoint",
+        help="checkpoint directory or URL (s3://, gs://, abfss://, hdfs://): the query's "
+        "checkpointLocation",
+    )
     p_info.add_argument("--json", action="store_true", help="print JSON instead of text")
 
     p_state = sub.add_parser("state", help="the state of one store at a batch")
@@ -117,14 +132,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_changes = sub.add_parser("changes", help="change feed between two batches")
     _add_store_args(p_changes)
-    p_changes.add_argument("--from", dest="from_batch", type=int, required=True, metavar="B1")
+    p_changes.add_argument(
+        "--from",
+        dest="from_batch",
+        type=int,
+        required=True,
+        metavar="B1",
+        help="first batch whose changes to print (required)",
+    )
     p_changes.add_argument(
         "--to",
         dest="to_batch",
         type=int,
         default=None,
         metavar="B2",
-        help="default: last committed",
+        help="last batch whose changes to print (default: last committed)",
     )
 
     p_dash = sub.add_parser(

@@ -84,7 +84,11 @@ def add_parser(subparsers: Any) -> None:
 def add_watch_arguments(p: argparse.ArgumentParser) -> None:
     """How ``watch`` (and the dashboard's watcher) notices new batches."""
     p.add_argument(
-        "--debounce", type=float, default=1.0, metavar="SECONDS", help="quiet time before a re-scan"
+        "--debounce",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="quiet time before a re-scan (default 1)",
     )
     p.add_argument(
         "--poll-interval",

@@ -13,7 +13,7 @@ from typing import Any
 from app.errors import AppError
 from app.output import open_sink
 from app.parallel import can_parallelize, default_jobs, write_state_parallel
-from collectors.checkpoint import Checkpoint, StoreInfo
+from collectors.checkpoint import INFERRED, INFERRED_HELP, Checkpoint, StoreInfo
 from collectors.fs import LOCAL
 from collectors.remote.urls import is_url
 from collectors.state import (
@@ -112,7 +112,9 @@ def info(args: argparse.Namespace) -> int:
         print("state        none (stateless query)")
     for s in summary["stores"]:
         print()
-        print(f"operator {s['operator_id']} ({s['operator_name']})  store {s['store_name']}")
+        print(f"operator {s['operator_id']} {s['operator_name']}  store {s['store_name']}")
+        if str(s["operator_name"]).endswith(INFERRED):
+            print(f"  name       {INFERRED_HELP}")
         print(f"  provider   {s['provider']}, {s['num_partitions']} partitions")
         print(f"  versions   {ranges(s['versions'])}  (batch ids {ranges(s['batch_ids'])})")
         if s["state_variables"]:
@@ -171,7 +173,7 @@ def state(args: argparse.Namespace) -> int:
             return 0
         for partition in source.partitions:
             with source.decoding(partition):
-                sink.write_partition(partition, source.reader(partition).load(version))
+                sink.write_partition(partition, source.load(partition, version))
     return 0
 
 

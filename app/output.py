@@ -7,7 +7,7 @@ Example::
 
     with open_sink("jsonl", None, source.row_codec, "UTC") as sink:
         for partition in source.partitions:
-            sink.write_partition(partition, source.reader(partition).load(version))
+            sink.write_partition(partition, source.load(partition, version))
 """
 
 from __future__ import annotations
@@ -278,9 +278,11 @@ class _Columns:
         self.convert: list[Callable[[Any], list[Any]]] = []
         for name, dt in columns:
             if isinstance(dt, StructType):
-                fields = unique_names(dt.names)
-                self.names.extend(f"{name}.{f}" for f in fields)
-                self.convert.append(_struct_cells(to_python(dt, time_zone), fields))
+                # Nested structs as leaves too (key.window.start, key.window.end): one JSON
+                # cell for key.window would be cut at TABLE_CELL, losing the window's end.
+                paths = _leaf_paths(dt)
+                self.names.extend(".".join((name, *p)) for p in paths)
+                self.convert.append(_struct_cells(to_python(dt, time_zone), paths))
             else:
                 self.names.append(name)
                 self.convert.append(_single_cell(name, dt, time_zone))
@@ -292,13 +294,31 @@ class _Columns:
         return out
 
 
+def _leaf_paths(dt: StructType) -> list[tuple[str, ...]]:
+    """Field names down to each non-struct leaf, repeated names suffixed as to_python does."""
+    out: list[tuple[str, ...]] = []
+    for f, name in zip(dt.fields, unique_names(dt.names), strict=True):
+        if isinstance(f.data_type, StructType) and f.data_type.fields:
+            out.extend((name, *p) for p in _leaf_paths(f.data_type))
+        else:
+            out.append((name,))
+    return out
+
+
 def _struct_cells(
-    py: Callable[[Any], dict[str, Any]], fields: list[str]
+    py: Callable[[Any], dict[str, Any]], paths: list[tuple[str, ...]]
 ) -> Callable[[Any], list[Any]]:
+    def leaf(found: Any, path: tuple[str, ...]) -> Any:
+        for name in path:
+            if not isinstance(found, dict):
+                return None
+            found = found.get(name)
+        return found
+
     def cells(value: Any) -> list[Any]:
-        # to_python leaves null fields out; line cells up with the schema's fields.
+        # to_python leaves null fields out; line cells up with the schema's leaves.
         found = py(value) if value is not None else {}
-        return [found.get(f) for f in fields]
+        return [leaf(found, p) for p in paths]
 
     return cells
 

@@ -94,7 +94,8 @@ def checkpoint_overview(db: str) -> pd.DataFrame:
     """One row per collected checkpoint, for the Overview table.
 
     Columns: checkpoint, query_id, last_scan, last_offset_batch, last_committed_batch,
-    lag_batches, uncommitted_batches, last_commit_at, operators (text), total_keys (keys at
+    lag_batches, uncommitted_batches, last_commit_at (file time), last_trigger_at (the last
+    committed batch's batchTimestampMs, Spark's clock), operators (text), total_keys (keys at
     each partition's newest version, all stores), total_bytes and files (state files on disk
     now, purged ones excluded), problems.
     """
@@ -114,19 +115,20 @@ def checkpoint_overview(db: str) -> pd.DataFrame:
         ),
         ops AS (
             SELECT checkpoint,
-                   string_agg(operator_id || ':' || coalesce(operator_name, '?') || '/'
+                   string_agg(operator_id || ':' || coalesce(operator_name, 'unknown') || '/'
                               || store_name || ' (' || coalesce(provider, '?') || ')', ', '
                               ORDER BY operator_id, store_name) AS operators
             FROM operators GROUP BY 1
         ),
         last_commit AS (
-            SELECT checkpoint, max(committed_at) AS last_commit_at
+            SELECT checkpoint, max(committed_at) AS last_commit_at,
+                   epoch_ms(max(batch_timestamp_ms)) AS last_trigger_at
             FROM batches WHERE committed GROUP BY 1
         ),
         probs AS (SELECT checkpoint, count(*) AS problems FROM problems GROUP BY 1)
         SELECT c.checkpoint, c.query_id, c.last_scan,
                l.last_offset_batch, l.last_committed_batch, l.lag_batches,
-               l.uncommitted_batches, lc.last_commit_at, o.operators,
+               l.uncommitted_batches, lc.last_commit_at, lc.last_trigger_at, o.operators,
                k.total_keys, d.total_bytes, coalesce(d.files, 0) AS files,
                coalesce(p.problems, 0) AS problems
         FROM checkpoints c
@@ -340,6 +342,10 @@ def _kafka_total(offset: Any) -> int | None:
     return total
 
 
+# The unit of a bare-number offset (the rate source): seconds of generated input, not rows.
+RATE_SECONDS = "seconds of rate input (rows = rowsPerSecond × seconds)"
+
+
 def offset_position(offset_json: str) -> tuple[float, str] | None:
     """Where a source stands, and in what unit, from the offset JSON Spark wrote.
 
@@ -355,7 +361,8 @@ def offset_position(offset_json: str) -> tuple[float, str] | None:
     except (TypeError, ValueError):
         return None
     if isinstance(offset, int) and not isinstance(offset, bool):
-        return float(offset), "rate seconds"
+        # Rows need the source's rowsPerSecond, which the checkpoint does not keep.
+        return float(offset), RATE_SECONDS
     if not isinstance(offset, dict):
         return None
     if set(offset) == {"logOffset"} and isinstance(offset["logOffset"], int):
@@ -437,8 +444,30 @@ def _input_row(batch_id: Any, source_id: str, amount: float, unit: str) -> dict[
 
 
 def input_per_batch(db: str, checkpoint: str) -> pd.DataFrame:
-    """:func:`input_from_offsets` on the checkpoint's batches."""
-    return input_from_offsets(batches(db, checkpoint), checkpoint)
+    """:func:`input_from_offsets` on the checkpoint's batches; a lone rate source in rows
+    where Spark's progress events give them (:func:`rate_rows`)."""
+    frame = input_from_offsets(batches(db, checkpoint), checkpoint)
+    if (frame["unit"] == RATE_SECONDS).any():
+        frame = rate_rows(frame, progress(db, checkpoint))
+    return frame
+
+
+def rate_rows(inputs: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    """The rate source's seconds as rows, from each batch's ``numInputRows``.
+
+    The offsets count seconds; rows are rowsPerSecond × seconds, and the checkpoint does not
+    keep rowsPerSecond. Progress events do count rows, but for all sources together: only a
+    query with one source can take them, and only for the batches they cover.
+    """
+    if events.empty or inputs["source"].nunique() != 1:
+        return inputs
+    rows = events.dropna(subset=["num_input_rows"]).drop_duplicates("batch_id", keep="last")
+    by_batch = dict(zip(rows["batch_id"].astype(int), rows["num_input_rows"], strict=True))
+    out = inputs.copy()
+    known = (out["unit"] == RATE_SECONDS) & out["batch_id"].isin(by_batch)
+    out.loc[known, "amount"] = out.loc[known, "batch_id"].map(by_batch).astype(float)
+    out.loc[known, "unit"] = "rows"
+    return out
 
 
 # ---- Spark's progress events (issue 12), joined to the checkpoint by its query id ---------

@@ -399,6 +399,17 @@ class Checkpoint:
             return self.last_committed_batch
         if batch_id < 0:
             raise NotFound(self.path("commits"), f"batch id must be >= 0, got {batch_id}")
+        last = self.last_committed_batch
+        if last is None:
+            raise NotFound(
+                self.path("commits"),
+                f"batch {batch_id} is not committed; no batch is committed yet",
+            )
+        if batch_id > last:
+            raise NotFound(
+                self.path("commits"),
+                f"batch {batch_id} is not committed; the last committed batch is {last}",
+            )
         return batch_id
 
 
@@ -426,32 +437,42 @@ def _tws_properties(meta: OperatorMetadata | None) -> tuple[str | None, tuple[St
     return (time_mode if isinstance(time_mode, str) else None), tuple(found)
 
 
+# Marks an operator name read from the state schema (Spark 3.x writes no operator metadata).
+INFERRED = " (inferred)"
+INFERRED_HELP = (
+    "(inferred): Spark 3.x writes no operator metadata, so the operator's name is inferred "
+    "from its state schema"
+)
+
+
 def _guess_operator_name(cp: Checkpoint, op: int, partitions: list[int]) -> str:
     """Spark 3.x writes no operator metadata: name the operator from its stores' schemas.
 
-    Inferred names end with ``?`` so that nobody mistakes them for Spark's own.
+    Inferred names end with :data:`INFERRED` so that nobody mistakes them for Spark's own.
     """
     stores = cp._store_names_on_disk(op, partitions)
     if any(s.startswith(("left-", "right-")) for s in stores):
-        return "symmetricHashJoin?"
+        return "symmetricHashJoin" + INFERRED
     schema = cp._schema(op, "default", None) if "default" in stores else None
     if schema is None or not schema.column_families:
         return "unknown"
     key, value = schema.column_families[0].key_schema, schema.column_families[0].value_schema
     if value.names == ["__dummy__"]:
-        return "dedupe?"
+        return "dedupe" + INFERRED
     if value.names == ["expiresAtMicros"]:
-        return "dedupeWithinWatermark?"
+        return "dedupeWithinWatermark" + INFERRED
     if "groupState" in value.names or "timeoutTimestamp" in value.names:
-        return "flatMapGroupsWithState?"
+        return "flatMapGroupsWithState" + INFERRED
     if key.names and key.names[-1] == "sessionStartTime":
-        return "sessionWindowStateStoreSaveExec?"
-    return "stateStoreSave?"
+        return "sessionWindowStateStoreSaveExec" + INFERRED
+    return "stateStoreSave" + INFERRED
 
 
 __all__ = [
     "DEFAULT_STORE",
     "HDFS",
+    "INFERRED",
+    "INFERRED_HELP",
     "ROCKSDB",
     "Checkpoint",
     "CheckpointError",

@@ -21,8 +21,15 @@ from dataclasses import dataclass, replace
 from functools import cache, cached_property
 
 from collectors.checkpoint import Checkpoint, StoreInfo
-from collectors.errors import CheckpointError, CorruptFile, NotFound, UnsupportedCheckpoint
+from collectors.errors import (
+    CheckpointError,
+    CorruptFile,
+    MissingVersion,
+    NotFound,
+    UnsupportedCheckpoint,
+)
 from collectors.stores import StoreContext, StoreReader, open_store
+from collectors.stores.base import Change
 from parsers.errors import ParseError, UnsupportedFormat
 from parsers.state_rows import (
     LIST_STATE,
@@ -225,6 +232,41 @@ class StateSource:
         )
         return open_store(ctx, self.store.provider)
 
+    def load(self, partition: int, version: int) -> Iterator[tuple[bytes, bytes]]:
+        """Every (key, value) of ``partition`` at ``version``; a purged version says so."""
+        try:
+            yield from self.reader(partition).load(version)
+        except MissingVersion as exc:
+            raise self.explain_missing(version, exc) from exc
+
+    def changes(self, partition: int, version: int) -> Iterator[Change]:
+        """The records ``version`` wrote in ``partition``; a purged version says so."""
+        try:
+            yield from self.reader(partition).changes(version)
+        except MissingVersion as exc:
+            raise self.explain_missing(version, exc) from exc
+
+    def oldest_readable_batch(self) -> int | None:
+        """The oldest batch whose state every partition can still rebuild (None: none can)."""
+        firsts = []
+        for partition in self.partitions:
+            versions = self.reader(partition).versions()
+            if not versions:
+                return None
+            firsts.append(versions[0])
+        return max(firsts) - 1 if firsts else None
+
+    def explain_missing(self, version: int, exc: MissingVersion) -> MissingVersion:
+        """Say in batches, not files, why ``version`` cannot be read, when Spark purged it."""
+        oldest = self.oldest_readable_batch()
+        if oldest is None or version - 1 >= oldest:
+            return exc  # a hole inside the retained history: the file-level message is the news
+        return MissingVersion(
+            self.cp.root,
+            f"the state of batch {version - 1} was purged by Spark; "
+            f"the oldest readable batch is {oldest}",
+        )
+
     @contextmanager
     def decoding(self, partition: int) -> Iterator[None]:
         """Turn a row that does not decode into an error naming this store's directory."""
@@ -277,7 +319,7 @@ def iter_raw_state(source: StateSource, batch_id: int | None) -> Iterator[RawIte
     """``(partition, key bytes, value bytes)`` as stored, at state version batch id + 1."""
     version = source.cp.resolve_batch(batch_id) + 1
     for partition in source.partitions:
-        for key, value in source.reader(partition).load(version):
+        for key, value in source.load(partition, version):
             yield partition, key, value
 
 
@@ -290,9 +332,8 @@ def iter_raw_changes(
     if from_batch < 0:
         raise NotFound(cp.path("commits"), f"--from must be >= 0, got {from_batch}")
     if from_batch > last:
-        raise NotFound(cp.path("commits"), f"--from {from_batch} is after --to {last}")
+        raise NotFound(cp.path("commits"), f"--from {from_batch} is after --to {last}: swap them")
     for partition in source.partitions:
-        reader = source.reader(partition)
         for batch in range(from_batch, last + 1):
-            for change_type, key, value in reader.changes(batch + 1):
+            for change_type, key, value in source.changes(partition, batch + 1):
                 yield batch, change_type, partition, key, value

@@ -8,6 +8,7 @@ base64; arrays and maps stay whole, as their JSON text. Null fields are empty ce
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -67,6 +68,22 @@ def _leaf_cell(name: str, dt: DataType, zone: str) -> Cell:
         return lambda v: str(py_neg((v,)).get(name))
     py = to_python(StructType((StructField(name, dt),)), zone)
     return lambda v: py((v,)).get(name)
+
+
+def display_number(value: float) -> float:
+    """A float as the pages show it: 15 significant digits, so that a sum's binary noise
+    (``1294.0079999999999``) reads as the decimal it stands for (``1294.008``), as in the
+    browser's number columns."""
+    return float(format(value, ".15g")) if math.isfinite(value) else value
+
+
+def cell_text(cell: Any) -> str | None:
+    """A cell as text (Diff's before/after columns), numbers as :func:`display_number`."""
+    if cell is None:
+        return None
+    if isinstance(cell, float):
+        return str(display_number(cell))
+    return str(cell)
 
 
 class Flattener:

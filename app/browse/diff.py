@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from app.browse.cells import PARTITION_COLUMN
+from app.browse.cells import PARTITION_COLUMN, cell_text
 from app.browse.store import PartitionCache, PartitionData, iter_partitions, key_json_renderer
 from app.browse.table import decode_rows, flattener, last
 from app.browse.views import StateView, identity_width, open_source
@@ -172,16 +172,12 @@ def _slice(
     return out
 
 
-def _text(cell: Any) -> str | None:
-    return None if cell is None else str(cell)
-
-
 def diff_page(result: DiffResult, kind: str, page: int = 1, size: int = 50) -> pa.Table:
     """One page of added or removed rows (flat columns), or of changes.
 
-    Changes come one row per changed field: ``partition_id``, ``field``, ``before`` and
-    ``after`` as text (fields of any type share those columns), and ``key`` (its JSON text,
-    last: it is long).
+    Changes come one row per changed field: ``key`` (its JSON text, first: it says which
+    row changed), ``partition_id``, ``field``, and ``before`` and ``after`` as text (fields
+    of any type share those columns; floats as :func:`app.browse.cells.cell_text`).
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}")
@@ -200,7 +196,7 @@ def diff_page(result: DiffResult, kind: str, page: int = 1, size: int = 50) -> p
     width = 1 + sum(len(leaves) for _, leaves in flat.groups[: identity_width(codec)])
     render_key = key_json_renderer(codec)
     columns: dict[str, list[Any]] = {
-        n: [] for n in (PARTITION_COLUMN, "field", "before", "after", "key")
+        n: [] for n in ("key", PARTITION_COLUMN, "field", "before", "after")
     }
     for part, items, befores in chosen:
         assert befores is not None
@@ -213,10 +209,10 @@ def diff_page(result: DiffResult, kind: str, page: int = 1, size: int = 50) -> p
                 if new_cells[n] != old_cells[n] or type(new_cells[n]) is not type(old_cells[n]):
                     columns[PARTITION_COLUMN].append(p)
                     columns["field"].append(flat.names[n])
-                    columns["before"].append(_text(old_cells[n]))
-                    columns["after"].append(_text(new_cells[n]))
+                    columns["before"].append(cell_text(old_cells[n]))
+                    columns["after"].append(cell_text(new_cells[n]))
                     columns["key"].append(key)
-    types = [pa.int32(), pa.string(), pa.string(), pa.string(), pa.string()]
+    types = [pa.string(), pa.int32(), pa.string(), pa.string(), pa.string()]
     return pa.table(
         [pa.array(v, type=t) for v, t in zip(columns.values(), types, strict=True)],
         names=list(columns),

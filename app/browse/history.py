@@ -187,6 +187,21 @@ def _status(first: bool, previous: bytes | None, value: bytes | None) -> str:
     return "unchanged" if previous == value else "changed"
 
 
+def collapse_absent(table: pa.Table) -> pa.Table:
+    """The leading run of "absent" rows (versions before the key first appears) as one row,
+    ``absent in versions 1..117``, at its first version: a long history would otherwise open
+    on a screenful of empty rows."""
+    statuses = table.column("status").to_pylist()
+    run = next((i for i, s in enumerate(statuses) if s != "absent"), len(statuses))
+    if run < 2:
+        return table
+    versions = table.column("version").to_pylist()
+    head = table.slice(0, 1)
+    status = pa.array([f"absent in versions {versions[0]}..{versions[run - 1]}"], pa.string())
+    head = head.set_column(head.schema.get_field_index("status"), "status", status)
+    return pa.concat_tables([head, table.slice(run)])
+
+
 def key_history(view: StateView, ref: KeyRef, versions: Sequence[int], **kwargs: Any) -> pa.Table:
     """:func:`iter_history`'s table."""
     table = last(iter_history(view, ref, versions, **kwargs))[1]

@@ -127,7 +127,7 @@ def read_partition(source: StateSource, version: int, partition: int) -> Partiti
     if codec.grouped:
         raise AppError("unflattened map state is read a partition at a time, not row by row")
     with source.decoding(partition):
-        items = list(source.reader(partition).load(version))
+        items = list(source.load(partition, version))
         kept, counts = _index(codec, items)
     if len(kept) != len(items):
         items = [items[i] for i in kept]

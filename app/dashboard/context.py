@@ -19,6 +19,7 @@ import streamlit as st
 
 from app import queries
 from app.escape import md, md_code
+from collectors.checkpoint import INFERRED, INFERRED_HELP
 from collectors.db import read_query
 from collectors.locations import DEFAULT_DB
 
@@ -104,6 +105,8 @@ def pick_checkpoint(where: str = "sidebar") -> str | None:
         "Checkpoint", options, index=index, key="sg_checkpoint_widget", format_func=short_path
     )
     st.session_state["sg_checkpoint"] = choice
+    # The select cuts long paths to its width; the caption below wraps them in full.
+    box.caption(md_code(str(choice)))
     return str(choice)
 
 
@@ -127,6 +130,7 @@ def pick_store(where: str = "sidebar") -> StoreSelection | None:
     box = st.sidebar if where == "sidebar" else st
     label = box.selectbox("Operator / store", labels, index=index, key="sg_store_widget")
     st.session_state["sg_store"] = label
+    box.caption(md(label) + (f"  \n{md(INFERRED_HELP)}" if INFERRED in label else ""))
     op, name, store = rows[labels.index(label)]
     return StoreSelection(checkpoint, int(op), str(name), str(store))
 

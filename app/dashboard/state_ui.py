@@ -27,6 +27,14 @@ PAGE_SIZES = (25, 50, 100, 250, 500)
 USER_ERRORS = (CheckpointError, AppError)
 
 
+# Why Overview's key count exceeds one state variable's rows (transformWithState).
+RAW_KEYS_NOTE = (
+    "Rows here are one state variable's. Key counts elsewhere (Overview, State) are Spark's "
+    "numKeys: raw keys across all the store's column families (every state variable, "
+    "timers, TTL indexes), so they are larger."
+)
+
+
 def pick_view() -> StateView | None:
     """Sidebar: checkpoint, operator/store, and the state variable when the store has several."""
     selection = context.pick_store()
@@ -51,6 +59,7 @@ def pick_view() -> StateView | None:
         help="transformWithState keeps one table per state variable; timers are read apart.",
     )
     st.session_state["sg_state_var"] = choice
+    st.sidebar.caption(RAW_KEYS_NOTE)
     return options[labels.index(choice)]
 
 

@@ -25,7 +25,19 @@ def batch_timeline(batches: pd.DataFrame) -> go.Figure:
     done = batches[batches["committed"].astype(bool)]
     pending = batches[~batches["committed"].astype(bool)]
     duration = numeric(done, "duration_ms")
-    div, unit = time_unit(float(duration.max()) if duration.notna().any() else 0.0)
+    if not duration.notna().any():
+        # Durations come from file times: none when no batch committed, or when a copy or
+        # clone left commits older than their offsets.
+        why = (
+            "No batch has committed yet."
+            if done.empty
+            else "No duration known: the files' times (of a copy or clone?) put commits "
+            "before their offsets."
+        )
+        return empty_figure(
+            title, f"{why} {len(pending)} batch(es) pending." if len(pending) else why
+        )
+    div, unit = time_unit(float(duration.max()))
     fig = go.Figure()
     fig.add_bar(
         x=done["batch_id"],

@@ -64,7 +64,7 @@ class SnapshotLag:
             f"({source})"
         )
         out: list[Finding] = []
-        worst_ok: tuple[int, int, str] | None = None
+        worst_ok: tuple[int, int, str, tuple[Any, ...]] | None = None
         for store in ctx.stores:
             rows = ctx.rows(_SQL, [store.operator_id, store.store_name])
             if not rows:
@@ -88,7 +88,8 @@ class SnapshotLag:
                 status = WARN
             else:
                 if worst_ok is None or lag > worst_ok[0]:
-                    worst_ok = (lag, latest, f"{store.operator_id}/{store.store_name} p{part}")
+                    where = f"{store.operator_id}/{store.store_name} p{part}"
+                    worst_ok = (lag, latest, where, top)
                 continue
             text += (
                 f"; {len(behind)} of {len(rows)} partitions lag ({limits}, ERR above {err_at:g}; "
@@ -99,7 +100,14 @@ class SnapshotLag:
             if worst_ok is None:
                 text = "no state versions collected"
             else:
-                lag, latest, where = worst_ok
+                lag, latest, where, top = worst_ok
                 text = f"at most {lag} versions since a snapshot ({where}, version {latest})"
+                if lag > warn_at:
+                    # Past the version limit but not the time one: say why this is still OK.
+                    text += (
+                        f", but its snapshot is only {_age(top)} than the latest version: "
+                        f"maintenance may not have run yet"
+                    )
+            limits += f", and a snapshot older than {fmt_seconds(cfg.min_seconds)}"
             out.append(ctx.finding(self, OK, f"{text}; {limits}"))
         return out

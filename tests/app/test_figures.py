@@ -104,6 +104,11 @@ def _axis_titles(fig: go.Figure) -> list[str]:
 def test_builder_has_axis_titles_and_hovers(samples_db: str, name: str) -> None:
     build, words = CASES[name]
     fig = build(samples_db)
+    if name == "batch_timeline" and not fig.data:
+        # A fresh clone's file times give no durations: a note replaces the chart (both
+        # cases: tests/app/test_query_page.py).
+        assert "No duration known" in fig.layout.annotations[0].text
+        return
     assert fig.data, f"{name}: no traces on the samples"
     assert not fig.layout.annotations or name in ("keys_over_versions", "skew_over_time")
     titles = [t for t in _axis_titles(fig) if t]

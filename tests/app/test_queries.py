@@ -146,7 +146,7 @@ def _offsets(*per_batch: str) -> pd.DataFrame:
             "rows",
             id="rate-micro-batch",
         ),
-        pytest.param(["4", "9", "15"], [5, 6], "rate seconds", id="rate"),
+        pytest.param(["4", "9", "15"], [5, 6], queries.RATE_SECONDS, id="rate"),
         pytest.param(['{"topic":"x"}', '{"topic":"y"}'], [], None, id="unknown-source"),
         pytest.param(["not json", "{"], [], None, id="garbage"),
     ],
@@ -176,3 +176,18 @@ def test_data_version_moves_when_a_writer_commits(tmp_path: Path) -> None:
         )
     assert queries.data_version(path) > before
     assert queries.last_updated(path) is not None
+
+
+def test_rate_seconds_become_rows_where_progress_counts_them() -> None:
+    inputs = queries.input_from_offsets(_offsets("4", "9", "15"))
+    assert set(inputs["unit"]) == {queries.RATE_SECONDS}
+    # numInputRows of batch 1 only (progress of batch 2 not ingested yet); a retry of batch 1
+    # in a second run counts, as Spark reports it last.
+    events = pd.DataFrame({"batch_id": [1, 1, 0], "num_input_rows": [240.0, 250.0, 0.0]})
+    out = queries.rate_rows(inputs, events)
+    assert list(out["amount"]) == [250.0, 6.0]
+    assert list(out["unit"]) == ["rows", queries.RATE_SECONDS]
+    # Two sources: numInputRows is their sum, so neither gets it.
+    two = pd.concat([inputs, inputs.assign(source="source 1")])
+    assert queries.rate_rows(two, events).equals(two)
+    assert queries.rate_rows(inputs, events.iloc[:0]).equals(inputs)

@@ -103,15 +103,8 @@ def render() -> None:
         styled = findings.style.map(
             lambda v: f"background-color: {STATUS_COLORS.get(v, '')}", subset=["status"]
         )
-        st.dataframe(
-            styled,
-            hide_index=True,
-            width="stretch",
-            column_config={
-                "finding": st.column_config.TextColumn(width="large"),
-                "what to do": st.column_config.TextColumn(width="large"),
-            },
-        )
+        # A static table wraps long findings; a data grid would cut them at its column width.
+        st.table(styled.hide(axis="index"))
     st.subheader("Report")
     st.caption(
         "The same HTML as `stateglass report CHECKPOINT -o report.html`: health verdicts, "

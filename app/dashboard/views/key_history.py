@@ -6,6 +6,7 @@ import streamlit as st
 
 from app.browse.history import (
     KeyRef,
+    collapse_absent,
     find_key_json,
     find_keys,
     history_figure,
@@ -100,7 +101,7 @@ def render() -> None:
         f"Partition {ref.partition}; present in {present} of {len(options)} retained "
         f"version(s). Status: {STATUS_HELP}."
     )
-    df = state_ui.frame(table)
+    df = state_ui.frame(collapse_absent(table))
     st.dataframe(df, width="stretch", hide_index=True, height=state_ui.table_height(len(df)))
     numbers = numeric_columns(table)
     if not numbers:

@@ -14,6 +14,7 @@ from app.dashboard import context, fleet
 from app.errors import AppError
 from app.escape import md, md_code
 from app.watchers import WatcherRegistry, checkpoints_at
+from collectors.checkpoint import INFERRED, INFERRED_HELP
 from collectors.errors import CollectorError
 
 BadgeColor = Literal["green", "orange", "red", "gray"]
@@ -145,16 +146,35 @@ def _card(row: pd.Series, sizes: pd.DataFrame, verdict: Verdict) -> None:
         name.markdown(
             f"**{md(context.short_path(row['checkpoint']))}**", help=md(row["checkpoint"])
         )
+        operators = _text(row["operators"], "stateless")
         name.caption(
-            f"query {md_code(_text(row['query_id'], '(no metadata)'))}  \n"
-            f"{md(_text(row['operators'], 'stateless'))}"
+            f"query {md_code(_text(row['query_id'], '(no metadata)'))}  \n{md(operators)}",
+            help=INFERRED_HELP if INFERRED in operators else None,
         )
         _cell(last, "last batch", _int(row["last_committed_batch"]))
-        _cell(since, "last commit", context.ago(row["last_commit_at"], now))
+        triggered = row.get("last_trigger_at")
+        spark_clock = triggered is not None and not pd.isna(triggered)
+        _cell(
+            since,
+            "last batch ran" if spark_clock else "last commit",
+            context.ago(triggered if spark_clock else row["last_commit_at"], now),
+            "When the last committed batch was triggered: batchTimestampMs in offsets/, "
+            "Spark's own clock (a copy or clone keeps it)."
+            if spark_clock
+            else "The commit file's modification time: these offsets carry no batch timestamp.",
+        )
         pending = 0 if pd.isna(row["lag_batches"]) else int(row["lag_batches"])
         # Batches with offsets written but no commit: running, or the query stopped mid-batch.
         _cell(lag, "batch lag", f"{pending}")
-        _cell(keys, "keys", _int(row["total_keys"]), "Keys at each partition's newest version.")
+        _cell(
+            keys,
+            "keys",
+            _int(row["total_keys"]),
+            "Keys at each partition's newest version, as Spark's numKeys counts them: raw keys "
+            "across all of a store's column families. For transformWithState that is every "
+            "state variable, timers and TTL indexes together, more than one variable's rows "
+            "in Browse.",
+        )
         _cell(
             disk,
             "on disk",
@@ -235,7 +255,8 @@ def render() -> None:
     live = sum(1 for c in overview["checkpoint"] if c in watched)
     st.caption(
         f"{len(overview)} checkpoint(s) in the database, {live} watched live. Each card: the "
-        "last committed batch, how long ago it committed, the batch lag (batches with offsets "
+        "last committed batch, how long ago it ran (Spark's batch timestamp), the batch lag "
+        "(batches with offsets "
         "but no commit yet), the keys at each partition's newest version, the state files on "
         "disk now, total keys over versions (sparkline) and the health rules' worst status."
     )

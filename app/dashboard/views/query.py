@@ -65,9 +65,10 @@ def _query(checkpoint: str) -> None:
 
     _chart(
         context.figure(figures.batch_timeline, queries.batches, checkpoint),
-        "How long each batch took, from writing its offsets to writing its commit (file "
-        "times); red crosses are pending batches. Spikes point at slow state, skew or input "
-        "bursts.",
+        "How long each batch took, from writing its offsets to writing its commit; red "
+        "crosses are pending batches. Spikes point at slow state, skew or input bursts. "
+        "Clock: the files' modification times (the only one that sees a batch end; a copied "
+        "or cloned checkpoint has none worth reading).",
         "batch_timeline",
     )
     left, right = st.columns(2)
@@ -75,20 +76,25 @@ def _query(checkpoint: str) -> None:
         _chart(
             context.figure(figures.trigger_intervals, queries.batches, checkpoint),
             "Time between consecutive triggers. Above the configured trigger interval, batches "
-            "take longer than the trigger and the query falls behind.",
+            "take longer than the trigger and the query falls behind. Clock: each batch's "
+            "trigger time (batchTimestampMs in offsets/), not file times.",
             "trigger_intervals",
         )
     with right:
         _chart(
             context.figure(figures.input_per_batch, queries.input_per_batch, checkpoint),
-            "What each batch read, from its source offsets: Kafka records, rate rows or seconds, "
-            "files of a file source (counted in sources/). Other sources do not say.",
+            "What each batch read, from its source offsets: Kafka records, files of a file "
+            "source (counted in sources/), a rate source's rows (numInputRows of Spark's "
+            "progress events; seconds where there are none: the checkpoint does not keep "
+            "rowsPerSecond). Other sources do not say.",
             "input_per_batch",
         )
     _chart(
         context.figure(figures.watermark_delay, queries.batches, checkpoint),
         "The event-time watermark each batch ran with, against its trigger time: the gap is "
-        "how late data may arrive and still count, and how long state is kept.",
+        "how late data may arrive and still count, and how long state is kept. Clock: the "
+        "trigger time and watermark Spark wrote in offsets/ (batchTimestampMs, "
+        "batchWatermarkMs).",
         "watermark_delay",
     )
     _progress(checkpoint)
