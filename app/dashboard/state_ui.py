@@ -77,6 +77,49 @@ def version_slider(label: str, options: list[int], key: str, **kwargs: Any) -> A
     return st.select_slider(label, options=options, format_func=batch_label, key=key, **kwargs)
 
 
+def follow_newest(key: str, options: list[int], newest: Any) -> bool:
+    """Whether the user pinned the widget ``key`` to a value other than ``newest``.
+
+    Call before creating the widget, and create it with ``value=newest``. A live job adds
+    versions between reruns: a widget left on the newest value of the previous run is
+    reset, so it follows to the new newest one; any other choice still retained stays put,
+    which is the pin. (Resetting by removing the key, rather than writing ``newest`` into it,
+    keeps Streamlit from warning that the widget has both a default and a set value.)
+    """
+    seen_key = f"{key}:newest"
+    current = st.session_state.get(key)
+    if isinstance(current, list):
+        current = tuple(current)
+    previous = st.session_state.get(seen_key)
+    st.session_state[seen_key] = newest
+    values = current if isinstance(current, tuple) else (current,)
+    if current is None or current == previous or not all(v in options for v in values):
+        st.session_state.pop(key, None)
+        return False
+    return current != newest
+
+
+def live_note(key: str, options: list[int], shown: int, newest: Any, pinned: bool) -> None:
+    """``showing batch 122 · version 123 (pinned) · 12 newer batches`` and a way back."""
+    newer = sum(1 for v in options if v > shown)
+    if not pinned:
+        st.caption(
+            f"Showing the newest committed {batch_label(shown)}; it follows the job as new "
+            "batches commit. Move the slider to pin a version."
+        )
+        return
+    text, button = st.columns([5, 1])
+    text.caption(
+        f"Showing {batch_label(shown)} (pinned) · {newer:,} newer batch"
+        f"{'' if newer == 1 else 'es'}"
+    )
+
+    def _newest() -> None:
+        st.session_state[key] = newest
+
+    button.button("Show newest", key=f"{key}:show_newest", on_click=_newest)
+
+
 def partition_filter(view: StateView, key: str, box: Any = st) -> int | None:
     """``All`` or one partition."""
     try:

@@ -148,7 +148,7 @@ def store_charts(store: StoreData) -> ChartGroup:
         )
     charts = [
         Chart(
-            figures.keys_over_versions(cells),
+            figures.keys_over_versions(cells, partitions=store.history.get("partitions")),
             "Is the state growing without bound? Keys in the store at each version, in all "
             "partitions and per partition.",
         ),
