@@ -171,8 +171,7 @@ def store_history(db: str, checkpoint: str, operator_id: int, store_name: str) -
 
     Keys: ``first`` / ``last`` (any partition), ``first_complete`` / ``last_complete``
     (every partition known, the range totals are drawn over; ``None`` if no such version),
-    ``partitions`` (expected), ``earliest`` (partition -> its first collected version),
-    ``oldest_batch`` (the oldest offsets file collected).
+    ``partitions`` (expected), ``earliest`` (partition -> its first collected version).
     """
     rows = _frame(
         db,
@@ -194,9 +193,6 @@ def store_history(db: str, checkpoint: str, operator_id: int, store_name: str) -
         """,
         [checkpoint, operator_id, store_name],
     ).iloc[0]
-    oldest = _frame(
-        db, "SELECT min(batch_id) AS b FROM batches WHERE checkpoint = ?", [checkpoint]
-    )["b"].iloc[0]
 
     def _int(value: Any) -> int | None:
         return None if pd.isna(value) else int(value)
@@ -207,8 +203,9 @@ def store_history(db: str, checkpoint: str, operator_id: int, store_name: str) -
         "first_complete": _int(span["first_complete"]),
         "last_complete": _int(span["last_complete"]),
         "partitions": _int(span["partitions"]),
-        "earliest": dict(zip(rows["partition_id"].astype(int), rows["first"].astype(int))),
-        "oldest_batch": _int(oldest),
+        "earliest": dict(
+            zip(rows["partition_id"].astype(int), rows["first"].astype(int), strict=True)
+        ),
     }
 
 
@@ -238,8 +235,9 @@ def history_note(history: dict[str, Any]) -> str:
     if ahead:
         parts = ", ".join(f"partition {p} from {v}" for p, v in sorted(ahead.items())[:4])
         more = "" if len(ahead) <= 4 else f" and {len(ahead) - 4} more"
+        verb = "reaches" if len(ahead) == 1 else "reach"
         text += (
-            f"; {parts}{more} {'reaches' if len(ahead) == 1 else 'reach'} further back, but totals over partitions start at "
+            f"; {parts}{more} {verb} further back, but totals over partitions start at "
             f"{first_complete}, the first version where all {history['partitions']} are known"
         )
     return text

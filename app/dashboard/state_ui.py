@@ -110,8 +110,7 @@ def live_note(key: str, options: list[int], shown: int, newest: Any, pinned: boo
         return
     text, button = st.columns([5, 1])
     text.caption(
-        f"Showing {batch_label(shown)} (pinned) · {newer:,} newer batch"
-        f"{'' if newer == 1 else 'es'}"
+        f"Showing {batch_label(shown)} (pinned) · {newer:,} newer batch{'' if newer == 1 else 'es'}"
     )
 
     def _newest() -> None:

@@ -96,16 +96,16 @@ def test_no_total_where_a_partition_is_missing(purged: tuple[str, str]) -> None:
     assert firsts == {0: PURGED_BELOW, 1: PURGED_BELOW, 2: 1}
 
     growth = queries.state_growth(db, cp, 0, "default").set_index("version")
-    assert growth.loc[1:PURGED_BELOW - 1, "num_keys"].isna().all()
+    assert growth.loc[1 : PURGED_BELOW - 1, "num_keys"].isna().all()
     assert growth.loc[PURGED_BELOW:, "num_keys"].notna().all()
     # The first complete version has no growth: nothing to compare it with.
     assert math.isnan(growth.loc[PURGED_BELOW, "keys_growth"])
     skew = queries.partition_skew(db, cp, 0, "default").set_index("version")
-    assert skew.loc[1:PURGED_BELOW - 1, "skew"].isna().all()
+    assert skew.loc[1 : PURGED_BELOW - 1, "skew"].isna().all()
     assert skew.loc[PURGED_BELOW:, "skew"].notna().all()
 
     sizes = queries.size_history(db).set_index("version")
-    assert sizes.loc[1:PURGED_BELOW - 1, "num_keys"].isna().all()
+    assert sizes.loc[1 : PURGED_BELOW - 1, "num_keys"].isna().all()
     assert sizes.loc[PURGED_BELOW:, "num_keys"].notna().all()
     # 10 keys per batch, all present at version 8: 80 keys, with no earlier "drop".
     assert int(sizes.loc[BATCHES, "num_keys"]) == 10 * BATCHES

@@ -79,8 +79,8 @@ def _store(selection: context.StoreSelection) -> None:
             partitions=history.get("partitions"),
         ),
         "Is the state growing without bound? Keys at each version (batch + 1): the sum over "
-        "partitions (a gap where some partition is unknown), and each partition (with many partitions: the largest, and the min–max "
-        "band).",
+        "partitions (a gap where some partition is unknown), and each partition (with many "
+        "partitions: the largest, and the min–max band).",
         "keys_over_versions",
     )
     with st.spinner("Drawing the partition × version heatmap…"):
