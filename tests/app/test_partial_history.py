@@ -34,6 +34,9 @@ from collectors.db import Database
 from collectors.scan import scan_checkpoint
 from tests.progress_queries import ROCKSDB, conf
 
+# One real query (8 batches) for the module; the Spark session may start here.
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
 BATCHES = 8
 PURGED_BELOW = 5  # partitions 0 and 1 keep versions 5.. only
 TIMEOUT_S = 60
