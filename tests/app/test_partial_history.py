@@ -28,6 +28,7 @@ from streamlit.testing.v1 import AppTest
 from app import cli, figures, queries
 from app.dashboard.context import DB_ENV
 from app.escape import md
+from app.report.html import render as render_html
 from app.report.markdown import render as render_markdown
 from app.report.model import load_report
 from collectors.db import Database
@@ -150,7 +151,11 @@ def test_info_state_page_and_report_agree_on_the_range(purged: tuple[str, str]) 
     assert metrics["versions"] == span
     assert any("history from version 5" in str(c.value) for c in at.caption)
 
-    report = render_markdown(load_report(db, cp))
+    data = load_report(db, cp)
+    page = render_html(data)
+    assert f"<th>versions</th><td>{span}</td>" in page
+    assert f"history from version {PURGED_BELOW}" in page
+    report = render_markdown(data)
     assert f"| {md(span)} |" in report and md("1..8") not in report
     assert f"history from version {PURGED_BELOW}" in report
 
