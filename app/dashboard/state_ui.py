@@ -77,30 +77,33 @@ def version_slider(label: str, options: list[int], key: str, **kwargs: Any) -> A
     return st.select_slider(label, options=options, format_func=batch_label, key=key, **kwargs)
 
 
-def follow_newest(key: str, options: list[int], newest: Any) -> bool:
-    """Whether the user pinned the widget ``key`` to a value other than ``newest``.
+def follow_newest(base: str, options: list[int], newest: Any) -> tuple[str, bool]:
+    """The widget key to create a version widget under, and whether the user pinned it.
 
-    Call before creating the widget, and create it with ``value=newest``. A live job adds
-    versions between reruns: a widget left on the newest value of the previous run is
-    reset, so it follows to the new newest one; any other choice still retained stays put,
-    which is the pin. (Resetting by removing the key, rather than writing ``newest`` into it,
-    keeps Streamlit from warning that the widget has both a default and a set value.)
+    Create the widget with that key and ``value=newest``. A live job adds versions between
+    reruns: a widget left on the previous newest value is replaced by a fresh one under a
+    new key, which starts at the new ``newest`` (a new key, because writing into a widget's
+    state makes Streamlit warn, and dropping it leaves the browser's slider behind). Any
+    other choice still retained stays put: that is the pin.
     """
-    seen_key = f"{key}:newest"
+    generation = int(st.session_state.get(f"{base}:generation", 0))
+    key = f"{base}#{generation}"
     current = st.session_state.get(key)
     if isinstance(current, list):
         current = tuple(current)
-    previous = st.session_state.get(seen_key)
-    st.session_state[seen_key] = newest
+    previous = st.session_state.get(f"{base}:newest")
+    st.session_state[f"{base}:newest"] = newest
     values = current if isinstance(current, tuple) else (current,)
-    if current is None or current == previous or not all(v in options for v in values):
-        st.session_state.pop(key, None)
-        return False
-    return current != newest
+    if current is None:
+        return key, False
+    if not all(v in options for v in values) or (current == previous != newest):
+        st.session_state[f"{base}:generation"] = generation + 1
+        return f"{base}#{generation + 1}", False
+    return key, current != newest
 
 
-def live_note(key: str, options: list[int], shown: int, newest: Any, pinned: bool) -> None:
-    """``showing batch 122 · version 123 (pinned) · 12 newer batches`` and a way back."""
+def live_note(base: str, options: list[int], shown: int, pinned: bool) -> None:
+    """``Showing batch 122 · version 123 (pinned) · 12 newer batches`` and a way back."""
     newer = sum(1 for v in options if v > shown)
     if not pinned:
         st.caption(
@@ -110,13 +113,16 @@ def live_note(key: str, options: list[int], shown: int, newest: Any, pinned: boo
         return
     text, button = st.columns([5, 1])
     text.caption(
-        f"Showing {batch_label(shown)} (pinned) · {newer:,} newer batch{'' if newer == 1 else 'es'}"
+        f"Showing {batch_label(shown)} (pinned) · {newer:,} newer batch"
+        f"{'' if newer == 1 else 'es'}"
     )
 
     def _newest() -> None:
-        st.session_state[key] = newest
+        # A fresh widget under the next key starts at the newest version.
+        generation = int(st.session_state.get(f"{base}:generation", 0))
+        st.session_state[f"{base}:generation"] = generation + 1
 
-    button.button("Show newest", key=f"{key}:show_newest", on_click=_newest)
+    button.button("Show newest", key=f"{base}:show_newest", on_click=_newest)
 
 
 def partition_filter(view: StateView, key: str, box: Any = st) -> int | None:
