@@ -113,8 +113,7 @@ def live_note(base: str, options: list[int], shown: int, pinned: bool) -> None:
         return
     text, button = st.columns([5, 1])
     text.caption(
-        f"Showing {batch_label(shown)} (pinned) · {newer:,} newer batch"
-        f"{'' if newer == 1 else 'es'}"
+        f"Showing {batch_label(shown)} (pinned) · {newer:,} newer batch{'' if newer == 1 else 'es'}"
     )
 
     def _newest() -> None:
