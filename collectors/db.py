@@ -506,9 +506,29 @@ def reader(
     """A read-only connection for one short read, closed afterwards so the writer can go on."""
     conn = _connect(os.path.abspath(os.path.expanduser(path)), read_only=True, timeout_s=timeout_s)
     try:
+        _views_for_an_older_database(conn)
         yield conn
     finally:
         conn.close()
+
+
+# The views issue 10 added or redefined: a database no writer of this version has opened yet
+# (served with `dashboard --db`, say) lacks them; a read-only connection may still create them
+# as temporary views, which shadow the stored ones for that connection only.
+_ISSUE10_VIEWS = ("store_totals", "partition_skew", "state_growth")
+
+
+def _views_for_an_older_database(conn: duckdb.DuckDBPyConnection) -> None:
+    found = conn.execute(
+        "SELECT count(*) FROM duckdb_views() WHERE view_name = 'store_totals'"
+    ).fetchall()[0][0]
+    tables = conn.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name IN ('state_versions', 'operators')"
+    ).fetchall()[0][0]
+    if found or tables < 2:
+        return
+    for name in _ISSUE10_VIEWS:
+        conn.execute(VIEWS[name].replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW"))
 
 
 def read_query(
