@@ -147,15 +147,102 @@ def size_history(db: str) -> pd.DataFrame:
     """Keys and bytes written per (checkpoint, version), summed over stores and partitions.
 
     Columns: checkpoint, version, num_keys, bytes (delta + snapshot bytes at the version).
+    Both are NULL at a version where some store lacks a partition (``store_totals``), so the
+    sparkline shows a gap there rather than a drop.
     """
     return _frame(
         db,
         """
-        SELECT checkpoint, version, sum(num_keys) AS num_keys,
-               sum(coalesce(delta_bytes, 0) + coalesce(snapshot_bytes, 0)) AS bytes
-        FROM state_versions GROUP BY checkpoint, version ORDER BY checkpoint, version
+        WITH n AS (
+            SELECT checkpoint, count(DISTINCT (operator_id, store_name)) AS stores
+            FROM store_totals GROUP BY checkpoint
+        )
+        SELECT t.checkpoint, t.version,
+               CASE WHEN count(*) FILTER (WHERE t.complete) = any_value(n.stores)
+                    THEN sum(t.num_keys) END AS num_keys,
+               CASE WHEN count(*) FILTER (WHERE t.complete) = any_value(n.stores)
+                    THEN sum(t.bytes) END AS bytes
+        FROM store_totals t JOIN n USING (checkpoint)
+        GROUP BY t.checkpoint, t.version ORDER BY t.checkpoint, t.version
         """,
     )
+
+
+def store_history(db: str, checkpoint: str, operator_id: int, store_name: str) -> dict[str, Any]:
+    """Where one store's collected history starts, and why; ``{}`` without any version.
+
+    Keys: ``first`` / ``last`` (any partition), ``first_complete`` / ``last_complete``
+    (every partition known, the range totals are drawn over; ``None`` if no such version),
+    ``partitions`` (expected), ``earliest`` (partition -> its first collected version).
+    """
+    rows = _frame(
+        db,
+        f"""
+        SELECT partition_id, min(version) AS first, max(version) AS last
+        FROM state_versions WHERE {STORE_WHERE} GROUP BY partition_id ORDER BY partition_id
+        """,
+        [checkpoint, operator_id, store_name],
+    )
+    if rows.empty:
+        return {}
+    span = _frame(
+        db,
+        f"""
+        SELECT min(version) FILTER (WHERE complete) AS first_complete,
+               max(version) FILTER (WHERE complete) AS last_complete,
+               max(partitions) AS partitions
+        FROM store_totals WHERE {STORE_WHERE}
+        """,
+        [checkpoint, operator_id, store_name],
+    ).iloc[0]
+
+    def _int(value: Any) -> int | None:
+        return None if pd.isna(value) else int(value)
+
+    return {
+        "first": int(rows["first"].min()),
+        "last": int(rows["last"].max()),
+        "first_complete": _int(span["first_complete"]),
+        "last_complete": _int(span["last_complete"]),
+        "partitions": _int(span["partitions"]),
+        "earliest": dict(
+            zip(rows["partition_id"].astype(int), rows["first"].astype(int), strict=True)
+        ),
+    }
+
+
+def history_note(history: dict[str, Any]) -> str:
+    """One line saying where a store's history starts and why (plain text, no markup).
+
+    Version 1 is the first a query writes, so a later start means Spark had purged the
+    earlier files before StateGlass first collected them.
+    """
+    if not history:
+        return "no state versions collected yet"
+    first_complete = history["first_complete"]
+    if first_complete is None:
+        return (
+            f"no version has every one of the {history['partitions']} partitions collected "
+            f"(versions {history['first']}..{history['last']}), so no total over partitions "
+            "is drawn"
+        )
+    if first_complete <= 1:
+        text = f"history from version 1 (the query's first batch) to {history['last_complete']}"
+    else:
+        text = (
+            f"history from version {first_complete}: earlier versions were purged by Spark "
+            "before the first collect"
+        )
+    ahead = {p: v for p, v in history["earliest"].items() if v < first_complete}
+    if ahead:
+        parts = ", ".join(f"partition {p} from {v}" for p, v in sorted(ahead.items())[:4])
+        more = "" if len(ahead) <= 4 else f" and {len(ahead) - 4} more"
+        verb = "reaches" if len(ahead) == 1 else "reach"
+        text += (
+            f"; {parts}{more} {verb} further back, but totals over partitions start at "
+            f"{first_complete}, the first version where all {history['partitions']} are known"
+        )
+    return text
 
 
 def stores(db: str, checkpoint: str) -> pd.DataFrame:

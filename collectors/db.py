@@ -241,29 +241,62 @@ VIEWS: dict[str, str] = {
             PARTITION BY checkpoint, operator_id, store_name, partition_id
             ORDER BY version DESC) = 1
     """,
+    # Partial history (issue 10): Spark purges each partition's old files on its own
+    # schedule, so partitions of one store can start at different versions. A total (or a
+    # skew) over partitions exists only at versions where every partition is known; elsewhere
+    # it is NULL, drawn as a gap, never as a drop. The store has the larger of the partitions
+    # the operator metadata names and the partitions ever seen (app/metrics.py does the same).
+    "store_totals": """
+        CREATE OR REPLACE VIEW store_totals AS
+        WITH expected AS (
+            SELECT v.checkpoint, v.operator_id, v.store_name,
+                   greatest(count(DISTINCT v.partition_id),
+                            coalesce(any_value(o.num_partitions), 0)) AS partitions
+            FROM state_versions v
+            LEFT JOIN operators o USING (checkpoint, operator_id, store_name)
+            GROUP BY v.checkpoint, v.operator_id, v.store_name
+        ),
+        per_version AS (
+            SELECT checkpoint, operator_id, store_name, version,
+                   count(num_keys) AS known_partitions,
+                   sum(num_keys) AS num_keys, sum(keys_added) AS keys_added,
+                   sum(keys_updated) AS keys_updated, sum(keys_removed) AS keys_removed,
+                   sum(delta_bytes) AS delta_bytes,
+                   sum(coalesce(delta_bytes, 0) + coalesce(snapshot_bytes, 0)) AS bytes,
+                   max(num_keys) AS max_keys, median(num_keys) AS median_keys
+            FROM state_versions GROUP BY checkpoint, operator_id, store_name, version
+        )
+        SELECT p.checkpoint, p.operator_id, p.store_name, p.version,
+               p.version - 1 AS batch_id, p.known_partitions, e.partitions,
+               p.known_partitions >= e.partitions AS complete,
+               CASE WHEN p.known_partitions >= e.partitions THEN p.num_keys END AS num_keys,
+               CASE WHEN p.known_partitions >= e.partitions THEN p.keys_added END AS keys_added,
+               CASE WHEN p.known_partitions >= e.partitions THEN p.keys_updated END
+                   AS keys_updated,
+               CASE WHEN p.known_partitions >= e.partitions THEN p.keys_removed END
+                   AS keys_removed,
+               CASE WHEN p.known_partitions >= e.partitions THEN p.delta_bytes END
+                   AS delta_bytes,
+               CASE WHEN p.known_partitions >= e.partitions THEN p.bytes END AS bytes,
+               CASE WHEN p.known_partitions >= e.partitions THEN p.max_keys END AS max_keys,
+               CASE WHEN p.known_partitions >= e.partitions THEN p.median_keys END
+                   AS median_keys
+        FROM per_version p JOIN expected e USING (checkpoint, operator_id, store_name)
+    """,
     "partition_skew": """
         CREATE OR REPLACE VIEW partition_skew AS
-        SELECT checkpoint, operator_id, store_name, version, version - 1 AS batch_id,
-               max(num_keys) AS max_keys, median(num_keys) AS median_keys,
-               CASE WHEN median(num_keys) > 0
-                    THEN max(num_keys) / median(num_keys) END AS skew
-        FROM state_versions WHERE num_keys IS NOT NULL
-        GROUP BY checkpoint, operator_id, store_name, version
+        SELECT checkpoint, operator_id, store_name, version, batch_id, max_keys, median_keys,
+               CASE WHEN median_keys > 0 THEN max_keys / median_keys END AS skew
+        FROM store_totals
     """,
     "state_growth": """
         CREATE OR REPLACE VIEW state_growth AS
-        WITH per_version AS (
-            SELECT checkpoint, operator_id, store_name, version,
-                   sum(num_keys) AS num_keys, sum(keys_added) AS keys_added,
-                   sum(keys_updated) AS keys_updated, sum(keys_removed) AS keys_removed,
-                   sum(delta_bytes) AS delta_bytes
-            FROM state_versions GROUP BY checkpoint, operator_id, store_name, version
-        )
-        SELECT *, version - 1 AS batch_id,
+        SELECT checkpoint, operator_id, store_name, version, num_keys, keys_added,
+               keys_updated, keys_removed, delta_bytes, batch_id,
                num_keys - lag(num_keys) OVER (
                    PARTITION BY checkpoint, operator_id, store_name ORDER BY version)
                    AS keys_growth
-        FROM per_version
+        FROM store_totals
     """,
 }
 
@@ -479,9 +512,29 @@ def reader(
     """A read-only connection for one short read, closed afterwards so the writer can go on."""
     conn = _connect(os.path.abspath(os.path.expanduser(path)), read_only=True, timeout_s=timeout_s)
     try:
+        _views_for_an_older_database(conn)
         yield conn
     finally:
         conn.close()
+
+
+# The views issue 10 added or redefined: a database no writer of this version has opened yet
+# (served with `dashboard --db`, say) lacks them; a read-only connection may still create them
+# as temporary views, which shadow the stored ones for that connection only.
+_ISSUE10_VIEWS = ("store_totals", "partition_skew", "state_growth")
+
+
+def _views_for_an_older_database(conn: duckdb.DuckDBPyConnection) -> None:
+    found = conn.execute(
+        "SELECT count(*) FROM duckdb_views() WHERE view_name = 'store_totals'"
+    ).fetchall()[0][0]
+    tables = conn.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name IN ('state_versions', 'operators')"
+    ).fetchall()[0][0]
+    if found or tables < 2:
+        return
+    for name in _ISSUE10_VIEWS:
+        conn.execute(VIEWS[name].replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW"))
 
 
 def read_query(

@@ -86,6 +86,53 @@ def version_slider(label: str, options: list[int], key: str, **kwargs: Any) -> A
     return st.select_slider(label, options=options, format_func=batch_label, key=key, **kwargs)
 
 
+def follow_newest(base: str, options: list[int], newest: Any) -> tuple[str, bool]:
+    """The widget key to create a version widget under, and whether the user pinned it.
+
+    Create the widget with that key and ``value=newest``. A live job adds versions between
+    reruns: a widget left on the previous newest value is replaced by a fresh one under a
+    new key, which starts at the new ``newest`` (a new key, because writing into a widget's
+    state makes Streamlit warn, and dropping it leaves the browser's slider behind). Any
+    other choice still retained stays put: that is the pin.
+    """
+    generation = int(st.session_state.get(f"{base}:generation", 0))
+    key = f"{base}#{generation}"
+    current = st.session_state.get(key)
+    if isinstance(current, list):
+        current = tuple(current)
+    previous = st.session_state.get(f"{base}:newest")
+    st.session_state[f"{base}:newest"] = newest
+    values = current if isinstance(current, tuple) else (current,)
+    if current is None:
+        return key, False
+    if not all(v in options for v in values) or (current == previous != newest):
+        st.session_state[f"{base}:generation"] = generation + 1
+        return f"{base}#{generation + 1}", False
+    return key, current != newest
+
+
+def live_note(base: str, options: list[int], shown: int, pinned: bool) -> None:
+    """``Showing batch 122 · version 123 (pinned) · 12 newer batches`` and a way back."""
+    newer = sum(1 for v in options if v > shown)
+    if not pinned:
+        st.caption(
+            f"Showing the newest committed {batch_label(shown)}; it follows the job as new "
+            "batches commit. Move the slider to pin a version."
+        )
+        return
+    text, button = st.columns([5, 1])
+    text.caption(
+        f"Showing {batch_label(shown)} (pinned) · {newer:,} newer batch{'' if newer == 1 else 'es'}"
+    )
+
+    def _newest() -> None:
+        # A fresh widget under the next key starts at the newest version.
+        generation = int(st.session_state.get(f"{base}:generation", 0))
+        st.session_state[f"{base}:generation"] = generation + 1
+
+    button.button("Show newest", key=f"{base}:show_newest", on_click=_newest)
+
+
 def partition_filter(view: StateView, key: str, box: Any = st) -> int | None:
     """``All`` or one partition."""
     try:

@@ -25,6 +25,8 @@ def size_sparkline(sizes: pd.DataFrame, column: str = "bytes") -> go.Figure:
         y=numeric(frame, column),
         customdata=frame["version"].astype("int64") - 1,
         mode="lines",
+        # NaN where some partition is unknown (queries.size_history): a gap, not a drop.
+        connectgaps=False,
         fill="tozeroy",
         line={"color": "#4C78A8", "width": 1.5},
         hovertemplate=f"version %{{x}} (batch %{{customdata}})<br>%{{y:,}} {unit}<extra></extra>",

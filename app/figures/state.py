@@ -48,12 +48,30 @@ def _grid(frame: pd.DataFrame, value: str, index: str, columns: str) -> pd.DataF
     return pd.DataFrame(grid, index=pd.Index(row_keys, name=index), columns=col_keys)
 
 
-def keys_over_versions(versions: pd.DataFrame, max_lines: int = MAX_PARTITION_LINES) -> go.Figure:
+def complete_total(grid: pd.DataFrame, partitions: int | None = None) -> np.ndarray:
+    """Row sums of a version × partition grid, NaN where any partition is unknown.
+
+    The ``store_totals`` rule in figure form: a total over some partitions would draw as a
+    drop (or, once they all appear, a jump) that never happened; NaN breaks the line instead.
+    """
+    cells = grid.to_numpy(dtype="float64")
+    known = (~np.isnan(cells)).sum(axis=1)
+    needed = max(grid.shape[1], partitions or 0)
+    total = np.nansum(cells, axis=1)
+    return np.where(known >= needed, total, np.nan)
+
+
+def keys_over_versions(
+    versions: pd.DataFrame,
+    max_lines: int = MAX_PARTITION_LINES,
+    partitions: int | None = None,
+) -> go.Figure:
     """Keys in the store per version: the total on top, per partition below.
 
     Columns: ``partition_id``, ``version``, ``num_keys``. With more than ``max_lines``
     partitions the lower panel draws the ``max_lines`` largest (at their last version) and a
-    min–max band over all of them.
+    min–max band over all of them. The total is drawn only where every partition (at least
+    ``partitions``, and all seen) is known, a gap elsewhere.
     """
     title = "Keys over versions"
     if is_empty(versions, ["partition_id", "version", "num_keys"]):
@@ -71,9 +89,10 @@ def keys_over_versions(versions: pd.DataFrame, max_lines: int = MAX_PARTITION_LI
     )
     fig.add_scatter(
         x=steps,
-        y=grid.sum(axis=1, min_count=1).to_numpy(),
+        y=complete_total(grid, partitions),
         customdata=batches,
         name="total",
+        connectgaps=False,
         mode="lines+markers" if len(steps) <= 200 else "lines",
         line={"color": "#4C78A8", "width": 2},
         hovertemplate="version %{x} (batch %{customdata})<br>%{y:,} keys in all partitions"

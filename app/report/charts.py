@@ -137,7 +137,12 @@ def store_charts(store: StoreData) -> ChartGroup:
     sst, _ = largest_per_run(
         store.sst, "version", ["sst_bytes_uploaded", "sst_bytes_reused"], MAX_COLUMNS
     )
-    span = store.version_range
+    # The versions the charts draw (partitions reaching further back included).
+    span = (
+        None
+        if store.versions.empty
+        else (int(store.versions["version"].min()), int(store.versions["version"].max()))
+    )
     note = ""
     if step > 1 and span is not None:
         note = (
@@ -148,7 +153,7 @@ def store_charts(store: StoreData) -> ChartGroup:
         )
     charts = [
         Chart(
-            figures.keys_over_versions(cells),
+            figures.keys_over_versions(cells, partitions=store.history.get("partitions")),
             "Is the state growing without bound? Keys in the store at each version, in all "
             "partitions and per partition.",
         ),

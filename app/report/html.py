@@ -181,6 +181,7 @@ def _store_numbers(store: StoreData) -> list[tuple[str, str]]:
         ("provider", store.provider),
         ("partitions", fmt_int(store.num_partitions)),
         ("versions", "none" if span is None else f"{span[0]:,}..{span[1]:,}"),
+        ("history", store.history_note),
         ("keys (newest version)", fmt_int(store.keys_now)),
         ("on disk", f"{fmt_bytes(store.bytes_on_disk)} in {store.files_on_disk:,} files"),
         ("skew (max / median keys, newest)", "n/a" if skew is None else f"{skew:.2f}×"),

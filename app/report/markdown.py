@@ -107,6 +107,8 @@ def render(data: ReportData) -> str:
             ],
             rows,
         )
+        # Where each store's history starts, and why: a partial history is said, not hidden.
+        out += [""] + [f"* {md(s.label)}: {md(s.history_note)}" for s in data.stores]
         out += ["", "Schemas:", ""]
         out += [
             f"* {s.operator_id} {md(s.store_name)}: key {md(s.key_schema)}, "

@@ -60,6 +60,7 @@ class StoreData:
     files: pd.DataFrame  # queries.bytes_by_kind
     sst: pd.DataFrame  # queries.sst_reuse
     disk: pd.DataFrame  # queries.disk_usage
+    history: dict[str, Any] = field(default_factory=dict)  # queries.store_history
 
     @property
     def label(self) -> str:
@@ -72,9 +73,16 @@ class StoreData:
 
     @property
     def version_range(self) -> tuple[int, int] | None:
-        if self.growth.empty:
+        """Versions where every partition is known: the range ``stateglass info`` and the
+        State page give too (partitions reaching further back are in :attr:`history_note`)."""
+        first, last = self.history.get("first_complete"), self.history.get("last_complete")
+        if first is None or last is None:
             return None
-        return int(self.growth["version"].min()), int(self.growth["version"].max())
+        return int(first), int(last)
+
+    @property
+    def history_note(self) -> str:
+        return queries.history_note(self.history)
 
     @property
     def keys_now(self) -> int | None:
@@ -303,6 +311,7 @@ def _store(db: str, cp: str, row: dict[str, Any]) -> StoreData:
         files=queries.bytes_by_kind(db, cp, op, store),
         sst=queries.sst_reuse(db, cp, op, store),
         disk=queries.disk_usage(db, cp, op, store),
+        history=queries.store_history(db, cp, op, store),
     )
 
 

@@ -22,14 +22,19 @@ class PartitionSkew:
         out: list[Finding] = []
         oks: list[tuple[float, str]] = []
         for store in ctx.stores:
+            # At the newest version where every partition is known (store_totals): a
+            # partition missing there would make the median, and so the ratio, lie.
             rows = ctx.rows(
-                "SELECT partition_id, version, num_keys, replay_bytes FROM state_versions "
-                "WHERE checkpoint = ? AND operator_id = ? AND store_name = ? "
-                "QUALIFY row_number() OVER (PARTITION BY partition_id ORDER BY version DESC) = 1",
+                "SELECT partition_id, version, num_keys, replay_bytes FROM state_versions v "
+                "WHERE checkpoint = ? AND operator_id = ? AND store_name = ? AND version = ("
+                "SELECT max(version) FROM store_totals t WHERE t.complete "
+                "AND t.checkpoint = v.checkpoint AND t.operator_id = v.operator_id "
+                "AND t.store_name = v.store_name)",
                 [store.operator_id, store.store_name],
             )
             if len(rows) < 2:
-                oks.append((0.0, f"{store.operator_id}/{store.store_name}: {len(rows)} partition"))
+                what = f"{len(rows)} partition" if rows else "no version has every partition"
+                oks.append((0.0, f"{store.operator_id}/{store.store_name}: {what}"))
                 continue
             worst: tuple[float, str, str] | None = None
             notes = []

@@ -30,9 +30,10 @@ def render() -> None:
     options = state_ui.retained_versions(view)
     if options is None:
         return
-    version = state_ui.version_slider(
-        "Version", options, key=f"sg_browse_version:{view}", value=options[-1]
-    )
+    base = f"sg_browse_version:{view}"
+    slider_key, pinned = state_ui.follow_newest(base, options, options[-1])
+    version = state_ui.version_slider("Version", options, key=slider_key, value=options[-1])
+    state_ui.live_note(base, options, version, pinned)
     left, middle, right, size_box = st.columns([1, 3, 1, 1])
     partition = state_ui.partition_filter(view, key=f"sg_browse_partition:{view}", box=left)
     search = middle.text_input(

@@ -38,14 +38,21 @@ def _store(selection: context.StoreSelection) -> None:
         lag = context.load(queries.snapshot_lag, *args)
         skew = context.load(queries.partition_skew, *args)
         sst = context.load(queries.sst_reuse, *args)
+        history = context.load(queries.store_history, *args)
     if versions.empty:
         st.info("No state versions collected for this store yet.")
         return
     newest = versions.sort_values("version").groupby("partition_id").last()
     cols = st.columns(6)
     cols[0].metric("partitions", f"{versions['partition_id'].nunique():,}")
+    # The range totals are drawn over (every partition known): what `stateglass info` and the
+    # report say too.
     cols[1].metric(
-        "versions", f"{int(versions['version'].min())}..{int(versions['version'].max())}"
+        "versions",
+        "–"
+        if history.get("first_complete") is None
+        else f"{history['first_complete']}..{history['last_complete']}",
+        help="Versions where every partition is known; totals and skew are drawn only there.",
     )
     cols[2].metric("keys now", f"{int(newest['num_keys'].fillna(0).sum()):,}")
     cols[3].metric(
@@ -63,11 +70,17 @@ def _store(selection: context.StoreSelection) -> None:
         help="The most bytes one partition would read to restore its newest version.",
     )
 
+    st.caption(md(queries.history_note(history)))
     _chart(
-        context.figure(figures.keys_over_versions, queries.partition_cells, *args),
+        context.figure(
+            figures.keys_over_versions,
+            queries.partition_cells,
+            *args,
+            partitions=history.get("partitions"),
+        ),
         "Is the state growing without bound? Keys at each version (batch + 1): the sum over "
-        "partitions, and each partition (with many partitions: the largest, and the min–max "
-        "band).",
+        "partitions (a gap where some partition is unknown), and each partition (with many "
+        "partitions: the largest, and the min–max band).",
         "keys_over_versions",
     )
     with st.spinner("Drawing the partition × version heatmap…"):

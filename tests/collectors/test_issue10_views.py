@@ -1,0 +1,24 @@
+"""A database last opened by an older writer gets the issue-10 views on a read-only connection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from collectors.db import Database, read_query
+from collectors.scan import scan_checkpoint
+
+AGG = Path(__file__).resolve().parents[2] / "sample_checkpoints" / "spark-4.3" / "agg-hdfs"
+
+
+def test_old_views_are_shadowed_by_the_complete_version_ones(tmp_path: Path) -> None:
+    db = str(tmp_path / "old.duckdb")
+    scan_checkpoint(Database(db), str(AGG))
+    # What an older StateGlass left: no store_totals, a state_growth of its own.
+    with duckdb.connect(db) as conn:
+        conn.execute("DROP VIEW state_growth; DROP VIEW partition_skew; DROP VIEW store_totals")
+        conn.execute("CREATE VIEW state_growth AS SELECT 1 AS old")
+    assert read_query(db, "SELECT count(*), count(num_keys) FROM state_growth") == [(12, 12)]
+    assert read_query(db, "SELECT count(*) FROM partition_skew WHERE skew > 0") == [(12,)]
+    assert read_query(db, "SELECT bool_and(complete) FROM store_totals") == [(True,)]
