@@ -60,9 +60,26 @@ def signals_unwind() -> Iterator[None]:
 
 
 def restore_default_signals() -> None:
-    """For worker processes: die at once; the parent removes their scratch directory."""
+    """For worker processes: die at once; the parent removes their scratch directory.
+
+    Workers are forked with these signals blocked (:func:`signals_blocked`): one that arrived
+    while the parent's handler was still inherited stays pending, and is delivered, with the
+    default action, only once that handler is gone. Otherwise it was swallowed and the pool's
+    ``terminate`` waited forever for a worker that never died.
+    """
     for sig in CLEAN_EXIT_SIGNALS:
         signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, CLEAN_EXIT_SIGNALS)
+
+
+@contextlib.contextmanager
+def signals_blocked() -> Iterator[None]:
+    """Hold SIGTERM and SIGHUP pending in this thread (and in processes it forks) for a while."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, CLEAN_EXIT_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def temp_name(path: str) -> str:

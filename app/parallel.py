@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 
-from app.atomic import restore_default_signals
+from app.atomic import restore_default_signals, signals_blocked
 from app.output import JsonLinesSink
 from collectors.state import StateSource
 
@@ -60,10 +60,15 @@ def write_state_parallel(source: StateSource, sink: JsonLinesSink, version: int,
     saved_tempdir, tempfile.tempdir = tempfile.tempdir, scratch
     try:
         ctx = multiprocessing.get_context("fork")
-        with ctx.Pool(processes=jobs, initializer=restore_default_signals) as pool:
+        with signals_blocked():  # the workers unblock them after restoring the defaults
+            pool = ctx.Pool(processes=jobs, initializer=restore_default_signals)
+        with pool:
             for path, rows in pool.imap(_render, source.partitions):
                 sink.write_file(path, rows)
                 os.unlink(path)
+            # Done: let the workers leave on their own rather than by SIGTERM.
+            pool.close()
+            pool.join()
     finally:
         _JOB = None
         tempfile.tempdir = saved_tempdir
