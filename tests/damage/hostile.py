@@ -198,6 +198,20 @@ def _tree_bytes(path: Path) -> int:
     return total
 
 
+# Runs argv[2:] as its child and writes the child's (and its waited workers') peak RSS in KiB
+# to argv[1]; exits with the child's status.
+_LAUNCHER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as fh:
+    fh.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status) % 256)
+"""
+
+
 def run_measured(*args: str, tmpdir: Path, timeout: float = 120) -> Run:
     """Run ``stateglass ARGS`` with ``TMPDIR=tmpdir``; measure its peak RSS and temp bytes.
 
@@ -208,9 +222,25 @@ def run_measured(*args: str, tmpdir: Path, timeout: float = 120) -> Run:
     env = {**os.environ, "TMPDIR": str(tmpdir)}
     out_path, err_path = tmpdir.parent / "run.stdout", tmpdir.parent / "run.stderr"
     start = time.monotonic()
+    rss_path = tmpdir.parent / "run.maxrss"
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        # Through a small launcher: Linux carries a forking parent's RSS high-water mark over
+        # exec, so a child forked straight from a 400 MiB pytest would report >= 400 MiB.
         proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", *args], stdout=out, stderr=err, env=env, cwd=ROOT
+            [
+                sys.executable,
+                "-c",
+                _LAUNCHER,
+                str(rss_path),
+                sys.executable,
+                "-m",
+                "app.cli",
+                *args,
+            ],
+            stdout=out,
+            stderr=err,
+            env=env,
+            cwd=ROOT,
         )
     peak_tmp = 0
     done = threading.Event()
@@ -236,7 +266,7 @@ def run_measured(*args: str, tmpdir: Path, timeout: float = 120) -> Run:
         returncode=proc.returncode,
         stdout=out_path.read_text(),
         stderr=err_path.read_text(),
-        peak_rss=usage.ru_maxrss * 1024,  # KiB on Linux
+        peak_rss=int(rss_path.read_text()) * 1024 if rss_path.exists() else usage.ru_maxrss * 1024,
         peak_tmp=peak_tmp,
         seconds=time.monotonic() - start,
     )
