@@ -110,7 +110,9 @@ def test_executors_missing_a_compiled_dependency(spark_cluster: Cluster, tmp_pat
     assert proc.returncode == 2, proc.stderr[-3000:]
     line = _last_line(proc.stderr)
     assert line.startswith(f"stateglass: error: {spark_cluster.master_url}: executor Python ")
-    assert "has no module 'lz4'" in line and "docs/spark-engine.md" in line
+    # Which compiled module is missing first depends on import order (lz4, xxhash, ...).
+    assert " has no module '" in line, line
+    assert "docs/spark-engine.md" in line, line
     assert "Traceback" not in proc.stderr
     assert table(db, "state_versions") == [] and table(db, "checkpoints") == []
 
