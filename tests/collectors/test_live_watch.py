@@ -134,7 +134,8 @@ def test_watch_follows_a_live_query(
         watcher.wait(timeout=10)
 
     measured = sorted(seen_at)
-    assert len(measured) >= 8, f"only {len(measured)} batches while watching"
+    # About 20 batches on an idle machine; a loaded one runs fewer, and every one must land.
+    assert len(measured) >= 4, f"only {len(measured)} batches while watching"
     latencies = [landed_at[n] - mtime[n] for n in measured if n in landed_at]
     assert len(latencies) == len(measured), "a batch never appeared while the query ran"
     latencies.sort()
