@@ -194,6 +194,38 @@ TABLES: dict[str, str] = {
     # Progress (issue 12): generated from the column lists in progress_schema.py, which also
     # map each Spark field (durationMs part, RocksDB metric) to its column.
     **PROGRESS_TABLES,
+    # -- eviction audit (issue 11, point 2): collectors/eviction.py -------------------------
+    "eviction_rules": """
+        CREATE TABLE IF NOT EXISTS eviction_rules (
+            checkpoint VARCHAR NOT NULL,
+            operator_id INTEGER NOT NULL,
+            store_name VARCHAR NOT NULL,
+            state_var VARCHAR NOT NULL,
+            operator_name VARCHAR,
+            kind VARCHAR NOT NULL,
+            audited BOOLEAN NOT NULL,
+            predicate VARCHAR,
+            event_time_field VARCHAR,
+            cause VARCHAR,
+            fix VARCHAR,
+            PRIMARY KEY (checkpoint, operator_id, store_name, state_var)
+        )
+    """,
+    "eviction_audit": """
+        CREATE TABLE IF NOT EXISTS eviction_audit (
+            checkpoint VARCHAR NOT NULL,
+            operator_id INTEGER NOT NULL,
+            store_name VARCHAR NOT NULL,
+            state_var VARCHAR NOT NULL,
+            partition_id INTEGER NOT NULL,
+            version BIGINT NOT NULL,
+            watermark_ms BIGINT,
+            keys BIGINT,
+            overdue_keys BIGINT,
+            oldest_event_ms BIGINT,
+            PRIMARY KEY (checkpoint, operator_id, store_name, state_var, partition_id, version)
+        )
+    """,
 }
 
 # Each metric is defined once, here, in SQL; the dashboard and the CLI only SELECT from them.
@@ -325,6 +357,16 @@ KEYS: dict[str, tuple[str, ...]] = {
     ),
     "progress_runs": ("query_id", "run_id"),
     "progress_files": ("path",),
+    # Eviction audit (issue 11, point 2).
+    "eviction_rules": ("checkpoint", "operator_id", "store_name", "state_var"),
+    "eviction_audit": (
+        "checkpoint",
+        "operator_id",
+        "store_name",
+        "state_var",
+        "partition_id",
+        "version",
+    ),
 }
 
 # Statements that bring a database written by schema version N - 1 up to N (new tables come
@@ -455,6 +497,21 @@ class Database:
     def delete_where(conn: duckdb.DuckDBPyConnection, table: str, where: Mapping[str, Any]) -> None:
         clause = " AND ".join(f"{c} = ?" for c in where)
         conn.execute(f"DELETE FROM {table} WHERE {clause}", list(where.values()))
+
+    # -- eviction audit (issue 11, point 2) ------------------------------------------------
+
+    def write_eviction(
+        self,
+        conn: duckdb.DuckDBPyConnection,
+        root: str,
+        rules: Sequence[Mapping[str, Any]],
+        audit: Sequence[Mapping[str, Any]],
+    ) -> None:
+        """Inside a scan's transaction: the stores' eviction rules (replaced: they follow the
+        schemas) and the audit rows of the versions this scan counted."""
+        self.delete_where(conn, "eviction_rules", {"checkpoint": root})
+        self.upsert(conn, "eviction_rules", rules)
+        self.upsert(conn, "eviction_audit", audit)
 
     # -- progress (issue 12) -------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from collectors.checkpoint import Checkpoint, StoreInfo
 from collectors.db import Database
 from collectors.engines import Engine, LocalEngine
 from collectors.errors import CheckpointError, CorruptFile, EngineError
+from collectors.eviction import run_audit
 from collectors.facts import last_committed, write_facts
 from collectors.fs import FileSystem
 from collectors.listing import FileStat, Listing, diff_files, list_checkpoint, version_file_stats
@@ -204,6 +205,11 @@ class Scanner:
                 [root],
             ).fetchall():
                 live_ssts.setdefault((op, store, part), {})[v] = b
+            watermarks: dict[int, int | None] = dict(
+                conn.execute(
+                    "SELECT batch_id, watermark_ms FROM batches WHERE checkpoint = ?", [root]
+                ).fetchall()
+            )
             problem_paths = {
                 p
                 for (p,) in conn.execute(
@@ -257,6 +263,17 @@ class Scanner:
                         "seen_at": now,
                     }
                 )
+        # The eviction audit (issue 11): replays the versions just counted of the stores Spark
+        # evicts by event time, at the watermark of the batch that wrote each.
+        watermarks.update({r["batch_id"]: r["watermark_ms"] for r in offsets_rows})
+        eviction = run_audit(
+            cp,
+            stores,
+            {r.task.chain: [c.version for c in r.versions] for r in results},
+            watermarks,
+        )
+        for exc in eviction[2]:
+            problem(exc)
         # Health facts: the schema files (small, read at every scan) and the pinned conf.
         schemas = schema_files(cp, stores)
         pinned_conf = _pinned_conf(cp, stores)
@@ -346,6 +363,7 @@ class Scanner:
             self.db.upsert(conn, "problems", problems)
             last_batch = last_committed(listing, cp.path("commits"))
             write_facts(self.db, conn, root, listing, results, schemas, now, last_batch)
+            self.db.write_eviction(conn, root, eviction[0], eviction[1])
 
         return ScanSummary(
             checkpoint=root,

@@ -13,6 +13,7 @@ Example::
 from __future__ import annotations
 
 from app.figures._common import empty_figure
+from app.figures.eviction import overdue_keys
 from app.figures.overview import size_sparkline
 from app.figures.progress import (
     commit_time,
@@ -45,6 +46,7 @@ __all__ = [
     "key_changes",
     "keys_over_versions",
     "memory_vs_keys",
+    "overdue_keys",
     "partition_heatmap",
     "progress_rates",
     "rate_sparkline",

@@ -37,6 +37,7 @@ from collectors.health.rocksdb_stalls import RocksdbStalls
 from collectors.health.schema_drift import SchemaDrift
 from collectors.health.snapshot_lag import SnapshotLag
 from collectors.health.stalled_query import StalledQuery
+from collectors.health.state_leak import StateLeak
 from collectors.health.stuck_batch import StuckBatch
 from collectors.health.unbounded_state import UnboundedState
 
@@ -73,6 +74,8 @@ RULES: dict[str, Rule] = {
         CommitTime(),
         MemoryPerKey(),
         RocksdbStalls(),
+        # On the eviction audit (issue 11).
+        StateLeak(),
     )
 }
 

@@ -192,6 +192,20 @@ class RocksdbStallsConfig:
 
 
 @dataclass(frozen=True)
+class StateLeakConfig:
+    """The eviction audit (issue 11): keys Spark should already have evicted."""
+
+    enabled: bool = True
+    # WARN from this many overdue keys at the newest audited version; ERR from err_keys
+    # (0: never ERR).
+    warn_keys: int = 1
+    err_keys: int = 0
+    # A join side with a watermark but no removal: judged after this many versions whose
+    # oldest value is older than the watermark.
+    min_versions: int = 3
+
+
+@dataclass(frozen=True)
 class LimitsConfig:
     """Decompression limits (``docs/limits.md``); not a rule, but set from the same file."""
 
@@ -232,6 +246,8 @@ class HealthConfig:
     commit_time: CommitTimeConfig = field(default_factory=CommitTimeConfig)
     memory_per_key: MemoryPerKeyConfig = field(default_factory=MemoryPerKeyConfig)
     rocksdb_stalls: RocksdbStallsConfig = field(default_factory=RocksdbStallsConfig)
+    # ---- the eviction audit (issue 11) ----
+    state_leak: StateLeakConfig = field(default_factory=StateLeakConfig)
 
     def enabled(self, rule: str) -> bool:
         section = getattr(self, rule, None)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app.browse.overdue import EVENT_TIME_COLUMN, overdue_page
 from app.browse.table import PageRequest, iter_page
-from app.browse.views import batch_label
+from app.browse.views import StateView, batch_label
 from app.dashboard import context, state_ui
-from app.escape import md
+from app.escape import md, md_code
 
 
 def _reset_page_when(changed: tuple[object, ...]) -> None:
@@ -44,6 +45,8 @@ def render() -> None:
         "(timestamps like 2024-01-01T00:40:00.000Z).",
     ).strip()
     page_size = size_box.selectbox("Rows per page", state_ui.PAGE_SIZES, index=1)
+    if _overdue_filter(view, version, partition, page_size):
+        return
     _reset_page_when((view, version, partition, search, page_size))
     page = int(right.number_input("Page", min_value=1, step=1, key="sg_browse_page"))
     request = PageRequest(view, version, partition, search, page, page_size)
@@ -90,3 +93,63 @@ def render() -> None:
     if page > pages:
         st.warning(f"There are only {pages:,} page(s).")
     state_ui.cache_note()
+
+
+# ---- the eviction audit's "overdue" filter (issue 11, point 2) -------------------------------
+
+
+def _overdue_filter(
+    view: StateView, version: int, partition: int | None, limit: int
+) -> bool:
+    """The "Overdue only" toggle; True when it is on and this block drew the page."""
+    on = st.toggle(
+        "Overdue only",
+        key="sg_browse_overdue",
+        help="Keys Spark should already have evicted at this version: those matching its "
+        "eviction predicate at the watermark of the batch that wrote the version.",
+    )
+    if not on:
+        return False
+    try:
+        with st.spinner("Looking for overdue keys…"):
+            found = overdue_page(view, version, partition, limit)
+    except state_ui.USER_ERRORS as exc:
+        context.show_error(exc)
+        return True
+    rule = found.rule
+    if not rule.audited:
+        why = rule.cause or rule.predicate
+        if rule.kind == "join_value":
+            why = (
+                f"Spark evicts this join side when {rule.predicate}; the time bound is not "
+                "recorded in the checkpoint, so overdue values cannot be told"
+            )
+        st.info(f"No overdue filter for this store: {md(why)}.", icon="ℹ️")
+        return True
+    if found.watermark_ms is None:
+        st.info(f"No watermark is known for {batch_label(version)}.", icon="ℹ️")
+        return True
+    where = "" if partition is None else f" in partition {partition}"
+    predicate = md_code(rule.predicate)
+    wm = f"watermark {found.watermark_ms:,} ms"
+    if found.found == 0:
+        st.success(
+            f"No overdue keys{where} at {batch_label(version)}: none of {found.scanned:,} "
+            f"rows matches {predicate} ({wm}).",
+            icon="✅",
+        )
+        return True
+    st.warning(
+        f"**{found.found:,}** overdue row(s){where} at {batch_label(version)}: they match "
+        f"{predicate} ({wm}), so Spark should have removed them. The first "
+        f"{min(found.found, limit):,} are shown; `{EVENT_TIME_COLUMN}` is the event time "
+        "the predicate compared (UTC).",
+        icon="⚠️",
+    )
+    assert found.table is not None
+    st.dataframe(
+        state_ui.frame(found.table),
+        width="stretch",
+        height=state_ui.table_height(found.table.num_rows),
+    )
+    return True

@@ -133,6 +133,7 @@ def _store(selection: context.StoreSelection) -> None:
             "sst_upload_reuse",
         )
     _progress(selection)
+    _eviction(selection)
     with st.expander("Bytes on disk now, by kind"):
         st.dataframe(
             usage.assign(size=[context.human_bytes(b) for b in usage["bytes"]]),
@@ -198,3 +199,50 @@ def _progress(selection: context.StoreSelection) -> None:
             "files have but Spark does not report was uploaded by another run or by hand.",
             icon="⚠️",
         )
+
+
+# ---- the eviction audit (issue 11, point 2) --------------------------------------------------
+
+
+def _eviction(selection: context.StoreSelection) -> None:
+    st.subheader("Eviction audit")
+    args = (selection.checkpoint, selection.operator_id, selection.store_name)
+    rules = context.load(queries.eviction_rules, *args)
+    if rules.empty:
+        st.info("Not audited yet: run `stateglass collect` again.", icon="ℹ️")
+        return
+    audit = context.load(queries.eviction_audit, *args)
+    for rule in rules.itertuples():
+        label = f" ({md_code(rule.state_var)})" if rule.state_var else ""
+        if rule.kind == "never_evicted":
+            st.warning(
+                f"This state can never be evicted{label}: {md(rule.cause)}. "
+                f"**Fix:** {md(rule.fix)}.",
+                icon="⚠️",
+            )
+            continue
+        if not rule.audited and rule.kind != "join_value":
+            st.caption(f"Not audited{label}: {md(rule.cause or '')}.")
+            continue
+        mine = audit[audit["state_var"] == rule.state_var] if not audit.empty else audit
+        st.caption(
+            f"Spark evicts{label} when {md_code(rule.predicate)}, at the watermark of the batch "
+            "that writes the version; keys still matching it are *overdue*. "
+            + (
+                "The join's time bound is not recorded in the checkpoint, so overdue values "
+                "are not counted; the health rule checks that values are removed at all."
+                if rule.kind == "join_value"
+                else "Browse → **Overdue only** lists them."
+            )
+        )
+        if mine.empty:
+            continue
+        if rule.audited:
+            _chart(
+                figures.overdue_keys(mine),
+                "Keys Spark should already have evicted, per version (summed over partitions): "
+                "zero for a healthy store.",
+                f"overdue_keys_{rule.state_var}",
+            )
+        with st.expander("Audit per version"):
+            st.dataframe(mine.drop(columns=["state_var"]), hide_index=True)

@@ -1,0 +1,291 @@
+"""The eviction audit: keys Spark should already have evicted, per partition and version.
+
+For every store whose state Spark evicts by event time (:mod:`collectors.eviction_rules`),
+each version a scan counts is replayed once more, this time decoding the event time of every
+key (a delta or changelog is applied to the previous version's ``key -> event time`` map, as
+the key-count chain does with its key set), and the keys matching Spark's eviction predicate
+at the watermark of the batch that wrote the version (version = batch + 1) are counted.
+Spark removes them before it commits that version, so a healthy store shows zero.
+
+Only audited stores are read again, and only the versions the scan counted anew. The
+:mod:`collectors.scan` writes the rows; :func:`overdue_examples` answers Browse on demand.
+
+Example::
+
+    rules = store_rules(cp, cp.stores(), has_watermark=True)
+    rows, problems = audit_store(cp, rules[0], {0: [1, 2, 3]}, {0: 0, 1: 0, 2: 600000})
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from collectors.chains import VERSION_FILES
+from collectors.checkpoint import Checkpoint, StoreInfo
+from collectors.errors import CheckpointError
+from collectors.eviction_rules import JOIN_VALUE, TIMERS, EvictionRule, eviction_rules
+from collectors.state import StateRequest, StateSource
+from parsers.errors import ParseError
+
+
+@dataclass(frozen=True)
+class AuditRow:
+    """Overdue keys of one partition at one version."""
+
+    operator_id: int
+    store_name: str
+    state_var: str
+    partition_id: int
+    version: int
+    watermark_ms: int | None
+    keys: int
+    # None: the predicate cannot be evaluated (no watermark known, or a join's value side).
+    overdue_keys: int | None
+    oldest_event_ms: int | None
+
+
+def store_rules(cp: Checkpoint, stores: Iterable[StoreInfo], has_watermark: bool) -> list[EvictionRule]:
+    """One rule per store (a transformWithState store: one for its event-time timers)."""
+    out: list[EvictionRule] = []
+    stores = list(stores)
+    # A join side's input row (with the watermark metadata) is in its keyWithIndexToValue store.
+    rows_of = {
+        (s.operator_id, s.store_name.split("-", 1)[0]): s.value_schema
+        for s in stores
+        if s.store_name.endswith("-keyWithIndexToValue")
+    }
+    for store in stores:
+        out.extend(
+            eviction_rules(
+                store.operator_id,
+                store.operator_name,
+                store.store_name,
+                store.key_schema,
+                store.value_schema,
+                has_watermark,
+                time_mode=store.time_mode,
+                state_var_names=[v.name for v in store.state_variables],
+                join_row_schema=rows_of.get(
+                    (store.operator_id, store.store_name.split("-", 1)[0])
+                ),
+            )
+        )
+    return out
+
+
+def _source(cp: Checkpoint, rule: EvictionRule, partitions: Sequence[int] | None) -> StateSource:
+    if rule.kind == TIMERS:
+        request = StateRequest(rule.operator_id, rule.store_name, None, partitions, read_timers=True)
+    else:
+        request = StateRequest(rule.operator_id, rule.store_name, None, partitions)
+    return StateSource(cp, request)
+
+
+class _Timer:
+    """Event time of one stored item, through the store's row codec."""
+
+    def __init__(self, source: StateSource, rule: EvictionRule) -> None:
+        self.codec = source.row_codec
+        self.rule = rule
+
+    def __call__(self, key: bytes, value: bytes | None) -> tuple[bool, int | None]:
+        """``(belongs to this rule's rows, event time)``; other column families give False."""
+        if value is None:
+            return False, None
+        if self.rule.kind == TIMERS:
+            rows = self.codec.rows(key, value)
+            pairs: list[tuple[Any, Any]] = [(r, None) for r in rows]
+        else:
+            pairs = list(self.codec.decode(key, value))
+        if not pairs:
+            return False, None
+        times = [t for t in (self.rule.event_time(k, v) for k, v in pairs) if t is not None]
+        return True, (min(times) if times else None)
+
+
+def _to_ms(rule: EvictionRule, ts: int) -> int:
+    return ts if rule.unit == "ms" else ts // 1000
+
+
+def audit_store(
+    cp: Checkpoint,
+    rule: EvictionRule,
+    versions: Mapping[int, Sequence[int]],
+    watermarks: Mapping[int, int | None],
+) -> tuple[list[AuditRow], list[CheckpointError]]:
+    """Audit ``versions`` (partition -> versions) of one rule's store; problems do not stop it."""
+    rows: list[AuditRow] = []
+    problems: list[CheckpointError] = []
+    if not versions:
+        return rows, problems
+    try:
+        source = _source(cp, rule, sorted(versions))
+        timer = _Timer(source, rule)
+    except CheckpointError as exc:
+        return rows, [exc]
+    for partition, wanted in sorted(versions.items()):
+        try:
+            for version, items in _replay(source, timer, partition, sorted(wanted)):
+                rows.append(_row(rule, partition, version, items, watermarks.get(version - 1)))
+        except CheckpointError as exc:
+            problems.append(exc)
+        except ParseError as exc:
+            problems.append(source.decode_error(partition, exc))
+    return rows, problems
+
+
+def _row(
+    rule: EvictionRule,
+    partition: int,
+    version: int,
+    items: dict[bytes, int | None],
+    watermark_ms: int | None,
+) -> AuditRow:
+    times = [t for t in items.values() if t is not None]
+    oldest = min(times) if times else None
+    overdue: int | None = None
+    if rule.audited and watermark_ms is not None:
+        overdue = sum(1 for t in times if rule.is_overdue(t, watermark_ms))
+    return AuditRow(
+        rule.operator_id,
+        rule.store_name,
+        rule.state_var or "",
+        partition,
+        version,
+        watermark_ms,
+        len(items),
+        overdue,
+        _to_ms(rule, oldest) if oldest is not None else None,
+    )
+
+
+def _replay(
+    source: StateSource, timer: _Timer, partition: int, wanted: list[int]
+) -> Iterator[tuple[int, dict[bytes, int | None]]]:
+    """``key -> event time`` of the partition at each wanted version, replaying changes."""
+    reader = source.reader(partition)
+    rebuildable = set(reader.versions())
+    change_versions, _ = VERSION_FILES[source.store.provider](reader)
+    items: dict[bytes, int | None] | None = None
+    at: int | None = None
+    for version in wanted:
+        if version not in rebuildable:
+            continue
+        if items is not None and at == version - 1 and version in change_versions:
+            for change_type, key, value in reader.changes(version):
+                if change_type == "delete":
+                    items.pop(key, None)
+                    continue
+                mine, ts = timer(key, value)
+                if not mine:
+                    continue
+                old = items.get(key)
+                # A list-state merge adds an element: the key's oldest element decides.
+                if change_type == "merge" and key in items and old is not None and ts is not None:
+                    ts = min(ts, old)
+                items[key] = ts
+        else:
+            items = {}
+            for key, value in reader.load(version):
+                mine, ts = timer(key, value)
+                if mine:
+                    items[key] = ts
+        at = version
+        yield version, items
+
+
+def overdue_examples(
+    cp: Checkpoint, rule: EvictionRule, version: int, watermark_ms: int, limit: int = 50
+) -> list[tuple[int, Any, Any, int]]:
+    """Up to ``limit`` overdue ``(partition, key row, value row, event time ms)`` at ``version``."""
+    source = _source(cp, rule, None)
+    codec = source.row_codec
+    out: list[tuple[int, Any, Any, int]] = []
+    for partition in source.partitions:
+        with source.decoding(partition):
+            for key, value in source.load(partition, version):
+                if rule.kind == TIMERS:
+                    pairs: list[tuple[Any, Any]] = [(r, None) for r in codec.rows(key, value)]
+                else:
+                    pairs = list(codec.decode(key, value))
+                for k, v in pairs:
+                    ts = rule.event_time(k, v)
+                    if ts is not None and rule.is_overdue(ts, watermark_ms):
+                        out.append((partition, k, v, _to_ms(rule, ts)))
+                        if len(out) >= limit:
+                            return out
+    return out
+
+
+def rule_rows(root: str, rules: Iterable[EvictionRule]) -> list[dict[str, Any]]:
+    """``eviction_rules`` table rows."""
+    return [
+        {
+            "checkpoint": root,
+            "operator_id": r.operator_id,
+            "store_name": r.store_name,
+            "state_var": r.state_var or "",
+            "operator_name": r.operator_name,
+            "kind": r.kind,
+            "audited": r.audited,
+            "predicate": r.predicate,
+            "event_time_field": r.field or None,
+            "cause": r.cause,
+            "fix": r.fix,
+        }
+        for r in rules
+    ]
+
+
+def audit_rows(root: str, rows: Iterable[AuditRow]) -> list[dict[str, Any]]:
+    """``eviction_audit`` table rows."""
+    return [
+        {
+            "checkpoint": root,
+            "operator_id": r.operator_id,
+            "store_name": r.store_name,
+            "state_var": r.state_var,
+            "partition_id": r.partition_id,
+            "version": r.version,
+            "watermark_ms": r.watermark_ms,
+            "keys": r.keys,
+            "overdue_keys": r.overdue_keys,
+            "oldest_event_ms": r.oldest_event_ms,
+        }
+        for r in rows
+    ]
+
+
+def run_audit(
+    cp: Checkpoint,
+    stores: Sequence[StoreInfo],
+    counted: Mapping[tuple[int, str, int], Sequence[int]],
+    watermarks: Mapping[int, int | None],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[CheckpointError]]:
+    """The scan's step: rules of every store, and the audit of the versions it just counted
+    (``counted``: (operator, store, partition) -> versions). Returns table rows and problems."""
+    root = cp.root
+    has_watermark = any((w or 0) > 0 for w in watermarks.values())
+    rules = store_rules(cp, stores, has_watermark)
+    rows: list[AuditRow] = []
+    problems: list[CheckpointError] = []
+    for rule in rules:
+        if not tracked(rule):
+            continue
+        versions = {
+            part: vs
+            for (op, store, part), vs in counted.items()
+            if op == rule.operator_id and store == rule.store_name and vs
+        }
+        found, trouble = audit_store(cp, rule, versions, watermarks)
+        rows.extend(found)
+        problems.extend(trouble)
+    return rule_rows(root, rules), audit_rows(root, rows), problems
+
+
+def tracked(rule: EvictionRule) -> bool:
+    """Whether a rule's store is replayed: audited ones, and a join's value side (oldest
+    event time, to tell a join without a time bound)."""
+    return rule.audited or (rule.kind == JOIN_VALUE and bool(rule.path))

@@ -1,0 +1,289 @@
+"""Which keys of a store Spark evicts by event time, and by which predicate (pure).
+
+One :class:`EvictionRule` per store (or per transformWithState timer column family), derived
+from the operator name and the state schema, whose JSON keeps Spark's
+``spark.watermarkDelayMs`` metadata on the event-time column. The predicates are Spark's own
+(``docs/eviction.md`` points at the sources); ``wm`` is ``batchWatermarkMs`` of the batch
+that wrote the version (Spark's ``eventTimeWatermarkForEviction``):
+
+=========================== =============================== =====================================
+operator                    field                           evicted when
+=========================== =============================== =====================================
+stateStoreSave              key: watermarked column, or     ``col <= wm * 1000``, ``window.end
+                            ``window.end`` of a window      <= wm * 1000`` (micros)
+sessionWindow…SaveExec      value: ``session_window.end``   ``end <= wm * 1000``
+dedupe                      key: watermarked column         ``col <= wm * 1000``
+dedupeWithinWatermark       value: ``expiresAtMicros``      ``expiresAt <= wm * 1000``
+symmetricHashJoin           key: a join key of the          ``col <= wm * 1000``
+                            watermarked column              (the value case needs the join's time
+                                                            bound, which no file records)
+flatMapGroupsWithState,     value: ``timeoutTimestamp``     ``ts != -1 and ts < wm`` (millis)
+applyInPandasWithState
+transformWithState          timers: expiry timestamp        ``ts < wm`` (millis)
+=========================== =============================== =====================================
+
+Example::
+
+    rule = eviction_rule(store, has_watermark=True)
+    if rule.audited:
+        overdue = rule.is_overdue(rule.event_time(key_row, value_row), watermark_ms)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from parsers.sparktypes import AtomicType, StructType
+
+DELAY_KEY = "spark.watermarkDelayMs"
+TIME_TYPES = ("timestamp", "timestamp_ntz")
+# transformWithState's event-time timers (TimerStateUtils), read as Spark's readRegisteredTimers.
+EVENT_TIMERS = "$eventTimers_keyToTimestamp"
+JOIN_VALUE_STORES = ("left-keyWithIndexToValue", "right-keyWithIndexToValue")
+
+# Kinds of rule.
+WINDOW = "window"  # aggregation keyed by a window (or a watermarked column)
+SESSION = "session_window"
+DEDUP = "dedup"
+DEDUP_WITHIN = "dedup_within_watermark"
+JOIN_KEY = "join_key"
+JOIN_VALUE = "join_value"
+TIMEOUT = "event_time_timeout"
+TIMERS = "event_time_timers"
+NEVER = "never_evicted"
+NOT_AUDITED = "not_audited"
+
+
+@dataclass(frozen=True)
+class EvictionRule:
+    """How Spark evicts one store's keys by event time; ``kind`` NEVER names cause and fix."""
+
+    operator_id: int
+    store_name: str
+    operator_name: str
+    kind: str
+    # Where the event time is: "key" or "value" row, and the field path (struct nesting).
+    side: str = "key"
+    path: tuple[int, ...] = ()
+    # "us": micros compared with wm * 1000, ``<=``; "ms": millis compared with wm, ``<``.
+    unit: str = "us"
+    field: str = ""
+    state_var: str | None = None
+    cause: str | None = None
+    fix: str | None = None
+
+    @property
+    def audited(self) -> bool:
+        """Whether overdue keys can be counted (the predicate is known from the files)."""
+        return self.kind not in (NEVER, NOT_AUDITED, JOIN_VALUE)
+
+    @property
+    def predicate(self) -> str:
+        """Spark's predicate as text, for pages and reports."""
+        if self.kind == NEVER:
+            return "never evicted"
+        if self.kind == NOT_AUDITED:
+            return "not audited"
+        if self.kind == JOIN_VALUE:
+            return f"{self.field} <= state watermark (watermark minus the join's time bound)"
+        if self.kind == TIMEOUT:
+            return f"{self.field} != -1 and {self.field} < watermark (ms)"
+        if self.kind == TIMERS:
+            return "timer expiry < watermark (ms)"
+        return f"{self.field} <= watermark"
+
+    def event_time(self, key: Any, value: Any) -> int | None:
+        """The event time (raw: micros or millis per :attr:`unit`) of one decoded row."""
+        node: Any = key if self.side == "key" else value
+        for index in self.path:
+            if node is None:
+                return None
+            node = node[index]
+        return node if isinstance(node, int) else None
+
+    def is_overdue(self, ts: int | None, watermark_ms: int | None) -> bool:
+        """Spark's eviction predicate at the watermark of the batch that wrote the version."""
+        if ts is None or watermark_ms is None:
+            return False
+        if self.unit == "ms":
+            if self.kind == TIMEOUT and ts == -1:
+                return False
+            return ts < watermark_ms
+        return ts <= watermark_ms * 1000
+
+
+def _watermarked(schema: StructType | None) -> int | None:
+    """Index of the field carrying Spark's watermark delay metadata (Spark takes the first)."""
+    if schema is None:
+        return None
+    for i, f in enumerate(schema.fields):
+        if DELAY_KEY in f.metadata:
+            return i
+    return None
+
+
+def _time_path(schema: StructType, index: int) -> tuple[tuple[int, ...], str] | None:
+    """A timestamp column itself, or ``end`` (field 1) of a window struct (Spark: GetStructField
+    1 when the watermark attribute is a struct)."""
+    f = schema.fields[index]
+    if isinstance(f.data_type, AtomicType) and f.data_type.name in TIME_TYPES:
+        return (index,), f.name
+    if isinstance(f.data_type, StructType) and len(f.data_type.fields) >= 2:
+        return (index, 1), f"{f.name}.{f.data_type.fields[1].name}"
+    return None
+
+
+def _is_time(f: Any) -> bool:
+    return isinstance(f.data_type, AtomicType) and f.data_type.name in TIME_TYPES
+
+
+def _base(name: str) -> str:
+    return name.split(" (", 1)[0]
+
+
+def eviction_rules(
+    operator_id: int,
+    operator_name: str,
+    store_name: str,
+    key_schema: StructType | None,
+    value_schema: StructType | None,
+    has_watermark: bool,
+    time_mode: str | None = None,
+    state_var_names: Sequence[str] = (),
+    join_row_schema: StructType | None = None,
+) -> list[EvictionRule]:
+    """The rule(s) of one store; ``has_watermark``: some batch ran with a watermark > 0.
+
+    ``join_row_schema``: for a join store, the value schema of its side's
+    ``keyWithIndexToValue`` (the input row; ``keyToNumValues`` holds only a count)."""
+    name = _base(operator_name)
+
+    def rule(kind: str, **kw: Any) -> EvictionRule:
+        return EvictionRule(operator_id, store_name, operator_name, kind, **kw)
+
+    def never(cause: str, fix: str) -> EvictionRule:
+        return rule(NEVER, cause=cause, fix=fix)
+
+    if name == "stateStoreSave":
+        at = _watermarked(key_schema)
+        found = _time_path(key_schema, at) if key_schema is not None and at is not None else None
+        if found:
+            return [rule(WINDOW, path=found[0], field=found[1])]
+        if has_watermark:
+            return [
+                never(
+                    "the query has a watermark, but the grouping key holds no watermarked "
+                    "column: Spark evicts aggregation state only by a key column",
+                    "group by window(<event-time column>, ...) or by the watermarked column "
+                    "itself, e.g. groupBy(window('ts', '10 minutes'), ...)",
+                )
+            ]
+        return [
+            never(
+                "no watermark: an aggregation keeps every group forever",
+                "add withWatermark('<event-time column>', '<delay>') and group by a window "
+                "of that column",
+            )
+        ]
+    if name == "sessionWindowStateStoreSaveExec":
+        at = _watermarked(value_schema)
+        if value_schema is not None and at is not None:
+            found = _time_path(value_schema, at)
+            if found:
+                return [rule(SESSION, side="value", path=found[0], field=found[1])]
+        return [rule(NOT_AUDITED, cause="no watermarked session window in the value schema")]
+    if name == "dedupe":
+        at = _watermarked(key_schema)
+        if key_schema is not None and at is not None and _is_time(key_schema.fields[at]):
+            return [rule(DEDUP, path=(at,), field=key_schema.fields[at].name)]
+        if has_watermark:
+            return [
+                never(
+                    "the query has a watermark, but the event-time column is not among the "
+                    "dropDuplicates columns: Spark evicts dedup state only by a key column",
+                    "add the event-time column to dropDuplicates(...), or use "
+                    "dropDuplicatesWithinWatermark(...)",
+                )
+            ]
+        return [
+            never(
+                "no watermark: dropDuplicates keeps every key it has seen forever",
+                "add withWatermark('<event-time column>', '<delay>') and include that column "
+                "in dropDuplicates(...), or use dropDuplicatesWithinWatermark(...)",
+            )
+        ]
+    if name == "dedupeWithinWatermark":
+        return [rule(DEDUP_WITHIN, side="value", path=(0,), field="expiresAtMicros")]
+    if name == "symmetricHashJoin":
+        rows = join_row_schema if join_row_schema is not None else value_schema
+        return [_join_rule(rule, never, store_name, key_schema, rows, has_watermark)]
+    if name in ("flatMapGroupsWithState", "applyInPandasWithState"):
+        if value_schema is not None and "timeoutTimestamp" in value_schema.names:
+            at = value_schema.names.index("timeoutTimestamp")
+            if has_watermark:
+                return [rule(TIMEOUT, side="value", path=(at,), unit="ms", field="timeoutTimestamp")]
+        return [
+            rule(
+                NOT_AUDITED,
+                cause="state is removed by the user's function (no event-time timeout audited: "
+                "processing-time or no timeout, or no watermark)",
+            )
+        ]
+    if name.startswith("transformWithState"):
+        if time_mode == "EventTime" and EVENT_TIMERS in state_var_names:
+            return [
+                rule(TIMERS, path=(1,), unit="ms", field="expiryTimestampMs", state_var=EVENT_TIMERS)
+            ]
+        return [
+            rule(
+                NOT_AUDITED,
+                cause=f"time mode {time_mode or 'None'}: no event-time timers to audit "
+                "(state is removed by the processor or its TTL)",
+            )
+        ]
+    return [rule(NOT_AUDITED, cause=f"operator {operator_name} does not evict by event time")]
+
+
+def _join_rule(
+    rule: Any,
+    never: Any,
+    store_name: str,
+    key_schema: StructType | None,
+    value_schema: StructType | None,
+    has_watermark: bool,
+) -> EvictionRule:
+    """One side of a stream-stream join (``getOneSideStateWatermarkPredicate``).
+
+    Join keys are stored as ``field0..`` without metadata; a key of the watermarked column's
+    type is taken as the watermarked join key (Spark's case 1: a key predicate).
+    """
+    at = _watermarked(value_schema)
+    side = store_name.split("-", 1)[0]
+    if at is None or value_schema is None:
+        if has_watermark:
+            return never(
+                f"the {side} input has no watermark: its join state is never evicted",
+                f"add withWatermark(...) on the {side} input and a time-range condition "
+                "on both event times to the join",
+            )
+        return never(
+            "no watermark: a stream-stream join keeps every row of both sides forever",
+            "add withWatermark(...) on both inputs and a time-range condition on their "
+            "event times (e.g. l.ts BETWEEN r.ts - INTERVAL 10 MINUTES AND r.ts)",
+        )
+    wm_field = value_schema.fields[at]
+    if key_schema is not None:
+        for i, f in enumerate(key_schema.fields):
+            if f.data_type == wm_field.data_type and (
+                _is_time(f) or isinstance(f.data_type, StructType)
+            ):
+                found = _time_path(key_schema, i)
+                if found:
+                    return rule(JOIN_KEY, path=found[0], field=f"key {found[1]}")
+    if store_name in JOIN_VALUE_STORES:
+        found = _time_path(value_schema, at)
+        if found:
+            return rule(JOIN_VALUE, side="value", path=found[0], field=found[1])
+    return rule(JOIN_VALUE, side="value", field=wm_field.name)
