@@ -46,7 +46,9 @@ class AuditRow:
     oldest_event_ms: int | None
 
 
-def store_rules(cp: Checkpoint, stores: Iterable[StoreInfo], has_watermark: bool) -> list[EvictionRule]:
+def store_rules(
+    cp: Checkpoint, stores: Iterable[StoreInfo], has_watermark: bool
+) -> list[EvictionRule]:
     """One rule per store (a transformWithState store: one for its event-time timers)."""
     out: list[EvictionRule] = []
     stores = list(stores)
@@ -67,9 +69,7 @@ def store_rules(cp: Checkpoint, stores: Iterable[StoreInfo], has_watermark: bool
                 has_watermark,
                 time_mode=store.time_mode,
                 state_var_names=[v.name for v in store.state_variables],
-                join_row_schema=rows_of.get(
-                    (store.operator_id, store.store_name.split("-", 1)[0])
-                ),
+                join_row_schema=rows_of.get((store.operator_id, store.store_name.split("-", 1)[0])),
             )
         )
     return out
@@ -77,7 +77,9 @@ def store_rules(cp: Checkpoint, stores: Iterable[StoreInfo], has_watermark: bool
 
 def _source(cp: Checkpoint, rule: EvictionRule, partitions: Sequence[int] | None) -> StateSource:
     if rule.kind == TIMERS:
-        request = StateRequest(rule.operator_id, rule.store_name, None, partitions, read_timers=True)
+        request = StateRequest(
+            rule.operator_id, rule.store_name, None, partitions, read_timers=True
+        )
     else:
         request = StateRequest(rule.operator_id, rule.store_name, None, partitions)
     return StateSource(cp, request)

@@ -223,7 +223,9 @@ def eviction_rules(
         if value_schema is not None and "timeoutTimestamp" in value_schema.names:
             at = value_schema.names.index("timeoutTimestamp")
             if has_watermark:
-                return [rule(TIMEOUT, side="value", path=(at,), unit="ms", field="timeoutTimestamp")]
+                return [
+                    rule(TIMEOUT, side="value", path=(at,), unit="ms", field="timeoutTimestamp")
+                ]
         return [
             rule(
                 NOT_AUDITED,
@@ -234,7 +236,9 @@ def eviction_rules(
     if name.startswith("transformWithState"):
         if time_mode == "EventTime" and EVENT_TIMERS in state_var_names:
             return [
-                rule(TIMERS, path=(1,), unit="ms", field="expiryTimestampMs", state_var=EVENT_TIMERS)
+                rule(
+                    TIMERS, path=(1,), unit="ms", field="expiryTimestampMs", state_var=EVENT_TIMERS
+                )
             ]
         return [
             rule(

@@ -83,8 +83,10 @@ def overdue_page(
             for key, value in source.load(p, version):
                 for row in codec.rows(key, value):
                     scanned += 1
-                    ts = rule.event_time(row, None) if rule.kind == TIMERS else rule.event_time(
-                        row[0], row[1]
+                    ts = (
+                        rule.event_time(row, None)
+                        if rule.kind == TIMERS
+                        else rule.event_time(row[0], row[1])
                     )
                     if ts is None or not rule.is_overdue(ts, watermark):
                         continue

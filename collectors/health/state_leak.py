@@ -60,7 +60,7 @@ class StateLeak:
         never: dict[int, list[tuple[Any, ...]]] = defaultdict(list)
         unbounded: dict[int, list[tuple[Store, str]]] = defaultdict(list)
         for rule in rules:
-            op, store_name, state_var, op_name, kind, audited, predicate, cause, fix = rule
+            op, store_name, state_var, op_name, kind, audited, predicate = rule[:7]
             store = Store(op, store_name, op_name, None, None)
             label = f"{op}/{store_name}" + (f"/{state_var}" if state_var else "")
             if kind == NEVER:
@@ -93,7 +93,9 @@ class StateLeak:
                 )
             )
         for sides in unbounded.values():
-            text = "; ".join(t for _, t in sides) + ": the join has no time bound on its event times"
+            text = (
+                "; ".join(t for _, t in sides) + ": the join has no time bound on its event times"
+            )
             out.append(ctx.finding(self, WARN, text, self.hint_join, sides[0][0]))
         if not out:
             text = "; ".join(oks) if oks else "no operator evicts by event time"

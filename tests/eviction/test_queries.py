@@ -48,7 +48,9 @@ def test_leaking_query_is_flagged_with_its_cause(queries: Queries, name: str) ->
     kinds = {
         r[0]
         for r in read_query(
-            queries.db, "SELECT kind FROM eviction_rules WHERE checkpoint = ?", [queries.roots[name]]
+            queries.db,
+            "SELECT kind FROM eviction_rules WHERE checkpoint = ?",
+            [queries.roots[name]],
         )
     }
     assert kind in kinds

@@ -53,7 +53,9 @@ def test_sample_zero_overdue_at_every_version(
     kinds = {
         (store + (f"/{var}" if var else "")): kind
         for store, var, kind in read_query(
-            db, "SELECT store_name, state_var, kind FROM eviction_rules WHERE checkpoint = ?", [root]
+            db,
+            "SELECT store_name, state_var, kind FROM eviction_rules WHERE checkpoint = ?",
+            [root],
         )
     }
     assert kinds == KINDS[name]
@@ -93,9 +95,7 @@ def test_browse_overdue_filter_examples() -> None:
     assert page.table is not None and page.table.num_rows == 0
 
 
-def test_corpus_healthy_operators_zero_overdue(
-    fixture_corpus: Path, tmp_path: Path
-) -> None:
+def test_corpus_healthy_operators_zero_overdue(fixture_corpus: Path, tmp_path: Path) -> None:
     """Every audited store of the corpus shows zero overdue keys at every version."""
     db = Database(str(tmp_path / "corpus.duckdb"))
     checked = 0

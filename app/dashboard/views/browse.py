@@ -98,9 +98,7 @@ def render() -> None:
 # ---- the eviction audit's "overdue" filter (issue 11, point 2) -------------------------------
 
 
-def _overdue_filter(
-    view: StateView, version: int, partition: int | None, limit: int
-) -> bool:
+def _overdue_filter(view: StateView, version: int, partition: int | None, limit: int) -> bool:
     """The "Overdue only" toggle; True when it is on and this block drew the page."""
     on = st.toggle(
         "Overdue only",
