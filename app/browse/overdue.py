@@ -43,10 +43,12 @@ def rule_for(view: StateView) -> EvictionRule:
     source = open_source(view)
     # Which field and predicate does not depend on whether a watermark was ever set (only the
     # wording of a never-evicted store does, and the filter has nothing to show for those).
-    rules = store_rules(source.cp, [source.store], has_watermark=True)
+    # A join side's rule needs its sibling store's schema: derive the operator's rules at once.
+    siblings = [s for s in source.cp.stores() if s.operator_id == view.operator_id]
+    rules = store_rules(source.cp, siblings, has_watermark=True)
     wanted = EVENT_TIMERS if view.read_timers else None
     for rule in rules:
-        if rule.state_var == wanted:
+        if rule.store_name == source.store.store_name and rule.state_var == wanted:
             return rule
     return EvictionRule(
         view.operator_id,

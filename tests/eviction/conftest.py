@@ -120,6 +120,11 @@ def queries(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Queries:
         "agg_watermark_not_in_key": ("update", lambda: watermarked().groupBy("k").count()),
         "dedup_no_watermark": ("append", lambda: stream().dropDuplicates(["id"])),
         "join_no_time_bound": ("append", lambda: join(bounded=False)),
+        # Complete output mode never evicts: the windows stay, overdue.
+        "window_agg_complete": (
+            "complete",
+            lambda: watermarked().groupBy(F.window("ts", "5 minutes"), "k").count(),
+        ),
         # Healthy.
         "window_agg": (
             "update",

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from app.browse.overdue import EVENT_TIME_COLUMN, overdue_page
+from app.browse.views import StateView
 from collectors.checkpoint import Checkpoint
 from collectors.db import read_query
 from collectors.eviction import audit_store, store_rules
@@ -98,6 +100,28 @@ def test_healthy_query_has_zero_overdue_at_every_version(queries: Queries, name:
     assert {f.status for f in findings} == {"OK"}, findings
     if name == "join_time_bound":
         assert "evicted by the join's time bound" in findings[0].finding
+
+
+def test_complete_mode_keeps_overdue_windows(queries: Queries) -> None:
+    """Complete mode: Spark never evicts, so every window behind the watermark is overdue;
+    the rule names the count, the partitions and complete mode as the first cause."""
+    root = queries.roots["window_agg_complete"]
+    per_version = read_query(
+        queries.db,
+        "SELECT version, sum(overdue_keys), sum(keys) FROM eviction_audit "
+        "WHERE checkpoint = ? GROUP BY version ORDER BY version",
+        [root],
+    )
+    overdue = [o for _, o, _ in per_version]
+    assert overdue[0] == 0 and overdue[-1] > 0
+    assert overdue == sorted(overdue)  # nothing is ever removed
+    (finding,) = [f for f in _leak_findings(queries, "window_agg_complete") if f.status == "WARN"]
+    assert f"{overdue[-1]:,} overdue key(s)" in finding.finding
+    assert "complete output mode never evicts" in finding.hint
+    page = overdue_page(StateView(root), per_version[-1][0])
+    assert page.found == overdue[-1] and page.table is not None
+    assert page.table.num_rows == min(overdue[-1], 50)
+    assert EVENT_TIME_COLUMN in page.table.column_names
 
 
 def test_overdue_count_matches_spark_reader(queries: Queries, spark: Any) -> None:

@@ -15,6 +15,8 @@ from collectors.eviction import audit_store, store_rules
 from collectors.health import evaluate
 from collectors.scan import scan_checkpoint
 
+pytestmark = pytest.mark.slow
+
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_checkpoints"
 # Sample -> (store or timer variable, kind of rule).
 KINDS = {
