@@ -217,6 +217,14 @@ def eviction_rules(
     if name == "dedupeWithinWatermark":
         return [rule(DEDUP_WITHIN, side="value", path=(0,), field="expiresAtMicros")]
     if name == "symmetricHashJoin":
+        if key_schema is None and value_schema is None:
+            # Join state formats 3 and 4 keep the four stores as column families of one.
+            return [
+                rule(
+                    NOT_AUDITED,
+                    cause="join state in column families (state format 3 or 4) is not audited",
+                )
+            ]
         rows = join_row_schema if join_row_schema is not None else value_schema
         return [_join_rule(rule, never, store_name, key_schema, rows, has_watermark)]
     if name in ("flatMapGroupsWithState", "applyInPandasWithState"):

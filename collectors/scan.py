@@ -272,8 +272,8 @@ class Scanner:
             {r.task.chain: [c.version for c in r.versions] for r in results},
             watermarks,
         )
-        for exc in eviction[2]:
-            problem(exc)
+        for audit_problem in eviction[2]:
+            problem(audit_problem)
         # Health facts: the schema files (small, read at every scan) and the pinned conf.
         schemas = schema_files(cp, stores)
         pinned_conf = _pinned_conf(cp, stores)

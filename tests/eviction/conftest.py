@@ -26,7 +26,7 @@ CONF = {
     "spark.sql.streaming.stateStore.providerClass": HDFS,
     "spark.sql.shuffle.partitions": "4",
 }
-BATCHES = 5
+BATCHES = 4
 SCHEMA = "k STRING, id BIGINT, ts TIMESTAMP"
 
 
@@ -75,17 +75,15 @@ def _write(src: Path, side: str = "") -> Path:
     return src
 
 
-def _run(spark: Any, cp: Path, mode: str, build: Callable[[], Any]) -> None:
-    with _conf(spark, CONF):
-        query = (
-            build()
-            .writeStream.format("noop")
-            .outputMode(mode)
-            .option("checkpointLocation", str(cp))
-            .trigger(availableNow=True)
-            .start()
-        )
-        query.awaitTermination()
+def _start(cp: Path, mode: str, build: Callable[[], Any]) -> Any:
+    return (
+        build()
+        .writeStream.format("noop")
+        .outputMode(mode)
+        .option("checkpointLocation", str(cp))
+        .trigger(availableNow=True)
+        .start()
+    )
 
 
 @pytest.fixture(scope="module")
@@ -137,9 +135,11 @@ def queries(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Queries:
         ),
         "join_time_bound": ("append", lambda: join(bounded=True)),
     }
+    # All at once: a batch costs mostly driver round trips, which the queries then share.
+    with _conf(spark, CONF):
+        running = [_start(base / name, mode, build) for name, (mode, build) in built.items()]
+    for query in running:
+        query.awaitTermination()
     db = Database(str(base / "audit.duckdb"))
-    roots: dict[str, str] = {}
-    for name, (mode, build) in built.items():
-        _run(spark, base / name, mode, build)
-        roots[name] = scan_checkpoint(db, str(base / name)).checkpoint
+    roots = {name: scan_checkpoint(db, str(base / name)).checkpoint for name in built}
     return Queries(db.path, roots)
