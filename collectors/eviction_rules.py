@@ -98,10 +98,12 @@ class EvictionRule:
         """The event time (raw: micros or millis per :attr:`unit`) of one decoded row."""
         node: Any = key if self.side == "key" else value
         for index in self.path:
-            if node is None:
+            # A row shorter than the schema said (another column family, a null struct) has
+            # no event time rather than stopping the scan.
+            if not isinstance(node, tuple | list) or index >= len(node):
                 return None
             node = node[index]
-        return node if isinstance(node, int) else None
+        return node if isinstance(node, int) and not isinstance(node, bool) else None
 
     def is_overdue(self, ts: int | None, watermark_ms: int | None) -> bool:
         """Spark's eviction predicate at the watermark of the batch that wrote the version."""
