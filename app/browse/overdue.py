@@ -59,7 +59,8 @@ def rule_for(view: StateView) -> EvictionRule:
     )
 
 
-def _when(ms: int) -> str:
+def utc_ms(ms: int) -> str:
+    """Milliseconds since the epoch as ``2024-01-01 00:05:00.000`` (UTC)."""
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
@@ -95,7 +96,7 @@ def overdue_page(
                     found += 1
                     if len(picked) < limit:
                         picked.append((p, row))
-                        times.append(_when(ts if rule.unit == "ms" else ts // 1000))
+                        times.append(utc_ms(ts if rule.unit == "ms" else ts // 1000))
     table = flattener(tuple(codec.columns)).table(picked)
     table = table.append_column(EVENT_TIME_COLUMN, pa.array(times, type=pa.string()))
     return OverduePage(rule, watermark, table, scanned, found)

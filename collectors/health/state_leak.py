@@ -88,7 +88,7 @@ class StateLeak:
                     WARN,
                     f"operator {op} ({found[0][3]}, {stores}) can never be evicted: "
                     + "; ".join(causes),
-                    "Fix: " + "; ".join(fixes),
+                    "; ".join(fixes),
                     store,
                 )
             )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.browse.overdue import EVENT_TIME_COLUMN, overdue_page
+from app.browse.overdue import EVENT_TIME_COLUMN, overdue_page, utc_ms
 from app.browse.table import PageRequest, iter_page
 from app.browse.views import StateView, batch_label
 from app.dashboard import context, state_ui
@@ -129,7 +129,7 @@ def _overdue_filter(view: StateView, version: int, partition: int | None, limit:
         return True
     where = "" if partition is None else f" in partition {partition}"
     predicate = md_code(rule.predicate)
-    wm = f"watermark {found.watermark_ms:,} ms"
+    wm = f"watermark {utc_ms(found.watermark_ms)} UTC"
     if found.found == 0:
         st.success(
             f"No overdue keys{where} at {batch_label(version)}: none of {found.scanned:,} "
