@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from itertools import pairwise
 from dataclasses import dataclass
+from itertools import pairwise
 
 import pandas as pd
 
@@ -106,7 +106,7 @@ def current_cost(live: pd.DataFrame, facts: pd.DataFrame) -> list[PartitionCost]
         missing = tuple(v for v in needed if v not in replayed)
         out.append(
             PartitionCost(
-                partition=int(partition),  # type: ignore[call-overload]
+                partition=int(partition),
                 version=newest,
                 base_version=base,
                 replays=len(replayed),
@@ -165,8 +165,8 @@ def what_if(
         if base:
             row = by_version.loc[base] if base in by_version.index else None
             real = None if row is None else _int(row["snapshot_bytes"])
-            if real is not None:
-                ssts = _int(row["sst_files_live"]) if row is not None else None
+            if real is not None and row is not None:
+                ssts = _int(row["sst_files_live"])
                 snapshot_bytes = real + (_int(row["sst_bytes_live"]) or 0)
                 files = 1 + (ssts or 0)
             else:
@@ -190,7 +190,7 @@ def what_if(
         replays = newest - base
         out.append(
             PartitionCost(
-                partition=int(partition),  # type: ignore[call-overload]
+                partition=int(partition),
                 version=newest,
                 base_version=base,
                 replays=replays,
