@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from app.browse.growth import attribute_growth, window_versions
+from app.browse.growth import GrowthAttribution, attribute_growth, window_versions
 from app.browse.views import StateView
 from tests.collectors.helpers import SAMPLES
 
@@ -96,7 +96,31 @@ def _counts(keys: list[dict[str, str]], fields: list[str]) -> Counter[tuple[str,
 
 @pytest.mark.parametrize(("name", "window"), CASES)
 def test_growth_attribution_matches_spark(spark: Any, name: str, window: int) -> None:
-    path = str(SAMPLES / name)
+    check_against_spark(spark, str(SAMPLES / name), window)
+
+
+@pytest.fixture(scope="module")
+def leak(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    from tests.forensics import growth_query
+
+    return str(growth_query.run(spark, tmp_path_factory.mktemp("growth")))
+
+
+@pytest.mark.slow
+def test_null_customers_bring_the_new_keys(spark: Any, leak: str) -> None:
+    result = check_against_spark(spark, leak, 3)
+    lead = result.contributors[0]
+    # Batches 3..5 add 8 + 10 + 12 anonymous devices and 2 of customer c9: 30 of 32.
+    assert (lead.field, lead.value, lead.keys, result.new_keys) == ("customer_id", "null", 30, 32)
+    assert result.sentence() == (
+        "customer_id = null accounts for 94% of the 32 keys added since version 3"
+    )
+    # Known customers are updated, never new; the chart counts nulls per version.
+    assert lead.added == (8, 10, 12)
+
+
+def check_against_spark(spark: Any, path: str, window: int) -> GrowthAttribution:
+    """Ours equals Spark's reader for every (field, value) and every version of the window."""
     result = attribute_growth(StateView(path), window=window, top=EVERYTHING)
     assert result.newest - result.base == window
     fields = _all_leaves(spark, path, result.newest)
@@ -118,6 +142,7 @@ def test_growth_attribution_matches_spark(spark: Any, name: str, window: int) ->
         for c in result.contributors:
             assert c.added[i] == per_value.get((c.field, c.value), 0), (version, c.label)
         previous = version
+    return result
 
 
 def test_top_k_is_the_largest_and_the_sentence_names_it() -> None:

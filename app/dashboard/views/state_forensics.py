@@ -20,8 +20,9 @@ WINDOWS = (5, 10, 20, 50, 100)
 
 
 @st.cache_data(ttl=600, max_entries=32, show_spinner=False)
-def _growth(view: StateView, stamp: float, window: int, top: int) -> GrowthAttribution:
-    # ``stamp`` (the database's data version) is only part of the key: new batches miss it.
+def _growth(view: StateView, stamp: int, window: int, top: int) -> GrowthAttribution:
+    # ``stamp`` (the store's newest collected version) is only part of the key: a new batch
+    # misses the cache, a scan that found nothing new does not.
     return attribute_growth(view, window=window, top=top)
 
 
@@ -41,6 +42,13 @@ def _growth_view(selection: context.StoreSelection) -> StateView | None:
     return options[labels.index(choice)]
 
 
+def _newest_version(selection: context.StoreSelection) -> int:
+    lag = context.load(
+        queries.snapshot_lag, selection.checkpoint, selection.operator_id, selection.store_name
+    )
+    return -1 if lag.empty else int(lag["latest_version"].max())
+
+
 def render_growth(selection: context.StoreSelection) -> None:
     """Which key field values bring the keys added over the last N versions."""
     st.subheader("Growth attribution: where do the new keys come from?")
@@ -56,7 +64,7 @@ def render_growth(selection: context.StoreSelection) -> None:
         return
     try:
         with st.spinner("Reading the window's versions, one partition at a time…"):
-            result = _growth(view, queries.data_version(context.db_path()), window, top)
+            result = _growth(view, _newest_version(selection), window, top)
     except USER_ERRORS as exc:
         context.show_error(exc)
         return
