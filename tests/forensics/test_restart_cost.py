@@ -199,3 +199,31 @@ def test_spark_restarts_from_the_snapshot_we_name(spark: Any, db: str, name: str
                         .load(path)
                         .count()
                     )
+
+
+def test_report_and_summary_show_growth_and_restart_cost(db: str) -> None:
+    from app.browse.growth import attribute_growth
+    from app.browse.views import StateView
+    from app.escape import md
+    from app.report import render_html, render_markdown
+    from app.report.model import fmt_bytes
+
+    path = str(SAMPLES / "spark-4.3/dedup-hdfs")
+    facts, live, _ = _facts(db, "spark-4.3/dedup-hdfs")
+    worst = restart_cost.slowest(restart_cost.current_cost(live, facts))
+    assert worst is not None
+    growth = attribute_growth(StateView(path))
+    restart = (
+        f"slowest partition {worst.partition}: {fmt_bytes(worst.bytes)} in {worst.files} "
+        f"files, {worst.replays} replays"
+    )
+    summary = render_markdown(db, path)
+    assert "## Growth and restart cost" in summary
+    assert md(growth.sentence()) in summary
+    assert md(restart) in summary
+    assert "what if\\: minDeltasForSnapshot 10" in summary
+    page = render_html(db, path)
+    assert growth.sentence().replace('"', "&quot;") in page
+    assert restart in page
+    assert "share of all keys now" in page
+    assert "Restart cost per partition" in page and "Keys added per version, by the top" in page
