@@ -27,6 +27,12 @@ def _short(text: str) -> str:
     return text if len(text) <= MAX_LABEL else text[: MAX_LABEL - 1] + "…"
 
 
+def _text(value: object) -> str:
+    """``plot_text``, with quotes as numeric entities: Plotly's tick labels decode ``&#34;``
+    but print ``&quot;`` as it is (string values of a key are quoted)."""
+    return plot_text(value).replace("&quot;", "&#34;").replace("&#x27;", "&#39;")
+
+
 def growth_contributors(result: GrowthAttribution | None) -> go.Figure:
     """Keys added per version by the top contributors, beside all keys added.
 
@@ -49,8 +55,8 @@ def growth_contributors(result: GrowthAttribution | None) -> go.Figure:
         "<extra></extra>",
     )
     for i, c in enumerate(result.contributors):
-        label = plot_text(_short(c.label))
-        full = plot_text(c.label)
+        label = _text(_short(c.label))
+        full = _text(c.label)
         fig.add_scatter(
             x=steps,
             y=list(c.added),
@@ -73,12 +79,10 @@ def growth_shares(result: GrowthAttribution | None) -> go.Figure:
     fig = go.Figure(
         go.Bar(
             x=[c.share * 100 for c in items],
-            y=[plot_text(_short(c.label)) for c in items],
+            y=[_text(_short(c.label)) for c in items],
             orientation="h",
             marker_color="#E45756",
-            customdata=np.column_stack(
-                [[c.keys for c in items], [plot_text(c.label) for c in items]]
-            ),
+            customdata=np.column_stack([[c.keys for c in items], [_text(c.label) for c in items]]),
             hovertemplate="%{customdata[1]}<br>%{customdata[0]:,} new keys (%{x:.1f} %)"
             "<extra></extra>",
         )
@@ -107,7 +111,7 @@ def restart_cost(
         frames.append((alt_label or "what if", alt, 1))
     for label, frame, n in frames:
         frame = frame.sort_values("partition_id")
-        name = plot_text(label)
+        name = _text(label)
         custom = np.column_stack(
             [
                 frame["version"],

@@ -1,8 +1,9 @@
 """A small leaking query for growth attribution: anonymous sessions bring the new keys.
 
 ``groupBy(customer_id, device, window(ts, 1 hour))`` without a watermark over JSON files, one
-file per batch: three known customers come back on the same devices (updates), and rows
-with ``customer_id = null`` come from a fresh device each (new keys), more every batch.
+file per batch: three known customers come back on the same devices in the first hour
+(updates), and rows with ``customer_id = null`` come from a fresh device each, in batch N's
+hour (new keys, more every batch).
 """
 
 from __future__ import annotations
@@ -23,7 +24,11 @@ def write_input(folder: Path) -> None:
             for c in range(3)
         ]
         rows += [
-            {"customer_id": None, "device": f"anon-{batch}-{i}", "ts": "2024-01-01T00:30:00Z"}
+            {
+                "customer_id": None,
+                "device": f"anon-{batch}-{i}",
+                "ts": f"2024-01-01T{batch:02d}:30:00Z",
+            }
             for i in range(2 + 2 * batch)
         ]
         # One registered customer on a new device now and then: not only nulls are new.
