@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from app.figures._common import empty_figure
 from app.figures.eviction import overdue_keys
+from app.figures.forensics import growth_contributors, growth_shares, restart_cost
 from app.figures.overview import size_sparkline
 from app.figures.progress import (
     commit_time,
@@ -42,6 +43,8 @@ __all__ = [
     "commit_time",
     "duration_breakdown",
     "empty_figure",
+    "growth_contributors",
+    "growth_shares",
     "input_per_batch",
     "key_changes",
     "keys_over_versions",
@@ -50,6 +53,7 @@ __all__ = [
     "partition_heatmap",
     "progress_rates",
     "rate_sparkline",
+    "restart_cost",
     "rocksdb_internals",
     "size_sparkline",
     "skew_over_time",

@@ -187,7 +187,36 @@ def store_charts(store: StoreData) -> ChartGroup:
                 "previous one.",
             )
         )
+    charts += forensic_charts(store)
     return ChartGroup(anchor=store.anchor, title=store.label, charts=tuple(charts), note=note)
+
+
+# ---- issue 11: growth attribution and restart cost ------------------------------------------
+
+
+def forensic_charts(store: StoreData) -> list[Chart]:
+    """Growth attribution (when the state could be read) and restart cost, now and what-if."""
+    f = store.forensics
+    if f is None:
+        return []
+    out = []
+    if f.growth is not None:
+        out.append(
+            Chart(
+                figures.growth_contributors(f.growth),
+                "Where do the new keys come from? Keys added at each version of the window "
+                "carrying each top key-field value; grey: every key added.",
+            )
+        )
+    out.append(
+        Chart(
+            figures.restart_cost(f.now_frame, f.alt_frame, f.alt_label),
+            "How long would a restart take? Per partition at its newest version: bytes read "
+            "(snapshot or zip with its SSTs, plus deltas or changelogs) and replays, now and "
+            f"{f.alt_label} (Spark's snapshot rule applied to the same history).",
+        )
+    )
+    return out
 
 
 def chart_groups(data: ReportData) -> list[ChartGroup]:

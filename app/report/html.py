@@ -105,8 +105,18 @@ def plotly_js() -> str:
 
 
 def script_json(value: str) -> str:
-    """JSON text made safe inside ``<script>``: no ``</script>`` or ``<!--`` can close it."""
-    return value.replace("</", "<\\/").replace("<!--", "<\\u0021--")
+    """JSON text made safe inside ``<script>``: no ``</script>`` or ``<!--`` can close it.
+
+    Parentheses only occur inside JSON strings, so writing them ``\\u0028``/``\\u0029``
+    changes nothing JSON.parse returns, while key values on the charts (growth
+    attribution) never read like a call in the page's source.
+    """
+    return (
+        value.replace("</", "<\\/")
+        .replace("<!--", "<\\u0021--")
+        .replace("(", "\\u0028")
+        .replace(")", "\\u0029")
+    )
 
 
 def _e(value: object) -> str:
@@ -192,7 +202,49 @@ def _store_numbers(store: StoreData) -> list[tuple[str, str]]:
             else f"partition {lag[0]}: {lag[1]} versions since a snapshot, "
             f"replay {fmt_bytes(lag[2])}",
         ),
+        *_forensic_numbers(store),
     ]
+
+
+# ---- issue 11: growth attribution and restart cost ------------------------------------------
+
+
+def _forensic_numbers(store: StoreData) -> list[tuple[str, str]]:
+    f = store.forensics
+    if f is None:
+        return []
+    out = list(f.restart_lines())
+    if f.growth is None:
+        out.append(("growth attribution", f.growth_note))
+    else:
+        out.append(("growth attribution", f.growth.sentence()))
+    return out
+
+
+def _growth_table(store: StoreData) -> str:
+    f = store.forensics
+    if f is None or f.growth is None or not f.growth.contributors:
+        return ""
+    g = f.growth
+    rows = [
+        [
+            f"<code>{_e(c.field)}</code>",
+            f"<code>{_e(c.value)}</code>",
+            _e(fmt_int(c.keys)),
+            _e(f"{c.share:.1%}"),
+            _e(f"{c.share_of_all:.1%}"),
+        ]
+        for c in g.contributors
+    ]
+    caption = (
+        f"<h3>New keys since version {g.base:,} (in the store at version {g.newest:,}, not "
+        f"at {g.base:,}): {g.new_keys:,}</h3>"
+    )
+    return caption + _table(
+        ["key field", "value", "new keys", "share of new keys", "share of all keys now"],
+        rows,
+        {2: "num", 3: "num", 4: "num"},
+    )
 
 
 def _operators(data: ReportData) -> str:
@@ -275,7 +327,8 @@ def render(data: ReportData) -> str:
         )
         body.append(
             f'<h2 id="{_e(group.anchor)}">State: {_e(group.title)}</h2>'
-            f'<table class="kv"><tbody>{numbers}</tbody></table>{charts_html}'
+            f'<table class="kv"><tbody>{numbers}</tbody></table>{_growth_table(store)}'
+            f"{charts_html}"
         )
     toc = [
         ("health", "Health"),

@@ -117,6 +117,7 @@ def render(data: ReportData) -> str:
         ]
     else:
         out.append("No stateful operator.")
+    out += _forensics(data)
     if not data.problems.empty:
         out += ["", f"## Problems ({len(data.problems)} unreadable files)", ""]
         out += _table(
@@ -128,3 +129,45 @@ def render(data: ReportData) -> str:
         "_Made by StateGlass; charts are in the HTML report (`stateglass report -o r.html`)._",
     ]
     return "\n".join(out) + "\n"
+
+
+# ---- issue 11: growth attribution and restart cost ------------------------------------------
+
+
+def _forensics(data: ReportData) -> list[str]:
+    """Per store: who brings the new keys, and what a restart loads (now and what-if)."""
+    stores = [s for s in data.stores if s.forensics is not None]
+    if not stores:
+        return []
+    out = ["", "## Growth and restart cost", ""]
+    for s in stores:
+        f = s.forensics
+        assert f is not None
+        out += [f"### {md(s.label)}", ""]
+        if f.growth is None:
+            out += [md(f.growth_note), ""]
+        else:
+            g = f.growth
+            out += [md(g.sentence()) + ".", ""]
+            if g.contributors:
+                out += _table(
+                    ["key field", "value", "new keys", "share of new keys", "of all keys now"],
+                    [
+                        [
+                            c.field,
+                            c.value,
+                            fmt_int(c.keys),
+                            f"{c.share:.1%}",
+                            f"{c.share_of_all:.1%}",
+                        ]
+                        for c in g.contributors
+                    ],
+                )
+                out += [
+                    "",
+                    f"New keys: in the store at version {g.newest}, not at version {g.base}.",
+                    "",
+                ]
+        out += _table(["restart", "cost"], [[k, v] for k, v in f.restart_lines()])
+        out.append("")
+    return out

@@ -22,6 +22,7 @@ from app import queries
 from app.errors import AppError
 
 if TYPE_CHECKING:
+    from app.report.forensics import StoreForensics
     from collectors.health import Finding
 
 STATUS_ORDER = {"OK": 0, "WARN": 1, "ERR": 2}
@@ -61,6 +62,8 @@ class StoreData:
     sst: pd.DataFrame  # queries.sst_reuse
     disk: pd.DataFrame  # queries.disk_usage
     history: dict[str, Any] = field(default_factory=dict)  # queries.store_history
+    # Issue 11: growth attribution and restart cost (app/report/forensics.py).
+    forensics: StoreForensics | None = None
 
     @property
     def label(self) -> str:
@@ -295,12 +298,15 @@ def _datetime(value: Any) -> datetime | None:
 
 
 def _store(db: str, cp: str, row: dict[str, Any]) -> StoreData:
+    from app.report.forensics import load_forensics
+
     op, store = int(row["operator_id"]), str(row["store_name"])
+    provider = str(row.get("provider") or "?")
     return StoreData(
         operator_id=op,
         operator_name=str(row.get("operator_name") or "?"),
         store_name=store,
-        provider=str(row.get("provider") or "?"),
+        provider=provider,
         num_partitions=_int(row, "num_partitions"),
         key_schema=str(row.get("key_schema") or "?"),
         value_schema=str(row.get("value_schema") or "?"),
@@ -312,6 +318,7 @@ def _store(db: str, cp: str, row: dict[str, Any]) -> StoreData:
         sst=queries.sst_reuse(db, cp, op, store),
         disk=queries.disk_usage(db, cp, op, store),
         history=queries.store_history(db, cp, op, store),
+        forensics=load_forensics(db, cp, op, store, provider),
     )
 
 

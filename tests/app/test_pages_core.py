@@ -16,6 +16,7 @@ from tests.app.conftest import SAMPLES
 
 MAIN = str(Path(__file__).resolve().parents[2] / "app" / "dashboard" / "main.py")
 TIMEOUT_S = 60
+FORENSIC_CHARTS = 3  # issue 11: growth shares, growth per version, restart cost
 
 
 def _page(name: str) -> None:
@@ -152,8 +153,9 @@ def test_state_page(samples_db: str, checkpoint: str, store: str, rocksdb: bool)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.selectbox(key="sg_store_widget").value == store
-    # keys, heatmap, skew, key changes, bytes by kind, snapshot lag (+ SST for RocksDB).
-    assert charts(at) == 6 + rocksdb
+    # keys, heatmap, skew, key changes, bytes by kind, snapshot lag (+ SST for RocksDB),
+    # and issue 11's growth shares, growth per version and restart cost.
+    assert charts(at) == 6 + rocksdb + FORENSIC_CHARTS
     op, name_store = store.split(" ", 1)
     store_name = name_store.split(" / ")[1]
     (partitions,) = read_query(
@@ -168,7 +170,7 @@ def test_state_page(samples_db: str, checkpoint: str, store: str, rocksdb: bool)
     # The heatmap switches to bytes without an error.
     at.radio(key="sg_state_heatmap").set_value("bytes written").run()
     assert not at.exception
-    assert charts(at) == 6 + rocksdb
+    assert charts(at) == 6 + rocksdb + FORENSIC_CHARTS
 
 
 def test_pages_without_a_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

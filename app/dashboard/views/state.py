@@ -6,6 +6,7 @@ import streamlit as st
 
 from app import figures, queries
 from app.dashboard import context
+from app.dashboard.views import state_forensics
 from app.escape import md, md_code
 
 HEATMAPS = {"keys": "num_keys", "bytes written": "bytes"}
@@ -132,6 +133,9 @@ def _store(selection: context.StoreSelection) -> None:
             "against bytes shared with the previous version's zip.",
             "sst_upload_reuse",
         )
+    # Issue 11: growth attribution and restart cost (app/dashboard/views/state_forensics.py).
+    state_forensics.render_growth(selection)
+    state_forensics.render_restart_cost(selection)
     _progress(selection)
     _eviction(selection)
     with st.expander("Bytes on disk now, by kind"):

@@ -1,0 +1,213 @@
+"""The State page's forensics (issue 11): growth attribution and restart cost.
+
+Kept apart from ``state.py`` so each section is one function the page calls.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from app import figures, queries, restart_cost
+from app.browse.growth import DEFAULT_TOP, DEFAULT_WINDOW, GrowthAttribution, attribute_growth
+from app.browse.views import StateView, views_of
+from app.dashboard import context
+from app.dashboard.state_ui import USER_ERRORS
+from app.escape import md, md_code
+from collectors.checkpoint import Checkpoint
+
+WINDOWS = (5, 10, 20, 50, 100)
+
+
+@st.cache_data(ttl=600, max_entries=32, show_spinner=False)
+def _growth(view: StateView, stamp: int, window: int, top: int) -> GrowthAttribution:
+    # ``stamp`` (the store's newest collected version) is only part of the key: a new batch
+    # misses the cache, a scan that found nothing new does not.
+    return attribute_growth(view, window=window, top=top)
+
+
+def _growth_view(selection: context.StoreSelection) -> StateView | None:
+    """The store's view, or the chosen state variable when it keeps several."""
+    try:
+        cp = Checkpoint.open(selection.checkpoint)
+        options = views_of(cp.store(selection.operator_id, selection.store_name), cp.root)
+    except USER_ERRORS as exc:
+        context.show_error(exc)
+        return None
+    options = [v for v in options if not v.read_timers] or options
+    if len(options) == 1:
+        return options[0]
+    labels = [v.label for v in options]
+    choice = st.selectbox("State variable", labels, key="sg_growth_var")
+    return options[labels.index(choice)]
+
+
+def _newest_version(selection: context.StoreSelection) -> int:
+    lag = context.load(
+        queries.snapshot_lag, selection.checkpoint, selection.operator_id, selection.store_name
+    )
+    return -1 if lag.empty else int(lag["latest_version"].max())
+
+
+def render_growth(selection: context.StoreSelection) -> None:
+    """Which key field values bring the keys added over the last N versions."""
+    st.subheader("Growth attribution: where do the new keys come from?")
+    left, right = st.columns(2)
+    window = int(
+        left.select_slider(
+            "Window (versions)", WINDOWS, value=DEFAULT_WINDOW, key="sg_growth_window"
+        )
+    )
+    top = int(right.number_input("Top", 1, 20, DEFAULT_TOP, key="sg_growth_top"))
+    view = _growth_view(selection)
+    if view is None:
+        return
+    try:
+        with st.spinner("Reading the window's versions, one partition at a time…"):
+            result = _growth(view, _newest_version(selection), window, top)
+    except USER_ERRORS as exc:
+        context.show_error(exc)
+        return
+    st.markdown(f"**{md(result.sentence())}**" + ("." if result.contributors else ""))
+    st.caption(
+        f"New keys: in the store at version {result.newest} (batch {result.newest - 1}) and "
+        f"not at version {result.base}"
+        + (" (empty state)" if result.base == 0 else "")
+        + ", matched on their stored bytes per partition. Each key counts once per key "
+        "field (struct fields by each leaf), so one field's shares add up to 100 %. A value "
+        "about as common among all keys now as among the new ones (a constant field) "
+        "explains nothing; one far more common among the new keys is the lead."
+        + (
+            " Counts are lower bounds: a field had too many distinct values to count all."
+            if result.approximate
+            else ""
+        )
+    )
+    if result.contributors:
+        table = pd.DataFrame(
+            {
+                "field": [c.field for c in result.contributors],
+                "value": [c.value for c in result.contributors],
+                "new keys": [c.keys for c in result.contributors],
+                "share of new keys": [f"{c.share:.1%}" for c in result.contributors],
+                "share of all keys now": [f"{c.share_of_all:.1%}" for c in result.contributors],
+            }
+        )
+        st.dataframe(table, hide_index=True)
+    left, right = st.columns(2)
+    with left:
+        st.plotly_chart(figures.growth_shares(result), width="stretch", key="growth_shares")
+        st.caption("Share of the new keys each top (field, value) accounts for.")
+    with right:
+        st.plotly_chart(
+            figures.growth_contributors(result), width="stretch", key="growth_contributors"
+        )
+        st.caption(
+            "Keys added at each version (absent at the version before) carrying each top "
+            "value; grey: every key added. A key evicted and added again counts again here."
+        )
+
+
+def _settings(
+    selection: context.StoreSelection, facts: pd.DataFrame, live: pd.DataFrame
+) -> tuple[str, bool, int | None]:
+    provider = context.load(queries.stores, selection.checkpoint)
+    row = provider[
+        (provider["operator_id"] == selection.operator_id)
+        & (provider["store_name"] == selection.store_name)
+    ]
+    name = str(row["provider"].iloc[0]) if not row.empty else "hdfs"
+    changelog = bool(live["kind"].eq("changelog").any())
+    return name, changelog, restart_cost.inferred_min_deltas(facts, name, changelog)
+
+
+def render_restart_cost(selection: context.StoreSelection) -> None:
+    """Files, bytes and replays a restart loads per partition, and a what-if."""
+    st.subheader("Restart cost: what a restart loads")
+    args = (selection.checkpoint, selection.operator_id, selection.store_name)
+    facts = context.load(queries.restart_facts, *args)
+    live = context.load(queries.live_state_files, *args)
+    if facts.empty:
+        st.info("No state versions collected for this store yet.")
+        return
+    provider, changelog, inferred = _settings(selection, facts, live)
+    now = restart_cost.current_cost(live, facts)
+    worst = restart_cost.slowest(now)
+    cols = st.columns(4)
+    cols[0].metric("files (all partitions)", f"{sum(c.files for c in now):,}")
+    cols[1].metric("bytes (all partitions)", context.human_bytes(sum(c.bytes for c in now)))
+    cols[2].metric("most replays", f"{max(c.replays for c in now):,}")
+    if worst is not None:
+        cols[3].metric(
+            "slowest partition",
+            f"p{worst.partition}",
+            help=f"{context.human_bytes(worst.bytes)} in {worst.files} files, "
+            f"{worst.replays} replays",
+        )
+    broken = [c for c in now if c.missing]
+    if broken:
+        st.error(
+            f"{len(broken)} partition(s) lack a delta or changelog a restart needs: "
+            + ", ".join(f"p{c.partition} (version {c.missing[0]})" for c in broken[:10]),
+            icon="🚫",
+        )
+    st.markdown("**What if**")
+    left, mid, right = st.columns(3)
+    min_deltas = int(
+        left.number_input(
+            "minDeltasForSnapshot",
+            0,
+            10_000,
+            restart_cost.SPARK_DEFAULT_MIN_DELTAS,
+            key="sg_restart_min_deltas",
+            help="spark.sql.streaming.stateStore.minDeltasForSnapshot (Spark's default: 10)."
+            + (f" The snapshots on disk suggest {inferred}." if inferred is not None else ""),
+        )
+    )
+    alt_changelog = changelog
+    if provider == "rocksdb":
+        alt_changelog = mid.toggle(
+            "changelog checkpointing",
+            value=True,
+            key="sg_restart_changelog",
+            help="spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
+        )
+    else:
+        mid.caption(
+            "HDFS-backed stores always write deltas: changelog checkpointing is a RocksDB setting."
+        )
+    right.caption(
+        f"Now: {md_code(provider)}, changelog checkpointing "
+        f"{'on' if changelog else 'off'}"
+        + (
+            f", snapshots every ~{inferred + (1 if provider != 'rocksdb' else 0)} versions"
+            if inferred is not None
+            else ""
+        )
+    )
+    alt = restart_cost.what_if(facts, provider, min_deltas, alt_changelog)
+    label = f"minDeltas {min_deltas}" + (
+        f", changelog {'on' if alt_changelog else 'off'}" if provider == "rocksdb" else ""
+    )
+    now_frame, alt_frame = restart_cost.costs_frame(now), restart_cost.costs_frame(alt)
+    st.plotly_chart(
+        figures.restart_cost(now_frame, alt_frame, label), width="stretch", key="restart_cost"
+    )
+    alt_worst = restart_cost.slowest(alt)
+    if worst is not None and alt_worst is not None:
+        st.caption(
+            f"Slowest partition now: p{worst.partition}, {context.human_bytes(worst.bytes)} in "
+            f"{worst.files} files, {worst.replays} replays. With {md(label)}: "
+            f"p{alt_worst.partition}, {context.human_bytes(alt_worst.bytes)} in "
+            f"{alt_worst.files} files, {alt_worst.replays} replays"
+            + (" (sizes partly estimated)" if any(c.estimated for c in alt) else "")
+            + "."
+        )
+    st.caption(md(restart_cost.ASSUMPTIONS))
+    with st.expander("Per partition"):
+        both = now_frame.merge(
+            alt_frame[["partition_id", "base_version", "replays", "files", "bytes", "estimated"]],
+            on="partition_id",
+            suffixes=("", " (what if)"),
+        )
+        st.dataframe(both, hide_index=True)

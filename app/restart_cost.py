@@ -1,0 +1,259 @@
+"""Restart cost: what a restart loads per partition, now and under other snapshot settings.
+
+Pure: frames of the history database in, figures out (``app.queries.restart_facts`` reads
+them). Spark's rules, from ``apache/spark`` (docs/state_forensics.md has the pointers):
+
+* **Loading version V.** HDFS (``HDFSBackedStateStoreProvider.loadMap``): the newest
+  ``N.snapshot`` at or below V (Spark tries ``V.snapshot``, ``V−1.snapshot``, … each a failed
+  open until one exists), then every ``N.delta`` after it up to V; no snapshot means deltas
+  from version 1. RocksDB (``RocksDB.load``): the newest ``N.zip`` at or below V and every
+  SST file its metadata lists, then, with changelog checkpointing, every ``N.changelog``
+  after it. Without changelog checkpointing every version has a zip: nothing is replayed.
+* **When snapshots appear.** HDFS: the maintenance task (every
+  ``stateStore.maintenanceInterval``, 60 s) writes a snapshot of the newest version when more
+  than ``minDeltasForSnapshot`` deltas follow the last snapshot (``doSnapshot``). RocksDB
+  with changelog checkpointing: a commit makes a snapshot when ``version − lastSnapshot ≥
+  minDeltasForSnapshot`` (``shouldCreateSnapshot``), uploaded by maintenance.
+
+The *what if* applies those rules to the same version history as if maintenance ran after
+every batch and the query never restarted: HDFS snapshots at multiples of M + 1, RocksDB
+changelog snapshots at multiples of M. Sizes come from the files where they exist (a
+snapshot or zip at that version, the deltas or changelogs written); a file that would exist
+only under the other setting is *estimated* from the partition's keys at that version times
+its bytes per key in the snapshots it does have (changelogs: changed keys times bytes per
+key), and flagged so.
+
+Example::
+
+    costs = current_cost(facts)
+    alt = what_if(facts, provider="hdfs", min_deltas=4, changelog=False)
+    print(slowest(costs), slowest(alt))
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+
+import pandas as pd
+
+SPARK_DEFAULT_MIN_DELTAS = 10
+
+
+@dataclass(frozen=True)
+class PartitionCost:
+    """What restoring one partition at ``version`` reads."""
+
+    partition: int
+    version: int
+    base_version: int  # the snapshot/zip loaded (0: none, every delta from version 1)
+    replays: int  # deltas or changelogs applied after it
+    files: int  # snapshot or zip + its SSTs + deltas or changelogs
+    snapshot_bytes: int  # snapshot, or zip plus its SSTs
+    replay_bytes: int  # the deltas or changelogs
+    missing: tuple[int, ...] = ()  # versions whose delta/changelog a restart needs but lacks
+    estimated: bool = False  # some size is an estimate (a file that does not exist)
+
+    @property
+    def bytes(self) -> int:
+        return self.snapshot_bytes + self.replay_bytes
+
+
+def _int(value: object) -> int | None:
+    if value is None:
+        return None
+    try:
+        f = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) else int(f)
+
+
+def current_cost(live: pd.DataFrame, facts: pd.DataFrame) -> list[PartitionCost]:
+    """Per partition at its newest version, from the files on disk now (not purged).
+
+    ``live``: partition_id, version, kind, size_bytes (``state_files``, not purged; SSTs
+    have no version). ``facts``: ``state_versions`` rows (partition_id, version,
+    sst_files_live, sst_bytes_live, …): a zip's SSTs are counted from what its metadata
+    listed when it was collected.
+    """
+    out = []
+    versioned = live.dropna(subset=["version"])
+    for partition, part in facts.groupby("partition_id"):
+        newest = int(part["version"].max())
+        files = versioned[versioned["partition_id"] == partition]
+        full = files[files["kind"].isin(("snapshot", "zip")) & (files["version"] <= newest)]
+        base = int(full["version"].max()) if not full.empty else 0
+        base_files = full[full["version"] == base]
+        snapshot_bytes = int(base_files["size_bytes"].sum())
+        file_count = len(base_files)
+        if base and "zip" in set(base_files["kind"]):
+            row = part[part["version"] == base]
+            ssts = _int(row["sst_files_live"].iloc[0]) if not row.empty else None
+            sst_bytes = _int(row["sst_bytes_live"].iloc[0]) if not row.empty else None
+            file_count += ssts or 0
+            snapshot_bytes += sst_bytes or 0
+        changes = files[
+            files["kind"].isin(("delta", "changelog"))
+            & (files["version"] > base)
+            & (files["version"] <= newest)
+        ]
+        replayed = set(int(v) for v in changes["version"])
+        # RocksDB without changelog checkpointing loads its zip at V: nothing to replay.
+        needed = range(base + 1, newest + 1) if base != newest else range(0)
+        missing = tuple(v for v in needed if v not in replayed)
+        out.append(
+            PartitionCost(
+                partition=int(partition),
+                version=newest,
+                base_version=base,
+                replays=len(replayed),
+                files=file_count + len(changes),
+                snapshot_bytes=snapshot_bytes,
+                replay_bytes=int(changes["size_bytes"].sum()),
+                missing=missing if _needs_replay(files) else (),
+            )
+        )
+    return out
+
+
+def _needs_replay(files: pd.DataFrame) -> bool:
+    """A store that writes deltas or changelogs; a RocksDB store without them never replays."""
+    return bool(files["kind"].isin(("delta", "changelog")).any())
+
+
+def snapshot_versions(provider: str, min_deltas: int, changelog: bool, newest: int) -> int:
+    """The newest snapshot version at or below ``newest`` under Spark's rule (0: none)."""
+    if provider == "rocksdb" and not changelog:
+        return newest
+    period = min_deltas + 1 if provider != "rocksdb" else max(1, min_deltas)
+    return newest - newest % period
+
+
+def _per_key(sizes: pd.Series, keys: pd.Series) -> float | None:
+    ok = keys.fillna(0) > 0
+    ratios = (sizes[ok].astype("float64") / keys[ok].astype("float64")).dropna()
+    return float(ratios.median()) if not ratios.empty else None
+
+
+def what_if(
+    facts: pd.DataFrame, provider: str, min_deltas: int, changelog: bool
+) -> list[PartitionCost]:
+    """Per partition at its newest version, under ``min_deltas`` (and changelog on or off).
+
+    ``facts``: ``state_versions`` rows (history included: purged files keep their sizes).
+    """
+    min_deltas = max(0, int(min_deltas))
+    full_bytes = facts["snapshot_bytes"].astype("float64") + facts["sst_bytes_live"].astype(
+        "float64"
+    ).fillna(0)
+    store_per_key = _per_key(full_bytes, facts["num_keys"])
+    out = []
+    for partition, part in facts.groupby("partition_id"):
+        part = part.sort_values("version")
+        newest = int(part["version"].max())
+        base = snapshot_versions(provider, min_deltas, changelog, newest)
+        by_version = part.set_index("version")
+        estimated = False
+        snapshot_bytes, files = 0, 0
+        part_full = part["snapshot_bytes"].astype("float64") + part["sst_bytes_live"].astype(
+            "float64"
+        ).fillna(0)
+        per_key = _per_key(part_full, part["num_keys"]) or store_per_key or 0.0
+        if base:
+            row = by_version.loc[base] if base in by_version.index else None
+            real = None if row is None else _int(row["snapshot_bytes"])
+            if real is not None and row is not None:
+                ssts = _int(row["sst_files_live"])
+                snapshot_bytes = real + (_int(row["sst_bytes_live"]) or 0)
+                files = 1 + (ssts or 0)
+            else:
+                keys = 0 if row is None else (_int(row["num_keys"]) or 0)
+                snapshot_bytes = round(keys * per_key)
+                files = 1 + _typical_ssts(part)
+                estimated = True
+        replay_bytes = 0
+        for v in range(base + 1, newest + 1):
+            row = by_version.loc[v] if v in by_version.index else None
+            real = None if row is None else _int(row["delta_bytes"])
+            if real is not None:
+                replay_bytes += real
+                continue
+            estimated = True
+            if row is not None:
+                changed = sum(
+                    _int(row[c]) or 0 for c in ("keys_added", "keys_updated", "keys_removed")
+                )
+                replay_bytes += round(changed * per_key)
+        replays = newest - base
+        out.append(
+            PartitionCost(
+                partition=int(partition),
+                version=newest,
+                base_version=base,
+                replays=replays,
+                files=files + replays,
+                snapshot_bytes=snapshot_bytes,
+                replay_bytes=replay_bytes,
+                estimated=estimated,
+            )
+        )
+    return out
+
+
+def _typical_ssts(part: pd.DataFrame) -> int:
+    counts = part["sst_files_live"].dropna()
+    return int(counts.median()) if not counts.empty else 0
+
+
+def inferred_min_deltas(facts: pd.DataFrame, provider: str, changelog: bool) -> int | None:
+    """The ``minDeltasForSnapshot`` the snapshot spacing on disk suggests (None: no sign).
+
+    The most common gap between consecutive snapshots of a partition: M + 1 for HDFS, M
+    for RocksDB changelogs. Slow maintenance only widens gaps, so this is an upper bound.
+    """
+    if provider == "rocksdb" and not changelog:
+        return None
+    gaps: list[int] = []
+    for _, part in facts.dropna(subset=["snapshot_bytes"]).groupby("partition_id"):
+        vs = sorted(int(v) for v in part["version"])
+        gaps += [b - a for a, b in pairwise(vs)]
+    if not gaps:
+        return None
+    gap = pd.Series(gaps).mode().min()
+    return int(gap) - (1 if provider != "rocksdb" else 0)
+
+
+def slowest(costs: Sequence[PartitionCost]) -> PartitionCost | None:
+    """The partition a restart waits for: most bytes, then most replays."""
+    return max(costs, key=lambda c: (c.bytes, c.replays, -c.partition), default=None)
+
+
+def costs_frame(costs: Sequence[PartitionCost]) -> pd.DataFrame:
+    """One row per partition, for tables and figures."""
+    return pd.DataFrame(
+        {
+            "partition_id": [c.partition for c in costs],
+            "version": [c.version for c in costs],
+            "base_version": [c.base_version for c in costs],
+            "replays": [c.replays for c in costs],
+            "files": [c.files for c in costs],
+            "snapshot_bytes": [c.snapshot_bytes for c in costs],
+            "replay_bytes": [c.replay_bytes for c in costs],
+            "bytes": [c.bytes for c in costs],
+            "missing": [len(c.missing) for c in costs],
+            "estimated": [c.estimated for c in costs],
+        }
+    )
+
+
+ASSUMPTIONS = (
+    "The what-if applies Spark's snapshot rule to the versions on record as if maintenance "
+    "ran after every batch and the query never restarted (HDFS: a snapshot once more than "
+    "minDeltasForSnapshot deltas follow the last; RocksDB with changelog checkpointing: "
+    "every minDeltasForSnapshot versions). Real snapshots come later when batches are "
+    "faster than spark.sql.streaming.stateStore.maintenanceInterval (60 s). Sizes of files "
+    "that exist only under the other setting are estimated from keys × bytes per key."
+)

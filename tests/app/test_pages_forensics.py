@@ -1,0 +1,57 @@
+"""The State page's growth attribution and restart cost (issue 11) on real samples."""
+
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+from app import queries, restart_cost
+from app.browse.growth import attribute_growth
+from app.browse.views import StateView
+from app.escape import md
+from tests.app.test_pages_core import TIMEOUT_S, _page, checkpoint_of
+
+
+def _state_page(checkpoint: str) -> AppTest:
+    at = AppTest.from_function(_page, args=("state",), default_timeout=TIMEOUT_S)
+    at.session_state["sg_checkpoint"] = checkpoint_of(checkpoint)
+    at.session_state["sg_store"] = "0 stateStoreSave / default"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_growth_and_restart_cost_on_the_state_page(samples_db: str) -> None:
+    at = _state_page("spark-4.3/agg-hdfs")
+    headers = [h.value for h in at.subheader]
+    assert "Growth attribution: where do the new keys come from?" in headers
+    assert "Restart cost: what a restart loads" in headers
+    # The sentence is the attribution's own, over the default window of 10 versions.
+    expected = attribute_growth(StateView(checkpoint_of("spark-4.3/agg-hdfs")), window=10)
+    texts = " ".join(m.value for m in at.markdown)
+    assert md(expected.sentence()) in texts
+    table = at.dataframe[0].value
+    assert list(table["new keys"]) == [c.keys for c in expected.contributors]
+    # Restart cost metrics equal the model on the database's facts.
+    cp = checkpoint_of("spark-4.3/agg-hdfs")
+    now = restart_cost.current_cost(
+        queries.live_state_files(samples_db, cp, 0, "default"),
+        queries.restart_facts(samples_db, cp, 0, "default"),
+    )
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["files (all partitions)"] == f"{sum(c.files for c in now):,}"
+    worst = restart_cost.slowest(now)
+    assert worst is not None and metrics["slowest partition"] == f"p{worst.partition}"
+    # A smaller window and another minDeltasForSnapshot re-run without an error.
+    at.select_slider(key="sg_growth_window").set_value(5).run()
+    at.number_input(key="sg_restart_min_deltas").set_value(4).run()
+    assert not at.exception, [e.value for e in at.exception]
+    captions = " ".join(c.value for c in at.caption)
+    assert "minDeltas 4" in captions and "estimated" in captions
+
+
+def test_rocksdb_what_if_toggles_changelog(samples_db: str) -> None:
+    at = _state_page("spark-4.3/agg-rocks")
+    at.toggle(key="sg_restart_changelog").set_value(False).run()
+    assert not at.exception, [e.value for e in at.exception]
+    captions = " ".join(c.value for c in at.caption)
+    assert "changelog off" in captions
