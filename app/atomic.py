@@ -25,11 +25,7 @@ from types import FrameType
 from typing import IO
 
 # The helpers around forked workers live with the collectors, which fork them too.
-from collectors.signals import (
-    CLEAN_EXIT_SIGNALS,
-    restore_default_signals,
-    signals_blocked,
-)
+from collectors.signals import CLEAN_EXIT_SIGNALS, restore_default_signals
 
 
 class Terminated(KeyboardInterrupt):

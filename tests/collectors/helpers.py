@@ -121,7 +121,9 @@ def table(db_path: str, name: str, checkpoint_prefix: str | None = None) -> list
 WALL_CLOCK_COLUMNS = CLOCK_COLUMNS | {"last_seen"}
 
 
-def all_tables(db_path: str, checkpoint_prefix: str | None = None) -> dict[str, list[tuple[Any, ...]]]:
+def all_tables(
+    db_path: str, checkpoint_prefix: str | None = None
+) -> dict[str, list[tuple[Any, ...]]]:
     """Every base table of the database with every row, ordered; wall-clock columns left out
     (and ``checkpoint_prefix`` cut from the paths, as :func:`table` does)."""
     out = {}

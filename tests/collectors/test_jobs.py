@@ -35,7 +35,10 @@ def assert_same_tables(paths: list[str], tmp_path: Path) -> None:
     forked = collect(paths, tmp_path / "jobs2.duckdb", "2")
     assert "worker processes" not in serial
     assert "(partitions counted in 2 worker processes)" in forked
-    one, two = all_tables(str(tmp_path / "jobs1.duckdb")), all_tables(str(tmp_path / "jobs2.duckdb"))
+    one, two = (
+        all_tables(str(tmp_path / "jobs1.duckdb")),
+        all_tables(str(tmp_path / "jobs2.duckdb")),
+    )
     assert one.keys() == two.keys()
     for name in one:
         assert two[name] == one[name], name
