@@ -22,7 +22,8 @@ Usage::
    processes, alternating, each into a fresh database, on a store PySpark writes once into
    ``--workdir`` (never into the repository): ``--jobs-keys`` keys (2M) over
    ``--jobs-partitions`` partitions (16) in ``--jobs-batches`` versions (16; each batch adds
-   new keys and updates every key of the previous batch). Every table of the two databases
+   new keys and updates every key of the previous batch); ``--jobs-provider rocksdb-cl``
+   writes it with RocksDB and changelog checkpointing. Every table of the two databases
    must be identical; the load average is printed before each run.
 The figures go to stdout as Markdown, ready for docs/benchmarks.md.
 
@@ -126,9 +127,10 @@ b = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
      .config("spark.ui.showConsoleProgress", "false")
      .config("spark.sql.shuffle.partitions", str(partitions))
      .config("spark.driver.memory", "3g").config("spark.sql.session.timeZone", "UTC"))
-if provider == "rocksdb":
-    b = b.config("spark.sql.streaming.stateStore.providerClass",
-                 "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+if provider == "rocksdb-cl":
+    b = (b.config("spark.sql.streaming.stateStore.providerClass",
+                  "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true"))
 spark = b.getOrCreate()
 spark.sparkContext.setLogLevel("ERROR")
 step = keys // batches
@@ -316,9 +318,11 @@ def bench_incremental(cp: str, src: str, partitions: int, runs: int) -> dict[str
     return {"walls": walls, "process_walls": process_walls, "versions": versions}
 
 
-def ensure_jobs_store(workdir: str, keys: int, partitions: int, batches: int) -> str:
+def ensure_jobs_store(
+    workdir: str, keys: int, partitions: int, batches: int, provider: str = "hdfs"
+) -> str:
     """The checkpoint of the ``--jobs`` comparison, written once by PySpark under ``workdir``."""
-    base = os.path.join(os.path.abspath(workdir), f"hdfs-{keys}-{partitions}x{batches}")
+    base = os.path.join(os.path.abspath(workdir), f"{provider}-{keys}-{partitions}x{batches}")
     if os.path.commonpath([base, ROOT]) == ROOT:
         raise SystemExit(f"--workdir {workdir} is inside the repository: give one outside it")
     cp, src, done = (os.path.join(base, n) for n in ("checkpoint", "src", "written"))
@@ -328,7 +332,7 @@ def ensure_jobs_store(workdir: str, keys: int, partitions: int, batches: int) ->
     os.makedirs(base)
     print(f"writing {cp}: {keys} keys, {partitions} partitions, {batches} batches …", flush=True)
     start = time.perf_counter()
-    args = [str(keys), cp, src, str(partitions), str(batches), "hdfs"]
+    args = [str(keys), cp, src, str(partitions), str(batches), provider]
     subprocess.run([PY, "-c", WRITE_JOBS_STORE, *args], check=True)
     shutil.rmtree(src, ignore_errors=True)
     with open(done, "w") as fh:
@@ -432,6 +436,7 @@ def main() -> None:
     ap.add_argument("--jobs-keys", type=int, default=2_000_000)
     ap.add_argument("--jobs-partitions", type=int, default=16)
     ap.add_argument("--jobs-batches", type=int, default=16)
+    ap.add_argument("--jobs-provider", choices=("hdfs", "rocksdb-cl"), default="hdfs")
     args = ap.parse_args()
     if args.only == "jobs":
         main_jobs(args)
@@ -486,12 +491,15 @@ def main() -> None:
 def main_jobs(args: argparse.Namespace) -> None:
     if not args.workdir:
         raise SystemExit("--only jobs needs --workdir DIR (outside the repository)")
-    cp = ensure_jobs_store(args.workdir, args.jobs_keys, args.jobs_partitions, args.jobs_batches)
+    cp = ensure_jobs_store(
+        args.workdir, args.jobs_keys, args.jobs_partitions, args.jobs_batches, args.jobs_provider
+    )
     print(f"\ndate {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, machine: {machine()}\n")
     res = bench_jobs(cp, args.jobs, args.runs)
     one, many = res["walls"][1], res["walls"][args.jobs]
     print(
-        f"\ncollect of {cp} ({args.jobs_keys} keys, {args.jobs_partitions} partitions, "
+        f"\ncollect of {cp} ({args.jobs_provider}, {args.jobs_keys} keys, "
+        f"{args.jobs_partitions} partitions, "
         f"{res['versions']} state versions): --jobs 1 {fmt(one)}; --jobs {args.jobs} "
         f"{fmt(many)}; speed-up {min(one) / min(many):.2f}x best against best, "
         f"{statistics.median(one) / statistics.median(many):.2f}x median against median "
