@@ -26,12 +26,16 @@ import signal
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from collectors.chains import ChainProblem, ChainResult, ChainTask, VersionCount, compute_chain
 from collectors.fs import FileSystem
-from collectors.remote.objectfs import COUNTS, RequestCounts
 from collectors.signals import restore_default_signals, signals_blocked
+
+if TYPE_CHECKING:
+    # Imported when workers run: `collectors.remote` is not for free, and `collect` with
+    # one job or few chains never needs it here.
+    from collectors.remote.objectfs import RequestCounts
 
 
 @runtime_checkable
@@ -44,14 +48,15 @@ class ForkAware(Protocol):
         ...
 
 
-# The threads fsspec runs its event loop in: fsspec resets them in a forked child.
-_FORK_SAFE_THREADS = ("fsspecIO",)
+# fsspec's event loop thread (fsspec resets it in a forked child) and its loop's default
+# executor (getaddrinfo, credential look-ups: idle between calls, never used by a worker).
+_FORK_SAFE_THREADS = ("fsspecIO", "asyncio_")
 
 # Set in the parent just before the fork; read by the workers.
 _JOB: tuple[Sequence[ChainTask], Callable[[], FileSystem]] | None = None
 _FS: FileSystem | None = None
 
-Outcome = tuple[int, tuple[VersionCount, ...], tuple[ChainProblem, ...], RequestCounts]
+Outcome = tuple[int, tuple[VersionCount, ...], tuple[ChainProblem, ...], "RequestCounts"]
 
 
 def worker_opener(fs: FileSystem) -> Callable[[], FileSystem] | None:
@@ -61,7 +66,7 @@ def worker_opener(fs: FileSystem) -> Callable[[], FileSystem] | None:
     others = [
         t
         for t in threading.enumerate()
-        if t is not threading.main_thread() and t.name not in _FORK_SAFE_THREADS
+        if t is not threading.main_thread() and not t.name.startswith(_FORK_SAFE_THREADS)
     ]
     if others:
         # A fork copies only this thread: a lock another thread holds (a watcher's, a
@@ -73,12 +78,16 @@ def worker_opener(fs: FileSystem) -> Callable[[], FileSystem] | None:
 
 
 def _start_worker(scratch: str) -> None:
+    from collectors.remote.objectfs import COUNTS
+
     restore_default_signals(ignored=(signal.SIGINT,))
     tempfile.tempdir = scratch
     COUNTS.reset()  # the parent's counts, inherited, are the parent's to report
 
 
 def _count(index: int) -> Outcome:
+    from collectors.remote.objectfs import COUNTS, RequestCounts
+
     global _FS
     assert _JOB is not None
     if _FS is None:
@@ -100,6 +109,8 @@ def run_in_workers(
     tasks: Sequence[ChainTask], opener: Callable[[], FileSystem], jobs: int
 ) -> Iterator[ChainResult]:
     """Every task's result, as workers finish them (biggest chains first, to even the load)."""
+    from collectors.remote.objectfs import COUNTS
+
     global _JOB
     scratch = tempfile.mkdtemp(prefix="stateglass-collect-")
     _JOB = (tasks, opener)
