@@ -24,8 +24,8 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import IO
 
-# Signals that mean "stop now" and that Python would otherwise die of without unwinding.
-CLEAN_EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+# The helpers around forked workers live with the collectors, which fork them too.
+from collectors.signals import CLEAN_EXIT_SIGNALS, restore_default_signals
 
 
 class Terminated(KeyboardInterrupt):
@@ -57,29 +57,6 @@ def signals_unwind() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-
-
-def restore_default_signals() -> None:
-    """For worker processes: die at once; the parent removes their scratch directory.
-
-    Workers are forked with these signals blocked (:func:`signals_blocked`): one that arrived
-    while the parent's handler was still inherited stays pending, and is delivered, with the
-    default action, only once that handler is gone. Otherwise it was swallowed and the pool's
-    ``terminate`` waited forever for a worker that never died.
-    """
-    for sig in CLEAN_EXIT_SIGNALS:
-        signal.signal(sig, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, CLEAN_EXIT_SIGNALS)
-
-
-@contextlib.contextmanager
-def signals_blocked() -> Iterator[None]:
-    """Hold SIGTERM and SIGHUP pending in this thread (and in processes it forks) for a while."""
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, CLEAN_EXIT_SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def temp_name(path: str) -> str:

@@ -74,11 +74,26 @@ def add_parser(subparsers: Any) -> None:
         "collect", help="scan checkpoints into the DuckDB database (incremental)"
     )
     _add_common(p_collect)
+    add_jobs_arg(p_collect)
     p_watch = subparsers.add_parser(
         "watch", help="collect, then collect again whenever the checkpoints change"
     )
     _add_common(p_watch)
     add_watch_arguments(p_watch)
+
+
+def add_jobs_arg(p: argparse.ArgumentParser) -> None:
+    """``collect --jobs N`` (issue 14). ``watch`` has none: its re-scans count one new version
+    per partition, too little to repay worker processes, and it runs threads, which a fork
+    does not copy (docs/architecture.md, "Collect on every core")."""
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="--engine local: partitions counted in N worker processes (default: one per CPU "
+        "core, none for a small checkpoint; 1 = no worker processes)",
+    )
 
 
 def add_watch_arguments(p: argparse.ArgumentParser) -> None:
@@ -129,6 +144,10 @@ class ProgressBar:
 def _scanner(args: argparse.Namespace) -> tuple[Scanner, list[str]]:
     # Callers that build their own Namespace (the watcher child, tests) may leave it out.
     args.progress = list(getattr(args, "progress", None) or [])
+    if getattr(args, "jobs", 1) < 0:
+        from app.errors import AppError
+
+        raise AppError(f"--jobs {args.jobs}: give 0 (one per core), 1 (none) or more")
     # Validate every path first: a typo fails before anything is written.
     if not args.checkpoints and not args.progress:
         from app.errors import AppError
@@ -149,7 +168,9 @@ def _new_scanner(args: argparse.Namespace) -> Scanner:
     from collectors.db import Database
     from collectors.scan import Scanner
 
-    engine = get_engine(getattr(args, "engine", "local"), getattr(args, "master", None))
+    # Without --jobs (watch, the dashboard's watcher): chains in-process, see add_jobs_arg.
+    jobs = getattr(args, "jobs", 1)
+    engine = get_engine(getattr(args, "engine", "local"), getattr(args, "master", None), jobs)
     return Scanner(Database(args.db), engine)
 
 
@@ -164,25 +185,30 @@ def collect_progress(db: Database, paths: list[str], quiet_when_empty: bool = Fa
             print(summary.line(), file=sys.stderr, flush=True)
 
 
-def _collect(scanner: Scanner, roots: list[str]) -> list[ScanSummary]:
-    return [scanner.scan(root, ProgressBar(root)) for root in roots]
+def _collect(scanner: Scanner, roots: list[str]) -> tuple[list[ScanSummary], int]:
+    """Each checkpoint scanned once; and the most worker processes a scan used."""
+    summaries, workers = [], 0
+    for root in roots:
+        summaries.append(scanner.scan(root, ProgressBar(root)))
+        workers = max(workers, getattr(scanner.engine, "last_workers", 0))
+    return summaries, workers
 
 
-def _summary(summaries: list[ScanSummary], db_path: str) -> str:
+def _summary(summaries: list[ScanSummary], db_path: str, workers: int = 0) -> str:
     return (
         f"collected {len(summaries)} checkpoint(s) into {db_path}: "
         f"{sum(s.files_added for s in summaries)} new files, "
         f"{sum(s.versions for s in summaries)} state versions, "
         f"{sum(s.batches for s in summaries)} batches, "
         f"{sum(s.problems for s in summaries)} problems"
-    )
+    ) + (f" (partitions counted in {workers} worker processes)" if workers else "")
 
 
 def run(args: argparse.Namespace) -> int:
     """``stateglass collect``: scan each checkpoint once and print a one-line summary."""
     scanner, roots = _scanner(args)
-    summaries = _collect(scanner, roots)
-    print(_summary(summaries, scanner.db.path), file=sys.stderr)
+    summaries, workers = _collect(scanner, roots)
+    print(_summary(summaries, scanner.db.path, workers), file=sys.stderr)
     collect_progress(scanner.db, args.progress)
     return 0
 

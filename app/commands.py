@@ -203,12 +203,15 @@ def _collect_for_dashboard(
     from app.collect_cmd import ProgressBar
     from app.watchers import refuse_db_inside
     from collectors.db import Database
+    from collectors.engines import LocalEngine
     from collectors.scan import Scanner
 
     # Resolve every path first: a typo fails before anything is written.
     roots = sorted(discovery.find(paths, args or argparse.Namespace()))
     refuse_db_inside(db_path, roots)
-    scanner = Scanner(Database(db_path))
+    # The start-up collect is a full one, before any thread starts: one worker per core.
+    # The watcher's re-scans stay in-process (app/collect_cmd.py, add_jobs_arg).
+    scanner = Scanner(Database(db_path), LocalEngine(jobs=0))
     for n, root in enumerate(roots, 1):
         label = f"[{n}/{len(roots)}] {root}"
         print(f"collecting {label}", file=sys.stderr, flush=True)

@@ -14,8 +14,8 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 
-from app.atomic import restore_default_signals, signals_blocked
 from app.output import JsonLinesSink
+from collectors.signals import restore_default_signals, signals_blocked
 from collectors.state import StateSource
 
 # Set in the parent just before the fork; read by the workers.

@@ -18,7 +18,18 @@ Usage::
 5. Incremental: after the full collect, Spark commits one more batch (one more file, the same
    query restarted with ``availableNow``), then ``stateglass collect`` runs again, timed (as
    a whole process too, with Python start-up).
+6. ``--only jobs`` (issue 14): ``stateglass collect --jobs 1`` against ``--jobs N`` as whole
+   processes, alternating, each into a fresh database, on a store PySpark writes once into
+   ``--workdir`` (never into the repository): ``--jobs-keys`` keys (2M) over
+   ``--jobs-partitions`` partitions (16) in ``--jobs-batches`` versions (16; each batch adds
+   new keys and updates every key of the previous batch); ``--jobs-provider rocksdb-cl``
+   writes it with RocksDB and changelog checkpointing. Every table of the two databases
+   must be identical; the load average is printed before each run.
 The figures go to stdout as Markdown, ready for docs/benchmarks.md.
+
+Example (issue 14)::
+
+    .venv/bin/python benchmarks/bench_collect.py --only jobs --workdir /work/bench-data/collect
 """
 
 from __future__ import annotations
@@ -104,6 +115,39 @@ result = compute_chain(ChainTask(cp, 0, "default", partition, store_dir, "hdfs")
 with open("/proc/self/status") as fh:
     peak = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
 print(before, peak, max(v.num_keys for v in result.versions))
+"""
+
+
+WRITE_JOBS_STORE = r"""
+import os, sys, shutil
+from pyspark.sql import SparkSession, functions as F
+keys, cp, src, partitions, batches, provider = (
+    int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6])
+b = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+     .config("spark.ui.showConsoleProgress", "false")
+     .config("spark.sql.shuffle.partitions", str(partitions))
+     .config("spark.driver.memory", "3g").config("spark.sql.session.timeZone", "UTC"))
+if provider == "rocksdb-cl":
+    b = (b.config("spark.sql.streaming.stateStore.providerClass",
+                  "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true"))
+spark = b.getOrCreate()
+spark.sparkContext.setLogLevel("ERROR")
+step = keys // batches
+for i in range(batches):
+    # New keys of this batch, plus the previous batch's keys again (updates).
+    lo = max(0, (i - 1) * step)
+    spark.range(lo, (i + 1) * step).select(
+        F.format_string("key-%08d", "id").alias("k"), (F.col("id") % 97).alias("v")
+    ).coalesce(1).write.mode("overwrite").parquet(os.path.join(src, f"batch{i:03d}"))
+schema = spark.read.parquet(os.path.join(src, "batch000")).schema
+stream = (spark.readStream.schema(schema).option("maxFilesPerTrigger", 1)
+          .parquet(os.path.join(src, "*")))
+q = (stream.groupBy("k").agg(F.count("*").alias("n"), F.sum("v").alias("total"))
+     .writeStream.format("noop").outputMode("update").option("checkpointLocation", cp)
+     .trigger(availableNow=True).start())
+q.awaitTermination()
+spark.stop()
 """
 
 
@@ -274,6 +318,105 @@ def bench_incremental(cp: str, src: str, partitions: int, runs: int) -> dict[str
     return {"walls": walls, "process_walls": process_walls, "versions": versions}
 
 
+def ensure_jobs_store(
+    workdir: str, keys: int, partitions: int, batches: int, provider: str = "hdfs"
+) -> str:
+    """The checkpoint of the ``--jobs`` comparison, written once by PySpark under ``workdir``."""
+    base = os.path.join(os.path.abspath(workdir), f"{provider}-{keys}-{partitions}x{batches}")
+    if os.path.commonpath([base, ROOT]) == ROOT:
+        raise SystemExit(f"--workdir {workdir} is inside the repository: give one outside it")
+    cp, src, done = (os.path.join(base, n) for n in ("checkpoint", "src", "written"))
+    if os.path.isfile(done):
+        return cp
+    shutil.rmtree(base, ignore_errors=True)
+    os.makedirs(base)
+    print(f"writing {cp}: {keys} keys, {partitions} partitions, {batches} batches …", flush=True)
+    start = time.perf_counter()
+    args = [str(keys), cp, src, str(partitions), str(batches), provider]
+    subprocess.run([PY, "-c", WRITE_JOBS_STORE, *args], check=True)
+    shutil.rmtree(src, ignore_errors=True)
+    with open(done, "w") as fh:
+        fh.write(f"{time.perf_counter() - start:.0f} s\n")
+    return cp
+
+
+def load_average() -> str:
+    with open("/proc/loadavg") as fh:
+        return " ".join(fh.read().split()[:3])
+
+
+def all_tables(db_path: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Every table of the database, every row, ordered; the columns a clock fills left out."""
+    from collectors.db import read_query
+
+    clock = {"first_seen", "last_scan", "seen_at", "last_seen", "purged_at"}
+    out = {}
+    for (name,) in read_query(
+        db_path,
+        "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' "
+        "ORDER BY table_name",
+    ):
+        cols = [r[0] for r in read_query(db_path, f"DESCRIBE {name}") if r[0] not in clock]
+        rows = read_query(db_path, f"SELECT {', '.join(cols)} FROM {name}")
+        out[name] = sorted(rows, key=repr)
+    return out
+
+
+def bench_jobs(cp: str, jobs: int, runs: int) -> dict[str, Any]:
+    """``stateglass collect --jobs 1`` and ``--jobs N`` as processes, alternating."""
+    stateglass = shutil.which("stateglass", path=os.path.dirname(PY)) or "stateglass"
+    walls: dict[int, list[float]] = {1: [], jobs: []}
+    cpus: dict[int, list[float]] = {1: [], jobs: []}
+    # Bytecode cached (outside the repository), as an installed package has it.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = os.path.join(os.path.dirname(os.path.dirname(cp)), "pycache")
+    loads: list[str] = []
+    tables: dict[int, dict[str, list[tuple[Any, ...]]]] = {}
+    tmp = tempfile.mkdtemp(prefix="sg-bench-jobs-")
+    try:
+        for run in range(runs + 1):  # run 0 warms the page cache and the bytecode cache
+            for n in (1, jobs):
+                db_path = os.path.join(tmp, f"jobs{n}-{run}.duckdb")
+                time.sleep(2)  # let the previous run's processes go
+                load = load_average()
+                start = time.perf_counter()
+                proc = subprocess.Popen(
+                    [stateglass, "collect", cp, "--db", db_path, "--jobs", str(n)],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    env=env,
+                )
+                # The process's rusage includes the workers it waited for: CPU of the tree.
+                _, status, usage = os.wait4(proc.pid, 0)
+                wall = time.perf_counter() - start
+                if status != 0:
+                    raise SystemExit(f"stateglass collect --jobs {n} failed ({status})")
+                if run:
+                    cpu_s = usage.ru_utime + usage.ru_stime
+                    walls[n].append(wall)
+                    cpus[n].append(cpu_s)
+                    loads.append(load)
+                    print(
+                        f"run {run}: --jobs {n}: {wall:.2f} s wall, {cpu_s:.2f} s CPU "
+                        f"(load before {load})",
+                        flush=True,
+                    )
+                tables[n] = all_tables(db_path)
+                os.remove(db_path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    versions = len(tables[1]["state_versions"])
+    return {
+        "walls": walls,
+        "cpus": cpus,
+        "loads": loads,
+        "identical": tables[1] == tables[jobs],
+        "tables": len(tables[1]),
+        "rows": sum(len(r) for r in tables[1].values()),
+        "versions": versions,
+    }
+
+
 def fmt(walls: list[float]) -> str:
     return f"best {min(walls):.2f} s (median {statistics.median(walls):.2f}; runs " + (
         ", ".join(f"{w:.2f}" for w in walls) + ")"
@@ -285,8 +428,19 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--partitions", type=int, default=200)
     ap.add_argument("--batches", type=int, default=110)
-    ap.add_argument("--only", choices=("full", "chain", "memory", "incremental"), default=None)
+    ap.add_argument(
+        "--only", choices=("full", "chain", "memory", "incremental", "jobs"), default=None
+    )
+    ap.add_argument("--workdir", default=None, help="--only jobs: where PySpark writes its store")
+    ap.add_argument("--jobs", type=int, default=2, help="--only jobs: compared with --jobs 1")
+    ap.add_argument("--jobs-keys", type=int, default=2_000_000)
+    ap.add_argument("--jobs-partitions", type=int, default=16)
+    ap.add_argument("--jobs-batches", type=int, default=16)
+    ap.add_argument("--jobs-provider", choices=("hdfs", "rocksdb-cl"), default="hdfs")
     args = ap.parse_args()
+    if args.only == "jobs":
+        main_jobs(args)
+        return
     os.makedirs(OUT, exist_ok=True)
     cp = src = ""
     if args.only in (None, "full", "incremental"):
@@ -332,6 +486,31 @@ def main() -> None:
             f"in-process {fmt(inc['walls'])}; `stateglass collect` process "
             f"{fmt(inc['process_walls'])}"
         )
+
+
+def main_jobs(args: argparse.Namespace) -> None:
+    if not args.workdir:
+        raise SystemExit("--only jobs needs --workdir DIR (outside the repository)")
+    cp = ensure_jobs_store(
+        args.workdir, args.jobs_keys, args.jobs_partitions, args.jobs_batches, args.jobs_provider
+    )
+    print(f"\ndate {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, machine: {machine()}\n")
+    res = bench_jobs(cp, args.jobs, args.runs)
+    one, many = res["walls"][1], res["walls"][args.jobs]
+    print(
+        f"\ncollect of {cp} ({args.jobs_provider}, {args.jobs_keys} keys, "
+        f"{args.jobs_partitions} partitions, "
+        f"{res['versions']} state versions): --jobs 1 {fmt(one)}; --jobs {args.jobs} "
+        f"{fmt(many)}; speed-up {min(one) / min(many):.2f}x best against best, "
+        f"{statistics.median(one) / statistics.median(many):.2f}x median against median "
+        f"(target 1.6x). CPU of the process tree, median: --jobs 1 "
+        f"{statistics.median(res['cpus'][1]):.2f} s, --jobs {args.jobs} "
+        f"{statistics.median(res['cpus'][args.jobs]):.2f} s. Every table identical "
+        f"({res['tables']} tables, {res['rows']} rows): "
+        f"{res['identical']}. Load averages before each run: {'; '.join(res['loads'])}"
+    )
+    if not res["identical"]:
+        raise SystemExit("tables differ")
 
 
 if __name__ == "__main__":

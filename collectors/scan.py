@@ -250,6 +250,10 @@ class Scanner:
             raise
         except CheckpointError as exc:
             problem(exc)
+        # Engines return chains in any order (workers finish when they finish): put them back
+        # in task order, so that every table is written as a serial run writes it.
+        position = {id(task): i for i, task in enumerate(tasks)}
+        results.sort(key=lambda r: position.get(id(r.task), len(tasks)))
 
         version_rows = self._version_rows(root, listing, results, live_ssts)
         for result in results:

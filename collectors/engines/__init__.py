@@ -13,22 +13,24 @@ from collectors.engines.base import Engine
 from collectors.engines.local import LocalEngine
 
 
-def _spark(master: str | None) -> Engine:
+def _spark(master: str | None, jobs: int) -> Engine:
     # PySpark is heavy and optional: import it only when asked for.
     from collectors.engines.spark import SparkEngine
 
     return SparkEngine(master)
 
 
-ENGINES: dict[str, Callable[[str | None], Engine]] = {
-    "local": lambda master: LocalEngine(),
+# name -> factory(master, jobs); ``jobs`` is the local engine's (Spark has its executors).
+ENGINES: dict[str, Callable[[str | None, int], Engine]] = {
+    "local": lambda master, jobs: LocalEngine(jobs),
     "spark": _spark,
 }
 
 
-def get_engine(name: str, master: str | None = None) -> Engine:
-    """The engine registered as ``name`` (``local`` or ``spark``)."""
-    return ENGINES[name](master)
+def get_engine(name: str, master: str | None = None, jobs: int = 1) -> Engine:
+    """The engine registered as ``name`` (``local`` or ``spark``); ``jobs``: worker processes
+    of the local engine (0: one per core, 1: none, in this process)."""
+    return ENGINES[name](master, jobs)
 
 
 __all__ = ["ENGINES", "Engine", "LocalEngine", "get_engine"]

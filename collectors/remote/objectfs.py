@@ -13,6 +13,7 @@ on an object store, where each request costs money and latency:
 from __future__ import annotations
 
 import builtins
+import copy
 import posixpath
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -49,6 +50,16 @@ class RequestCounts:
             f"({self.bytes_read / 1e6:,.1f} MB downloaded); cache: {self.cache_hits} hits"
         )
 
+    def merge(self, other: RequestCounts) -> None:
+        """Add ``other``'s counts (a worker process's) to these."""
+        self.list += other.list
+        self.get += other.get
+        self.head += other.head
+        self.bytes_read += other.bytes_read
+        self.cache_hits += other.cache_hits
+        self.refetched += other.refetched + len(self.fetched & other.fetched)
+        self.fetched |= other.fetched
+
     def reset(self) -> None:
         self.list = self.get = self.head = self.bytes_read = self.cache_hits = 0
         self.refetched = 0
@@ -81,6 +92,27 @@ class ObjectFileSystem:
         self._secrets = secrets
         self._listings: dict[str, list[FileInfo]] = {}
         self._meta: dict[str, _Meta] = {}
+
+    def for_worker(self) -> Callable[[], ObjectFileSystem] | None:
+        """For ``collect --jobs``: a new client per forked worker, on the same location and
+        options, with what this one listed already; None for ``hdfs://``, whose client is a
+        JVM (libhdfs) that a fork cannot copy."""
+        if self.location.backend == "hdfs":
+            return None
+        location, cache, secrets = self.location, self._cache, dict(self._secrets)
+        listings, meta = dict(self._listings), dict(self._meta)
+
+        def reopen() -> ObjectFileSystem:
+            from collectors.remote.backends import BACKENDS
+
+            # fsspec's async file systems refuse to run in a forked child (their event loop
+            # and sessions stay in the parent): a new instance, built the parent's way.
+            client = BACKENDS[location.backend](location, copy.deepcopy(secrets))
+            fs = ObjectFileSystem(client, location, cache, secrets)
+            fs._listings, fs._meta = listings, meta
+            return fs
+
+        return reopen
 
     # ---- the FileSystem protocol ------------------------------------------------------------
 

@@ -115,3 +115,35 @@ def table(db_path: str, name: str, checkpoint_prefix: str | None = None) -> list
             fixed.append(value)
         out.append(tuple(fixed))
     return sorted(out, key=repr)
+
+
+# ---- issue 14: every table of a database, for `collect --jobs` parity ---------------------
+WALL_CLOCK_COLUMNS = CLOCK_COLUMNS | {"last_seen"}
+
+
+def all_tables(
+    db_path: str, checkpoint_prefix: str | None = None
+) -> dict[str, list[tuple[Any, ...]]]:
+    """Every base table of the database with every row, ordered; wall-clock columns left out
+    (and ``checkpoint_prefix`` cut from the paths, as :func:`table` does)."""
+    out = {}
+    for (name,) in read_query(
+        db_path,
+        "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' "
+        "ORDER BY table_name",
+    ):
+        cols = [r[0] for r in read_query(db_path, f"DESCRIBE {name}")]
+        kept = [c for c in cols if c not in WALL_CLOCK_COLUMNS]
+        rows = read_query(db_path, f"SELECT {', '.join(kept)} FROM {name}")
+        if checkpoint_prefix:
+            rows = [
+                tuple(
+                    v[len(checkpoint_prefix) :]
+                    if isinstance(v, str) and v.startswith(checkpoint_prefix)
+                    else v
+                    for v in row
+                )
+                for row in rows
+            ]
+        out[name] = sorted(rows, key=repr)
+    return out

@@ -111,6 +111,21 @@ class TestLocalEngine(EngineConformance):
         return LocalEngine()
 
 
+class TestLocalEngineJobs(EngineConformance):
+    """``collect --jobs 2`` (issue 14): chains in two forked worker processes."""
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def engine(cls) -> Engine:
+        return LocalEngine(jobs=2)
+
+    def test_chains_ran_in_workers(self, engine: Engine, tmp_path: Path) -> None:
+        # Not a silent pass: a process with other threads keeps chains in-process.
+        db = Database(str(tmp_path / "db.duckdb"))
+        scan_checkpoint(db, str(SAMPLES / "spark-4.3/join-hdfs"), engine=engine)
+        assert isinstance(engine, LocalEngine) and engine.last_workers == 2
+
+
 @pytest.mark.spark
 class TestSparkEngine(EngineConformance):
     @pytest.fixture(scope="class")

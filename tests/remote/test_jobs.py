@@ -1,0 +1,43 @@
+"""``collect --jobs 2`` on S3 (issue 14): each forked worker opens its own client on the same
+location (fsspec's clients cannot cross a fork); the tables and the request counts are those
+of ``--jobs 1``. The collects run as processes: this one runs moto's server in a thread, and
+a process with other threads keeps its chains in-process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.collectors.helpers import all_tables
+from tests.remote.conftest import S3
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_collect_jobs_2_matches_jobs_1(s3: S3, tmp_path: Path) -> None:
+    url = s3.url("spark-4.3/join-hdfs")  # four stores: sixteen chains
+    tables, requests = {}, {}
+    for jobs in ("1", "2"):
+        db = tmp_path / f"jobs{jobs}.duckdb"
+        # A cache of its own each: both runs download every file, so their counts compare.
+        env = {**os.environ, "STATEGLASS_CACHE_DIR": str(tmp_path / f"cache{jobs}")}
+        proc = subprocess.run(
+            [sys.executable, "-m", "app.cli", "collect", url, "--db", str(db), "--jobs", jobs]
+            + ["--verbose"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=ROOT,
+            env=env,
+        )
+        assert proc.returncode == 0, proc.stderr
+        lines = proc.stderr.splitlines()
+        assert ("(partitions counted in 2 worker processes)" in lines[0]) == (jobs == "2")
+        requests[jobs] = [line for line in lines if "requests:" in line]
+        tables[jobs] = all_tables(str(db))
+    assert tables["2"] == tables["1"]
+    assert tables["1"]["state_versions"]
+    # The workers' GETs are counted: the same requests as one process makes.
+    assert requests["2"] == requests["1"] and "GET" in requests["1"][0]
