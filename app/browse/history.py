@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from plotly.subplots import make_subplots
 
-from app.browse.store import CACHE, PartitionCache, PartitionData, iter_partitions, read_partition
+from app.browse.store import CACHE, PartitionCache, PartitionData, iter_partitions
 from app.browse.store import key_json_renderer as _key_json_renderer
 from app.browse.table import decode_rows, flattener, last, matching_rows
 from app.browse.views import StateView, identity_width, open_source
@@ -138,9 +138,12 @@ def iter_history(
 ) -> Iterator[tuple[float, pa.Table | None]]:
     """(fraction done, None) per version read, then (1.0, the history table).
 
-    Versions already in the cache are looked up there; the others are read (one partition
-    each) without being cached, so a long history does not push the browsed versions out.
+    Only the key's partition is read, and its chain is replayed once across all the
+    versions, keeping only this key (``StateSource.lookup``): a history over N versions
+    costs one rebuild of one partition, not N, and caches nothing. ``cache`` is accepted
+    for callers that pass one; the replay does not need it.
     """
+    del cache
     keyed = view.keyed(open_source(view).row_codec)
     source = open_source(keyed)
     codec = source.row_codec
@@ -148,22 +151,23 @@ def iter_history(
     width = 1 + sum(len(leaves) for _, leaves in flat.groups[: identity_width(codec)])
     names = flat.names[width:]
     columns: dict[str, list[Any]] = {n: [] for n in ["batch_id", "version", "status", *names]}
-    needle = pa.scalar(ref.key, type=pa.large_binary())
     previous: bytes | None = None
     ordered = sorted(versions)
-    for n, version in enumerate(ordered, start=1):
-        data = cache.get((keyed, version, ref.partition))
-        if data is None:
-            data = read_partition(source, version, ref.partition)
-        item = pc.index(data.keys, needle).as_py()
-        value = None if item < 0 else data.values[item].as_py()
+    found = source.lookup(ref.partition, (ref.key,), ordered)
+    for n, (version, values) in enumerate(found, start=1):
+        value = values.get(ref.key)
         columns["batch_id"].append(version - 1)
         columns["version"].append(version)
         columns["status"].append(_status(n == 1, previous, value))
         if value is None:
             cells: list[Any] = [None] * len(names)
         else:
-            [(p, row)] = decode_rows(source, data, [item])
+            data = PartitionData(
+                ref.partition,
+                pa.array([ref.key], type=pa.large_binary()),
+                pa.array([value], type=pa.large_binary()),
+            )
+            [(p, row)] = decode_rows(source, data, [0])
             cells = flat.cells(p, row)[width:]
         for name, cell in zip(names, cells, strict=True):
             columns[name].append(cell)
