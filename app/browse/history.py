@@ -20,7 +20,6 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 import pyarrow as pa
-import pyarrow.compute as pc
 from plotly.subplots import make_subplots
 
 from app.browse.store import CACHE, PartitionCache, PartitionData, iter_partitions
