@@ -51,7 +51,7 @@ ROOT = os.path.dirname(HERE)
 PY = sys.executable
 sys.path[:0] = [ROOT, HERE]
 
-from bench_state_read import _tree_rss_kib, load_average, same_rows  # noqa: E402
+from bench_state_read import _tree_rss_kib, load_average  # noqa: E402
 
 RUN_QUERY = r"""
 import os, sys
@@ -130,7 +130,7 @@ def run_checked(cmd: list[str], what: str) -> None:
 
 
 def write_data(args: argparse.Namespace, provider: str) -> str:
-    """The checkpoint of ``provider``, with at least ``--batches`` batches (written when missing)."""
+    """The checkpoint of ``provider`` with ``--batches`` batches or more (written if missing)."""
     src = os.path.join(args.workdir, "src")
     cp = os.path.join(args.workdir, provider, "checkpoint")
     if os.path.isdir(os.path.join(cp, "commits")) and len(commits(cp)) >= args.batches:
@@ -186,26 +186,229 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - start, result
 
 
+def same_rows_sorted(ours: str, spark_dir: str, scratch: str) -> tuple[bool, int, int]:
+    """(identical, our rows, Spark's rows): both sorted by GNU sort (bounded memory), compared."""
+    env = {**os.environ, "LC_ALL": "C"}
+    a, b = os.path.join(scratch, "ours.sorted"), os.path.join(scratch, "spark.sorted")
+    subprocess.run(["sort", "-S", "512M", "-T", scratch, "-o", a, ours], check=True, env=env)
+    parts = sorted(glob.glob(os.path.join(spark_dir, "part-*")))
+    with open(b, "w") as out:
+        subprocess.run(
+            ["sort", "-S", "512M", "-T", scratch, *parts], check=True, env=env, stdout=out
+        )
+    counts = []
+    for path in (a, b):
+        with open(path, "rb") as fh:
+            counts.append(sum(1 for _ in fh))
+    same = subprocess.run(["cmp", "-s", a, b]).returncode == 0
+    for path in (a, b):
+        os.remove(path)
+    return same, counts[0], counts[1]
+
+
+def breakdown(cp: str, scratch: str) -> dict[str, float]:
+    """Seconds per phase of reading the last version as ``state`` does, in this process.
+
+    HDFS: file read + decompression, record walk (bytes to key/value pairs), chain merge
+    (deltas over the snapshot), rendering (JSON lines as bytes), write. RocksDB: restore and
+    iteration (rocksdict), rendering, write.
+    """
+    from collectors.checkpoint import Checkpoint
+    from collectors.state import StateRequest, StateSource
+    from collectors.stores.hdfs import HdfsStoreReader
+    from parsers.compression import decompress
+    from parsers.records import read_records
+    from parsers.sparkjson import state_blob_encoder
+
+    checkpoint = Checkpoint.open(cp)
+    source = StateSource(checkpoint, StateRequest())
+    codec = source.row_codec
+    version = checkpoint.resolve_batch(None) + 1
+    blob = state_blob_encoder(codec.key_schema, codec.value_schema, "UTC")
+    phases = dict.fromkeys(("read+decompress", "record walk", "merge", "iterate", "render"), 0.0)
+    phases["write"] = 0.0
+    rows = 0
+    with open(os.path.join(scratch, "breakdown.jsonl"), "wb") as out:
+        for partition in source.partitions:
+            reader = source.reader(partition)
+            t0 = time.perf_counter()
+            if isinstance(reader, HdfsStoreReader):
+                snapshot, deltas = reader._chain(version)
+                state: dict[bytes, bytes | None] = {}
+                for name in ([snapshot] if snapshot else []) + deltas:
+                    t0 = time.perf_counter()
+                    raw = reader.ctx.fs.read(reader.ctx.join(name))
+                    data = decompress(reader.ctx.codec, raw, reader.ctx.limits)
+                    t1 = time.perf_counter()
+                    records = read_records(data, allow_deletes=True)
+                    t2 = time.perf_counter()
+                    state.update(records)
+                    t3 = time.perf_counter()
+                    phases["read+decompress"] += t1 - t0
+                    phases["record walk"] += t2 - t1
+                    phases["merge"] += t3 - t2
+                items: Any = [(k, v) for k, v in state.items() if v is not None]
+                t0 = time.perf_counter()
+                text, n = blob(items, partition)
+            else:
+                items = list(reader.load(version))
+                t1 = time.perf_counter()
+                phases["iterate"] += t1 - t0
+                t0 = t1
+                pairs = filter(None, (codec.payloads(k, v) for k, v in items))
+                text, n = blob(pairs, partition)
+            t1 = time.perf_counter()
+            out.write(text)
+            t2 = time.perf_counter()
+            phases["render"] += t1 - t0
+            phases["write"] += t2 - t1
+            rows += n
+    os.remove(os.path.join(scratch, "breakdown.jsonl"))
+    phases["rows"] = rows
+    return phases
+
+
+def browse(cp: str) -> dict[str, Any]:
+    """The Browse, Key history and Diff pages' functions, each with an empty cache."""
+    from app.browse import store
+    from app.browse.diff import _RECENT, compute_diff
+    from app.browse.history import find_keys, key_history
+    from app.browse.table import PageRequest, iter_page
+    from app.browse.views import SOURCES, StateView, versions
+
+    def cold() -> None:
+        store.CACHE.clear()
+        SOURCES._sources.clear()
+        _RECENT.clear()
+
+    view = StateView(cp)
+    out: dict[str, Any] = {}
+    cold()
+    out["versions (list)"], found = timed(lambda: versions(view))
+    out["retained versions"] = f"{found[0]}..{found[-1]} ({len(found)})"
+    cold()
+    start = time.perf_counter()
+    first = None
+    for update in iter_page(PageRequest(view, found[-1], page_size=50)):
+        if update.table is not None:
+            first = time.perf_counter() - start
+            break
+    out["first page (50 rows)"] = first
+    ref = find_keys(view, found[-1], "key-00000042", limit=1)[0]
+    cold()
+    out[f"key history, {len(found)} versions"], table = timed(lambda: key_history(view, ref, found))
+    out["history statuses"] = ",".join(sorted(set(table.column("status").to_pylist())))
+    cold()
+    out["diff of the last two versions"], result = timed(
+        lambda: compute_diff(view, found[-2], found[-1])
+    )
+    out["diff counts"] = result.counts
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workdir", default=None, help="default: a new temporary directory")
     ap.add_argument("--keys", type=int, default=10_000_000)
     ap.add_argument("--partitions", type=int, default=64)
-    ap.add_argument("--batches", type=int, default=20, help="batches after the first")
+    ap.add_argument("--batches", type=int, default=20, help="batches written before timing")
     ap.add_argument("--touch", type=float, default=0.01, help="share of keys each batch updates")
     ap.add_argument("--provider", action="append", choices=("hdfs", "rocksdb"))
-    ap.add_argument("--only", default="state,spark,collect,browse,report")
+    ap.add_argument("--only", default="state,breakdown,spark,collect,browse,report")
     ap.add_argument("--write-only", action="store_true", help="write the data, time nothing")
     args = ap.parse_args()
     args.workdir = os.path.abspath(args.workdir or tempfile.mkdtemp(prefix="sg-bench-scale-"))
     if os.path.commonpath([args.workdir, ROOT]) == ROOT:
         raise SystemExit(f"--workdir {args.workdir} is inside the repository: pick another")
     os.makedirs(args.workdir, exist_ok=True)
+    only = set(args.only.split(","))
+    stateglass = shutil.which("stateglass", path=os.path.dirname(PY)) or "stateglass"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = os.path.join(args.workdir, "pycache")
+    print(
+        f"date {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {platform.machine()} "
+        f"{os.cpu_count()} cores, python {platform.python_version()}, load {load_average()}"
+    )
     for provider in args.provider or ["hdfs", "rocksdb"]:
         cp = write_data(args, provider)
         if args.write_only:
             continue
-        print(f"{provider}: {cp}, batches {commits(cp)[0]}..{commits(cp)[-1]}")
+        scratch = os.path.join(args.workdir, provider, "out")
+        os.makedirs(scratch, exist_ok=True)
+        found = commits(cp)
+        print(f"\n### {provider}: {cp}, batches {found[0]}..{found[-1]}", flush=True)
+        ours = os.path.join(scratch, "ours.jsonl")
+        if "state" in only or "spark" in only:
+            timed_tree([stateglass, "state", cp, "--jobs", "1"], None, env)  # warm-up
+            print(f"load before state: {load_average()}", flush=True)
+            wall, peak = timed_tree([stateglass, "state", cp, "-o", ours], None, env)
+            with open(ours, "rb") as fh:
+                rows = sum(1 for _ in fh)
+            print(
+                f"stateglass state (default --jobs): {wall:.1f} s, peak RSS {peak:.0f} MiB, "
+                f"{rows:,} rows, {wall / rows * 1e6:.2f} µs/row",
+                flush=True,
+            )
+            print(f"load before state --jobs 1: {load_average()}", flush=True)
+            wall1, peak1 = timed_tree(
+                [stateglass, "state", cp, "--jobs", "1", "-o", ours], None, env
+            )
+            print(f"stateglass state --jobs 1: {wall1:.1f} s, peak RSS {peak1:.0f} MiB", flush=True)
+        if "breakdown" in only:
+            print(f"load before breakdown: {load_average()}", flush=True)
+            phases = breakdown(cp, scratch)
+            n = phases.pop("rows")
+            total = sum(phases.values())
+            print(
+                f"breakdown (one process, {n:,} rows): "
+                + ", ".join(
+                    f"{k} {v:.1f} s ({v / n * 1e6:.2f} µs/row)" for k, v in phases.items() if v
+                )
+                + f"; total {total:.1f} s ({total / n * 1e6:.2f} µs/row)",
+                flush=True,
+            )
+        if "spark" in only:
+            spark_dir = os.path.join(scratch, "spark-json")
+            shutil.rmtree(spark_dir, ignore_errors=True)
+            time.sleep(5)
+            print(f"load before Spark: {load_average()}", flush=True)
+            wall_s, peak_s = timed_tree([PY, "-c", SPARK_WRITE_JSON, cp, spark_dir])
+            print(f"Spark toJSON().saveAsTextFile: {wall_s:.1f} s, peak RSS {peak_s:.0f} MiB")
+            same, ours_n, spark_n = same_rows_sorted(ours, spark_dir, scratch)
+            print(
+                f"rows identical (sorted): {same} ({ours_n:,} vs {spark_n:,}); speed-up "
+                f"{wall_s / wall:.1f}x (default --jobs), {wall_s / wall1:.1f}x (--jobs 1)",
+                flush=True,
+            )
+            shutil.rmtree(spark_dir, ignore_errors=True)
+        if os.path.exists(ours):
+            os.remove(ours)
+        db = os.path.join(scratch, "scale.duckdb")
+        if "collect" in only:
+            for path in glob.glob(db + "*"):
+                os.remove(path)
+            print(f"load before collect: {load_average()}", flush=True)
+            wall, peak = timed_tree([stateglass, "collect", cp, "--db", db], None, env)
+            print(f"collect (full, new database): {wall:.1f} s, peak RSS {peak:.0f} MiB")
+            batch = add_batch(args, cp, provider)
+            print(f"load before incremental collect: {load_average()}", flush=True)
+            wall, peak = timed_tree([stateglass, "collect", cp, "--db", db], None, env)
+            print(f"collect (incremental, batch {batch}): {wall:.1f} s, peak RSS {peak:.0f} MiB")
+        if "browse" in only:
+            print(f"load before Browse: {load_average()}", flush=True)
+            for label, value in browse(cp).items():
+                shown = f"{value:.2f} s" if isinstance(value, float) else value
+                print(f"{label}: {shown}", flush=True)
+        if "report" in only and os.path.exists(db):
+            print(f"load before report: {load_average()}", flush=True)
+            html = os.path.join(scratch, "report.html")
+            wall, peak = timed_tree(
+                [stateglass, "report", cp, "--db", db, "--no-collect", "-o", html], None, env
+            )
+            print(f"report --no-collect (HTML): {wall:.1f} s, peak RSS {peak:.0f} MiB")
+            wall, peak = timed_tree([stateglass, "report", cp, "--db", db, "-o", html], None, env)
+            print(f"report (collects first, nothing new): {wall:.1f} s, peak RSS {peak:.0f} MiB")
+        print(f"load at the end: {load_average()}", flush=True)
 
 
 if __name__ == "__main__":
