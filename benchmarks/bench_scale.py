@@ -38,6 +38,7 @@ import datetime as dt
 import glob
 import os
 import platform
+import resource
 import shutil
 import subprocess
 import sys
@@ -162,10 +163,18 @@ def add_batch(args: argparse.Namespace, cp: str, provider: str) -> int:
     return batch
 
 
+CPU: dict[str, float] = {}  # command label -> CPU seconds of its last run (user + system)
+
+
 def timed_tree(
     cmd: list[str], stdout_path: str | None = None, env: dict[str, str] | None = None
 ) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of a whole process tree, sampled every 20 ms."""
+    """Wall seconds and peak RSS (MiB) of a whole process tree, sampled every 20 ms.
+
+    The tree's CPU seconds (children reaped, so workers too) go to ``CPU[cmd[1]]``: on a
+    loaded machine they say what the wall time would be on an idle one.
+    """
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(stdout_path or os.devnull, "w") as out, tempfile.TemporaryFile("w+") as err:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env)
@@ -177,13 +186,20 @@ def timed_tree(
         if proc.returncode != 0:
             err.seek(0)
             raise SystemExit(f"{' '.join(cmd)} failed:\n{err.read()[-3000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU["last"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall, peak / 1024
 
 
-def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    start = time.perf_counter()
+def tree_line(label: str, wall: float, peak: float) -> str:
+    return f"{label}: {wall:.1f} s (CPU {CPU['last']:.1f} s), peak RSS {peak:.0f} MiB"
+
+
+def timed(fn: Callable[[], Any]) -> tuple[str, Any]:
+    """``"wall s (CPU s)"`` of ``fn()`` in this process, and its result."""
+    start, cpu = time.perf_counter(), time.process_time()
     result = fn()
-    return time.perf_counter() - start, result
+    return f"{time.perf_counter() - start:.2f} s (CPU {time.process_time() - cpu:.2f} s)", result
 
 
 def same_rows_sorted(ours: str, spark_dir: str, scratch: str) -> tuple[bool, int, int]:
@@ -272,7 +288,7 @@ def browse(cp: str) -> dict[str, Any]:
     """The Browse, Key history and Diff pages' functions, each with an empty cache."""
     from app.browse import store
     from app.browse.diff import _RECENT, compute_diff
-    from app.browse.history import find_keys, key_history
+    from app.browse.history import find_key_json, key_history
     from app.browse.table import PageRequest, iter_page
     from app.browse.views import SOURCES, StateView, versions
 
@@ -287,14 +303,17 @@ def browse(cp: str) -> dict[str, Any]:
     out["versions (list)"], found = timed(lambda: versions(view))
     out["retained versions"] = f"{found[0]}..{found[-1]} ({len(found)})"
     cold()
-    start = time.perf_counter()
-    first = None
+    start, cpu = time.perf_counter(), time.process_time()
     for update in iter_page(PageRequest(view, found[-1], page_size=50)):
         if update.table is not None:
-            first = time.perf_counter() - start
+            out["first page (50 rows)"] = (
+                f"{time.perf_counter() - start:.2f} s (CPU {time.process_time() - cpu:.2f} s)"
+            )
             break
-    out["first page (50 rows)"] = first
-    ref = find_keys(view, found[-1], "key-00000042", limit=1)[0]
+    cold()
+    out["pasted key found (its partition, newest version)"], ref = timed(
+        lambda: find_key_json(view, found, '{"k":"key-00000042"}')
+    )
     cold()
     out[f"key history, {len(found)} versions"], table = timed(lambda: key_history(view, ref, found))
     out["history statuses"] = ",".join(sorted(set(table.column("status").to_pylist())))
@@ -345,7 +364,8 @@ def main() -> None:
             with open(ours, "rb") as fh:
                 rows = sum(1 for _ in fh)
             print(
-                f"stateglass state (default --jobs): {wall:.1f} s, peak RSS {peak:.0f} MiB, "
+                f"stateglass state (default --jobs): {wall:.1f} s (CPU {CPU['last']:.1f} s), "
+                f"peak RSS {peak:.0f} MiB, "
                 f"{rows:,} rows, {wall / rows * 1e6:.2f} µs/row",
                 flush=True,
             )
@@ -353,7 +373,11 @@ def main() -> None:
             wall1, peak1 = timed_tree(
                 [stateglass, "state", cp, "--jobs", "1", "-o", ours], None, env
             )
-            print(f"stateglass state --jobs 1: {wall1:.1f} s, peak RSS {peak1:.0f} MiB", flush=True)
+            print(
+                f"stateglass state --jobs 1: {wall1:.1f} s (CPU {CPU['last']:.1f} s), "
+                f"peak RSS {peak1:.0f} MiB",
+                flush=True,
+            )
         if "breakdown" in only:
             print(f"load before breakdown: {load_average()}", flush=True)
             phases = breakdown(cp, scratch)
@@ -373,7 +397,10 @@ def main() -> None:
             time.sleep(5)
             print(f"load before Spark: {load_average()}", flush=True)
             wall_s, peak_s = timed_tree([PY, "-c", SPARK_WRITE_JSON, cp, spark_dir])
-            print(f"Spark toJSON().saveAsTextFile: {wall_s:.1f} s, peak RSS {peak_s:.0f} MiB")
+            print(
+                f"Spark toJSON().saveAsTextFile: {wall_s:.1f} s (CPU {CPU['last']:.1f} s), "
+                f"peak RSS {peak_s:.0f} MiB"
+            )
             same, ours_n, spark_n = same_rows_sorted(ours, spark_dir, scratch)
             print(
                 f"rows identical (sorted): {same} ({ours_n:,} vs {spark_n:,}); speed-up "
@@ -389,25 +416,26 @@ def main() -> None:
                 os.remove(path)
             print(f"load before collect: {load_average()}", flush=True)
             wall, peak = timed_tree([stateglass, "collect", cp, "--db", db], None, env)
-            print(f"collect (full, new database): {wall:.1f} s, peak RSS {peak:.0f} MiB")
+            print(tree_line("collect (full, new database)", wall, peak))
             batch = add_batch(args, cp, provider)
             print(f"load before incremental collect: {load_average()}", flush=True)
             wall, peak = timed_tree([stateglass, "collect", cp, "--db", db], None, env)
-            print(f"collect (incremental, batch {batch}): {wall:.1f} s, peak RSS {peak:.0f} MiB")
+            print(tree_line(f"collect (incremental, batch {batch})", wall, peak))
         if "browse" in only:
             print(f"load before Browse: {load_average()}", flush=True)
+            import pandas  # noqa: F401  # the dashboard's server has it loaded already
+
             for label, value in browse(cp).items():
-                shown = f"{value:.2f} s" if isinstance(value, float) else value
-                print(f"{label}: {shown}", flush=True)
+                print(f"{label}: {value}", flush=True)
         if "report" in only and os.path.exists(db):
             print(f"load before report: {load_average()}", flush=True)
             html = os.path.join(scratch, "report.html")
             wall, peak = timed_tree(
                 [stateglass, "report", cp, "--db", db, "--no-collect", "-o", html], None, env
             )
-            print(f"report --no-collect (HTML): {wall:.1f} s, peak RSS {peak:.0f} MiB")
+            print(tree_line("report --no-collect (HTML)", wall, peak))
             wall, peak = timed_tree([stateglass, "report", cp, "--db", db, "-o", html], None, env)
-            print(f"report (collects first, nothing new): {wall:.1f} s, peak RSS {peak:.0f} MiB")
+            print(tree_line("report (collects first, nothing new)", wall, peak))
         print(f"load at the end: {load_average()}", flush=True)
 
 

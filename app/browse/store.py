@@ -126,7 +126,7 @@ def read_partition(source: StateSource, version: int, partition: int) -> Partiti
     codec = source.row_codec
     if codec.grouped:
         raise AppError("unflattened map state is read a partition at a time, not row by row")
-    return partition_data(source, partition, list(source.load(partition, version)))
+    return partition_data(source, partition, source.load_items(partition, version))
 
 
 def partition_data(
