@@ -15,7 +15,7 @@ State version = batch id + 1 (``StatePartitionReader``: ``getReadStore(batchId +
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cache, cached_property
@@ -238,6 +238,24 @@ class StateSource:
             yield from self.reader(partition).load(version)
         except MissingVersion as exc:
             raise self.explain_missing(version, exc) from exc
+
+    def load_items(self, partition: int, version: int) -> list[tuple[bytes, bytes]]:
+        """:meth:`load` as a list, without a generator step per item (a whole partition)."""
+        try:
+            return list(self.reader(partition).load(version))
+        except MissingVersion as exc:
+            raise self.explain_missing(version, exc) from exc
+
+    def lookup(
+        self, partition: int, keys: Collection[bytes], versions: Sequence[int]
+    ) -> Iterator[tuple[int, dict[bytes, bytes]]]:
+        """``(version, {key: value})`` of the stored ``keys`` of ``partition`` present at each
+        of ``versions``, ascending: one replay of the partition's chain, the store never
+        rebuilt whole (what one key's history, or a diff's changed keys, need)."""
+        try:
+            yield from self.reader(partition).lookup(keys, versions)
+        except MissingVersion as exc:
+            raise self.explain_missing(min(versions), exc) from exc
 
     def changes(self, partition: int, version: int) -> Iterator[Change]:
         """The records ``version`` wrote in ``partition``; a purged version says so."""

@@ -24,9 +24,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from app.browse.cells import PARTITION_COLUMN, cell_text
-from app.browse.store import PartitionCache, PartitionData, iter_partitions, key_json_renderer
+from app.browse.store import (
+    PartitionCache,
+    PartitionData,
+    iter_partitions,
+    key_json_renderer,
+    partition_data,
+)
 from app.browse.table import decode_rows, flattener, last
 from app.browse.views import StateView, identity_width, open_source
+from collectors.errors import MissingVersion
+from collectors.state import StateSource
 from parsers.state_rows import Row
 
 KINDS = ("added", "removed", "changed")
@@ -107,6 +115,39 @@ def diff_partition(before: PartitionData, after: PartitionData) -> PartitionDiff
     return PartitionDiff(before, after, added, removed, bi[differ], bj[differ])
 
 
+def changed_keys(
+    source: StateSource, partition: int, before: int, after: int
+) -> list[bytes] | None:
+    """Every key the change files of ``before + 1 .. after`` name, in file order; None when
+    a version has none (a snapshot-only HDFS version, a RocksDB store without changelogs).
+
+    Keys no change record names hold the same bytes in both versions, so the diff of the
+    two versions is the diff of these keys alone.
+    """
+    if after <= before:
+        return None
+    seen: dict[bytes, None] = {}
+    try:
+        for version in range(before + 1, after + 1):
+            for _, key, _ in source.changes(partition, version):
+                seen[key] = None
+    except MissingVersion:
+        return None
+    return list(seen)
+
+
+def _narrowed(
+    source: StateSource, partition: int, before: int, after: int, keys: list[bytes]
+) -> tuple[PartitionData, PartitionData]:
+    """Both versions of ``partition`` restricted to ``keys``: one replay of its chain."""
+    found = dict(source.lookup(partition, keys, [before, after]))
+
+    def data(values: dict[bytes, bytes]) -> PartitionData:
+        return partition_data(source, partition, [(k, values[k]) for k in keys if k in values])
+
+    return data(found[before]), data(found[after])
+
+
 def iter_diff(
     view: StateView,
     before: int,
@@ -116,9 +157,13 @@ def iter_diff(
     cache: PartitionCache | None = None,
     jobs: int = 1,
 ) -> Iterator[tuple[float, DiffResult | None]]:
-    """(fraction read, None) while the two versions are read, then (1.0, the result).
+    """(fraction read, None) per partition compared, then (1.0, the result).
 
-    The last few results are kept, so paging through one diff does not join it again.
+    A partition whose versions after ``before`` all have change files (HDFS deltas, RocksDB
+    changelogs) is compared on the keys those name only (:func:`changed_keys`), so neither
+    version is built whole or cached; the others are read whole (through the partition
+    cache). The last few results are kept, so paging through one diff does not join it
+    again.
     """
     keyed = view.keyed(open_source(view).row_codec)
     source = open_source(keyed)
@@ -128,16 +173,19 @@ def iter_diff(
         yield 1.0, known
         return
     kwargs: dict[str, Any] = {"jobs": jobs} if cache is None else {"jobs": jobs, "cache": cache}
-    total = 2 * len(partitions)
-    olds: list[PartitionData] = []
-    for n, data in enumerate(iter_partitions(keyed, before, partitions, **kwargs), start=1):
-        olds.append(data)
-        yield n / total, None
+    narrow = {p: changed_keys(source, p, before, after) for p in partitions}
+    whole = [p for p in partitions if narrow[p] is None]
+    olds = iter_partitions(keyed, before, whole, **kwargs)
+    news = iter_partitions(keyed, after, whole, **kwargs)
     parts = []
-    news = iter_partitions(keyed, after, partitions, **kwargs)
-    for n, (old, new) in enumerate(zip(olds, news, strict=True), start=len(partitions) + 1):
+    for n, p in enumerate(partitions, start=1):
+        keys = narrow[p]
+        if keys is not None:
+            old, new = _narrowed(source, p, before, after, keys)
+        else:
+            old, new = next(olds), next(news)
         parts.append(diff_partition(old, new))
-        yield n / total, None
+        yield n / len(partitions), None
     result = DiffResult(keyed, before, after, tuple(parts))
     _RECENT.put((keyed, before, after, partition), result)
     yield 1.0, result

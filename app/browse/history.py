@@ -20,15 +20,17 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 import pyarrow as pa
-import pyarrow.compute as pc
 from plotly.subplots import make_subplots
 
-from app.browse.store import CACHE, PartitionCache, PartitionData, iter_partitions, read_partition
+from app.browse.store import CACHE, PartitionCache, PartitionData, iter_partitions
 from app.browse.store import key_json_renderer as _key_json_renderer
 from app.browse.table import decode_rows, flattener, last, matching_rows
 from app.browse.views import StateView, identity_width, open_source
 from app.errors import AppError
 from app.escape import plot_text
+from collectors.state import StateSource
+from parsers.partitioning import key_partition
+from parsers.sparktypes import StructType
 
 STATUSES = ("present", "added", "changed", "unchanged", "removed", "absent")
 _PLAIN = re.compile(r"[\w .:@/+-]+", re.ASCII)
@@ -98,23 +100,62 @@ def find_key_json(
         raise AppError(f"not a JSON key: {exc}") from exc
     keyed = view.keyed(open_source(view).row_codec)
     source = open_source(keyed)
-    render = _key_json_renderer(source.row_codec)
     # Narrow with the key's string fields when it has some: the search text holds them.
     # (only plain ASCII ones: others may be escaped differently in the JSON text).
     strings = [s for s in _strings(wanted) if _PLAIN.fullmatch(s)]
     hint = max(strings, key=len) if strings else ""
-    for version in sorted(versions, reverse=True):
-        for data in iter_partitions(
-            keyed, version, source.partitions, search=bool(hint), cache=cache, jobs=jobs
-        ):
-            rows = matching_rows(data, hint)
-            items = range(data.num_items) if rows is None else rows
-            for item in items:
-                key, value = data.keys[int(item)].as_py(), data.values[int(item)].as_py()
-                with source.decoding(data.partition):
-                    label = render(source.row_codec.rows(key, value)[0])
-                if _normal(label) == wanted:
-                    return KeyRef(data.partition, key, label)
+    # Spark's hash partitioning names the key's partition: look there first (every
+    # version), elsewhere only when it is not there (a key type not covered, a store keyed
+    # otherwise), so a pasted key costs one partition, not the store.
+    home = _home_partition(source, wanted)
+    groups = [source.partitions]
+    if home is not None:
+        groups = [[home], [p for p in source.partitions if p != home]]
+    for partitions in groups:
+        for version in sorted(versions, reverse=True):
+            ref = _find_in(keyed, version, partitions, wanted, hint, cache, jobs)
+            if ref is not None:
+                return ref
+    return None
+
+
+def _home_partition(source: StateSource, wanted: Any) -> int | None:
+    """The partition Spark's shuffle sends this key to, when the key's types allow."""
+    codec = source.row_codec
+    key = wanted
+    if identity_width(codec) != 1:
+        key = wanted.get("key") if isinstance(wanted, dict) else None
+    if not isinstance(key, dict):
+        return None
+    schema = codec.columns[0][1]  # the grouping key (map and timer keys add a second part)
+    if not isinstance(schema, StructType):
+        return None
+    home = key_partition(schema, key, source.store.num_partitions)
+    return home if home in source.partitions else None
+
+
+def _find_in(
+    keyed: StateView,
+    version: int,
+    partitions: Sequence[int],
+    wanted: Any,
+    hint: str,
+    cache: PartitionCache,
+    jobs: int,
+) -> KeyRef | None:
+    source = open_source(keyed)
+    render = _key_json_renderer(source.row_codec)
+    for data in iter_partitions(
+        keyed, version, partitions, search=bool(hint), cache=cache, jobs=jobs
+    ):
+        rows = matching_rows(data, hint)
+        items = range(data.num_items) if rows is None else rows
+        for item in items:
+            key, value = data.keys[int(item)].as_py(), data.values[int(item)].as_py()
+            with source.decoding(data.partition):
+                label = render(source.row_codec.rows(key, value)[0])
+            if _normal(label) == wanted:
+                return KeyRef(data.partition, key, label)
     return None
 
 
@@ -138,9 +179,12 @@ def iter_history(
 ) -> Iterator[tuple[float, pa.Table | None]]:
     """(fraction done, None) per version read, then (1.0, the history table).
 
-    Versions already in the cache are looked up there; the others are read (one partition
-    each) without being cached, so a long history does not push the browsed versions out.
+    Only the key's partition is read, and its chain is replayed once across all the
+    versions, keeping only this key (``StateSource.lookup``): a history over N versions
+    costs one rebuild of one partition, not N, and caches nothing. ``cache`` is accepted
+    for callers that pass one; the replay does not need it.
     """
+    del cache
     keyed = view.keyed(open_source(view).row_codec)
     source = open_source(keyed)
     codec = source.row_codec
@@ -148,22 +192,23 @@ def iter_history(
     width = 1 + sum(len(leaves) for _, leaves in flat.groups[: identity_width(codec)])
     names = flat.names[width:]
     columns: dict[str, list[Any]] = {n: [] for n in ["batch_id", "version", "status", *names]}
-    needle = pa.scalar(ref.key, type=pa.large_binary())
     previous: bytes | None = None
     ordered = sorted(versions)
-    for n, version in enumerate(ordered, start=1):
-        data = cache.get((keyed, version, ref.partition))
-        if data is None:
-            data = read_partition(source, version, ref.partition)
-        item = pc.index(data.keys, needle).as_py()
-        value = None if item < 0 else data.values[item].as_py()
+    found = source.lookup(ref.partition, (ref.key,), ordered)
+    for n, (version, values) in enumerate(found, start=1):
+        value = values.get(ref.key)
         columns["batch_id"].append(version - 1)
         columns["version"].append(version)
         columns["status"].append(_status(n == 1, previous, value))
         if value is None:
             cells: list[Any] = [None] * len(names)
         else:
-            [(p, row)] = decode_rows(source, data, [item])
+            data = PartitionData(
+                ref.partition,
+                pa.array([ref.key], type=pa.large_binary()),
+                pa.array([value], type=pa.large_binary()),
+            )
+            [(p, row)] = decode_rows(source, data, [0])
             cells = flat.cells(p, row)[width:]
         for name, cell in zip(names, cells, strict=True):
             columns[name].append(cell)

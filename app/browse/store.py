@@ -126,8 +126,16 @@ def read_partition(source: StateSource, version: int, partition: int) -> Partiti
     codec = source.row_codec
     if codec.grouped:
         raise AppError("unflattened map state is read a partition at a time, not row by row")
+    return partition_data(source, partition, source.load_items(partition, version))
+
+
+def partition_data(
+    source: StateSource, partition: int, items: list[tuple[bytes, bytes]]
+) -> PartitionData:
+    """``items`` (stored key and value bytes) as a partition's rows: those of other column
+    families dropped, list state's elements indexed."""
+    codec = source.row_codec
     with source.decoding(partition):
-        items = list(source.load(partition, version))
         kept, counts = _index(codec, items)
     if len(kept) != len(items):
         items = [items[i] for i in kept]

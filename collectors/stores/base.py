@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import posixpath
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeVar
 
@@ -72,4 +72,11 @@ class StoreReader(Protocol):
 
     def changes(self, version: int) -> Iterator[Change]:
         """The records written by ``version`` (its delta or changelog), in file order."""
+        ...
+
+    def lookup(
+        self, keys: Collection[bytes], versions: Sequence[int]
+    ) -> Iterator[tuple[int, dict[bytes, bytes]]]:
+        """``(version, {key: value})`` of the ``keys`` present, for each of ``versions`` in
+        ascending order: one replay of the chain that never builds the whole store."""
         ...

@@ -6,7 +6,7 @@ Version V = the newest snapshot S <= V, then the deltas S+1..V applied in order
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Sequence
 from functools import lru_cache
 
 from collectors.errors import MissingVersion
@@ -105,6 +105,51 @@ class HdfsStoreReader:
         if None in state.values():
             return ((k, v) for k, v in state.items() if v is not None)
         return iter(state.items())  # type: ignore[arg-type]
+
+    def lookup(
+        self, keys: Collection[bytes], versions: Sequence[int]
+    ) -> Iterator[tuple[int, dict[bytes, bytes]]]:
+        """See :meth:`StoreReader.lookup`: the chain of the first version, then each delta.
+
+        Every file is still decompressed and walked once, but only the wanted keys are kept,
+        so a key's history over N versions costs one rebuild, not N.
+        """
+        wanted = sorted(set(versions))
+        if not wanted:
+            return
+        emit = set(wanted)
+        keys = keys if isinstance(keys, (set, frozenset)) else set(keys)
+        state: dict[bytes, bytes | None] = {}
+        current = 0  # the version ``state`` holds
+
+        def absorb(name: str, allow_deletes: bool) -> None:
+            records = self._records(name, allow_deletes=allow_deletes)
+            if len(keys) == 1:
+                (key,) = keys
+                # The last record of the key wins, as in Spark.
+                for k, v in reversed(records):
+                    if k == key:
+                        state[k] = v
+                        return
+                return
+            merged = dict(records)
+            for k in keys:
+                if k in merged:
+                    state[k] = merged[k]
+
+        for version in range(wanted[0], wanted[-1] + 1):
+            if current and current == version - 1 and version in self.deltas:
+                absorb(self.deltas[version], allow_deletes=True)
+            else:
+                snapshot, deltas = self._chain(version)
+                state.clear()
+                if snapshot is not None:
+                    absorb(snapshot, allow_deletes=False)
+                for name in deltas:
+                    absorb(name, allow_deletes=True)
+            current = version
+            if version in emit:
+                yield version, {k: v for k, v in state.items() if v is not None}
 
     def load_keys(self, version: int) -> set[bytes]:
         """The keys of ``version``, values never sliced out (what counting keys needs)."""
