@@ -17,6 +17,8 @@ from typing import Any
 
 from collectors.checkpoint import Checkpoint, OperatorInfo
 from collectors.errors import NotACheckpoint, NotFound
+from parsers.errors import ParseError
+from parsers.logs import batch_id_of, parse_file_source_log
 from parsers.operator_metadata import OperatorMetadata
 from parsers.schema_file import ColumnFamilySchema, StateSchemaFile
 
@@ -56,6 +58,16 @@ class OperatorFacts:
 
 
 @dataclass(frozen=True)
+class FileSourceFacts:
+    """A file source (``sources/<id>/`` holds a FileStreamSourceLog): the files of its newest
+    batch, which a restart lists again under the source's (possibly new) path."""
+
+    source_id: str
+    batch_id: int
+    files: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class CheckpointFacts:
     root: str
     last_committed_batch: int | None
@@ -64,6 +76,7 @@ class CheckpointFacts:
     num_sources: int | None
     conf: Mapping[str, str]
     operators: tuple[OperatorFacts, ...]
+    file_sources: tuple[FileSourceFacts, ...] = ()
 
     def operator(self, operator_id: int) -> OperatorFacts | None:
         return next((o for o in self.operators if o.operator_id == operator_id), None)
@@ -88,7 +101,29 @@ def read_facts(cp: Checkpoint) -> CheckpointFacts:
         num_sources=len(offsets.sources) if offsets else None,
         conf=dict(offsets.conf) if offsets else {},
         operators=tuple(_operator(cp, op) for op in cp.operators),
+        file_sources=_file_sources(cp, cp.offset_batch_ids[-1]),
     )
+
+
+def _file_sources(cp: Checkpoint, batch: int) -> tuple[FileSourceFacts, ...]:
+    """The file sources' entries of ``batch`` (the newest planned batch)."""
+    out = []
+    for entry in cp.list_dir("sources"):
+        if not entry.is_dir:
+            continue
+        names = {f.name: f for f in cp.list_dir("sources", entry.name) if not f.is_dir}
+        logs = sorted((b, n) for n in names if (b := batch_id_of(n)) is not None and b >= batch)
+        if not logs:
+            continue
+        data = cp.fs.read(cp.path("sources", entry.name, logs[0][1]))
+        try:
+            entries = parse_file_source_log(data)
+        except ParseError:
+            continue  # not a file source (Kafka keeps its initial offsets here)
+        files = tuple(e.path for e in entries if e.batch_id == batch)
+        if files:
+            out.append(FileSourceFacts(entry.name, batch, files))
+    return tuple(out)
 
 
 def _operator(cp: Checkpoint, op: OperatorInfo) -> OperatorFacts:

@@ -26,9 +26,11 @@ Example::
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from collectors.checkpoint import INFERRED, TWS_OPERATORS
 from collectors.compat.facts import CheckpointFacts, OperatorFacts, StoreFacts
@@ -58,6 +60,8 @@ SCHEMA_FILES_THRESHOLD = "STATE_STORE_STATE_SCHEMA_FILES_THRESHOLD_EXCEEDED"
 CONFIG_AFTER_RESTART = "STATE_STORE_INVALID_CONFIG_AFTER_RESTART"
 VARIABLE_TYPE_CHANGE = "STATE_STORE_INVALID_VARIABLE_TYPE_CHANGE"
 SPARK3_SCHEMA = "StateSchemaNotCompatible"  # Spark 3.x: an exception class, no error class
+# PartitioningAwareFileIndex's "Wrong basePath": no error class, the JVM exception's class.
+FILE_SOURCE_MOVED = "java.lang.IllegalArgumentException"
 
 # Internal SQL confs' defaults (SQLConf: valueStateSchemaEvolutionThreshold,
 # maxNumStateSchemaFiles); a restart may override them, a checkpoint does not record them.
@@ -102,6 +106,7 @@ SRC_CHECKER = "StateSchemaCompatibilityChecker.check (state/StateSchemaCompatibi
 SRC_OPERATORS = "IncrementalExecution.checkOperatorValidWithMetadata"
 SRC_CONF = "OffsetSeqMetadata.setSessionConf (checkpointing/OffsetSeq.scala)"
 SRC_TWS = "TransformWithStateOperatorProperties.validateOperatorProperties"
+SRC_FILES = "PartitioningAwareFileIndex.basePaths (datasources/PartitioningAwareFileIndex.scala)"
 
 
 @dataclass(frozen=True)
@@ -156,7 +161,10 @@ def spark_rules_of(new: CheckpointFacts) -> str:
         return "4.x"
     if new.operators:
         return "3.x"
-    # A stateless NEW says nothing through operators; offset/commit log v2 are Spark 4 formats.
+    # A stateless NEW says nothing through operators; Spark 4.0 added encodingFormat to the
+    # pinned confs.
+    if new.conf and CONF_ENCODING_FORMAT not in new.conf:
+        return "3.x"
     return "4.x"
 
 
@@ -165,6 +173,7 @@ def predict(old: CheckpointFacts, new: CheckpointFacts) -> Verdict:
     rules = spark_rules_of(new)
     checks: list[Check] = []
     checks += _pinned_confs(old, new)
+    checks += _file_sources(old, new)
     if rules == "4.x":
         checks += _operator_map(old, new)
     for op in new.operators:
@@ -212,6 +221,44 @@ def _pinned_confs(old: CheckpointFacts, new: CheckpointFacts) -> list[Check]:
                     f"rerun NEW with {key}={was} for an exact prediction",
                     source=SRC_CONF,
                 )
+            )
+    return out
+
+
+# ---- file sources ---------------------------------------------------------------------------
+
+
+def _local(path: str) -> str:
+    return urlsplit(path).path if "://" in path or path.startswith("file:") else path
+
+
+def _file_sources(old: CheckpointFacts, new: CheckpointFacts) -> list[Check]:
+    """A restart lists OLD's newest batch again under the source path of the new query: a file
+    outside it fails the restart (before any state is read)."""
+    out = []
+    by_id = {s.source_id: s for s in new.file_sources}
+    for was in old.file_sources:
+        now = by_id.get(was.source_id)
+        if now is None:
+            continue
+        root = posixpath.commonpath([posixpath.dirname(_local(f)) for f in now.files])
+        outside = [f for f in was.files if not _local(f).startswith(root.rstrip("/") + "/")]
+        subject = f"file source {was.source_id}"
+        if outside:
+            out.append(
+                Check(
+                    REFUSE,
+                    subject,
+                    f"the input path changed: OLD's batch {was.batch_id} read files outside "
+                    f"{root}, which the new query reads",
+                    FILE_SOURCE_MOVED,
+                    tuple(f"Wrong basePath {root} for the root path: {f}" for f in outside[:3]),
+                    SRC_FILES,
+                )
+            )
+        else:
+            out.append(
+                Check(SAME, subject, f"OLD's newest files are under {root}", source=SRC_FILES)
             )
     return out
 

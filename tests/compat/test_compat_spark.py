@@ -20,6 +20,7 @@ import pytest
 
 from app.cli import main
 from collectors.compat.rules import (
+    FILE_SOURCE_MOVED,
     KEY_NOT_COMPATIBLE,
     OPERATORS_MISMATCH,
     VALUE_NOT_COMPATIBLE,
@@ -92,7 +93,8 @@ CASES = [
     Case("value-field-added", "agg", _value_field_added, VALUE_NOT_COMPATIBLE),
     Case("operator-added", "agg", _operator_added, OPERATORS_MISMATCH),
     Case("dedup-key-changed", "dedup", _dedup_key_changed, KEY_NOT_COMPATIBLE, mode="append"),
-    Case("input-path-changed", "agg", _agg, None, source="in-moved"),
+    # Not a state check: the file source lists OLD's newest batch again under the new path.
+    Case("input-path-changed", "agg", _agg, FILE_SOURCE_MOVED, source="in-moved"),
     Case("stateless-projection-added", "agg", _stateless_projection, None),
     Case("key-renamed", "agg", _key_renamed, None),
     Case("shuffle-partitions-changed", "agg", _agg, None, confs={PARTITIONS: "3"}),
@@ -138,10 +140,13 @@ _CLASS = re.compile(r"\[([A-Z][A-Z0-9_]+(?:\.[A-Z0-9_]+)?)\]")
 
 def error_class(exc: BaseException) -> str:
     """Spark's error class of the failure: the innermost Spark error condition on the JVM
-    cause chain (the streaming query wraps it in STREAM_FAILED), else from the message."""
+    cause chain (the streaming query wraps it in STREAM_FAILED); without one, the class of the
+    innermost JVM exception."""
     origin = getattr(exc, "_origin", None)
     found: list[str] = []
+    innermost = None
     while origin is not None:
+        innermost = str(origin.getClass().getName())
         try:
             condition = origin.getCondition()
         except Exception:
@@ -152,6 +157,8 @@ def error_class(exc: BaseException) -> str:
     inner = [c for c in found if c != "STREAM_FAILED"]
     if inner:
         return inner[-1]
+    if innermost is not None and found:
+        return innermost
     classes = [c for c in _CLASS.findall(str(exc)) if c != "STREAM_FAILED"]
     return classes[0] if classes else type(exc).__name__
 
