@@ -88,12 +88,29 @@ def _op_json(op: Any) -> dict[str, Any]:
             {
                 "name": s.name,
                 "num_partitions": s.num_partitions,
+                "provider": s.provider,
                 "schema_format": s.current.format_version if s.current else None,
                 "schema_files": len(s.schemas),
             }
             for s in op.stores
         ],
     }
+
+
+def _describe(op: Any) -> str:
+    meta = f"operator metadata v{op.metadata_version}" if op.metadata_version else "no metadata"
+    stores = "; ".join(
+        f"{s.name} ({s.provider}, {s.num_partitions} partitions, "
+        f"schema v{s.current.format_version if s.current else '-'}"
+        f"{f' x{len(s.schemas)} files' if len(s.schemas) > 1 else ''})"
+        for s in op.stores
+    )
+    return f"operator {op.operator_id} {op.name} [{meta}]: {stores}"
+
+
+def _kind(error: str) -> str:
+    """Spark's error classes are upper case; without one, Spark raises a plain exception."""
+    return "error class" if error.replace("_", "").replace(".", "").isupper() else "exception"
 
 
 def render_text(old: CheckpointFacts, new: CheckpointFacts, verdict: Verdict) -> str:
@@ -104,10 +121,13 @@ def render_text(old: CheckpointFacts, new: CheckpointFacts, verdict: Verdict) ->
         f"rules of Spark {verdict.spark_rules} (the version that wrote NEW)",
         "",
     ]
+    for label, facts in (("OLD", old), ("NEW", new)):
+        lines.extend(f"{label}  {_describe(op)}" for op in facts.operators)
+    lines.append("")
     for check in verdict.checks:
         lines.append(f"  {_LABEL[check.status]:<7} {check.subject}: {check.message}")
         if check.error_class:
-            lines.append(f"          error class {check.error_class}")
+            lines.append(f"          {_kind(check.error_class)} {check.error_class}")
         lines.extend(f"          {d}" for d in check.details)
     lines.append("")
     if verdict.restarts:
@@ -115,5 +135,6 @@ def render_text(old: CheckpointFacts, new: CheckpointFacts, verdict: Verdict) ->
     else:
         more = len(verdict.refusals) - 1
         tail = f" ({more} more refusal(s) behind it)" if more > 0 else ""
-        lines.append(f"verdict: Spark would refuse with {verdict.error_class}{tail}")
+        error = verdict.error_class or "?"
+        lines.append(f"verdict: Spark would refuse with {_kind(error)} {error}{tail}")
     return "\n".join(lines)

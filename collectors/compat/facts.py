@@ -39,6 +39,7 @@ class StoreFacts:
     name: str
     num_partitions: int
     schemas: tuple[SchemaVersion, ...] = ()
+    provider: str = ""
 
     @property
     def current(self) -> SchemaVersion | None:
@@ -129,7 +130,12 @@ def _file_sources(cp: Checkpoint, batch: int) -> tuple[FileSourceFacts, ...]:
 def _operator(cp: Checkpoint, op: OperatorInfo) -> OperatorFacts:
     meta = cp.operator_metadata(op.operator_id)
     stores = tuple(
-        StoreFacts(s.store_name, s.num_partitions, _schemas(cp, op.operator_id, s.store_name, meta))
+        StoreFacts(
+            s.store_name,
+            s.num_partitions,
+            _schemas(cp, op.operator_id, s.store_name, meta),
+            s.provider,
+        )
         for s in op.stores
     )
     return OperatorFacts(

@@ -13,9 +13,9 @@ import pytest
 from app.cli import main
 from collectors.compat.rules import (
     FILE_SOURCE_MOVED,
-    KEY_NOT_COMPATIBLE,
     OPERATORS_MISMATCH,
     SPARK3_SCHEMA,
+    VALUE_NOT_COMPATIBLE,
 )
 
 
@@ -88,7 +88,12 @@ def test_upgrade_from_35_explains_the_nullability_caveat(
     )
     # Two unrelated runs also read different directories: the file source refuses first.
     classes = [r["error_class"] for r in report["refusals"]]  # type: ignore[union-attr]
-    assert status == 1 and classes == [FILE_SOURCE_MOVED, KEY_NOT_COMPATIBLE]
+    assert status == 1 and classes == [FILE_SOURCE_MOVED, VALUE_NOT_COMPATIBLE]
+    nullability = report["refusals"][1]["details"]  # type: ignore[index]
+    assert nullability == [
+        "value field 0: count bigint not null -> count bigint "
+        "(now nullable: stored rows may not be null)"
+    ]
 
 
 @pytest.mark.parametrize("which", ["old", "new"])
