@@ -12,6 +12,7 @@ Examples::
     stateglass check /data/checkpoints/orders      # health rules; exit 0/1/2 = OK/WARN/ERR
     stateglass export --table state_versions -o versions.parquet
     stateglass metrics --db ~/.stateglass/stateglass.duckdb   # /metrics on 127.0.0.1:9108
+    stateglass compat /data/checkpoints/orders /tmp/orders-staging   # exit 0 restarts, 1 refused
 
 Errors print one line on stderr and exit with status 2 (``check`` also exits 2 for ERR).
 """
@@ -209,6 +210,11 @@ def build_parser() -> argparse.ArgumentParser:
     from app import metrics_cmd
 
     metrics_cmd.add_parser(sub)
+    # ---- compat (issue 11) ----
+    from app import compat_cmd
+
+    compat_cmd.add_parser(sub)
+    # ---- end compat ----
     _add_remote_storage(sub.choices)
     return parser
 
@@ -223,6 +229,7 @@ _READS_CHECKPOINTS = (
     "watch",
     "check",
     "report",
+    "compat",  # issue 11
 )
 
 
@@ -258,6 +265,12 @@ def _metrics(args: argparse.Namespace) -> int:
     return metrics_cmd.run(args)
 
 
+def _compat(args: argparse.Namespace) -> int:
+    from app import compat_cmd
+
+    return compat_cmd.run(args)
+
+
 def _commands() -> dict[str, Callable[[argparse.Namespace], int]]:
     from app import collect_cmd, commands
 
@@ -272,6 +285,7 @@ def _commands() -> dict[str, Callable[[argparse.Namespace], int]]:
         "check": _check,
         "export": _export,
         "metrics": _metrics,
+        "compat": _compat,  # issue 11
     }
 
 

@@ -378,6 +378,17 @@ class Checkpoint:
             out.append(OperatorInfo(op, name, tuple(stores)))
         return out
 
+    # ---- compat (issue 11): what `stateglass compat` needs beyond the store list ----------
+    def operator_metadata(self, operator_id: int) -> OperatorMetadata | None:
+        """The operator metadata Spark's restart check reads (v1, or the newest committed v2)."""
+        return self._operator_metadata(operator_id)
+
+    def schema_file_path(self, path: str) -> str:
+        """A schema path named in operator metadata, mapped into this checkpoint."""
+        return self._relocate(_strip_file_uri(path))
+
+    # ---- end compat ------------------------------------------------------------------------
+
     def stores(self) -> list[StoreInfo]:
         return [s for op in self.operators for s in op.stores]
 
