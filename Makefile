@@ -7,7 +7,7 @@ PORT ?= 8501
 # `make run` keeps the sample checkpoints' history apart from ~/.stateglass (gitignored).
 SAMPLES_DB ?= .stateglass/samples.duckdb
 
-.PHONY: install test lint typecheck pytest run samples bench clean
+.PHONY: install test lint typecheck pytest run samples screenshots bench clean
 
 install: $(STAMP)
 
@@ -30,9 +30,15 @@ pytest: install
 
 test: lint typecheck pytest
 
+# demo.toml: the samples are finished runs, so the stalled-query rule is off for them.
 run: install
 	$(BIN)/stateglass dashboard sample_checkpoints --db $(SAMPLES_DB) --port $(PORT) \
-		--progress sample_checkpoints/eventlogs/spark-4.3
+		--progress sample_checkpoints/eventlogs/spark-4.3 \
+		--progress sample_checkpoints/eventlogs/demo --config sample_checkpoints/demo.toml
+
+# Redraw docs/screenshots/ from the demo stories (needs Debian's chromium).
+screenshots: install
+	$(BIN)/python sample_checkpoints/screenshots.py
 
 samples: install
 	$(BIN)/python sample_checkpoints/generate.py

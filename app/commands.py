@@ -232,6 +232,22 @@ def _watch_options(args: argparse.Namespace, progress: Sequence[str] = ()) -> li
     return out + ["--poll"] * args.poll + ["--verbose"] * args.verbose
 
 
+def _health_config_env(args: argparse.Namespace) -> dict[str, str]:
+    """The health rules' ``--config`` file for the server (checked here, before anything runs).
+
+    The Overview cards and the Health page judge with its thresholds, e.g. ``make run`` turns
+    the stalled-query rule off for the finished sample runs (``sample_checkpoints/demo.toml``).
+    """
+    from app.dashboard.context import HEALTH_CONFIG_ENV
+    from collectors.health import load_config
+
+    path = getattr(args, "config", None)
+    if not path:
+        return {}
+    load_config(path)  # a bad file is one line and exit status 2, before the server starts
+    return {HEALTH_CONFIG_ENV: os.path.abspath(os.path.expanduser(path))}
+
+
 def dashboard(args: argparse.Namespace) -> int:
     """Collect the paths into the database, watch them, and serve the dashboard on it.
 
@@ -246,6 +262,7 @@ def dashboard(args: argparse.Namespace) -> int:
 
     # Every --progress path is checked before anything is written.
     progress = [check_location(p) for p in args.progress]
+    health_config = _health_config_env(args)
     # A busy port fails before anything is collected (start_server checks again).
     check_port_free(args.host, args.port)
     roots = _collect_for_dashboard(args.paths, db_path, args) if args.paths else []
@@ -269,6 +286,7 @@ def dashboard(args: argparse.Namespace) -> int:
             CONTROL_ENV: control,
             # The Watch box accepts paths under these only.
             allowed.ALLOWED_ENV: allowed.encode([*getattr(args, "paths", []), *args.allow_path]),
+            **health_config,
         },
     )
     # SIGTERM would end us without the cleanup below, leaving the server running.

@@ -535,21 +535,70 @@ def input_per_batch(db: str, checkpoint: str) -> pd.DataFrame:
     where Spark's progress events give them (:func:`rate_rows`)."""
     frame = input_from_offsets(batches(db, checkpoint), checkpoint)
     if (frame["unit"] == RATE_SECONDS).any():
-        frame = rate_rows(frame, progress(db, checkpoint))
+        frame = rate_rows(frame, progress_sources(db, checkpoint))
     return frame
+
+
+def progress_sources(db: str, checkpoint: str) -> pd.DataFrame:
+    """Per progress event: batch_id, num_input_rows and ``sources`` (Spark's per-source JSON
+    list, each with its ``description`` and ``numInputRows``), oldest first."""
+    columns = ["batch_id", "num_input_rows", "sources"]
+    if not _has_tables(db, "progress"):
+        return pd.DataFrame(columns=columns)
+    return _frame(
+        db,
+        """
+        SELECT p.batch_id, p.num_input_rows, p.sources
+        FROM checkpoints c JOIN progress p ON p.query_id = c.query_id
+        WHERE c.checkpoint = ? ORDER BY p.timestamp, p.batch_id
+        """,
+        [checkpoint],
+    )
+
+
+def _rate_source_rows(events: pd.DataFrame) -> dict[int, float]:
+    """numInputRows of the one rate source in each event's ``sources`` list, by batch id.
+
+    Spark describes it as ``RateStreamV2[rowsPerSecond=…]``; an event with no rate source, or
+    with several (which of them is which source id is not said), gives nothing.
+    """
+    out: dict[int, float] = {}
+    if "sources" not in events:
+        return out
+    for batch_id, raw in zip(events["batch_id"], events["sources"], strict=True):
+        try:
+            sources = json.loads(raw) if isinstance(raw, str) else []
+        except ValueError:
+            continue
+        listed = sources if isinstance(sources, list) else []
+        rates = [
+            s
+            for s in listed
+            if isinstance(s, dict) and str(s.get("description", "")).startswith("RateStreamV2")
+        ]
+        rows = rates[0].get("numInputRows") if len(rates) == 1 else None
+        if isinstance(rows, int | float) and not isinstance(rows, bool):
+            out[int(batch_id)] = float(rows)  # a retried batch: the newest event wins
+    return out
 
 
 def rate_rows(inputs: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     """The rate source's seconds as rows, from each batch's ``numInputRows``.
 
     The offsets count seconds; rows are rowsPerSecond × seconds, and the checkpoint does not
-    keep rowsPerSecond. Progress events do count rows, but for all sources together: only a
-    query with one source can take them, and only for the batches they cover.
+    keep rowsPerSecond. Progress events count rows per source (``sources``: taken when the
+    query has one rate source, matched by its description) and for all sources together
+    (``num_input_rows``: taken when the query has one source); only for the batches they cover.
     """
-    if events.empty or inputs["source"].nunique() != 1:
+    if events.empty:
         return inputs
-    rows = events.dropna(subset=["num_input_rows"]).drop_duplicates("batch_id", keep="last")
-    by_batch = dict(zip(rows["batch_id"].astype(int), rows["num_input_rows"], strict=True))
+    rate_ids = inputs.loc[inputs["unit"] == RATE_SECONDS, "source"].unique()
+    by_batch = _rate_source_rows(events) if len(rate_ids) == 1 else {}
+    if not by_batch:
+        if inputs["source"].nunique() != 1:
+            return inputs
+        rows = events.dropna(subset=["num_input_rows"]).drop_duplicates("batch_id", keep="last")
+        by_batch = dict(zip(rows["batch_id"].astype(int), rows["num_input_rows"], strict=True))
     out = inputs.copy()
     known = (out["unit"] == RATE_SECONDS) & out["batch_id"].isin(by_batch)
     out.loc[known, "amount"] = out.loc[known, "batch_id"].map(by_batch).astype(float)

@@ -50,7 +50,8 @@ def add_storage_args(p: argparse.ArgumentParser) -> None:
             "--config",
             default=None,
             metavar="FILE",
-            help="TOML config file; its [storage] table sets the options above",
+            help="TOML config file; its [storage] table sets the options above (the dashboard "
+            "also judges health with its rule sections, docs/health.md)",
         )
     if "--verbose" not in opts:
         g.add_argument(

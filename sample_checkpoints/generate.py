@@ -14,6 +14,7 @@ Usage (from the repository root)::
     python sample_checkpoints/generate.py --tag spark-4.3 --only agg-hdfs join-hdfs
     python sample_checkpoints/generate.py --verify         # re-read all, rewrite README.md
     python sample_checkpoints/generate.py --progress-sample  # window-progress + its event log
+    python sample_checkpoints/generate.py --demo           # the demo stories (demo_stories.py)
 
 The default run regenerates ``spark-4.3`` with the current interpreter (which must have
 pyspark 4.3) and ``spark-3.5`` with ``$SPARK35_PYTHON`` (default ``/tmp/venv35/bin/python``,
@@ -501,8 +502,8 @@ SAMPLES = (
 # --------------------------------------------------------------------------- running
 
 
-def spark_session(app: str) -> SparkSession:
-    """A local session with the sample-wide configuration."""
+def spark_session(app: str, extra: dict[str, str] | None = None) -> SparkSession:
+    """A local session with the sample-wide configuration (plus ``extra``)."""
     os.environ["TZ"] = "UTC"
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
@@ -510,7 +511,7 @@ def spark_session(app: str) -> SparkSession:
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master("local[2]").appName(app)
-    for key, value in SESSION_CONF.items():
+    for key, value in {**SESSION_CONF, **(extra or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
@@ -537,8 +538,10 @@ def configure(spark: SparkSession, sample: Sample) -> None:
         spark.conf.set(key, value)
 
 
-def run_sample(spark: SparkSession, sample: Sample, target: Path, scratch: Path) -> None:
-    """Delete ``target``, then run the query for NUM_BATCHES input files into it."""
+def run_sample(
+    spark: SparkSession, sample: Sample, target: Path, scratch: Path, batches: int = NUM_BATCHES
+) -> None:
+    """Delete ``target``, then run the query for ``batches`` input files into it."""
     shutil.rmtree(target, ignore_errors=True)
     shutil.rmtree(scratch, ignore_errors=True)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -557,7 +560,7 @@ def run_sample(spark: SparkSession, sample: Sample, target: Path, scratch: Path)
         .start()
     )
     try:
-        for batch in range(NUM_BATCHES):
+        for batch in range(batches):
             for name, inp in sample.inputs.items():
                 write_batch(scratch / name, batch, inp.rows(batch))
             query.processAllAvailable()
@@ -900,6 +903,9 @@ def write_readme(reports: list[Report]) -> None:
         + "\n"
         + README_NOTES
     )
+    import demo_stories
+
+    demo_stories.update_readme(README)
 
 
 # --------------------------------------------------------------------------- main
@@ -915,6 +921,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         action="store_true",
         help=f"only regenerate {PROGRESS_SAMPLE} and its event log",
     )
+    parser.add_argument(
+        "--demo",
+        nargs="*",
+        metavar="STORY",
+        help="only regenerate the demo stories under demo/ (all, or the ones named)",
+    )
+    parser.add_argument("--demo-story", metavar="STORY", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -943,6 +956,17 @@ def generate_progress_sample() -> None:
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
+    if args.demo_story:
+        import demo_stories
+
+        demo_stories.run_story(demo_stories.story(args.demo_story))
+        return 0
+    if args.demo is not None:
+        import demo_stories
+
+        demo_stories.generate_demo(args.demo)
+        demo_stories.update_readme(README)
+        return 0
     if args.tag:
         generate(args.tag, args.only)
         return 0

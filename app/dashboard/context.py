@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import streamlit as st
@@ -23,7 +23,12 @@ from collectors.checkpoint import INFERRED, INFERRED_HELP
 from collectors.db import read_query
 from collectors.locations import DEFAULT_DB
 
+if TYPE_CHECKING:
+    from collectors.health import HealthConfig
+
 DB_ENV = "STATEGLASS_DB"
+# The health rules' TOML file (``stateglass dashboard --config FILE``); unset: the defaults.
+HEALTH_CONFIG_ENV = "STATEGLASS_HEALTH_CONFIG"
 # How often the sidebar checks the database for new data (seconds).
 REFRESH_S = 2.0
 
@@ -37,6 +42,31 @@ def db_path() -> str:
     if "--db" in argv and argv.index("--db") + 1 < len(argv):
         return os.path.abspath(os.path.expanduser(argv[argv.index("--db") + 1]))
     return os.path.abspath(os.path.expanduser(os.environ.get(DB_ENV, DEFAULT_DB)))
+
+
+def health_config_path() -> str | None:
+    """The ``--config`` file the dashboard was started with, if any."""
+    return os.environ.get(HEALTH_CONFIG_ENV) or None
+
+
+def health_config() -> HealthConfig:
+    """The health thresholds: the ``--config`` file's, else every default."""
+    return _health_config(health_config_path())
+
+
+@st.cache_resource(show_spinner=False)
+def _health_config(path: str | None) -> HealthConfig:
+    from collectors.health import load_config
+
+    return load_config(path)
+
+
+def disabled_rules() -> list[str]:
+    """Ids of the rules the ``--config`` file turns off."""
+    from collectors.health import RULES
+
+    config = health_config()
+    return [rule for rule in RULES if not config.enabled(rule)]
 
 
 @dataclass(frozen=True)

@@ -365,7 +365,15 @@ def _stat(series: pd.Series, how: str) -> float | None:
 def key_numbers(data: ReportData) -> tuple[tuple[str, str], ...]:
     """The figures a ticket needs, as (label, value) pairs, in reading order."""
     o, b = data.overview, data.batches
-    last_commit = _datetime(o.get("last_commit_at"))
+    # Spark's clock (batchTimestampMs in offsets/) when the offsets carry it: a copied or
+    # cloned checkpoint keeps it, while its files' modification times are the copy's.
+    triggered = _datetime(o.get("last_trigger_at"))
+    last_commit = triggered if triggered is not None else _datetime(o.get("last_commit_at"))
+    when = (
+        "last batch triggered (batchTimestampMs)"
+        if triggered is not None
+        else "last commit (commit file's time)"
+    )
     age = "n/a"
     if last_commit is not None:
         ago_ms = (data.as_of - last_commit).total_seconds() * 1000
@@ -380,14 +388,15 @@ def key_numbers(data: ReportData) -> tuple[tuple[str, str], ...]:
         ("last committed batch", fmt_int(_int(o, "last_committed_batch"))),
         ("pending batches (offsets, no commit)", fmt_int(_int(o, "uncommitted_batches"))),
         (
-            "last commit",
+            when,
             "n/a" if last_commit is None else f"{last_commit:%Y-%m-%d %H:%M:%S} UTC ({age})",
         ),
         (
-            "batch duration (median / p95 / max)",
+            # Only file times see a batch end: say so, a copy's durations mean nothing.
+            "batch duration (median / p95 / max; offsets → commit file times)",
             " / ".join(fmt_ms(_stat(durations, h)) for h in ("median", "p95", "max")),
         ),
-        ("trigger interval (median)", fmt_ms(_stat(intervals, "median"))),
+        ("trigger interval (median; batchTimestampMs)", fmt_ms(_stat(intervals, "median"))),
         (
             "watermark delay (last batch)",
             fmt_ms(float(delays.iloc[-1])) if len(delays) else "no watermark",

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
+from app.dashboard.context import HEALTH_CONFIG_ENV
 from collectors.health import RULES
 from tests.app.test_pages_core import run_page
 
@@ -29,3 +34,19 @@ def test_health_page_lists_every_rule_and_offers_the_report(samples_db: str) -> 
     assert not at.exception, [e.value for e in at.exception]
     (download,) = at.get("download_button")
     assert "Download report" in str(download.proto.label)
+
+
+def test_a_config_file_turns_rules_off_and_the_page_says_so(
+    samples_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "health.toml"
+    config.write_text("[stalled_query]\nenabled = false\n")
+    # What `stateglass dashboard --config FILE` hands the server.
+    monkeypatch.setenv(HEALTH_CONFIG_ENV, str(config))
+    at = run_page("health")
+    assert not at.exception, [e.value for e in at.exception]
+    (table,) = at.table
+    assert "Stalled query" not in set(table.value["rule"])
+    assert len(table.value) >= len(RULES) - 1
+    note = [c.value for c in at.caption if "Turned off by" in c.value]
+    assert note and "stalled_query" in note[0] and str(config) in note[0]

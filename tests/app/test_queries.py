@@ -191,3 +191,38 @@ def test_rate_seconds_become_rows_where_progress_counts_them() -> None:
     two = pd.concat([inputs, inputs.assign(source="source 1")])
     assert queries.rate_rows(two, events).equals(two)
     assert queries.rate_rows(inputs, events.iloc[:0]).equals(inputs)
+
+
+def test_rate_rows_beside_another_source_come_from_its_own_progress_entry() -> None:
+    # A rate source (id 0) joined with a Kafka source (id 1): numInputRows sums both, so only
+    # the rate source's entry of Spark's per-source list can say its rows.
+    frame = pd.DataFrame(
+        {
+            "batch_id": [0, 1, 2],
+            "source_offsets": [
+                json.dumps(
+                    [
+                        {"source_id": "0", "offset": rate},
+                        {"source_id": "1", "offset": json.dumps({"t": {"0": kafka}})},
+                    ]
+                )
+                for rate, kafka in (("4", 10), ("9", 30), ("15", 31))
+            ],
+        }
+    )
+    inputs = queries.input_from_offsets(frame)
+    sources = [
+        {"description": "RateStreamV2[rowsPerSecond=50, rampUpTimeSeconds=0]", "numInputRows": 250},
+        {"description": "KafkaV2[Subscribe[t]]", "numInputRows": 20},
+    ]
+    events = pd.DataFrame(
+        {"batch_id": [1], "num_input_rows": [270.0], "sources": [json.dumps(sources)]}
+    )
+    out = queries.rate_rows(inputs, events)
+    rate = out[out["source"] == "source 0"]
+    assert list(rate["amount"]) == [250.0, 6.0]
+    assert list(rate["unit"]) == ["rows", queries.RATE_SECONDS]
+    assert list(out[out["source"] == "source 1"]["amount"]) == [20, 1]
+    # Two rate sources: which entry is which source id is not said, so neither gets rows.
+    both = json.dumps([sources[0], sources[0]])
+    assert queries.rate_rows(inputs, events.assign(sources=[both])).equals(inputs)

@@ -16,14 +16,15 @@ import pytest
 
 from collectors.checkpoint import Checkpoint
 from collectors.db import read_query
-from tests.collectors.helpers import sample_id, sample_paths
+from tests.collectors.helpers import sample_id
+from tests.e2e.oracle import format_samples
 
 pytestmark = pytest.mark.spark
 
 
 def _cases() -> list[Any]:
     cases = []
-    for path in sample_paths():
+    for path in format_samples():
         cp = Checkpoint.open(path)
         for store in cp.stores():
             if store.uses_column_families:

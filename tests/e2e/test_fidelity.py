@@ -16,7 +16,15 @@ import pytest
 
 from app.catalog import find_checkpoints
 from collectors.checkpoint import Checkpoint
-from tests.e2e.oracle import SAMPLES, multiset, ours, spark_changes, spark_state, state_reads
+from tests.e2e.oracle import (
+    SAMPLES,
+    format_samples,
+    multiset,
+    ours,
+    spark_changes,
+    spark_state,
+    state_reads,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -39,7 +47,7 @@ def _version_kinds(cp: Checkpoint, operator: int, store: str) -> tuple[set[int],
 
 def _cases() -> list[Any]:
     cases = []
-    for path in find_checkpoints(SAMPLES):
+    for path in format_samples():
         cp = Checkpoint.open(path)
         committed = set(cp.commit_batch_ids)
         name = os.path.relpath(path, SAMPLES)
@@ -78,7 +86,7 @@ def _cases() -> list[Any]:
 
 def _change_cases() -> list[Any]:
     cases = []
-    for path in find_checkpoints(SAMPLES):
+    for path in format_samples():
         cp = Checkpoint.open(path)
         name = os.path.relpath(path, SAMPLES)
         for store in cp.stores():

@@ -19,7 +19,8 @@ import pytest
 
 from app.report import render_html
 from app.report.pdf import BROWSER_FLAGS
-from tests.report.conftest import SAMPLE_PATHS, report_now, sample_id
+from tests.e2e.oracle import format_samples
+from tests.report.conftest import report_now, sample_id
 
 CHROMIUM = "/usr/bin/chromium"
 LOCAL_SCHEMES = ("file:", "data:", "blob:")
@@ -57,7 +58,7 @@ def opened(
 ) -> dict[str, Opened]:
     folder = tmp_path_factory.mktemp("reports")
     loading = []
-    for checkpoint in SAMPLE_PATHS:
+    for checkpoint in format_samples():
         seen = Opened(render_html(report_db, checkpoint, now=report_now(report_db, checkpoint)))
         page_file = folder / (sample_id(checkpoint).replace("/", "-") + ".html")
         page_file.write_text(seen.text, encoding="utf-8")
@@ -90,7 +91,7 @@ def meta(text: str, name: str) -> str:
     return text[start : text.index('"', start)]
 
 
-@pytest.mark.parametrize("checkpoint", [pytest.param(p, id=sample_id(p)) for p in SAMPLE_PATHS])
+@pytest.mark.parametrize("checkpoint", [pytest.param(p, id=sample_id(p)) for p in format_samples()])
 def test_report_renders_offline(opened: dict[str, Opened], checkpoint: str) -> None:
     seen = opened[checkpoint]
     assert seen.failure == ""

@@ -10,14 +10,15 @@ import streamlit as st
 
 from app import queries
 from app.dashboard import context
-from app.escape import md
+from app.escape import md, md_code
 
 # Plain words and a cell colour: emoji need a font that headless browsers may not have.
 STATUS_COLORS = {"OK": "#d9f2d9", "WARN": "#ffe8cc", "ERR": "#ffd6d6"}
 
 
 @st.cache_data(ttl=60, max_entries=64, show_spinner="Checking the health rules…")
-def _findings(db: str, data_version: float, checkpoint: str) -> pd.DataFrame:
+def _findings(db: str, data_version: float, checkpoint: str, config: str | None) -> pd.DataFrame:
+    # ``config`` (the --config path) is part of the cache key: other thresholds, other verdicts.
     from collectors.health import evaluate
 
     rows = [
@@ -28,7 +29,7 @@ def _findings(db: str, data_version: float, checkpoint: str) -> pd.DataFrame:
             "finding": f.finding,
             "what to do": f.hint if f.status != "OK" else "",
         }
-        for f in evaluate(db, checkpoint)
+        for f in evaluate(db, checkpoint, config=context.health_config())
     ]
     return pd.DataFrame(rows)
 
@@ -82,11 +83,18 @@ def render() -> None:
         return
     db = context.db_path()
     try:
-        findings = _findings(db, queries.data_version(db), checkpoint)
+        findings = _findings(db, queries.data_version(db), checkpoint, context.health_config_path())
     except Exception as exc:  # the page must say what failed, not show a traceback
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         st.error(f"Health rules could not run: {md(why)}", icon="🚫")
         return
+    off = context.disabled_rules()
+    if off:
+        st.caption(
+            f"Turned off by {md_code(context.health_config_path() or '')}: "
+            + ", ".join(md_code(rule) for rule in off)
+            + " (not judged, not listed)."
+        )
     if findings.empty:
         st.info("No rule applies to this checkpoint yet.")
     else:

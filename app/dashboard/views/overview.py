@@ -77,7 +77,9 @@ def verdicts(db: str, rows: pd.DataFrame) -> dict[str, Verdict]:
     if not missing:
         return out
     try:
-        found: dict[str, Any] = evaluate_many(db, [c for c, _ in missing])
+        found: dict[str, Any] = evaluate_many(
+            db, [c for c, _ in missing], config=context.health_config()
+        )
     except Exception as exc:
         found = {c: exc for c, _ in missing}
     for key in [k for k, (at, _) in cache.items() if now - at >= VERDICT_TTL_S]:

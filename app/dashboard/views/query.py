@@ -54,8 +54,17 @@ def _query(checkpoint: str) -> None:
         f"{len(pending)}",
         help="Offsets written, no commit: the batch is running, or the query stopped mid-batch.",
     )
-    cols[3].metric("median duration", _duration(committed["duration_ms"].median()))
-    cols[4].metric("median trigger interval", _duration(batches["interval_ms"].median()))
+    cols[3].metric(
+        "median duration",
+        _duration(committed["duration_ms"].median()),
+        help="Offsets written → commit written, by the files' modification times: the only "
+        "clock that sees a batch end. A copied or cloned checkpoint has meaningless ones.",
+    )
+    cols[4].metric(
+        "median trigger interval",
+        _duration(batches["interval_ms"].median()),
+        help="Between consecutive batchTimestampMs in offsets/: Spark's own clock.",
+    )
     delays = batches["delay_ms"].dropna()
     cols[5].metric(
         "watermark delay (last)",
