@@ -2,14 +2,18 @@
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_state_read.py [--keys 1000000] [--runs 3] [--provider hdfs]
+    .venv/bin/python benchmarks/bench_state_read.py [--keys 1000000] [--runs 3]
+        [--provider hdfs|rocksdb]... [--schema counter|maxts|window|dedup|join|all]...
+        [--workdir /work/bench-data] [--generate-only]
 
-1. Writes (once, cached under benchmarks/out/) a checkpoint with PySpark: a streaming
-   aggregation over ``--keys`` distinct keys, 4 shuffle partitions.
+1. Writes (once, cached under ``--workdir``, outside the repository) a checkpoint per
+   ``--schema`` case and provider with PySpark: ``--keys`` distinct keys (the join: at most
+   100,000 a side), 4 shuffle partitions, two micro-batches (see SCHEMAS).
 2. Times, as whole processes in the same run and alternating:
    * ``stateglass state CP --format jsonl > ours.jsonl``
    * a Python process that starts Spark and writes
-     ``spark.read.format("statestore").load(CP).toJSON().collect()`` to ``spark.jsonl``.
+     ``spark.read.format("statestore").load(CP).toJSON().collect()`` to ``spark.jsonl``
+     (with ``storeName`` for each of a join's four stores, and ``--store`` for ours).
 3. Checks that both files hold the same rows, and reports wall time and peak RSS of each,
    best and median, with the load average before each run.
 The figures go to stdout as a Markdown table, ready for docs/benchmarks.md.
@@ -17,7 +21,7 @@ The figures go to stdout as a Markdown table, ready for docs/benchmarks.md.
 Python bytecode: an installed package has its ``.pyc`` files, but a shell with
 ``PYTHONDONTWRITEBYTECODE=1`` and an editable install would recompile every StateGlass module
 in every run (≈0.15 s). So the ``stateglass`` processes cache bytecode under
-``benchmarks/out/pycache`` (``PYTHONPYCACHEPREFIX``, filled by one untimed warm-up run);
+``WORKDIR/pycache`` (``PYTHONPYCACHEPREFIX``, filled by one untimed warm-up run);
 ``--no-pycache`` runs them with the environment as it is. pyspark's own modules come with
 their ``.pyc`` from pip.
 """
@@ -37,14 +41,13 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-OUT = os.path.join(HERE, "out")
 PY = sys.executable
 SETTLE_S = 5.0
 
 WRITE_CHECKPOINT = r"""
 import os, sys, shutil, tempfile
 from pyspark.sql import SparkSession, functions as F
-keys, cp, provider = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+keys, cp, provider, schema_name = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 b = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
      .config("spark.sql.shuffle.partitions", "4").config("spark.driver.memory", "6g")
      .config("spark.sql.session.timeZone", "UTC"))
@@ -54,16 +57,48 @@ if provider == "rocksdb":
 spark = b.getOrCreate()
 spark.sparkContext.setLogLevel("ERROR")
 src = tempfile.mkdtemp(prefix="sg-bench-src-")
-for i in range(2):
-    spark.range(i * keys // 2, (i + 1) * keys // 2).select(
-        F.format_string("key-%08d", "id").alias("k"), (F.col("id") % 97).alias("v")
-    ).write.mode("overwrite").parquet(os.path.join(src, f"part{i}"))
-schema = spark.read.parquet(os.path.join(src, "part0")).schema
+
+
+def rows(lo, hi):
+    # Millisecond timestamps over 30 days and doubles with long decimal expansions, so the
+    # renderers meet real digits, not round numbers.
+    return spark.range(lo, hi).select(
+        F.format_string("key-%08d", "id").alias("k"),
+        (F.col("id") % 97).alias("v"),
+        F.timestamp_millis(F.lit(1_700_000_000_000) + (F.col("id") * 7919) % 2_592_000_000)
+        .alias("ts"),
+        (F.col("id") * 0.37 + F.col("id") % 7 / 3.0).alias("x"),
+    )
+
+
+def source(name):
+    for i in range(2):
+        rows(i * keys // 2, (i + 1) * keys // 2).write.mode("overwrite").parquet(
+            os.path.join(src, name, f"part{i}"))
+    schema = spark.read.parquet(os.path.join(src, name, "part0")).schema
+    return (spark.readStream.schema(schema).option("maxFilesPerTrigger", 1)
+            .parquet(os.path.join(src, name, "*")))
+
+
 shutil.rmtree(cp, ignore_errors=True)
-stream = (spark.readStream.schema(schema).option("maxFilesPerTrigger", 1)
-          .parquet(os.path.join(src, "*")))
-q = (stream.groupBy("k").agg(F.count("*").alias("n"), F.sum("v").alias("total"))
-     .writeStream.format("noop").outputMode("update").option("checkpointLocation", cp)
+stream = source("a")
+if schema_name == "counter":
+    out = stream.groupBy("k").agg(F.count("*").alias("n"), F.sum("v").alias("total"))
+elif schema_name == "maxts":
+    out = stream.groupBy("k").agg(F.count("*").alias("n"), F.max("ts").alias("last"))
+elif schema_name == "window":
+    out = stream.groupBy(F.window("ts", "1 hour"), "k").agg(
+        F.count("*").alias("n"), F.avg("x").alias("mean"))
+elif schema_name == "dedup":
+    out = stream.dropDuplicates(["k", "ts"])
+elif schema_name == "join":
+    right = source("b").select(F.col("k").alias("rk"), F.col("ts").alias("rts"),
+                               F.col("x").alias("rx"))
+    out = stream.join(right, F.expr("k = rk"))
+else:
+    raise SystemExit(f"unknown schema {schema_name}")
+mode = "append" if schema_name in ("dedup", "join") else "update"
+q = (out.writeStream.format("noop").outputMode(mode).option("checkpointLocation", cp)
      .trigger(availableNow=True).start())
 q.awaitTermination()
 spark.stop()
@@ -73,18 +108,41 @@ shutil.rmtree(src, ignore_errors=True)
 SPARK_READ = r"""
 import sys
 from pyspark.sql import SparkSession
-cp, out = sys.argv[1], sys.argv[2]
+cp, out, store = sys.argv[1], sys.argv[2], sys.argv[3]
 spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
          .config("spark.driver.memory", "6g").config("spark.sql.session.timeZone", "UTC")
          .getOrCreate())
 spark.sparkContext.setLogLevel("ERROR")
-rows = spark.read.format("statestore").load(cp).toJSON().collect()
+reader = spark.read.format("statestore")
+if store != "default":
+    reader = reader.option("storeName", store)
+rows = reader.load(cp).toJSON().collect()
 with open(out, "w") as fh:
     for r in rows:
         fh.write(r)
         fh.write("\n")
 spark.stop()
 """
+
+# --schema cases: what each stores, and the stores read (a join has four).
+SCHEMAS = {
+    "counter": "groupBy(k).agg(count, sum(v)): key struct<k:string>, value struct<bigint,bigint>",
+    "maxts": "groupBy(k).agg(count, max(ts)): value struct<n:bigint,last:timestamp>",
+    "window": "groupBy(window(ts, '1 hour'), k).agg(count, avg(x)): key "
+    "struct<window:struct<start,end:timestamp>,k:string>, value with avg's double sum",
+    "dedup": "dropDuplicates(k, ts): key struct<k:string,ts:timestamp>, value void",
+    "join": "inner stream-stream join on k, no watermark: the four stores of both sides",
+}
+JOIN_STORES = (
+    "left-keyToNumValues",
+    "left-keyWithIndexToValue",
+    "right-keyToNumValues",
+    "right-keyWithIndexToValue",
+)
+# Keys per side of the join: Spark keeps every input row of both sides in two stores each,
+# and writing (and reading back) 4 stores of 1M rows takes the 2-core machine several minutes
+# per provider; 100,000 rows a side still gives 400,000 rows over the four stores.
+JOIN_KEYS = 100_000
 
 
 def _tree_rss_kib(root: int) -> int:
@@ -154,31 +212,37 @@ def same_rows(a: str, b: str) -> bool:
     return multiset(la) == multiset(lb)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--keys", type=int, default=1_000_000)
-    ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--provider", choices=("hdfs", "rocksdb"), default="hdfs")
-    ap.add_argument(
-        "--no-pycache",
-        action="store_true",
-        help="do not give stateglass a bytecode cache (see the module docstring)",
-    )
-    args = ap.parse_args()
-    os.makedirs(OUT, exist_ok=True)
-    cp = os.path.join(OUT, f"agg-{args.provider}-{args.keys}")
-    if not os.path.isdir(os.path.join(cp, "commits")):
+def checkpoint(workdir: str, schema: str, provider: str, keys: int) -> str:
+    """The cached checkpoint of one case, written with PySpark the first time."""
+    n = min(keys, JOIN_KEYS) if schema == "join" else keys
+    # The counter case keeps its old name, so an earlier cache is reused.
+    name = f"agg-{provider}-{n}" if schema == "counter" else f"{schema}-{provider}-{n}"
+    cp = os.path.join(workdir, name)
+    if not os.path.isdir(os.path.join(cp, "commits")) or not os.listdir(
+        os.path.join(cp, "commits")
+    ):
         print(f"writing checkpoint {cp} with PySpark …", flush=True)
-        subprocess.run([PY, "-c", WRITE_CHECKPOINT, str(args.keys), cp, args.provider], check=True)
+        subprocess.run(
+            [PY, "-c", WRITE_CHECKPOINT, str(n), cp, provider, schema],
+            check=True,
+            cwd=workdir,
+        )
+    return cp
+
+
+def measure(
+    cp: str, store: str, args: argparse.Namespace, label: str
+) -> tuple[dict[str, list[tuple[float, float]]], list[str], bool, int]:
+    """Time both readers on one store, alternating; check the rows are identical."""
     stateglass = shutil.which("stateglass", path=os.path.dirname(PY)) or "stateglass"
-    ours_out, spark_out = os.path.join(OUT, "ours.jsonl"), os.path.join(OUT, "spark.jsonl")
-    ours_cmd = [stateglass, "state", cp, "--format", "jsonl"]
+    ours_out = os.path.join(args.workdir, "ours.jsonl")
+    spark_out = os.path.join(args.workdir, "spark.jsonl")
+    ours_cmd = [stateglass, "state", cp, "--format", "jsonl", "--store", store]
     ours_env = None
     if not args.no_pycache:
         ours_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        ours_env["PYTHONPYCACHEPREFIX"] = os.path.join(OUT, "pycache")
-    if args.runs:
-        timed(ours_cmd, ours_out, ours_env)  # warm-up: bytecode, page cache
+        ours_env["PYTHONPYCACHEPREFIX"] = os.path.join(args.workdir, "pycache")
+    timed(ours_cmd, ours_out, ours_env)  # warm-up: bytecode, page cache
     results: dict[str, list[tuple[float, float]]] = {"stateglass": [], "spark": []}
     loads: list[str] = []
     for i in range(args.runs):
@@ -186,42 +250,97 @@ def main() -> None:
         # that neither reader is timed against the other's leftovers.
         time.sleep(SETTLE_S)
         loads.append(load_average())
-        results["spark"].append(timed([PY, "-c", SPARK_READ, cp, spark_out]))
+        results["spark"].append(timed([PY, "-c", SPARK_READ, cp, spark_out, store]))
         time.sleep(SETTLE_S)
         loads.append(load_average())
         results["stateglass"].append(timed(ours_cmd, ours_out, ours_env))
         print(
-            f"run {i + 1}: spark {results['spark'][-1][0]:.2f}s (load before {loads[-2]}), "
-            f"stateglass {results['stateglass'][-1][0]:.2f}s (load before {loads[-1]})",
+            f"{label} run {i + 1}: spark {results['spark'][-1][0]:.2f}s (load before "
+            f"{loads[-2]}), stateglass {results['stateglass'][-1][0]:.2f}s (load before "
+            f"{loads[-1]})",
             flush=True,
         )
-    if not args.runs:
-        return
     identical = same_rows(ours_out, spark_out)
-    best = {k: min(v) for k, v in results.items()}
-    peak = {k: max(r for _, r in v) for k, v in results.items()}
-    median = {k: statistics.median(w for w, _ in v) for k, v in results.items()}
-    ratio = best["spark"][0] / best["stateglass"][0]
-    median_ratio = median["spark"] / median["stateglass"]
     with open(ours_out) as fh:
         rows = sum(1 for _ in fh)
+    return results, loads, identical, rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--keys", type=int, default=1_000_000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument(
+        "--provider",
+        choices=("hdfs", "rocksdb"),
+        action="append",
+        help="repeatable (default: hdfs)",
+    )
+    ap.add_argument(
+        "--schema",
+        choices=(*SCHEMAS, "all"),
+        action="append",
+        help="repeatable; all = every case (default: counter). "
+        + "; ".join(f"{k}: {v}" for k, v in SCHEMAS.items()),
+    )
+    ap.add_argument(
+        "--workdir",
+        default=os.path.join(tempfile.gettempdir(), "stateglass-bench"),
+        help="where checkpoints are written once and cached, and outputs go; keep it outside "
+        "the repository (default: %(default)s)",
+    )
+    ap.add_argument(
+        "--generate-only", action="store_true", help="write the checkpoints, time nothing"
+    )
+    ap.add_argument(
+        "--no-pycache",
+        action="store_true",
+        help="do not give stateglass a bytecode cache (see the module docstring)",
+    )
+    args = ap.parse_args()
+    args.workdir = os.path.abspath(args.workdir)
+    if os.path.commonpath([args.workdir, ROOT]) == ROOT:
+        raise SystemExit(f"--workdir {args.workdir} is inside the repository; pick one outside")
+    os.makedirs(args.workdir, exist_ok=True)
+    schemas = args.schema or ["counter"]
+    if "all" in schemas:
+        schemas = list(SCHEMAS)
+    providers = args.provider or ["hdfs"]
+    cases = [(s, p, checkpoint(args.workdir, s, p, args.keys)) for p in providers for s in schemas]
+    if args.generate_only or not args.runs:
+        return
+    summary: list[str] = []
+    failed = False
+    for schema, provider, cp in cases:
+        for store in JOIN_STORES if schema == "join" else ("default",):
+            label = f"{schema}/{provider}" + (f"/{store}" if store != "default" else "")
+            results, loads, identical, rows = measure(cp, store, args, label)
+            failed |= not identical
+            best = {k: min(w for w, _ in v) for k, v in results.items()}
+            median = {k: statistics.median(w for w, _ in v) for k, v in results.items()}
+            peak = {k: max(r for _, r in v) for k, v in results.items()}
+            runs = {k: ", ".join(f"{w:.2f}" for w, _ in v) for k, v in results.items()}
+            summary.append(
+                f"| {label} | {rows:,} | {best['spark']:.2f} ({runs['spark']}) | "
+                f"{best['stateglass']:.2f} ({runs['stateglass']}) | "
+                f"**{best['spark'] / best['stateglass']:.1f}×** | "
+                f"{median['spark'] / median['stateglass']:.1f}× | {peak['stateglass']:.0f} | "
+                f"{'yes' if identical else 'NO'} | {loads[0]} … {loads[-1]} |"
+            )
     print()
     print(
-        f"date {dt.date.today()}, machine {platform.machine()} {os.cpu_count()} cores, "
-        f"python {platform.python_version()}, {args.provider}, {rows} rows, rows identical: "
-        f"{identical}, bytecode cache: {'no' if args.no_pycache else 'yes'}"
+        f"date {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, machine "
+        f"{platform.machine()} {os.cpu_count()} cores, python {platform.python_version()}, "
+        f"bytecode cache: {'no' if args.no_pycache else 'yes'}, runs {args.runs}, "
+        f"load average now {load_average()}"
     )
-    print("| reader | best wall (s) | median (s) | all runs (s) | peak RSS (MiB) |")
-    print("|---|---|---|---|---|")
-    for k in ("spark", "stateglass"):
-        runs = ", ".join(f"{w:.2f}" for w, _ in results[k])
-        print(f"| {k} | {best[k][0]:.2f} | {median[k]:.2f} | {runs} | {peak[k]:.0f} |")
     print(
-        f"\nspeed-up: {ratio:.1f}x best against best, {median_ratio:.1f}x median against median "
-        f"(target 15x); stateglass peak RSS {peak['stateglass']:.0f} MiB (target < 1024); "
-        f"load averages before each run: {'; '.join(loads)}"
+        "| case | rows | Spark best (runs) s | stateglass best (runs) s | speed-up best | "
+        "median | stateglass peak RSS MiB | rows identical | load before first … last |"
     )
-    if not identical:
+    print("|---|---|---|---|---|---|---|---|---|")
+    print("\n".join(summary))
+    if failed:
         raise SystemExit("rows differ")
 
 

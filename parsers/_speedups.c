@@ -15,6 +15,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,16 +164,29 @@ read_record_keys(PyObject *self, PyObject *args)
  * UnsafeRow -> Spark's toJSON text, for structs of simple types
  * ------------------------------------------------------------------------------------------ */
 
-/* Field type codes; parsers/sparkjson.py (_PLAN_CODES) must use the same numbers. */
+/* Field type codes; parsers/sparkjson.py (_PLAN_CODES) must use the same numbers.
+ *
+ * T_DOUBLE, T_DATE, T_TS and T_NTZ render the common values here and hand the rest (Java's
+ * odd double digits, years outside 1600-9999, the 1582 calendar gap) to the field's Python
+ * function `fn`, which gets the slot's value. T_CALL4/T_CALL8 pass the 4- or 8-byte slot as
+ * an int to `fn`, T_FLOAT the float32 as a float; T_CALLVAR calls fn(buf, offset, size, end)
+ * for a variable-length value (arrays, maps, large decimals, intervals). Whatever `fn`
+ * returns (a str) is the JSON text; if it raises, the row goes back to Python, which raises
+ * the same error with its context. */
 enum { T_VOID = 0, T_BOOL = 1, T_BYTE = 2, T_SHORT = 3, T_INT = 4, T_LONG = 5, T_STRING = 6,
-       T_STRUCT = 7 };
+       T_STRUCT = 7, T_DOUBLE = 8, T_FLOAT = 9, T_DATE = 10, T_TS = 11, T_NTZ = 12,
+       T_DECIMAL = 13, T_BINARY = 14, T_CALL4 = 15, T_CALL8 = 16, T_CALLVAR = 17, T_LAST = 17 };
 
 typedef struct Plan Plan;
 typedef struct {
     char *name; /* the JSON-quoted field name followed by ':' */
     Py_ssize_t name_len;
     int code;
-    Plan *sub; /* T_STRUCT only */
+    Plan *sub;         /* T_STRUCT only */
+    PyObject *fn;      /* the Python text of a value (see above), or NULL */
+    long long param;   /* T_TS: the zone's fixed offset in seconds; T_DECIMAL: the scale */
+    char *extra;       /* T_TS: the offset suffix and closing quote, e.g. Z" */
+    Py_ssize_t extra_len;
 } Field;
 
 struct Plan {
@@ -189,13 +203,29 @@ plan_free(Plan *p)
         return;
     for (Py_ssize_t i = 0; i < p->n; i++) {
         PyMem_Free(p->fields[i].name);
+        PyMem_Free(p->fields[i].extra);
+        Py_XDECREF(p->fields[i].fn);
         plan_free(p->fields[i].sub);
     }
     PyMem_Free(p->fields);
     PyMem_Free(p);
 }
 
-/* A plan is a tuple of (name bytes, code, sub-plan or None) per field. */
+static char *
+copy_bytes(PyObject *b, Py_ssize_t *len)
+{
+    *len = PyBytes_GET_SIZE(b);
+    char *out = PyMem_Malloc(*len ? (size_t)*len : 1);
+    if (out == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    memcpy(out, PyBytes_AS_STRING(b), (size_t)*len);
+    return out;
+}
+
+/* A plan is a tuple of (name bytes, code, sub-plan or None, fn or None, param int, extra
+ * bytes) per field. */
 static Plan *
 plan_build(PyObject *spec, int depth)
 {
@@ -220,23 +250,33 @@ plan_build(PyObject *spec, int depth)
     p->words = (n + 63) >> 6;
     p->fixed = 8 * p->words + 8 * n;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *name, *sub;
+        PyObject *name, *sub, *fn, *extra;
         int code;
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(spec, i), "SiO:plan field", &name, &code, &sub))
+        long long param;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(spec, i), "SiOOLS:plan field", &name, &code,
+                              &sub, &fn, &param, &extra))
             goto fail;
         Field *f = &p->fields[i];
-        f->name_len = PyBytes_GET_SIZE(name);
-        f->name = PyMem_Malloc(f->name_len ? f->name_len : 1);
-        if (f->name == NULL) {
-            PyErr_NoMemory();
+        f->name = copy_bytes(name, &f->name_len);
+        if (f->name == NULL)
             goto fail;
-        }
-        memcpy(f->name, PyBytes_AS_STRING(name), f->name_len);
-        if (code < T_VOID || code > T_STRUCT) {
+        f->extra = copy_bytes(extra, &f->extra_len);
+        if (f->extra == NULL)
+            goto fail;
+        if (code < T_VOID || code > T_LAST) {
             PyErr_Format(PyExc_ValueError, "unknown plan type code %d", code);
             goto fail;
         }
         f->code = code;
+        f->param = param;
+        if (fn != Py_None) {
+            Py_INCREF(fn);
+            f->fn = fn;
+        }
+        else if (code >= T_DOUBLE && code != T_DECIMAL && code != T_BINARY) {
+            PyErr_Format(PyExc_ValueError, "plan type code %d needs a function", code);
+            goto fail;
+        }
         if (code == T_STRUCT) {
             f->sub = plan_build(sub, depth + 1);
             if (f->sub == NULL)
@@ -433,13 +473,346 @@ put_string(Out *o, const unsigned char *s, Py_ssize_t n)
     return 0;
 }
 
+/* ------------------------------------------------------------------------------------------
+ * Dates, timestamps, doubles, decimals, binary; and values left to Python
+ * ------------------------------------------------------------------------------------------ */
+
+/* Days 1600-01-01 and 9999-12-31 since 1970-01-01: inside them the calendar is plain
+ * proleptic Gregorian with 4-digit years; outside (the 1582 gap, signed or 5-digit years)
+ * the field's Python function renders the value. */
+#define DAY_MIN (-135140LL)
+#define DAY_MAX 2932896LL
+#define SEC_PER_DAY 86400LL
+#define US_PER_SEC 1000000LL
+
+static inline long long
+floor_div(long long a, long long b)
+{
+    long long q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+/* (year, month, day) of a day number (H. Hinnant's civil_from_days, as sparktext.py). */
+static void
+civil(long long days, int *y, int *m, int *d)
+{
+    long long z = days + 719468;
+    long long era = floor_div(z, 146097);
+    long long doe = z - era * 146097;
+    long long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    long long doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    long long mp = (5 * doy + 2) / 153;
+    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+    *y = (int)(yoe + era * 400 + (*m <= 2));
+}
+
+static inline void
+put_digits(Out *o, long long v, int width)
+{
+    char *w = o->buf + o->len + width;
+    for (int i = 0; i < width; i++) {
+        *--w = (char)('0' + v % 10);
+        v /= 10;
+    }
+    o->len += (size_t)width;
+}
+
+/* yyyy-MM-dd of a day inside [DAY_MIN, DAY_MAX]; the caller reserved the room. */
+static void
+put_date(Out *o, long long days)
+{
+    int y, m, d;
+    civil(days, &y, &m, &d);
+    put_digits(o, y, 4);
+    put(o, "-", 1);
+    put_digits(o, m, 2);
+    put(o, "-", 1);
+    put_digits(o, d, 2);
+}
+
+/* yyyy-MM-ddTHH:mm:ss.SSS of local seconds and milliseconds, or 1 when out of range. */
+static int
+put_local_time(Out *o, long long sec, long long ms)
+{
+    long long days = floor_div(sec, SEC_PER_DAY);
+    if (days < DAY_MIN || days > DAY_MAX)
+        return 1;
+    long long rest = sec - days * SEC_PER_DAY;
+    put_date(o, days);
+    put(o, "T", 1);
+    put_digits(o, rest / 3600, 2);
+    put(o, ":", 1);
+    put_digits(o, rest / 60 % 60, 2);
+    put(o, ":", 1);
+    put_digits(o, rest % 60, 2);
+    put(o, ".", 1);
+    put_digits(o, ms, 3);
+    return 0;
+}
+
+/* Append the str a Python function returns for `arg` (a new reference, consumed; with
+ * `unpack`, a tuple of the arguments). 0 = done,
+ * 1 = it raised (the row goes back to Python, which raises with its context), -1 = error. */
+static int
+put_call(Out *o, PyObject *fn, PyObject *arg, int unpack)
+{
+    if (arg == NULL)
+        return -1;
+    PyObject *text = unpack ? PyObject_CallObject(fn, arg) : PyObject_CallOneArg(fn, arg);
+    Py_DECREF(arg);
+    if (text == NULL) {
+        PyErr_Clear();
+        return 1;
+    }
+    Py_ssize_t n;
+    const char *utf8 = PyUnicode_Check(text) ? PyUnicode_AsUTF8AndSize(text, &n) : NULL;
+    int rc = 1;
+    if (utf8 == NULL)
+        PyErr_Clear(); /* a lone surrogate: Python's own path reports it */
+    else if (out_reserve(o, (size_t)n) < 0)
+        rc = -1;
+    else {
+        put(o, utf8, (size_t)n);
+        rc = 0;
+    }
+    Py_DECREF(text);
+    return rc;
+}
+
+/* Double.toString of Java 17 via Python's shortest digits, re-laid out as Java does
+ * (parsers/javatext.py java_double_to_string): the same digits for normal doubles below
+ * 2**53 that are not powers of two; those others go to Python's exact port. */
+static int
+put_double(Out *o, const Field *f, double x)
+{
+    if (x == 0.0) {
+        if (signbit(x))
+            put(o, "-0.0", 4);
+        else
+            put(o, "0.0", 3);
+        return 0;
+    }
+    if (isnan(x)) {
+        put(o, "\"NaN\"", 5);
+        return 0;
+    }
+    if (isinf(x)) {
+        if (x < 0)
+            put(o, "\"-Infinity\"", 11);
+        else
+            put(o, "\"Infinity\"", 10);
+        return 0;
+    }
+    int e2;
+    double a = fabs(x);
+    if (a >= 9007199254740992.0 || a < 2.2250738585072014e-308 || frexp(a, &e2) == 0.5)
+        return put_call(o, f->fn, PyFloat_FromDouble(x), 0);
+    char *r = PyOS_double_to_string(x, 'r', 0, 0, NULL);
+    if (r == NULL)
+        return -1;
+    char all[40];
+    int n = 0, ip = 0, ex = 0, neg = 0;
+    const char *q = r;
+    if (*q == '-') {
+        neg = 1;
+        q++;
+    }
+    for (; *q >= '0' && *q <= '9' && n < 32; q++, ip++)
+        all[n++] = *q;
+    if (*q == '.')
+        for (q++; *q >= '0' && *q <= '9' && n < 32; q++)
+            all[n++] = *q;
+    if (*q == 'e')
+        ex = atoi(q + 1);
+    PyMem_Free(r);
+    int lead = 0, end = n;
+    while (lead < n && all[lead] == '0')
+        lead++;
+    while (end > lead && all[end - 1] == '0')
+        end--;
+    const char *dg = all + lead;
+    int nd = end - lead, e = ip - lead + ex;
+    if (neg)
+        put(o, "-", 1);
+    if (e > 0 && e < 8) {
+        if (nd <= e) {
+            put(o, dg, (size_t)nd);
+            for (int i = nd; i < e; i++)
+                put(o, "0", 1);
+            put(o, ".0", 2);
+        }
+        else {
+            put(o, dg, (size_t)e);
+            put(o, ".", 1);
+            put(o, dg + e, (size_t)(nd - e));
+        }
+    }
+    else if (e > -3 && e <= 0) {
+        put(o, "0.", 2);
+        for (int i = e; i < 0; i++)
+            put(o, "0", 1);
+        put(o, dg, (size_t)nd);
+    }
+    else {
+        put(o, dg, 1);
+        put(o, ".", 1);
+        if (nd > 1)
+            put(o, dg + 1, (size_t)(nd - 1));
+        else
+            put(o, "0", 1);
+        put(o, "E", 1);
+        put_int(o, e - 1);
+    }
+    return 0;
+}
+
+/* BigDecimal.toString of a compact decimal (parsers/javatext.py bigdecimal_to_string). */
+static void
+put_decimal(Out *o, int64_t unscaled, long long scale)
+{
+    char tmp[24];
+    char *end = tmp + sizeof(tmp), *w = end;
+    uint64_t u = unscaled < 0 ? (uint64_t)0 - (uint64_t)unscaled : (uint64_t)unscaled;
+    do {
+        *--w = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    long long n = end - w;
+    if (scale == 0) {
+        put_int(o, unscaled);
+        return;
+    }
+    if (unscaled < 0)
+        put(o, "-", 1);
+    long long adjusted = n - 1 - scale;
+    if (scale > 0 && adjusted >= -6) {
+        if (n > scale) {
+            put(o, w, (size_t)(n - scale));
+            put(o, ".", 1);
+            put(o, w + n - scale, (size_t)scale);
+        }
+        else {
+            put(o, "0.", 2);
+            for (long long i = n; i < scale; i++)
+                put(o, "0", 1);
+            put(o, w, (size_t)n);
+        }
+        return;
+    }
+    put(o, w, 1);
+    if (n > 1) {
+        put(o, ".", 1);
+        put(o, w + 1, (size_t)(n - 1));
+    }
+    if (adjusted) {
+        put(o, adjusted > 0 ? "E+" : "E", adjusted > 0 ? 2 : 1);
+        put_int(o, adjusted);
+    }
+}
+
+static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* Jackson's writeBinary: standard base64, padded, in quotes. */
+static int
+put_base64(Out *o, const unsigned char *s, Py_ssize_t n)
+{
+    if (out_reserve(o, (size_t)(n + 2) / 3 * 4 + 2) < 0)
+        return -1;
+    char *w = o->buf + o->len;
+    *w++ = '"';
+    Py_ssize_t i = 0;
+    for (; i + 2 < n; i += 3) {
+        uint32_t v = ((uint32_t)s[i] << 16) | ((uint32_t)s[i + 1] << 8) | s[i + 2];
+        *w++ = B64[v >> 18];
+        *w++ = B64[(v >> 12) & 63];
+        *w++ = B64[(v >> 6) & 63];
+        *w++ = B64[v & 63];
+    }
+    if (i < n) {
+        uint32_t v = (uint32_t)s[i] << 16;
+        if (i + 1 < n)
+            v |= (uint32_t)s[i + 1] << 8;
+        *w++ = B64[v >> 18];
+        *w++ = B64[(v >> 12) & 63];
+        *w++ = i + 1 < n ? B64[(v >> 6) & 63] : '=';
+        *w++ = '=';
+    }
+    *w++ = '"';
+    o->len = (size_t)(w - o->buf);
+    return 0;
+}
+
+/* One non-null fixed-width value of the new codes; the caller reserved 64 bytes. */
+static int
+put_fixed(Out *o, const Field *f, const unsigned char *slot)
+{
+    switch (f->code) {
+    case T_DOUBLE: {
+        uint64_t bits = le64(slot);
+        double x;
+        memcpy(&x, &bits, 8);
+        return put_double(o, f, x);
+    }
+    case T_FLOAT: {
+        uint32_t bits = le32(slot);
+        float x;
+        memcpy(&x, &bits, 4);
+        return put_call(o, f->fn, PyFloat_FromDouble((double)x), 0);
+    }
+    case T_DATE: {
+        long long days = (int32_t)le32(slot);
+        if (days < DAY_MIN || days > DAY_MAX)
+            return put_call(o, f->fn, PyLong_FromLongLong(days), 0);
+        put(o, "\"", 1);
+        put_date(o, days);
+        put(o, "\"", 1);
+        return 0;
+    }
+    case T_TS: {
+        long long micros = (int64_t)le64(slot);
+        long long sec = floor_div(micros, US_PER_SEC);
+        long long ms = (micros - sec * US_PER_SEC) / 1000;
+        size_t mark = o->len;
+        put(o, "\"", 1);
+        if (put_local_time(o, sec + f->param, ms)) {
+            o->len = mark;
+            return put_call(o, f->fn, PyLong_FromLongLong(micros), 0);
+        }
+        if (out_reserve(o, (size_t)f->extra_len) < 0)
+            return -1;
+        put(o, f->extra, (size_t)f->extra_len);
+        return 0;
+    }
+    case T_NTZ: {
+        long long micros = (int64_t)le64(slot);
+        long long sec = floor_div(micros, US_PER_SEC);
+        long long ms = (micros - sec * US_PER_SEC) / 1000;
+        size_t mark = o->len;
+        put(o, "\"", 1);
+        if (put_local_time(o, sec, ms)) {
+            o->len = mark;
+            return put_call(o, f->fn, PyLong_FromLongLong(micros), 0);
+        }
+        put(o, "\"", 1);
+        return 0;
+    }
+    case T_DECIMAL:
+        put_decimal(o, (int64_t)le64(slot), f->param);
+        return 0;
+    case T_CALL4:
+        return put_call(o, f->fn, PyLong_FromLong((long)(int32_t)le32(slot)), 0);
+    default: /* T_CALL8 */
+        return put_call(o, f->fn, PyLong_FromLongLong((long long)(int64_t)le64(slot)), 0);
+    }
+}
+
 /* The JSON object of the struct at [base, end) of buf (len buflen). 0 = done, 1 = the
  * row is one for Python (it raises or renders it), -1 = Python error. Bounds are those of
  * the generated Python: the fixed region against the whole buffer (struct.unpack_from),
  * variable-length values against the struct holding them. */
 static int
-put_struct(Out *o, const Plan *p, const unsigned char *buf, Py_ssize_t buflen, Py_ssize_t base,
-           Py_ssize_t end, int depth)
+put_struct(Out *o, const Plan *p, PyObject *bufobj, Py_ssize_t base, Py_ssize_t end, int depth)
 {
     if (p->n == 0) {
         if (out_reserve(o, 2) < 0)
@@ -447,6 +820,8 @@ put_struct(Out *o, const Plan *p, const unsigned char *buf, Py_ssize_t buflen, P
         put(o, "{}", 2);
         return 0;
     }
+    const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(bufobj);
+    Py_ssize_t buflen = PyBytes_GET_SIZE(bufobj);
     if (base + p->fixed > buflen)
         return 1;
     const unsigned char *row = buf + base;
@@ -460,8 +835,8 @@ put_struct(Out *o, const Plan *p, const unsigned char *buf, Py_ssize_t buflen, P
             continue; /* null: left out, as Spark's ignoreNullFields does */
         const Field *f = &p->fields[i];
         const unsigned char *slot = slots + 8 * i;
-        /* name + the longest fixed value ("-9223372036854775808") */
-        if (out_reserve(o, (size_t)f->name_len + 24) < 0)
+        /* name + the longest fixed value ("+1234-12-31T23:59:59.999+05:30:00" and the like) */
+        if (out_reserve(o, (size_t)f->name_len + 64 + (size_t)f->extra_len) < 0)
             return -1;
         if (!first)
             put(o, ",", 1);
@@ -489,7 +864,10 @@ put_struct(Out *o, const Plan *p, const unsigned char *buf, Py_ssize_t buflen, P
         case T_LONG:
             put_int(o, (int64_t)le64(slot));
             break;
-        default: {
+        case T_STRING:
+        case T_STRUCT:
+        case T_BINARY:
+        case T_CALLVAR: {
             Py_ssize_t size = (Py_ssize_t)le32(slot);
             Py_ssize_t off = (Py_ssize_t)le32(slot + 4) + base;
             if (off + size > end)
@@ -497,10 +875,21 @@ put_struct(Out *o, const Plan *p, const unsigned char *buf, Py_ssize_t buflen, P
             int rc;
             if (f->code == T_STRING)
                 rc = put_string(o, buf + off, size);
+            else if (f->code == T_BINARY)
+                rc = put_base64(o, buf + off, size);
+            else if (f->code == T_CALLVAR)
+                rc = put_call(o, f->fn,
+                              Py_BuildValue("(Onnn)", bufobj, off, size, end), 1);
             else if (depth >= 64)
                 rc = 1;
             else
-                rc = put_struct(o, f->sub, buf, buflen, off, off + size, depth + 1);
+                rc = put_struct(o, f->sub, bufobj, off, off + size, depth + 1);
+            if (rc)
+                return rc;
+            break;
+        }
+        default: {
+            int rc = put_fixed(o, f, slot);
             if (rc)
                 return rc;
         }
@@ -522,18 +911,14 @@ put_line(Out *o, const LinePlan *lp, PyObject *kb, PyObject *vb, const char *tai
     if (out_reserve(o, 7) < 0)
         return -1;
     put(o, "{\"key\":", 7);
-    const unsigned char *k = (const unsigned char *)PyBytes_AS_STRING(kb);
-    Py_ssize_t klen = PyBytes_GET_SIZE(kb);
-    int rc = put_struct(o, lp->key, k, klen, 0, klen, 0);
+    int rc = put_struct(o, lp->key, kb, 0, PyBytes_GET_SIZE(kb), 0);
     if (rc)
         return rc;
     if (vb != Py_None) {
         if (out_reserve(o, 9) < 0)
             return -1;
         put(o, ",\"value\":", 9);
-        const unsigned char *v = (const unsigned char *)PyBytes_AS_STRING(vb);
-        Py_ssize_t vlen = PyBytes_GET_SIZE(vb);
-        rc = put_struct(o, lp->value, v, vlen, 0, vlen, 0);
+        rc = put_struct(o, lp->value, vb, 0, PyBytes_GET_SIZE(vb), 0);
         if (rc)
             return rc;
     }

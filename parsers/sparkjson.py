@@ -56,6 +56,7 @@ from parsers.javatext import (
 )
 from parsers.sparktext import (
     TimeZoneSpec,
+    _offset_suffix,
     binary_json,
     calendar_interval_json,
     check_supported,
@@ -551,34 +552,84 @@ def state_lines_encoder(
 # Type codes of the compiled renderer (enum in parsers/_speedups.c), by json_format/slot_kind.
 _PLAN_CODES = {"void": 0, "bool": 1, "byte": 2, "short": 3, "int": 4, "long": 5, "string": 6}
 _PLAN_STRUCT = 7
+_T_DOUBLE, _T_FLOAT, _T_DATE, _T_TS, _T_NTZ, _T_DECIMAL, _T_BINARY = range(8, 15)
+_T_CALL4, _T_CALL8, _T_CALLVAR = 15, 16, 17
+
+PlanField = tuple[bytes, int, Any, Any, int, bytes]
 
 
-def _compiled_plan(st: StructType) -> tuple[Any, ...] | None:
+@lru_cache(maxsize=256)
+def _var_text_function(dt: DataType, zone: str) -> Callable[[bytes, int, int, int], str]:
+    """``text(buf, offset, size, end)``: the generated Python text of one variable-length value.
+
+    The compiled renderer calls it for arrays, maps, large decimals and calendar intervals:
+    the same code the pure-Python encoders run for such a field, so the text is theirs.
+    """
+    src = Source(_runtime(TimeZoneSpec(zone)))
+    writer = _JsonWriter(src)
+    src.emit(0, "def text(buf, off, size, end):")
+    expr = writer.text(1, dt, ("size", "off"), "buf", "0", "end")
+    src.emit(1, f"return {expr}")
+    text: Callable[[bytes, int, int, int], str] = src.compile("compiled plan value")["text"]
+    return text
+
+
+def _plan_field(dt: DataType, zone: TimeZoneSpec) -> tuple[int, Any, Any, int, bytes] | None:
+    """(code, sub-plan, Python text function, param, extra) of one field; None: not compiled."""
+    fmt = json_format(dt)
+    if isinstance(dt, StructType):
+        sub = _compiled_plan(dt, zone.name)
+        return None if sub is None else (_PLAN_STRUCT, sub, None, 0, b"")
+    if fmt in ("num", "bool", "void", "string"):
+        return _PLAN_CODES[fmt if fmt != "num" else slot_kind(dt)], None, None, 0, b""
+    simple: dict[str, tuple[int, Callable[..., str]]] = {
+        "double": (_T_DOUBLE, double_json),
+        "float": (_T_FLOAT, float_json),
+        "date": (_T_DATE, date_json),
+        "ntz": (_T_NTZ, timestamp_ntz_json),
+        "ym": (_T_CALL4, year_month_interval_json),
+        "dti": (_T_CALL8, day_time_interval_json),
+    }
+    if fmt in simple:
+        code, fn = simple[fmt]
+        return code, None, fn, 0, b""
+    if fmt == "ts":
+        ts = timestamp_json(zone)
+        if zone.fixed is None:  # a named zone: offsets from the zone database, in Python
+            return _T_CALL8, None, ts, 0, b""
+        return _T_TS, None, ts, zone.fixed, (_offset_suffix(zone.fixed) + '"').encode()
+    if fmt == "binary":
+        return _T_BINARY, None, None, 0, b""
+    if fmt == "dec" and slot_kind(dt) == "decimal_compact":
+        assert isinstance(dt, DecimalType)
+        return _T_DECIMAL, None, None, dt.scale, b""
+    if fmt in ("dec", "calendar", "array", "map"):
+        return _T_CALLVAR, None, _var_text_function(dt, zone.name), 0, b""
+    return None  # variant: not rendered at all yet
+
+
+@lru_cache(maxsize=256)
+def _compiled_plan(st: StructType, zone: str = "UTC") -> tuple[PlanField, ...] | None:
     """The compiled renderer's plan of a struct; None when a field needs the Python code.
 
-    Only types whose text needs no Java number or date formatting: booleans, integers,
-    strings, void and structs of those. Doubles, decimals, dates, arrays, maps… stay in
-    the generated Python, which is exact for them.
+    Booleans, integers, strings, void, binary, compact decimals and structs are rendered in
+    C; doubles, dates and timestamps in fixed-offset zones too, but for the values whose text
+    is unusual (see ``parsers/_speedups.c``), which call the Python function of the field.
+    Floats, intervals, arrays, maps and large decimals call their Python function for every
+    value, from the compiled loop. Only variant fields keep the whole schema in Python.
     """
+    check_supported(st)
+    spec = TimeZoneSpec(zone)
     fields = []
     for field in st.fields:
-        dt = field.data_type
-        fmt = json_format(dt)
-        sub = None
-        if isinstance(dt, StructType):
-            sub = _compiled_plan(dt)
-            if sub is None:
-                return None
-            code = _PLAN_STRUCT
-        elif fmt in ("num", "bool", "void", "string"):
-            code = _PLAN_CODES[fmt if fmt != "num" else slot_kind(dt)]
-        else:
+        entry = _plan_field(field.data_type, spec)
+        if entry is None:
             return None
         try:
             name = (json_quote(field.name) + ":").encode("utf-8")
         except UnicodeEncodeError:
             return None  # a lone surrogate: the Python path reports it when writing
-        fields.append((name, code, sub))
+        fields.append((name, *entry))
     return tuple(fields)
 
 
@@ -589,8 +640,8 @@ def state_blob_encoder(
     """``blob(pairs, partition_id) -> (bytes, rows)``: :func:`state_lines_encoder` as bytes.
 
     The lines of many ``(key_bytes, value_bytes_or_None)`` pairs, UTF-8 encoded, each ending
-    in ``\\n``; same text and errors. With ``parsers._speedups`` built and schemas of simple
-    types (see :func:`_compiled_plan`) the loop runs in C; a row it does not render (one
+    in ``\\n``; same text and errors. With ``parsers._speedups`` built (and no variant
+    field, see :func:`_compiled_plan`) the loop runs in C; a row it does not render (one
     that does not fit its schema, invalid UTF-8, …) goes through :func:`state_line_encoder`,
     which raises or renders it exactly as without the extension.
 
@@ -600,7 +651,8 @@ def state_blob_encoder(
         data, rows = blob(iter(state.items()), partition_id)
     """
     line, lines = _state_encoders(key_schema, value_schema, zone)
-    key_plan, value_plan = _compiled_plan(key_schema), _compiled_plan(value_schema)
+    key_plan = _compiled_plan(key_schema, zone)
+    value_plan = _compiled_plan(value_schema, zone)
     if _speedups is None or key_plan is None or value_plan is None:
 
         def blob_python(pairs: Iterable[tuple[Any, Any]], pid: int) -> tuple[bytes, int]:

@@ -12,6 +12,7 @@ import os
 import struct
 import subprocess
 import sys
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 from state_encoders import encode_records
 
 from parsers import records as records_module
-from parsers.errors import ParseError
+from parsers.errors import ParseError, UnsupportedFormat
 from parsers.records import iter_records, read_record_keys, read_records
 from parsers.sparkjson import (
     _compiled_plan,
@@ -28,7 +29,17 @@ from parsers.sparkjson import (
     state_line_encoder,
     state_lines_encoder,
 )
-from parsers.sparktypes import AtomicType, DataType, StructField, StructType
+from parsers.sparktypes import (
+    ArrayType,
+    AtomicType,
+    DataType,
+    DayTimeIntervalType,
+    DecimalType,
+    MapType,
+    StructField,
+    StructType,
+    YearMonthIntervalType,
+)
 from parsers.unsafewriter import encode_row
 
 _speedups = pytest.importorskip(
@@ -158,15 +169,90 @@ SIMPLE = {
     ),
     "void": st.none(),
 }
+# Values whose text the compiled loop hands back to Python: Java's own digits (powers of two,
+# 2**53 and above, subnormals), years outside 1600-9999, the days of the 1582 gap.
+_HARD_DOUBLES = [2.0, 0.5, -0.25, 2.0**60, 9007199254740993.0, 5e-324, 2.2250738585072014e-308,
+                 1e-3, 9.999999e-4, 1e7, 9999999.999, 1e21, 1.0e-5, float("nan"),
+                 float("inf"), -float("inf"), -0.0, 0.0, 100.0, 0.1, 123456.789]  # fmt: skip
+_EDGE_DAYS = [-135141, -135140, 2932896, 2932897, -141438, -141437, -141428, -141427, -719162,
+              -800000, 0, -1, 19723]  # fmt: skip
+_US_DAY = 86_400_000_000
+_MICROS = st.one_of(
+    st.integers(-(2**63), 2**63 - 1),
+    st.integers(-(10**12) * 1000, 10**12 * 1000),  # the seconds around our era
+    st.builds(
+        lambda d, us: d * _US_DAY + us,
+        st.sampled_from(_EDGE_DAYS),
+        st.integers(-_US_DAY, _US_DAY),
+    ),
+)
+RICH = {
+    "double": st.one_of(st.floats(), st.sampled_from(_HARD_DOUBLES)),
+    "float": st.floats(width=32),
+    "date": st.one_of(st.integers(-(2**31), 2**31 - 1), st.sampled_from(_EDGE_DAYS)),
+    "timestamp": _MICROS,
+    "timestamp_ntz": _MICROS,
+    "binary": st.binary(max_size=10),
+}
+DECIMALS = [DecimalType(10, 3), DecimalType(18, 0), DecimalType(18, 18), DecimalType(4, 2),
+            DecimalType(30, 5)]  # fmt: skip
+OTHER_TYPES: list[DataType] = [
+    *DECIMALS,
+    ArrayType(AtomicType("double")),
+    ArrayType(AtomicType("string")),
+    ArrayType(StructType((StructField("t", AtomicType("timestamp")),))),
+    MapType(AtomicType("string"), AtomicType("long")),
+    MapType(AtomicType("date"), ArrayType(AtomicType("float"))),
+    YearMonthIntervalType(0, 1),
+    DayTimeIntervalType(0, 3),
+    AtomicType("interval"),
+]
+
+
+def _decimal_values(dt: DecimalType) -> st.SearchStrategy[Decimal]:
+    top = Decimal(10) ** (dt.precision - dt.scale) - Decimal(1).scaleb(-dt.scale)
+    return st.decimals(-top, top, places=dt.scale, allow_nan=False, allow_infinity=False)
+
+
+def draw_value(draw: st.DrawFn, dt: DataType) -> Any:
+    """One non-null value of ``dt`` (elements, map values and fields may be None)."""
+    if isinstance(dt, StructType):
+        return draw_row(draw, dt)
+    if isinstance(dt, AtomicType):
+        if dt.name == "interval":
+            return draw(
+                st.tuples(*[st.integers(-(2**31), 2**31 - 1)] * 2, st.integers(-(2**63), 2**63 - 1))
+            )
+        return draw(SIMPLE[dt.name] if dt.name in SIMPLE else RICH[dt.name])
+    if isinstance(dt, DecimalType):
+        return draw(_decimal_values(dt))
+    if isinstance(dt, YearMonthIntervalType):
+        return draw(st.integers(-(2**31), 2**31 - 1))
+    if isinstance(dt, DayTimeIntervalType):
+        return draw(st.integers(-(2**63), 2**63 - 1))
+    if isinstance(dt, ArrayType):
+        n = draw(st.integers(0, 3))
+        return [None if draw(NULLS) else draw_value(draw, dt.element_type) for _ in range(n)]
+    assert isinstance(dt, MapType)
+    n = draw(st.integers(0, 3))
+    return [
+        (draw_value(draw, dt.key_type), None if draw(NULLS) else draw_value(draw, dt.value_type))
+        for _ in range(n)
+    ]
+
+
 names = st.one_of(
     st.sampled_from(["k", "count", "sum", 'a"b', "back\\slash", "\x01", "ü"]),
     st.text(st.characters(exclude_categories=("Cs",)), max_size=6),
 )
 
 
-def struct_types(depth: int = 2) -> st.SearchStrategy[StructType]:
+def struct_types(depth: int = 2, rich: bool = False) -> st.SearchStrategy[StructType]:
     leaf: st.SearchStrategy[DataType] = st.sampled_from(sorted(SIMPLE)).map(AtomicType)
-    field_type = leaf if depth == 0 else st.one_of(leaf, leaf, struct_types(depth - 1))
+    if rich:
+        leaf = st.one_of(leaf, st.sampled_from(sorted(RICH)).map(AtomicType))
+        leaf = st.one_of(leaf, st.sampled_from(OTHER_TYPES))
+    field_type = leaf if depth == 0 else st.one_of(leaf, leaf, struct_types(depth - 1, rich))
     return st.lists(st.tuples(names, field_type), max_size=5).map(
         lambda fields: StructType(tuple(StructField(n, t) for n, t in fields))
     )
@@ -178,13 +264,7 @@ def draw_row(draw: st.DrawFn, schema: StructType) -> tuple[Any, ...]:
     out: list[Any] = []
     for field in schema.fields:
         dt = field.data_type
-        if draw(NULLS):
-            out.append(None)
-        elif isinstance(dt, StructType):
-            out.append(draw_row(draw, dt))
-        else:
-            assert isinstance(dt, AtomicType)
-            out.append(draw(SIMPLE[dt.name]))
+        out.append(None if draw(NULLS) else draw_value(draw, dt))
     return tuple(out)
 
 
@@ -196,6 +276,8 @@ def _struct(*fields: tuple[str, DataType]) -> StructType:
 
 
 _ALL_SIMPLE = _struct(*((name, AtomicType(name)) for name in sorted(SIMPLE)))
+_ALL_RICH = _struct(*((name, AtomicType(name)) for name in sorted(RICH)))
+_ALL_OTHER = _struct(*((f"o{i}", dt) for i, dt in enumerate(OTHER_TYPES)))
 # A fixed set keeps the generated Python encoders cached (building one costs milliseconds);
 # test_rendering_agrees_on_random_schemas draws schemas freely, with fewer examples.
 SCHEMAS = [
@@ -207,7 +289,17 @@ SCHEMAS = [
     _struct(),
     # More than 64 fields: a null bitset of two words.
     _struct(*((f"f{i}", AtomicType("short" if i % 2 else "string")) for i in range(70))),
+    # Every other type, alone and nested as a window aggregation keeps them.
+    _ALL_RICH,
+    _ALL_OTHER,
+    _struct(
+        ("window", _struct(("start", AtomicType("timestamp")), ("end", AtomicType("timestamp")))),
+        ("k", AtomicType("string")),
+    ),
+    _struct(("sum", AtomicType("double")), ("count", AtomicType("long"))),
+    _struct(("in", _ALL_RICH), ("d", DecimalType(38, 10))),
 ]
+ZONES = st.sampled_from(["UTC", "+05:30", "-07:52:58", "Europe/Paris", "America/Los_Angeles"])
 
 
 @st.composite
@@ -226,16 +318,20 @@ def state_rows(
     return key_schema, value_schema, pairs
 
 
-def python_blob(key: StructType, value: StructType, pairs: list[Any], pid: int) -> Outcome:
+def python_blob(
+    key: StructType, value: StructType, pairs: list[Any], pid: int, zone: str = "UTC"
+) -> Outcome:
     def run() -> bytes:
-        lines = state_lines_encoder(key, value)(pairs, pid)
+        lines = state_lines_encoder(key, value, zone)(pairs, pid)
         return "".join(line + "\n" for line in lines).encode("utf-8")
 
     return outcome(run)
 
 
-def compiled_blob(key: StructType, value: StructType, pairs: list[Any], pid: int) -> Outcome:
-    blob = state_blob_encoder(key, value)
+def compiled_blob(
+    key: StructType, value: StructType, pairs: list[Any], pid: int, zone: str = "UTC"
+) -> Outcome:
+    blob = state_blob_encoder(key, value, zone)
 
     def run() -> bytes:
         data, rows = blob(iter(pairs), pid)
@@ -245,10 +341,10 @@ def compiled_blob(key: StructType, value: StructType, pairs: list[Any], pid: int
     return outcome(run)
 
 
-@FAST
-@given(case=state_rows(), pid=st.integers(0, 2**31 - 1))
-def test_rendering_agrees_on_valid_rows(case: Any, pid: int) -> None:
-    check_valid_rows(case, pid)
+@settings(max_examples=300, deadline=None, database=None)
+@given(case=state_rows(), pid=st.integers(0, 2**31 - 1), zone=ZONES)
+def test_rendering_agrees_on_valid_rows(case: Any, pid: int, zone: str) -> None:
+    check_valid_rows(case, pid, zone)
 
 
 @settings(max_examples=40, deadline=None, database=None)
@@ -257,16 +353,24 @@ def test_rendering_agrees_on_random_schemas(case: Any) -> None:
     check_valid_rows(case, 0)
 
 
-def check_valid_rows(case: Any, pid: int) -> None:
+@settings(max_examples=60, deadline=None, database=None)
+@given(case=state_rows(struct_types(rich=True)), zone=ZONES)
+def test_rendering_agrees_on_random_schemas_of_every_type(case: Any, zone: str) -> None:
+    check_valid_rows(case, 0, zone)
+
+
+def check_valid_rows(case: Any, pid: int, zone: str = "UTC") -> None:
     key, value, pairs = case
-    assert _compiled_plan(key) is not None and _compiled_plan(value) is not None
-    # Valid rows never leave the compiled loop: the comparison below is C against Python.
-    plan = _speedups.compile_plan(_compiled_plan(key), _compiled_plan(value))
+    key_plan, value_plan = _compiled_plan(key, zone), _compiled_plan(value, zone)
+    assert key_plan is not None and value_plan is not None
+    # Valid rows never leave the compiled loop: the comparison below is C against Python
+    # (values C does not format itself are the field's Python function, called from C).
+    plan = _speedups.compile_plan(key_plan, value_plan)
     chunk, pending, rows = _speedups.render_lines(plan, pairs, pid)
     assert pending is None and rows == len(pairs)
-    expected = python_blob(key, value, pairs, pid)
+    expected = python_blob(key, value, pairs, pid, zone)
     assert expected == ("ok", chunk)
-    assert compiled_blob(key, value, pairs, pid) == expected
+    assert compiled_blob(key, value, pairs, pid, zone) == expected
 
 
 def _mutate_row(row: bytes, data: st.DataObject) -> bytes:
@@ -279,9 +383,9 @@ def _mutate_row(row: bytes, data: st.DataObject) -> bytes:
     return bytes(out)
 
 
-@settings(max_examples=100, deadline=None, database=None)
-@given(case=state_rows(), data=st.data())
-def test_rendering_agrees_on_damaged_rows(case: Any, data: st.DataObject) -> None:
+@settings(max_examples=200, deadline=None, database=None)
+@given(case=state_rows(), data=st.data(), zone=ZONES)
+def test_rendering_agrees_on_damaged_rows(case: Any, data: st.DataObject, zone: str) -> None:
     key, value, pairs = case
     if not pairs:
         return
@@ -292,7 +396,7 @@ def test_rendering_agrees_on_damaged_rows(case: Any, data: st.DataObject) -> Non
     else:
         kb = _mutate_row(kb, data)
     pairs[at] = (kb, vb)
-    assert compiled_blob(key, value, pairs, 3) == python_blob(key, value, pairs, 3)
+    assert compiled_blob(key, value, pairs, 3, zone) == python_blob(key, value, pairs, 3, zone)
 
 
 @FAST
@@ -343,17 +447,39 @@ def test_void_field_with_its_null_bit_clear_is_null() -> None:
     assert data == python_blob(key, value, [(kb, encode_row(value, (None,))), (kb, cleared)], 0)[1]
 
 
-def test_schemas_with_other_types_stay_in_python() -> None:
+def test_variant_schemas_stay_in_python() -> None:
+    variant = StructType((StructField("v", AtomicType("variant")),))
+    with pytest.raises(UnsupportedFormat):
+        _compiled_plan(variant)
     double = StructType((StructField("avg", AtomicType("double")),))
     nested = StructType((StructField("w", double),))
-    assert _compiled_plan(double) is None
-    assert _compiled_plan(nested) is None
+    assert _compiled_plan(nested) is not None
     key = StructType((StructField("k", AtomicType("string")),))
     pairs = [(encode_row(key, ("a",)), encode_row(nested, ((0.1,),)))]
     assert compiled_blob(key, nested, pairs, 1) == python_blob(key, nested, pairs, 1)
     assert compiled_blob(key, nested, pairs, 1)[1] == (
         b'{"key":{"k":"a"},"value":{"w":{"avg":0.1}},"partition_id":1}\n'
     )
+
+
+def test_a_python_function_that_raises_hands_the_row_back() -> None:
+    # A damaged array: its generated function raises, the row goes to the Python encoder,
+    # which raises the same error with the row's context.
+    key = StructType((StructField("k", AtomicType("string")),))
+    value = StructType((StructField("a", ArrayType(AtomicType("long"))),))
+    good = encode_row(value, ([1, 2, None],))
+    bad = good[:16] + b"\xff\xff\xff\x7f" + good[20:]  # element count far past the end
+    pairs = [(encode_row(key, ("a",)), good), (encode_row(key, ("b",)), bad)]
+    got = compiled_blob(key, value, pairs, 0)
+    assert got == python_blob(key, value, pairs, 0)
+    assert got[0] == "error"
+
+
+def test_plan_codes_need_their_functions() -> None:
+    with pytest.raises(ValueError, match="needs a function"):
+        _speedups.compile_plan(((b'"d":', 8, None, None, 0, b""),), ())
+    with pytest.raises(ValueError, match="unknown plan type code"):
+        _speedups.compile_plan(((b'"d":', 99, None, None, 0, b""),), ())
 
 
 def test_pure_python_can_be_forced() -> None:
