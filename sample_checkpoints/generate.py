@@ -502,8 +502,8 @@ SAMPLES = (
 # --------------------------------------------------------------------------- running
 
 
-def spark_session(app: str, extra: dict[str, str] | None = None) -> SparkSession:
-    """A local session with the sample-wide configuration (plus ``extra``)."""
+def spark_session(app: str) -> SparkSession:
+    """A local session with the sample-wide configuration."""
     os.environ["TZ"] = "UTC"
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
@@ -511,7 +511,7 @@ def spark_session(app: str, extra: dict[str, str] | None = None) -> SparkSession
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master("local[2]").appName(app)
-    for key, value in {**SESSION_CONF, **(extra or {})}.items():
+    for key, value in SESSION_CONF.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -1,10 +1,10 @@
 """Take the README's screenshots of the dashboard on the demo stories (``docs/screenshots/``).
 
 Starts ``stateglass dashboard`` on a fresh temporary database of ``sample_checkpoints/demo``
-(with the demo's event log and ``demo.toml``, as ``make run`` does), visits every page in
-Debian's Chromium through Playwright, writes one PNG per shot, then stops the server. The
-shots (page, story, what is selected) are fixed in :data:`SHOTS`, so a re-run after a merge
-redraws the same pictures with the code of the day.
+and ``spark-4.3/tws-rocks-cl`` (with the demo's event log and ``demo.toml``, as ``make run``
+does), visits every page in Debian's Chromium through Playwright, writes one PNG per shot,
+then stops the server. The shots (page, story, what is selected) are fixed in :data:`SHOTS`,
+so a re-run after a merge redraws the same pictures with the code of the day.
 
 Usage (from the repository root, after ``make install``)::
 
@@ -32,6 +32,8 @@ ROOT = HERE.parent
 DEMO = HERE / "demo"
 EVENTLOGS = HERE / "eventlogs" / "demo"
 CONFIG = HERE / "demo.toml"
+# The transformWithState story is a version-tagged sample, shown beside the demo.
+TWS = HERE / "spark-4.3" / "tws-rocks-cl"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -82,14 +84,14 @@ SHOTS = (
     ),
     Shot("browse.png", "browse", "skewed-join", "left-keyWithIndexToValue", 1200),
     Shot("diff.png", "diff", "unbounded-state", height=1200),
-    Shot("key_history.png", "key-history", "tws-timers", height=1300),
+    Shot("key_history.png", "key-history", "tws-rocks-cl", height=1300),
 )
 
 
 def start_dashboard(db: Path, port: int) -> subprocess.Popen[bytes]:
     """``stateglass dashboard`` on the demo, as ``make run`` starts it, on 127.0.0.1:port."""
     command = [
-        *[sys.executable, "-m", "app.cli", "dashboard", str(DEMO)],
+        *[sys.executable, "-m", "app.cli", "dashboard", str(DEMO), str(TWS)],
         *["--db", str(db), "--port", str(port), "--headless"],
         *["--progress", str(EVENTLOGS), "--config", str(CONFIG)],
     ]
