@@ -18,7 +18,7 @@ import argparse
 import json
 from typing import Any
 
-from collectors.compat.facts import CheckpointFacts
+from collectors.compat.facts import CheckpointFacts, OperatorFacts
 from collectors.compat.rules import CAVEAT, COMPATIBLE, NEW, NOTE, REFUSE, SAME, Verdict
 
 EXIT_RESTARTS = 0
@@ -79,7 +79,7 @@ def to_json(old: CheckpointFacts, new: CheckpointFacts, verdict: Verdict) -> dic
     }
 
 
-def _op_json(op: Any) -> dict[str, Any]:
+def _op_json(op: OperatorFacts) -> dict[str, Any]:
     return {
         "operator_id": op.operator_id,
         "name": op.name,
@@ -97,7 +97,7 @@ def _op_json(op: Any) -> dict[str, Any]:
     }
 
 
-def _describe(op: Any) -> str:
+def _describe(op: OperatorFacts) -> str:
     meta = f"operator metadata v{op.metadata_version}" if op.metadata_version else "no metadata"
     stores = "; ".join(
         f"{s.name} ({s.provider}, {s.num_partitions} partitions, "

@@ -9,7 +9,6 @@ the case says, and ``compat OLD NEW`` must predict exactly that: the exit status
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -25,11 +24,11 @@ from collectors.compat.rules import (
     OPERATORS_MISMATCH,
     VALUE_NOT_COMPATIBLE,
 )
+from tests.compat.spark_runs import ROCKSDB, Confs, error_class, write_json
 
 pytestmark = pytest.mark.slow
 
 SCHEMA = "k INT, v BIGINT, s STRING"
-ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 PARTITIONS = "spark.sql.shuffle.partitions"
 PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 
@@ -111,58 +110,6 @@ class Outcome:
     spark_message: str
 
 
-def _write_json(path: Path, rows: list[tuple[int, int, str]]) -> None:
-    path.write_text("".join(json.dumps({"k": k, "v": v, "s": s}) + "\n" for k, v, s in rows))
-
-
-class _Confs:
-    """Set session confs for one query start, and put the old values back."""
-
-    def __init__(self, spark: Any, confs: dict[str, str]) -> None:
-        self.spark, self.confs = spark, confs
-        self.saved: dict[str, str | None] = {}
-
-    def __enter__(self) -> None:
-        for key, value in self.confs.items():
-            self.saved[key] = self.spark.conf.get(key, None)
-            self.spark.conf.set(key, value)
-
-    def __exit__(self, *exc: object) -> None:
-        for key, value in self.saved.items():
-            if value is None:
-                self.spark.conf.unset(key)
-            else:
-                self.spark.conf.set(key, value)
-
-
-_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]+(?:\.[A-Z0-9_]+)?)\]")
-
-
-def error_class(exc: BaseException) -> str:
-    """Spark's error class of the failure: the innermost Spark error condition on the JVM
-    cause chain (the streaming query wraps it in STREAM_FAILED); without one, the class of the
-    innermost JVM exception."""
-    origin = getattr(exc, "_origin", None)
-    found: list[str] = []
-    innermost = None
-    while origin is not None:
-        innermost = str(origin.getClass().getName())
-        try:
-            condition = origin.getCondition()
-        except Exception:
-            condition = None
-        if condition:
-            found.append(str(condition))
-        origin = origin.getCause()
-    inner = [c for c in found if c != "STREAM_FAILED"]
-    if inner:
-        return inner[-1]
-    if innermost is not None and found:
-        return innermost
-    classes = [c for c in _CLASS.findall(str(exc)) if c != "STREAM_FAILED"]
-    return classes[0] if classes else type(exc).__name__
-
-
 def _run(spark: Any, query: Query, source: Path, cp: Path, mode: str, **opts: str) -> None:
     reader = spark.readStream.schema(SCHEMA)
     for key, value in opts.items():
@@ -185,25 +132,25 @@ def outcomes(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[d
     root = tmp_path_factory.mktemp("compat")
     source = root / "in"
     source.mkdir()
-    _write_json(source / "1.json", [(1, 10, "a"), (2, 20, "b")])
-    _write_json(source / "2.json", [(1, 11, "c"), (3, 30, "d")])
+    write_json(source / "1.json", [(1, 10, "a"), (2, 20, "b")])
+    write_json(source / "2.json", [(1, 11, "c"), (3, 30, "d")])
     olds: dict[str, Path] = {}
     for base, (query, mode) in BASES.items():
         olds[base] = root / f"old-{base}"
         # One file per batch: OLD gets two committed batches.
         _run(spark, query, source, olds[base], mode, maxFilesPerTrigger="1")
     # New data, so that each restart plans a batch (Spark checks state while planning one).
-    _write_json(source / "3.json", [(2, 21, "e"), (4, 40, "f")])
+    write_json(source / "3.json", [(2, 21, "e"), (4, 40, "f")])
     shutil.copytree(source, root / "in-moved")
     out = {}
     for case in CASES:
         new = root / f"new-{case.name}"
-        with _Confs(spark, case.confs):
+        with Confs(spark, case.confs):
             _run(spark, case.query, root / case.source, new, case.mode)
         restarted = root / f"restart-{case.name}"
         shutil.copytree(olds[case.base], restarted)
         spark_error, message = None, ""
-        with _Confs(spark, case.confs):
+        with Confs(spark, case.confs):
             try:
                 _run(spark, case.query, root / case.source, restarted, case.mode)
             except StreamingQueryException as exc:
