@@ -19,13 +19,19 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from collectors.chains import VERSION_FILES
 from collectors.checkpoint import Checkpoint, StoreInfo
 from collectors.errors import CheckpointError
-from collectors.eviction_rules import JOIN_VALUE, TIMERS, EvictionRule, eviction_rules
+from collectors.eviction_rules import (
+    JOIN_VALUE,
+    NOT_AUDITED,
+    TIMERS,
+    EvictionRule,
+    eviction_rules,
+)
 from collectors.state import StateRequest, StateSource
 from parsers.errors import ParseError
 
@@ -273,7 +279,7 @@ def run_audit(
     rules = store_rules(cp, stores, has_watermark)
     rows: list[AuditRow] = []
     problems: list[CheckpointError] = []
-    for rule in rules:
+    for i, rule in enumerate(rules):
         if not tracked(rule):
             continue
         versions = {
@@ -283,7 +289,13 @@ def run_audit(
         }
         found, trouble = audit_store(cp, rule, versions, watermarks)
         rows.extend(found)
-        problems.extend(trouble)
+        if trouble:
+            # The chains report unreadable files already; rows StateGlass cannot decode are
+            # not damage (``stateglass state`` says the same): the store is just not audited.
+            problems.extend(trouble)
+            rules[i] = replace(
+                rule, kind=NOT_AUDITED, cause=f"its rows could not be read: {trouble[0].why}"
+            )
     return rule_rows(root, rules), audit_rows(root, rows), problems
 
 

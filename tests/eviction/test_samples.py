@@ -97,12 +97,19 @@ def test_browse_overdue_filter_examples() -> None:
     assert page.table is not None and page.table.num_rows == 0
 
 
+# Corpus scenarios whose state Spark evicts by event time (the others have no watermark).
+EVICTING = ("winagg", "dedup-", "dedupww", "session", "fmgws", "twsevt", "join")
+
+
 def test_corpus_healthy_operators_zero_overdue(fixture_corpus: Path, tmp_path: Path) -> None:
-    """Every audited store of the corpus shows zero overdue keys at every version."""
+    """Every audited store of the corpus shows zero overdue keys at every version, and every
+    kind of rule is met. (Not audited there: join state formats 3/4 in column families, and
+    Spark 3.5's RocksDB session windows, whose rows StateGlass does not decode yet.)"""
     db = Database(str(tmp_path / "corpus.duckdb"))
-    checked = 0
+    kinds: dict[str, int] = {}
     for cp_dir in sorted(fixture_corpus.glob("*/*/checkpoint")):
-        if not cp_dir.joinpath("state").is_dir():
+        scenario = cp_dir.parent.name
+        if not scenario.startswith(EVICTING) or not cp_dir.joinpath("commits").is_dir():
             continue
         root = scan_checkpoint(db, str(cp_dir)).checkpoint
         rows = read_query(
@@ -112,9 +119,23 @@ def test_corpus_healthy_operators_zero_overdue(fixture_corpus: Path, tmp_path: P
             [root],
         )
         assert rows == [], (cp_dir, rows[:5])
-        checked += read_query(
+        for kind, judged in read_query(
             db.path,
-            "SELECT count(*) FROM eviction_audit WHERE checkpoint = ? AND overdue_keys IS NOT NULL",
+            "SELECT r.kind, count(a.version) FROM eviction_rules r LEFT JOIN eviction_audit a "
+            "USING (checkpoint, operator_id, store_name, state_var) WHERE r.checkpoint = ? "
+            "GROUP BY r.kind",
             [root],
-        )[0][0]
-    assert checked > 100
+        ):
+            kinds[kind] = kinds.get(kind, 0) + judged
+        leak = [f for f in evaluate(db.path, root) if f.rule == "state_leak"]
+        assert {f.status for f in leak} == {"OK"}, (cp_dir, leak)
+    for kind in (
+        "window",
+        "session_window",
+        "dedup",
+        "dedup_within_watermark",
+        "join_value",
+        "event_time_timeout",
+        "event_time_timers",
+    ):
+        assert kinds.get(kind, 0) > 0, kinds
