@@ -149,7 +149,7 @@ def what_if(
     full_bytes = facts["snapshot_bytes"].astype("float64") + facts["sst_bytes_live"].astype(
         "float64"
     ).fillna(0)
-    store_per_key = _per_key(full_bytes, facts["num_keys"])
+    store_per_key = _per_key(full_bytes, facts["num_keys"]) or _delta_per_key(facts)
     out = []
     for partition, part in facts.groupby("partition_id"):
         part = part.sort_values("version")
@@ -161,7 +161,9 @@ def what_if(
         part_full = part["snapshot_bytes"].astype("float64") + part["sst_bytes_live"].astype(
             "float64"
         ).fillna(0)
-        per_key = _per_key(part_full, part["num_keys"]) or store_per_key or 0.0
+        per_key = (
+            _per_key(part_full, part["num_keys"]) or _delta_per_key(part) or store_per_key or 0.0
+        )
         if base:
             row = by_version.loc[base] if base in by_version.index else None
             real = None if row is None else _int(row["snapshot_bytes"])
@@ -201,6 +203,17 @@ def what_if(
             )
         )
     return out
+
+
+def _delta_per_key(facts: pd.DataFrame) -> float | None:
+    """Bytes per record of the deltas or changelogs: a store that never wrote a snapshot
+    (each record holds a key and its value, as a snapshot row does)."""
+    changed = (
+        facts[["keys_added", "keys_updated", "keys_removed"]]
+        .astype("float64")
+        .sum(axis=1, min_count=1)
+    )
+    return _per_key(facts["delta_bytes"], changed)
 
 
 def _typical_ssts(part: pd.DataFrame) -> int:
@@ -255,5 +268,6 @@ ASSUMPTIONS = (
     "minDeltasForSnapshot deltas follow the last; RocksDB with changelog checkpointing: "
     "every minDeltasForSnapshot versions). Real snapshots come later when batches are "
     "faster than spark.sql.streaming.stateStore.maintenanceInterval (60 s). Sizes of files "
-    "that exist only under the other setting are estimated from keys × bytes per key."
+    "that exist only under the other setting are estimated from keys × bytes per key (from "
+    "the snapshots on record, else from the deltas or changelogs)."
 )

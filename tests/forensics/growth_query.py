@@ -9,6 +9,7 @@ hour (new keys, more every batch).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,11 @@ def write_input(folder: Path) -> None:
             rows.append(
                 {"customer_id": "c9", "device": f"new-{batch}", "ts": "2024-01-01T01:10:00Z"}
             )
-        (folder / f"{batch:03d}.json").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+        path = folder / f"{batch:03d}.json"
+        path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+        # The file source takes files oldest first, and files written in the same second tie:
+        # distinct mtimes make file N batch N.
+        os.utime(path, (1_700_000_000 + batch, 1_700_000_000 + batch))
 
 
 def run(spark: Any, root: Path) -> Path:
