@@ -168,7 +168,7 @@ def take(page: Any, url: str, shot: Shot, out: Path) -> None:
         charts_drawn(page, shot.charts)
     if shot.scroll_to:
         page.get_by_text(shot.scroll_to).first.evaluate("e => e.scrollIntoView({block: 'start'})")
-    page.wait_for_timeout(1500)  # Plotly's and the tables' last layout pass
+    page.wait_for_timeout(3000)  # Plotly's and the data grids' last layout pass (a canvas)
     page.screenshot(path=str(out / shot.file))
     print(f"wrote {out / shot.file}", flush=True)
 
