@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from collectors.chains import VERSION_FILES
+from collectors.chains import VERSION_FILES, ChainTask
 from collectors.checkpoint import Checkpoint, StoreInfo
 from collectors.errors import CheckpointError
 from collectors.eviction_rules import (
@@ -33,6 +33,7 @@ from collectors.eviction_rules import (
     eviction_rules,
 )
 from collectors.state import StateRequest, StateSource
+from collectors.stores import StoreContext, StoreReader, open_store
 from parsers.errors import ParseError
 
 
@@ -122,8 +123,12 @@ def audit_store(
     rule: EvictionRule,
     versions: Mapping[int, Sequence[int]],
     watermarks: Mapping[int, int | None],
+    tasks: Mapping[int, ChainTask] | None = None,
 ) -> tuple[list[AuditRow], list[CheckpointError]]:
-    """Audit ``versions`` (partition -> versions) of one rule's store; problems do not stop it."""
+    """Audit ``versions`` (partition -> versions) of one rule's store; problems do not stop it.
+
+    ``tasks``: the scan's chain task per partition, whose file listing and unique ids the
+    store readers reuse (no listing or commit file is read again)."""
     rows: list[AuditRow] = []
     problems: list[CheckpointError] = []
     if not versions:
@@ -135,7 +140,10 @@ def audit_store(
         return rows, [exc]
     for partition, wanted in sorted(versions.items()):
         try:
-            for version, items in _replay(source, timer, partition, sorted(wanted)):
+            task = (tasks or {}).get(partition)
+            reader = _reader(cp, task) if task else source.reader(partition)
+            provider = task.provider if task else source.store.provider
+            for version, items in _replay(reader, provider, timer, sorted(wanted)):
                 rows.append(_row(rule, partition, version, items, watermarks.get(version - 1)))
         except CheckpointError as exc:
             problems.append(exc)
@@ -169,13 +177,27 @@ def _row(
     )
 
 
+def _reader(cp: Checkpoint, task: ChainTask) -> StoreReader:
+    """The store reader the chain used: same files, codec, unique ids and limits."""
+    ctx = StoreContext(
+        fs=cp.fs,
+        store_dir=task.store_dir,
+        files=task.files,
+        codec=task.codec,
+        row_checksum=task.row_checksum,
+        merge_delimiter=task.merge_delimiter,
+        unique_ids=dict(task.unique_ids),
+        limits=task.limits,
+    )
+    return open_store(ctx, task.provider)
+
+
 def _replay(
-    source: StateSource, timer: _Timer, partition: int, wanted: list[int]
+    reader: StoreReader, provider: str, timer: _Timer, wanted: list[int]
 ) -> Iterator[tuple[int, dict[bytes, int | None]]]:
     """``key -> event time`` of the partition at each wanted version, replaying changes."""
-    reader = source.reader(partition)
     rebuildable = set(reader.versions())
-    change_versions, _ = VERSION_FILES[source.store.provider](reader)
+    change_versions, _ = VERSION_FILES[provider](reader)
     items: dict[bytes, int | None] | None = None
     at: int | None = None
     for version in wanted:
@@ -269,7 +291,7 @@ def audit_rows(root: str, rows: Iterable[AuditRow]) -> list[dict[str, Any]]:
 def run_audit(
     cp: Checkpoint,
     stores: Sequence[StoreInfo],
-    counted: Mapping[tuple[int, str, int], Sequence[int]],
+    counted: Mapping[tuple[int, str, int], tuple[ChainTask, Sequence[int]]],
     watermarks: Mapping[int, int | None],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[CheckpointError]]:
     """The scan's step: rules of every store, and the audit of the versions it just counted
@@ -282,12 +304,14 @@ def run_audit(
     for i, rule in enumerate(rules):
         if not tracked(rule):
             continue
-        versions = {
-            part: vs
-            for (op, store, part), vs in counted.items()
-            if op == rule.operator_id and store == rule.store_name and vs
+        mine = {
+            part: found
+            for (op, store, part), found in counted.items()
+            if op == rule.operator_id and store == rule.store_name and found[1]
         }
-        found, trouble = audit_store(cp, rule, versions, watermarks)
+        versions = {part: vs for part, (_, vs) in mine.items()}
+        tasks = {part: task for part, (task, _) in mine.items()}
+        found, trouble = audit_store(cp, rule, versions, watermarks, tasks)
         rows.extend(found)
         if trouble:
             # The chains report unreadable files already; rows StateGlass cannot decode are

@@ -274,7 +274,7 @@ class Scanner:
         eviction = run_audit(
             cp,
             stores,
-            {r.task.chain: [c.version for c in r.versions] for r in results},
+            {r.task.chain: (r.task, [c.version for c in r.versions]) for r in results},
             watermarks,
         )
         # Health facts: the schema files (small, read at every scan) and the pinned conf.

@@ -153,11 +153,18 @@ def test_state_page(samples_db: str, checkpoint: str, store: str, rocksdb: bool)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.selectbox(key="sg_store_widget").value == store
-    # keys, heatmap, skew, key changes, bytes by kind, snapshot lag (+ SST for RocksDB),
-    # and issue 11's growth shares, growth per version and restart cost.
-    assert charts(at) == 6 + rocksdb + FORENSIC_CHARTS
     op, name_store = store.split(" ", 1)
     store_name = name_store.split(" / ")[1]
+    # The eviction audit (issue 11): one chart of overdue keys per audited store.
+    (audited,) = read_query(
+        samples_db,
+        "SELECT count(*) FROM eviction_rules WHERE checkpoint = ? AND operator_id = ? "
+        "AND store_name = ? AND audited",
+        [checkpoint_of(checkpoint), int(op), store_name],
+    )[0]
+    # keys, heatmap, skew, key changes, bytes by kind, snapshot lag (+ SST for RocksDB),
+    # issue 11's growth shares, growth per version and restart cost, and the eviction audit.
+    assert charts(at) == 6 + rocksdb + FORENSIC_CHARTS + audited
     (partitions,) = read_query(
         samples_db,
         "SELECT count(DISTINCT partition_id) FROM state_versions WHERE checkpoint = ? "
@@ -170,7 +177,7 @@ def test_state_page(samples_db: str, checkpoint: str, store: str, rocksdb: bool)
     # The heatmap switches to bytes without an error.
     at.radio(key="sg_state_heatmap").set_value("bytes written").run()
     assert not at.exception
-    assert charts(at) == 6 + rocksdb + FORENSIC_CHARTS
+    assert charts(at) == 6 + rocksdb + FORENSIC_CHARTS + audited
 
 
 def test_pages_without_a_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
