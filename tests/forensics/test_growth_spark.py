@@ -94,6 +94,8 @@ def _counts(keys: list[dict[str, str]], fields: list[str]) -> Counter[tuple[str,
     return counts
 
 
+# About ten Spark reads and joins per case.
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "window"), CASES)
 def test_growth_attribution_matches_spark(spark: Any, name: str, window: int) -> None:
     check_against_spark(spark, str(SAMPLES / name), window)
