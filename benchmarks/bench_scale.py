@@ -378,7 +378,7 @@ def main() -> None:
             )
             print(f"load before state --jobs 1: {load_average()}", flush=True)
             wall1, peak1 = timed_tree(
-                [stateglass, "state", cp, "--jobs", "1", "-o", ours], None, env
+                [stateglass, "state", cp, "--jobs", "1", "-o", ours, *pin], None, env
             )
             print(
                 f"stateglass state --jobs 1: {wall1:.1f} s (CPU {CPU['last']:.1f} s), "
