@@ -247,7 +247,7 @@ def breakdown(cp: str, scratch: str) -> dict[str, float]:
     phases = dict.fromkeys(("read+decompress", "record walk", "merge", "iterate", "render"), 0.0)
     phases["write"] = 0.0
     rows = 0
-    with open(os.path.join(scratch, "breakdown.jsonl"), "wb") as out:
+    with open(os.path.join(scratch, f"breakdown-{os.getpid()}.jsonl"), "wb") as out:
         for partition in source.partitions:
             reader = source.reader(partition)
             t0 = time.perf_counter()
@@ -282,7 +282,7 @@ def breakdown(cp: str, scratch: str) -> dict[str, float]:
             phases["render"] += t1 - t0
             phases["write"] += t2 - t1
             rows += n
-    os.remove(os.path.join(scratch, "breakdown.jsonl"))
+    os.remove(os.path.join(scratch, f"breakdown-{os.getpid()}.jsonl"))
     phases["rows"] = rows
     return phases
 
