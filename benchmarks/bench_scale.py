@@ -83,13 +83,16 @@ spark.stop()
 SPARK_WRITE_JSON = r"""
 import sys
 from pyspark.sql import SparkSession
-cp, out = sys.argv[1], sys.argv[2]
+cp, out, batch = sys.argv[1], sys.argv[2], sys.argv[3]
 spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
          .config("spark.ui.showConsoleProgress", "false")
          .config("spark.driver.memory", "2g").config("spark.sql.session.timeZone", "UTC")
          .getOrCreate())
 spark.sparkContext.setLogLevel("ERROR")
-spark.read.format("statestore").load(cp).toJSON().saveAsTextFile(out)
+reader = spark.read.format("statestore")
+if batch != "last":
+    reader = reader.option("batchId", int(batch))
+reader.load(cp).toJSON().saveAsTextFile(out)
 spark.stop()
 """
 
@@ -244,7 +247,7 @@ def breakdown(cp: str, scratch: str) -> dict[str, float]:
     phases = dict.fromkeys(("read+decompress", "record walk", "merge", "iterate", "render"), 0.0)
     phases["write"] = 0.0
     rows = 0
-    with open(os.path.join(scratch, "breakdown.jsonl"), "wb") as out:
+    with open(os.path.join(scratch, f"breakdown-{os.getpid()}.jsonl"), "wb") as out:
         for partition in source.partitions:
             reader = source.reader(partition)
             t0 = time.perf_counter()
@@ -279,7 +282,7 @@ def breakdown(cp: str, scratch: str) -> dict[str, float]:
             phases["render"] += t1 - t0
             phases["write"] += t2 - t1
             rows += n
-    os.remove(os.path.join(scratch, "breakdown.jsonl"))
+    os.remove(os.path.join(scratch, f"breakdown-{os.getpid()}.jsonl"))
     phases["rows"] = rows
     return phases
 
@@ -335,6 +338,9 @@ def main() -> None:
     ap.add_argument("--provider", action="append", choices=("hdfs", "rocksdb"))
     ap.add_argument("--only", default="state,breakdown,spark,collect,browse,report")
     ap.add_argument("--write-only", action="store_true", help="write the data, time nothing")
+    ap.add_argument(
+        "--batch-id", default="last", help="batch both readers read (while a query still runs)"
+    )
     args = ap.parse_args()
     args.workdir = os.path.abspath(args.workdir or tempfile.mkdtemp(prefix="sg-bench-scale-"))
     if os.path.commonpath([args.workdir, ROOT]) == ROOT:
@@ -358,9 +364,10 @@ def main() -> None:
         print(f"\n### {provider}: {cp}, batches {found[0]}..{found[-1]}", flush=True)
         ours = os.path.join(scratch, "ours.jsonl")
         if "state" in only or "spark" in only:
-            timed_tree([stateglass, "state", cp, "--jobs", "1"], None, env)  # warm-up
+            pin = [] if args.batch_id == "last" else ["--batch-id", args.batch_id]
+            timed_tree([stateglass, "state", cp, "--jobs", "1", *pin], None, env)  # warm-up
             print(f"load before state: {load_average()}", flush=True)
-            wall, peak = timed_tree([stateglass, "state", cp, "-o", ours], None, env)
+            wall, peak = timed_tree([stateglass, "state", cp, "-o", ours, *pin], None, env)
             with open(ours, "rb") as fh:
                 rows = sum(1 for _ in fh)
             print(
@@ -371,7 +378,7 @@ def main() -> None:
             )
             print(f"load before state --jobs 1: {load_average()}", flush=True)
             wall1, peak1 = timed_tree(
-                [stateglass, "state", cp, "--jobs", "1", "-o", ours], None, env
+                [stateglass, "state", cp, "--jobs", "1", "-o", ours, *pin], None, env
             )
             print(
                 f"stateglass state --jobs 1: {wall1:.1f} s (CPU {CPU['last']:.1f} s), "
@@ -396,7 +403,7 @@ def main() -> None:
             shutil.rmtree(spark_dir, ignore_errors=True)
             time.sleep(5)
             print(f"load before Spark: {load_average()}", flush=True)
-            wall_s, peak_s = timed_tree([PY, "-c", SPARK_WRITE_JSON, cp, spark_dir])
+            wall_s, peak_s = timed_tree([PY, "-c", SPARK_WRITE_JSON, cp, spark_dir, args.batch_id])
             print(
                 f"Spark toJSON().saveAsTextFile: {wall_s:.1f} s (CPU {CPU['last']:.1f} s), "
                 f"peak RSS {peak_s:.0f} MiB"
