@@ -490,3 +490,22 @@ def test_pure_python_can_be_forced() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["None", "None"]
+
+
+def test_python_text_that_fails_hands_the_row_back() -> None:
+    # The C side of the contract with a field's Python function: a function that raises, or
+    # returns text that is not UTF-8 encodable or not a str, leaves the row to Python.
+    key = StructType((StructField("t", AtomicType("long")),))
+    kb = encode_row(key, (5,))
+
+    def boom(value: int) -> str:
+        raise ValueError(value)
+
+    for fn in (boom, lambda v: "\ud800", lambda v: 7, lambda v: str(v * 2)):
+        for code in (15, 16):  # T_CALL4 reads the low 4 bytes of the slot, T_CALL8 all 8
+            plan = _speedups.compile_plan(((b'"t":', code, None, fn, 0, b""),), ())
+            chunk, pending, rows = _speedups.render_lines(plan, [(kb, None)], 0)
+            if fn is not boom and fn(1) == "2":
+                assert (chunk, pending, rows) == (b'{"key":{"t":10},"partition_id":0}\n', None, 1)
+            else:
+                assert (chunk, pending, rows) == (b"", (kb, None), 0)
