@@ -10,9 +10,8 @@ Usage::
    the repository; default a fresh temporary directory): parquet sources, one file per
    micro-batch, and per provider the checkpoint of
    ``groupBy(k).agg(count, max(ts))`` read with ``maxFilesPerTrigger=1``: batch 0 inserts
-   ``--keys`` keys, each of the ``--batches`` later batches updates ``--touch`` of them (and
-   adds a few new ones), so there are ``batches + 1`` versions. Before the last batch the
-   query stops, so that the last batch can be the incremental ``collect``'s new batch.
+   ``--keys`` keys, each later batch (``--batches`` in all) updates ``--touch`` of them (and
+   adds a few new ones). The incremental ``collect`` has Spark commit one more batch.
 2. Times, whole processes, in one run:
    * ``stateglass state CP --format jsonl > ours.jsonl``: wall time and peak RSS of the whole
      process tree (sampled from /proc), and the per-row breakdown of the same read in this
