@@ -52,6 +52,13 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         help="Spark master for --engine spark: local[N] (default local[*]), spark://HOST:PORT, "
         "yarn or k8s://URL (see docs/spark-engine.md)",
     )
+    p.add_argument(
+        "--no-eviction-audit",
+        dest="eviction_audit",
+        action="store_false",
+        help="skip the eviction audit (it decodes the event time of every key at every new "
+        "version of a store Spark evicts by event time; default: audit)",
+    )
     discovery.add_arguments(p)
     add_progress_arg(p)
 
@@ -171,7 +178,7 @@ def _new_scanner(args: argparse.Namespace) -> Scanner:
     # Without --jobs (watch, the dashboard's watcher): chains in-process, see add_jobs_arg.
     jobs = getattr(args, "jobs", 1)
     engine = get_engine(getattr(args, "engine", "local"), getattr(args, "master", None), jobs)
-    return Scanner(Database(args.db), engine)
+    return Scanner(Database(args.db), engine, audit=getattr(args, "eviction_audit", True))
 
 
 def collect_progress(db: Database, paths: list[str], quiet_when_empty: bool = False) -> None:

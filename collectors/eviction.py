@@ -323,6 +323,22 @@ def run_audit(
     return rule_rows(root, rules), audit_rows(root, rows), problems
 
 
+SKIPPED = "the eviction audit was switched off for this collect (--no-eviction-audit)"
+
+
+def skipped_audit(
+    cp: Checkpoint, stores: Sequence[StoreInfo], watermarks: Mapping[int, int | None]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[CheckpointError]]:
+    """The rules alone, for a scan told not to audit: stores that would be audited say why
+    they were not; never-evicted stores keep their cause and fix (that needs no key)."""
+    has_watermark = any((w or 0) > 0 for w in watermarks.values())
+    rules = [
+        replace(rule, kind=NOT_AUDITED, cause=SKIPPED) if rule.audited else rule
+        for rule in store_rules(cp, stores, has_watermark)
+    ]
+    return rule_rows(cp.root, rules), [], []
+
+
 def tracked(rule: EvictionRule) -> bool:
     """Whether a rule's store is replayed: audited ones, and a join's value side (oldest
     event time, to tell a join without a time bound)."""

@@ -25,7 +25,7 @@ from collectors.checkpoint import Checkpoint, StoreInfo
 from collectors.db import Database
 from collectors.engines import Engine, LocalEngine
 from collectors.errors import CheckpointError, CorruptFile, EngineError
-from collectors.eviction import run_audit
+from collectors.eviction import run_audit, skipped_audit
 from collectors.facts import last_committed, write_facts
 from collectors.fs import FileSystem
 from collectors.listing import FileStat, Listing, diff_files, list_checkpoint, version_file_stats
@@ -134,11 +134,17 @@ class Scanner:
     """Scans checkpoints into one :class:`Database` with one engine."""
 
     def __init__(
-        self, db: Database, engine: Engine | None = None, fs: FileSystem | None = None
+        self,
+        db: Database,
+        engine: Engine | None = None,
+        fs: FileSystem | None = None,
+        audit: bool = True,
     ) -> None:
         self.db = db
         self.engine: Engine = engine or LocalEngine()
         self.fs = fs
+        # The eviction audit decodes every key of audited stores again: big stores may skip it.
+        self.audit = audit
 
     def scan(self, path: str, progress: Progress | None = None) -> ScanSummary:
         """Bring the database up to date with the checkpoint at ``path``."""
@@ -271,11 +277,15 @@ class Scanner:
         # evicts by event time, at the watermark of the batch that wrote each.
         watermarks.update({r["batch_id"]: r["watermark_ms"] for r in offsets_rows})
         # What the audit cannot read marks its rule "not audited" instead of filing a problem.
-        eviction = run_audit(
-            cp,
-            stores,
-            {r.task.chain: (r.task, [c.version for c in r.versions]) for r in results},
-            watermarks,
+        eviction = (
+            run_audit(
+                cp,
+                stores,
+                {r.task.chain: (r.task, [c.version for c in r.versions]) for r in results},
+                watermarks,
+            )
+            if self.audit
+            else skipped_audit(cp, stores, watermarks)
         )
         # Health facts: the schema files (small, read at every scan) and the pinned conf.
         schemas = schema_files(cp, stores)

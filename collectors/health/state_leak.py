@@ -18,7 +18,7 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
-from collectors.eviction_rules import JOIN_VALUE, NEVER
+from collectors.eviction_rules import JOIN_VALUE, NEVER, NOT_AUDITED
 from collectors.health.base import ERR, OK, WARN, Context, Finding, Store
 
 
@@ -71,6 +71,9 @@ class StateLeak:
                     out.append(finding)
                 if ok:
                     oks.append(ok)
+            elif kind == NOT_AUDITED:
+                # Not judged, and said so: an OK that looked like "nothing to evict" would lie.
+                oks.append(f"{label} not audited: {rule[7]}")
             elif kind == JOIN_VALUE:
                 text, ok = self._join(ctx, store, label)
                 if text:

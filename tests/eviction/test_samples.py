@@ -139,3 +139,33 @@ def test_corpus_healthy_operators_zero_overdue(fixture_corpus: Path, tmp_path: P
         "event_time_timers",
     ):
         assert kinds.get(kind, 0) > 0, kinds
+
+
+def test_collect_without_the_audit(tmp_path: Path) -> None:
+    """``collect --no-eviction-audit`` writes the rules (each audited store says it was
+    skipped, and why) but no audit rows; the default audits."""
+    import subprocess
+    import sys
+
+    sample = str(SAMPLES / "spark-4.3/agg-hdfs")
+    for flag, db in (
+        ([], tmp_path / "on.duckdb"),
+        (["--no-eviction-audit"], tmp_path / "off.duckdb"),
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "app.cli", "collect", sample, "--db", str(db), *flag],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr
+    on = read_query(str(tmp_path / "on.duckdb"), "SELECT count(*) FROM eviction_audit")[0][0]
+    assert on > 0
+    off = str(tmp_path / "off.duckdb")
+    assert read_query(off, "SELECT count(*) FROM eviction_audit")[0][0] == 0
+    ((kind, cause),) = read_query(off, "SELECT kind, cause FROM eviction_rules")
+    assert kind == "not_audited"
+    assert "--no-eviction-audit" in cause
+    leak = evaluate(off, read_query(off, "SELECT checkpoint FROM checkpoints")[0][0])
+    (finding,) = [f for f in leak if f.rule == "state_leak"]
+    assert "not audited" in finding.finding
