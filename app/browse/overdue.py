@@ -60,8 +60,12 @@ def rule_for(view: StateView) -> EvictionRule:
 
 
 def utc_ms(ms: int) -> str:
-    """Milliseconds since the epoch as ``2024-01-01 00:05:00.000`` (UTC)."""
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    """Milliseconds since the epoch as ``2024-01-01 00:05:00.000`` (UTC); outside the years
+    Python's datetime holds (Spark's timestamps reach further), the number itself."""
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    except (ValueError, OverflowError, OSError):
+        return f"{ms} ms since the epoch"
 
 
 def overdue_page(

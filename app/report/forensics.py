@@ -18,6 +18,7 @@ from app.browse.views import StateView, views_of
 from app.errors import AppError
 from collectors.checkpoint import Checkpoint
 from collectors.errors import CheckpointError, StorageError
+from parsers.errors import ParseError
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,8 @@ def _growth(
         views = views_of(cp.store(operator_id, store_name), cp.root)
         view: StateView = next((v for v in views if not v.read_timers), views[0])
         return attribute_growth(view), ""
-    except (CheckpointError, StorageError, AppError) as exc:
+    # ParseError too: a cell that does not decode must cost the section, not the report.
+    except (CheckpointError, StorageError, AppError, ParseError) as exc:
         return None, f"growth attribution not available: {exc}"
 
 

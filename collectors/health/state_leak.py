@@ -25,7 +25,10 @@ from collectors.health.base import ERR, OK, WARN, Context, Finding, Store
 def _ms(ms: int | None) -> str:
     if ms is None:
         return "?"
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+    except (ValueError, OverflowError, OSError):  # beyond datetime's years 1..9999
+        return f"{ms} ms since the epoch"
 
 
 class StateLeak:

@@ -108,6 +108,11 @@ def render() -> None:
             show(f"**{md(f['rule'])}**: {md(f['finding'])}  \n*What to do:* {md(f['what to do'])}")
         if not findings["where"].astype(bool).any():
             findings = findings.drop(columns="where")
+        # st.table renders every cell as Markdown: store and field names come from the
+        # checkpoint, so each text cell is escaped to show exactly its text.
+        for column in ("rule", "where", "finding", "what to do"):
+            if column in findings:
+                findings[column] = findings[column].map(md)
         styled = findings.style.map(
             lambda v: f"background-color: {STATUS_COLORS.get(v, '')}", subset=["status"]
         )
