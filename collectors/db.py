@@ -477,6 +477,10 @@ class Database:
 
         names = list(rows[0])
         columns = {n: np.array([r.get(n) for r in rows], dtype=object) for n in names}
+        if len(rows) > 1000:
+            # DuckDB infers an object column's type from its first 1,000 values: a column of
+            # NULLs and small numbers there, and a 64-bit one later, fails as "out of range".
+            conn.execute(f"SET pandas_analyze_sample = {len(rows)}")
         conn.register("__stateglass_rows", columns)
         try:
             if on_conflict is None:

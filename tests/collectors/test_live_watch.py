@@ -159,13 +159,20 @@ def test_watch_follows_a_live_query(
     # The watcher marks a purge at the next commit's scan (store directories are not watched);
     # Spark's maintenance runs on its own timer and may delete files only after the last
     # commit, so one more scan, as the next commit would run, settles what was deleted.
+    known = [r[0] for r in read_query(db_path, "SELECT path FROM state_files")]
+    gone = {path for path in known if not os.path.exists(path)}
     scan_checkpoint(Database(db_path), str(cp))
     rows = read_query(
         db_path,
         "SELECT path, partition_id, version, kind, purged FROM state_files ORDER BY path",
     )
     purged = [r for r in rows if r[4]]
-    assert purged, "Spark purged nothing during the test: maintenance did not run"
+    # Every file Spark deleted before that scan is marked. Spark's maintenance runs on its
+    # own timer: on a slow machine it may not have deleted anything yet.
+    assert gone <= {r[0] for r in purged}
+    if not purged:
+        with capsys.disabled():
+            print("\nSpark's maintenance purged nothing during this run: purge checks idle")
     # A purge is seen by the scan of the next commit (store directories are not watched, see
     # docs/architecture.md): what Spark deletes after the last commit is not marked yet.
     for path, _, _, _, is_purged in rows:
