@@ -173,7 +173,7 @@ def state(args: argparse.Namespace) -> int:
             return 0
         for partition in source.partitions:
             with source.decoding(partition):
-                sink.write_partition(partition, source.load(partition, version))
+                sink.write_state_partition(source, partition, version)
     return 0
 
 

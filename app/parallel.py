@@ -27,7 +27,7 @@ def _render(partition: int) -> tuple[str, int]:
     assert _JOB is not None
     source, sink, version, scratch = _JOB
     with source.decoding(partition):
-        blob, rows = sink.render_partition_blob(partition, source.load(partition, version))
+        blob, rows = sink.render_state_partition(source, partition, version)
     # A file, not the text itself: pickling tens of MB through a pipe costs more than the
     # parent splicing the file into the output.
     path = os.path.join(scratch, f"partition-{partition}.jsonl")

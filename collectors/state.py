@@ -30,6 +30,7 @@ from collectors.errors import (
 )
 from collectors.stores import StoreContext, StoreReader, open_store
 from collectors.stores.base import Change
+from collectors.stores.hdfs import HdfsStoreReader
 from parsers.errors import ParseError, UnsupportedFormat
 from parsers.state_rows import (
     LIST_STATE,
@@ -236,6 +237,17 @@ class StateSource:
         """Every (key, value) of ``partition`` at ``version``; a purged version says so."""
         try:
             yield from self.reader(partition).load(version)
+        except MissingVersion as exc:
+            raise self.explain_missing(version, exc) from exc
+
+    def chain_data(self, partition: int, version: int) -> tuple[bytes | None, list[bytes]] | None:
+        """An HDFS partition's decompressed files for ``version`` (see
+        ``HdfsStoreReader.chain_data``); None for other providers."""
+        reader = self.reader(partition)
+        if not isinstance(reader, HdfsStoreReader):
+            return None
+        try:
+            return reader.chain_data(version)
         except MissingVersion as exc:
             raise self.explain_missing(version, exc) from exc
 

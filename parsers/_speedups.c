@@ -4,6 +4,7 @@
  *   read_record_keys(buf, allow_deletes) -> (puts, removed) | None
  *   compile_plan(key_plan, value_plan) -> capsule
  *   render_lines(plan, pairs, partition_id) -> (bytes, pending pair | None, rows)
+ *   render_chain(plan, snapshot | None, deltas, partition_id) -> (parts, rows) | None
  *
  * Every function refuses rather than guesses: on anything unusual (damaged stream, a row
  * that does not fit its schema, invalid UTF-8, a key that is not bytes) it hands control
@@ -811,8 +812,27 @@ put_fixed(Out *o, const Field *f, const unsigned char *slot)
  * row is one for Python (it raises or renders it), -1 = Python error. Bounds are those of
  * the generated Python: the fixed region against the whole buffer (struct.unpack_from),
  * variable-length values against the struct holding them. */
+/* A row's bytes; `obj` is the bytes object holding them, made only when a field's Python
+ * function needs it (`owned` then says the caller releases it). */
+typedef struct {
+    const unsigned char *buf;
+    Py_ssize_t len;
+    PyObject *obj;
+    int owned;
+} RowBuf;
+
+static PyObject *
+row_object(RowBuf *r)
+{
+    if (r->obj == NULL) {
+        r->obj = PyBytes_FromStringAndSize((const char *)r->buf, r->len);
+        r->owned = r->obj != NULL;
+    }
+    return r->obj;
+}
+
 static int
-put_struct(Out *o, const Plan *p, PyObject *bufobj, Py_ssize_t base, Py_ssize_t end, int depth)
+put_struct(Out *o, const Plan *p, RowBuf *r, Py_ssize_t base, Py_ssize_t end, int depth)
 {
     if (p->n == 0) {
         if (out_reserve(o, 2) < 0)
@@ -820,8 +840,8 @@ put_struct(Out *o, const Plan *p, PyObject *bufobj, Py_ssize_t base, Py_ssize_t 
         put(o, "{}", 2);
         return 0;
     }
-    const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(bufobj);
-    Py_ssize_t buflen = PyBytes_GET_SIZE(bufobj);
+    const unsigned char *buf = r->buf;
+    Py_ssize_t buflen = r->len;
     if (base + p->fixed > buflen)
         return 1;
     const unsigned char *row = buf + base;
@@ -877,13 +897,16 @@ put_struct(Out *o, const Plan *p, PyObject *bufobj, Py_ssize_t base, Py_ssize_t 
                 rc = put_string(o, buf + off, size);
             else if (f->code == T_BINARY)
                 rc = put_base64(o, buf + off, size);
-            else if (f->code == T_CALLVAR)
-                rc = put_call(o, f->fn,
-                              Py_BuildValue("(Onnn)", bufobj, off, size, end), 1);
+            else if (f->code == T_CALLVAR) {
+                PyObject *obj = row_object(r);
+                rc = obj == NULL ? -1
+                                 : put_call(o, f->fn,
+                                            Py_BuildValue("(Onnn)", obj, off, size, end), 1);
+            }
             else if (depth >= 64)
                 rc = 1;
             else
-                rc = put_struct(o, f->sub, bufobj, off, off + size, depth + 1);
+                rc = put_struct(o, f->sub, r, off, off + size, depth + 1);
             if (rc)
                 return rc;
             break;
@@ -901,24 +924,22 @@ put_struct(Out *o, const Plan *p, PyObject *bufobj, Py_ssize_t base, Py_ssize_t 
     return 0;
 }
 
-/* One line: {"key":K,"value":V,"partition_id":N}\n; the value left out when None. */
+/* One line: {"key":K,"value":V,"partition_id":N}\n; the value left out when NULL. */
 static int
-put_line(Out *o, const LinePlan *lp, PyObject *kb, PyObject *vb, const char *tail,
-         size_t tail_len)
+put_line_rows(Out *o, const LinePlan *lp, RowBuf *k, RowBuf *v, const char *tail,
+              size_t tail_len)
 {
-    if (!PyBytes_CheckExact(kb) || (vb != Py_None && !PyBytes_CheckExact(vb)))
-        return 1;
     if (out_reserve(o, 7) < 0)
         return -1;
     put(o, "{\"key\":", 7);
-    int rc = put_struct(o, lp->key, kb, 0, PyBytes_GET_SIZE(kb), 0);
+    int rc = put_struct(o, lp->key, k, 0, k->len, 0);
     if (rc)
         return rc;
-    if (vb != Py_None) {
+    if (v != NULL) {
         if (out_reserve(o, 9) < 0)
             return -1;
         put(o, ",\"value\":", 9);
-        rc = put_struct(o, lp->value, vb, 0, PyBytes_GET_SIZE(vb), 0);
+        rc = put_struct(o, lp->value, v, 0, v->len, 0);
         if (rc)
             return rc;
     }
@@ -926,6 +947,20 @@ put_line(Out *o, const LinePlan *lp, PyObject *kb, PyObject *vb, const char *tai
         return -1;
     put(o, tail, tail_len);
     return 0;
+}
+
+/* put_line_rows for a (key, value or None) pair of bytes objects. */
+static int
+put_line(Out *o, const LinePlan *lp, PyObject *kb, PyObject *vb, const char *tail,
+         size_t tail_len)
+{
+    if (!PyBytes_CheckExact(kb) || (vb != Py_None && !PyBytes_CheckExact(vb)))
+        return 1;
+    RowBuf k = {(const unsigned char *)PyBytes_AS_STRING(kb), PyBytes_GET_SIZE(kb), kb, 0};
+    if (vb == Py_None)
+        return put_line_rows(o, lp, &k, NULL, tail, tail_len);
+    RowBuf v = {(const unsigned char *)PyBytes_AS_STRING(vb), PyBytes_GET_SIZE(vb), vb, 0};
+    return put_line_rows(o, lp, &k, &v, tail, tail_len);
 }
 
 static PyObject *
@@ -976,6 +1011,274 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------------------------------
+ * An HDFS store's chain (snapshot + deltas) merged and rendered without a Python object a row
+ * ------------------------------------------------------------------------------------------ */
+
+/* A key's newest record: its value, or vlen -1 once removed. Entries stay in the order keys
+ * first appeared, as a Python dict updated file by file keeps them. */
+typedef struct {
+    const unsigned char *key, *val;
+    uint64_t hash;
+    int32_t klen, vlen;
+} Entry;
+
+typedef struct {
+    Entry *entries;
+    Py_ssize_t n, cap;
+    /* Low 32 bits: entry index + 1 (0 = empty); high 32: the key's hash, so that probing
+     * rarely has to look at an entry (a cache miss each in a big partition). */
+    uint64_t *slots;
+    size_t mask;
+} Table;
+
+#define SLOT_TAG(h) ((h) & 0xFFFFFFFF00000000ULL)
+
+static inline uint64_t
+hash_bytes(const unsigned char *p, Py_ssize_t n)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 32;
+        p += 8;
+        n -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, (size_t)n);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 29);
+}
+
+static int
+table_grow(Table *t, size_t want)
+{
+    size_t size = t->slots ? (t->mask + 1) * 2 : 1 << 12;
+    while (size < want)
+        size *= 2;
+    uint64_t *slots = PyMem_Calloc(size, sizeof(uint64_t));
+    if (slots == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < t->n; i++) {
+        uint64_t h = t->entries[i].hash;
+        size_t j = (size_t)h & (size - 1);
+        while (slots[j])
+            j = (j + 1) & (size - 1);
+        slots[j] = SLOT_TAG(h) | (uint64_t)(i + 1);
+    }
+    PyMem_Free(t->slots);
+    t->slots = slots;
+    t->mask = size - 1;
+    return 0;
+}
+
+/* Record the newest value of key (vlen -1: removed). 0 = done, -1 = Python error. */
+static int
+table_set(Table *t, const unsigned char *key, int32_t klen, const unsigned char *val,
+          int32_t vlen)
+{
+    if (t->slots == NULL || (size_t)(t->n + 1) * 2 > t->mask + 1) {
+        if (t->n >= 0x7fffffff || table_grow(t, 0) < 0) {
+            if (!PyErr_Occurred())
+                PyErr_NoMemory();
+            return -1;
+        }
+    }
+    uint64_t h = hash_bytes(key, klen);
+    size_t j = (size_t)h & t->mask;
+    uint64_t slot;
+    while ((slot = t->slots[j]) != 0) {
+        if (SLOT_TAG(slot) == SLOT_TAG(h)) {
+            Entry *e = &t->entries[(slot & 0xFFFFFFFFULL) - 1];
+            if (e->hash == h && e->klen == klen && memcmp(e->key, key, (size_t)klen) == 0) {
+                e->val = val;
+                e->vlen = vlen;
+                return 0;
+            }
+        }
+        j = (j + 1) & t->mask;
+    }
+    if (t->n == t->cap) {
+        Py_ssize_t cap = t->cap ? t->cap * 2 : 1 << 12;
+        Entry *entries = PyMem_Realloc(t->entries, (size_t)cap * sizeof(Entry));
+        if (entries == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        t->entries = entries;
+        t->cap = cap;
+    }
+    t->entries[t->n] = (Entry){key, val, h, klen, vlen};
+    t->slots[j] = SLOT_TAG(h) | (uint64_t)(++t->n);
+    return 0;
+}
+
+/* Apply one record stream to the table. 1 = clean end, 0 = not clean (the caller falls back
+ * to the careful parser), -1 = Python error. Same rules as walk_records. */
+static int
+table_apply(Table *t, const unsigned char *buf, Py_ssize_t size, int allow_deletes)
+{
+    Py_ssize_t pos = 0;
+    for (;;) {
+        if (size - pos < 4)
+            return 0;
+        int32_t key_size = be32(buf + pos);
+        if (key_size < 0)
+            return key_size == -1 && pos + 4 == size;
+        Py_ssize_t key_start = pos + 4;
+        Py_ssize_t key_end = key_start + key_size;
+        if (key_end + 4 > size)
+            return 0;
+        int32_t value_size = be32(buf + key_end);
+        if (value_size < 0) {
+            if (value_size != -1 || !allow_deletes)
+                return 0;
+            if (table_set(t, buf + key_start, key_size, NULL, -1) < 0)
+                return -1;
+            pos = key_end + 4;
+            continue;
+        }
+        Py_ssize_t value_start = key_end + 4;
+        if (value_start + value_size > size)
+            return 0;
+        /* Like Spark, values are cut to a multiple of 8 (pre-2.3 writers padded them). */
+        if (table_set(t, buf + key_start, key_size, buf + value_start, value_size & ~7) < 0)
+            return -1;
+        pos = value_start + value_size;
+    }
+}
+
+/* The chunk rendered so far as bytes, appended to parts; the buffer starts again. */
+static int
+flush_part(Out *o, PyObject *parts)
+{
+    PyObject *chunk = PyBytes_FromStringAndSize(o->buf ? o->buf : "", (Py_ssize_t)o->len);
+    if (chunk == NULL)
+        return -1;
+    int rc = PyList_Append(parts, chunk);
+    Py_DECREF(chunk);
+    o->len = 0;
+    return rc;
+}
+
+/* Render every live entry; a row the plan does not render goes into parts as a
+ * (key, value) pair of bytes, in its place, for Python. The rows rendered, or -1. */
+static Py_ssize_t
+render_table(const Table *t, const LinePlan *lp, const char *tail, size_t tail_len,
+             PyObject *parts)
+{
+    Out o = {NULL, 0, 0};
+    Py_ssize_t rows = 0;
+    for (Py_ssize_t i = 0; i < t->n; i++) {
+        const Entry *e = &t->entries[i];
+        if (e->vlen < 0)
+            continue;
+        RowBuf k = {e->key, e->klen, NULL, 0}, v = {e->val, e->vlen, NULL, 0};
+        size_t mark = o.len;
+        int rc = put_line_rows(&o, lp, &k, &v, tail, tail_len);
+        if (k.owned)
+            Py_DECREF(k.obj);
+        if (v.owned)
+            Py_DECREF(v.obj);
+        if (rc == 0) {
+            rows++;
+            continue;
+        }
+        if (rc < 0)
+            goto error;
+        o.len = mark; /* drop the half-written line */
+        if (flush_part(&o, parts) < 0)
+            goto error;
+        PyObject *pair = Py_BuildValue("(y#y#)", (const char *)e->key, (Py_ssize_t)e->klen,
+                                       (const char *)e->val, (Py_ssize_t)e->vlen);
+        if (pair == NULL)
+            goto error;
+        rc = PyList_Append(parts, pair);
+        Py_DECREF(pair);
+        if (rc < 0)
+            goto error;
+    }
+    if (flush_part(&o, parts) < 0)
+        goto error;
+    PyMem_Free(o.buf);
+    return rows;
+error:
+    PyMem_Free(o.buf);
+    return -1;
+}
+
+static PyObject *
+render_chain(PyObject *self, PyObject *args)
+{
+    PyObject *capsule, *snapshot, *deltas;
+    long long pid;
+    if (!PyArg_ParseTuple(args, "OOOL:render_chain", &capsule, &snapshot, &deltas, &pid))
+        return NULL;
+    LinePlan *lp = PyCapsule_GetPointer(capsule, PLAN_CAPSULE);
+    if (lp == NULL)
+        return NULL;
+    PyObject *seq = PySequence_Fast(deltas, "render_chain: deltas must be a sequence");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t nd = PySequence_Fast_GET_SIZE(seq);
+    Py_ssize_t nviews = nd + 1;
+    Py_buffer *views = PyMem_Calloc((size_t)nviews, sizeof(Py_buffer));
+    int *held = PyMem_Calloc((size_t)nviews, sizeof(int));
+    Table t = {NULL, 0, 0, NULL, 0};
+    PyObject *result = NULL, *parts = NULL;
+    if (views == NULL || held == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* The views stay held while rendering: entries point into them. */
+    for (Py_ssize_t i = 0; i < nviews; i++) {
+        PyObject *obj = i == 0 ? snapshot : PySequence_Fast_GET_ITEM(seq, i - 1);
+        if (obj == Py_None && i == 0)
+            continue;
+        if (PyObject_GetBuffer(obj, &views[i], PyBUF_SIMPLE) < 0)
+            goto done;
+        held[i] = 1;
+        if (t.slots == NULL) {
+            /* Sized for the first file's records (at least 16 bytes each, usually ~50):
+             * growing a big table step by step re-hashes it each time. */
+            if (table_grow(&t, (size_t)(views[i].len / 24) + 16) < 0)
+                goto done;
+        }
+        /* A snapshot holds no removals; a delta may. */
+        int rc = table_apply(&t, views[i].buf, views[i].len, i > 0);
+        if (rc < 0)
+            goto done;
+        if (rc == 0) {
+            result = Py_None; /* not clean: the careful parser names the problem */
+            Py_INCREF(result);
+            goto done;
+        }
+    }
+    char tail[48];
+    int tail_len = PyOS_snprintf(tail, sizeof(tail), ",\"partition_id\":%lld}\n", pid);
+    parts = PyList_New(0);
+    if (parts == NULL)
+        goto done;
+    Py_ssize_t rows = render_table(&t, lp, tail, (size_t)tail_len, parts);
+    if (rows >= 0)
+        result = Py_BuildValue("(On)", parts, rows);
+done:
+    Py_XDECREF(parts);
+    for (Py_ssize_t i = 0; views != NULL && held != NULL && i < nviews; i++)
+        if (held[i])
+            PyBuffer_Release(&views[i]);
+    PyMem_Free(views);
+    PyMem_Free(held);
+    PyMem_Free(t.entries);
+    PyMem_Free(t.slots);
+    Py_DECREF(seq);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"read_records", read_records, METH_VARARGS,
      "read_records(buf, allow_deletes) -> list of (key, value or None), or None if the "
@@ -987,6 +1290,9 @@ static PyMethodDef methods[] = {
      "compile_plan(key_plan, value_plan) -> an opaque plan for render_lines."},
     {"render_lines", render_lines, METH_VARARGS,
      "render_lines(plan, pairs, partition_id) -> (bytes, pending pair or None, rows)."},
+    {"render_chain", render_chain, METH_VARARGS,
+     "render_chain(plan, snapshot or None, deltas, partition_id) -> (parts, rows), or None "
+     "if a stream is not clean; parts are bytes and (key, value) pairs left for Python."},
     {NULL, NULL, 0, NULL},
 };
 

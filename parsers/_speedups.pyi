@@ -11,3 +11,6 @@ def compile_plan(key_plan: tuple[Any, ...], value_plan: tuple[Any, ...], /) -> o
 def render_lines(
     plan: object, pairs: Iterable[Any], partition_id: int, /
 ) -> tuple[bytes, Any, int]: ...
+def render_chain(
+    plan: object, snapshot: bytes | None, deltas: list[bytes], partition_id: int, /
+) -> tuple[list[bytes | tuple[bytes, bytes]], int] | None: ...

@@ -634,6 +634,59 @@ def _compiled_plan(st: StructType, zone: str = "UTC") -> tuple[PlanField, ...] |
 
 
 @lru_cache(maxsize=256)
+def _compiled_line_plan(key_schema: StructType, value_schema: StructType, zone: str) -> object:
+    """The compiled renderer's plan of a state line, or None (no extension, or a variant)."""
+    if _speedups is None:
+        return None
+    key_plan = _compiled_plan(key_schema, zone)
+    value_plan = _compiled_plan(value_schema, zone)
+    if key_plan is None or value_plan is None:
+        return None
+    return _speedups.compile_plan(key_plan, value_plan)
+
+
+ChainEncoder = Callable[[bytes | None, list[bytes], int], "tuple[bytes, int] | None"]
+
+
+@lru_cache(maxsize=256)
+def state_chain_encoder(
+    key_schema: StructType, value_schema: StructType, zone: str = "UTC"
+) -> ChainEncoder | None:
+    """``chain(snapshot, deltas, partition_id) -> (bytes, rows) | None``, or None uncompiled.
+
+    An HDFS store's version from its decompressed files: the snapshot (or None) and the
+    deltas after it, merged last record winning, removed keys left out, rendered as
+    :func:`state_blob_encoder` renders the merged pairs (same lines, same order: the order
+    keys first appeared). All in C, without a Python object per row. None when a stream is
+    not clean: the caller then parses file by file, and the careful parser names the file.
+    """
+    plan = _compiled_line_plan(key_schema, value_schema, zone)
+    if _speedups is None or plan is None:
+        return None
+    line, _ = _state_encoders(key_schema, value_schema, zone)
+    render = _speedups.render_chain
+
+    def chain(snapshot: bytes | None, deltas: list[bytes], pid: int) -> tuple[bytes, int] | None:
+        result = render(plan, snapshot, deltas, pid)
+        if result is None:
+            return None
+        parts, rows = result
+        if len(parts) == 1:
+            return parts[0], rows  # type: ignore[return-value]
+        # Rows the plan left to Python (odd or damaged): rendered, or raised, in place.
+        out: list[bytes] = []
+        for part in parts:
+            if isinstance(part, bytes):
+                out.append(part)
+            else:
+                out.append(line(part[0], part[1], pid).encode("utf-8") + b"\n")
+                rows += 1
+        return b"".join(out), rows
+
+    return chain
+
+
+@lru_cache(maxsize=256)
 def state_blob_encoder(
     key_schema: StructType, value_schema: StructType, zone: str = "UTC"
 ) -> BlobEncoder:
@@ -651,9 +704,8 @@ def state_blob_encoder(
         data, rows = blob(iter(state.items()), partition_id)
     """
     line, lines = _state_encoders(key_schema, value_schema, zone)
-    key_plan = _compiled_plan(key_schema, zone)
-    value_plan = _compiled_plan(value_schema, zone)
-    if _speedups is None or key_plan is None or value_plan is None:
+    plan = _compiled_line_plan(key_schema, value_schema, zone)
+    if _speedups is None or plan is None:
 
         def blob_python(pairs: Iterable[tuple[Any, Any]], pid: int) -> tuple[bytes, int]:
             texts = lines(pairs, pid)
@@ -663,7 +715,6 @@ def state_blob_encoder(
             return "\n".join(texts).encode("utf-8"), len(texts) - 1
 
         return blob_python
-    plan = _speedups.compile_plan(key_plan, value_plan)
     render = _speedups.render_lines
 
     def blob(pairs: Iterable[tuple[Any, Any]], pid: int) -> tuple[bytes, int]:

@@ -106,6 +106,25 @@ class HdfsStoreReader:
             return ((k, v) for k, v in state.items() if v is not None)
         return iter(state.items())  # type: ignore[arg-type]
 
+    def chain_data(self, version: int) -> tuple[bytes | None, list[bytes]] | None:
+        """The decompressed snapshot (or None) and deltas that make ``version``.
+
+        For a compiled merge of the whole chain (``parsers.sparkjson.state_chain_encoder``).
+        None where the streams need more than a plain walk (row checksums).
+        """
+        if self.ctx.row_checksum:
+            return None
+        if version == 0:
+            return None, []
+        snapshot, deltas = self._chain(version)
+
+        def data(name: str) -> bytes:
+            return self.ctx.decode_file(
+                name, lambda raw: decompress(self.ctx.codec, raw, self.ctx.limits)
+            )
+
+        return (data(snapshot) if snapshot is not None else None), [data(d) for d in deltas]
+
     def lookup(
         self, keys: Collection[bytes], versions: Sequence[int]
     ) -> Iterator[tuple[int, dict[bytes, bytes]]]:

@@ -1,0 +1,236 @@
+"""The compiled chain merge (``render_chain`` in ``parsers/_speedups.c``) agrees with Python.
+
+An HDFS store's version is its snapshot with the deltas after it applied in order, last
+record winning (``HDFSBackedStateStoreProvider.loadMap``). Python's spec is what
+``HdfsStoreReader.load`` does: ``dict.update`` file by file, removed keys left out, then
+the JSON lines of the merged pairs in the order keys first appeared. The compiled step must
+give the same bytes, raise the same error for a row that does not render, and refuse (None)
+exactly the streams the careful parser rejects.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from state_encoders import encode_records
+from test_speedups import (
+    NULLS,
+    SCHEMAS,
+    ZONES,
+    Outcome,
+    _damaged,
+    _mutate_row,
+    draw_row,
+    outcome,
+    struct_types,
+)
+
+from parsers.records import read_records
+from parsers.sparkjson import state_chain_encoder, state_lines_encoder
+from parsers.sparktypes import AtomicType, StructField, StructType
+from parsers.unsafewriter import encode_row
+
+pytest.importorskip(
+    "parsers._speedups",
+    reason="compiled speedups not built or disabled with STATEGLASS_PURE=1",
+    exc_type=ImportError,
+)
+
+Records = list[tuple[bytes, bytes | None]]
+
+
+@st.composite
+def chains(
+    draw: st.DrawFn, schemas: st.SearchStrategy[StructType] | None = None
+) -> tuple[StructType, StructType, Records | None, list[Records]]:
+    """A snapshot (or none) and deltas over a small pool of keys, so that later files
+    overwrite, remove and re-add keys of earlier ones."""
+    if schemas is None:
+        schemas = st.sampled_from(SCHEMAS)
+    key_schema, value_schema = draw(schemas), draw(schemas)
+    pool = [
+        encode_row(key_schema, draw_row(draw, key_schema)) for _ in range(draw(st.integers(1, 6)))
+    ]
+
+    def value() -> bytes:
+        row = encode_row(value_schema, draw_row(draw, value_schema))
+        # Pre-2.3 writers padded values; readers cut them to a multiple of 8.
+        return row + draw(st.binary(max_size=7)) if draw(NULLS) else row
+
+    def records(removes: bool) -> Records:
+        out: Records = []
+        for _ in range(draw(st.integers(0, 6))):
+            key = draw(st.sampled_from(pool))
+            out.append((key, None if removes and draw(NULLS) else value()))
+        return out
+
+    snapshot = records(False) if draw(st.booleans()) else None
+    deltas = [records(True) for _ in range(draw(st.integers(0, 4)))]
+    return key_schema, value_schema, snapshot, deltas
+
+
+def python_chain(
+    key: StructType,
+    value: StructType,
+    snapshot: bytes | None,
+    deltas: list[bytes],
+    pid: int,
+    zone: str = "UTC",
+) -> Outcome:
+    """What the record-by-record path gives for the same files."""
+
+    def run() -> bytes:
+        state: dict[bytes, bytes | None] = {}
+        if snapshot is not None:
+            state.update(read_records(snapshot, allow_deletes=False))
+        for delta in deltas:
+            state.update(read_records(delta, allow_deletes=True))
+        pairs = [(k, v) for k, v in state.items() if v is not None]
+        lines = state_lines_encoder(key, value, zone)(pairs, pid)
+        return "".join(line + "\n" for line in lines).encode("utf-8")
+
+    return outcome(run)
+
+
+def compiled_chain(
+    key: StructType,
+    value: StructType,
+    snapshot: bytes | None,
+    deltas: list[bytes],
+    pid: int,
+    zone: str = "UTC",
+) -> Outcome:
+    chain = state_chain_encoder(key, value, zone)
+    assert chain is not None
+
+    def run() -> bytes | None:
+        done = chain(snapshot, deltas, pid)
+        if done is None:
+            return None
+        data, rows = done
+        assert rows == data.count(b"\n")
+        return data
+
+    return outcome(run)
+
+
+def streams(snapshot: Records | None, deltas: list[Records]) -> tuple[bytes | None, list[bytes]]:
+    return (
+        encode_records(snapshot) if snapshot is not None else None,
+        [encode_records(d) for d in deltas],
+    )
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(case=chains(), pid=st.integers(0, 2**31 - 1), zone=ZONES)
+def test_chain_agrees_on_valid_files(case: Any, pid: int, zone: str) -> None:
+    key, value, snapshot, deltas = case
+    snap, dels = streams(snapshot, deltas)
+    expected = python_chain(key, value, snap, dels, pid, zone)
+    assert expected[0] == "ok"
+    assert compiled_chain(key, value, snap, dels, pid, zone) == expected
+
+
+@settings(max_examples=60, deadline=None, database=None)
+@given(case=chains(struct_types(rich=True)), zone=ZONES)
+def test_chain_agrees_on_random_schemas_of_every_type(case: Any, zone: str) -> None:
+    key, value, snapshot, deltas = case
+    snap, dels = streams(snapshot, deltas)
+    assert compiled_chain(key, value, snap, dels, 0, zone) == python_chain(
+        key, value, snap, dels, 0, zone
+    )
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(case=chains(), data=st.data())
+def test_chain_agrees_on_rows_that_do_not_render(case: Any, data: st.DataObject) -> None:
+    """A damaged key or value goes back to Python in its place: same bytes or same error."""
+    key, value, snapshot, deltas = case
+    files = ([snapshot] if snapshot is not None else []) + deltas
+    candidates = [(f, i) for f, records in enumerate(files) for i in range(len(records))]
+    if not candidates:
+        return
+    f, i = data.draw(st.sampled_from(candidates))
+    kb, vb = files[f][i]
+    if vb is not None and data.draw(st.booleans()):
+        vb = _mutate_row(vb, data)
+    else:
+        kb = _mutate_row(kb, data)
+    files[f][i] = (kb, vb)
+    snap, dels = streams(snapshot, deltas)
+    assert compiled_chain(key, value, snap, dels, 7) == python_chain(key, value, snap, dels, 7)
+
+
+@settings(max_examples=100, deadline=None, database=None)
+@given(case=chains(), data=st.data())
+def test_chain_refuses_exactly_the_streams_python_rejects(case: Any, data: st.DataObject) -> None:
+    key, value, snapshot, deltas = case
+    snap, dels = streams(snapshot, deltas)
+    if snap is not None and data.draw(st.booleans()):
+        snap = _damaged(snap, data)
+    elif dels:
+        at = data.draw(st.integers(0, len(dels) - 1))
+        dels[at] = _damaged(dels[at], data)
+    expected = python_chain(key, value, snap, dels, 1)
+    got = compiled_chain(key, value, snap, dels, 1)
+    files = ([(snap, False)] if snap is not None else []) + [(d, True) for d in dels]
+    if any(outcome(read_records, f, allow_deletes=rm)[0] == "error" for f, rm in files):
+        assert expected[0] == "error"
+        assert got == ("ok", None)  # refused: the careful path names the file
+    else:
+        assert got == expected
+
+
+def test_a_remove_in_a_snapshot_is_refused() -> None:
+    key = StructType((StructField("k", AtomicType("string")),))
+    snap = encode_records([(encode_row(key, ("a",)), None)])
+    assert compiled_chain(key, key, snap, [], 0) == ("ok", None)
+    assert python_chain(key, key, snap, [], 0)[0] == "error"
+
+
+def test_chain_keeps_the_order_keys_first_appeared() -> None:
+    key = StructType((StructField("k", AtomicType("string")),))
+    value = StructType((StructField("n", AtomicType("long")),))
+
+    def rec(k: str, n: int | None) -> tuple[bytes, bytes | None]:
+        return encode_row(key, (k,)), None if n is None else encode_row(value, (n,))
+
+    snap = encode_records([rec("a", 1), rec("b", 2), rec("c", 3)])
+    deltas = [
+        encode_records([rec("b", None), rec("d", 4), rec("a", 5)]),
+        encode_records([rec("b", 6), rec("e", None)]),
+    ]
+    ok, data = compiled_chain(key, value, snap, deltas, 2)
+    assert ok == "ok"
+    assert data == (
+        b'{"key":{"k":"a"},"value":{"n":5},"partition_id":2}\n'
+        b'{"key":{"k":"b"},"value":{"n":6},"partition_id":2}\n'
+        b'{"key":{"k":"c"},"value":{"n":3},"partition_id":2}\n'
+        b'{"key":{"k":"d"},"value":{"n":4},"partition_id":2}\n'
+    )
+
+
+def test_a_big_chain_grows_its_table() -> None:
+    """Tens of thousands of keys: the table grows past its first size and stays exact."""
+    key = StructType((StructField("k", AtomicType("long")),))
+    value = StructType((StructField("n", AtomicType("long")),))
+    snap = encode_records([(encode_row(key, (i,)), encode_row(value, (i,))) for i in range(3000)])
+    delta = encode_records(
+        [(encode_row(key, (i,)), encode_row(value, (-i,))) for i in range(0, 60_000, 2)]
+        + [(encode_row(key, (i,)), None) for i in range(1, 3000, 3)]
+    )
+    got = compiled_chain(key, value, snap, [delta], 0)
+    assert got == python_chain(key, value, snap, [delta], 0)
+    # 3,000 snapshot keys and 30,000 even ones (1,500 shared), less 1,000 removed.
+    assert got[1].count(b"\n") == 3000 + 30_000 - 1500 - 1000
+
+
+def test_files_that_are_not_bytes_are_a_type_error() -> None:
+    key = StructType((StructField("k", AtomicType("string")),))
+    chain = state_chain_encoder(key, key, "UTC")
+    assert chain is not None
+    with pytest.raises(TypeError):
+        chain(None, ["not bytes"], 0)  # type: ignore[list-item]
