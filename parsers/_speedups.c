@@ -32,12 +32,16 @@ be32(const unsigned char *p)
                      (uint32_t)p[3]);
 }
 
-/* Walk the stream; put keys (and values when `values`) into `puts`, removed keys into
- * `dels` (or as (key, None) into `puts` when dels is NULL). 1 = clean end, 0 = not clean
- * (the caller falls back to the careful parser), -1 = Python error. */
-static int
-walk_records(const unsigned char *buf, Py_ssize_t size, int allow_deletes, int values,
-             PyObject *puts, PyObject *dels)
+/* One record: the key, and its value (cut to a multiple of 8, as Spark does: pre-2.3
+ * writers padded values) or NULL with vlen -1 for a removal. 0 = go on, -1 = Python error. */
+typedef int (*RecordVisitor)(void *ctx, const unsigned char *key, int32_t klen,
+                             const unsigned char *val, int32_t vlen);
+
+/* Walk a stream, handing each record to `visit`. 1 = clean end, 0 = not clean (the caller
+ * falls back to the careful parser), -1 = Python error. */
+static inline int
+walk_stream(const unsigned char *buf, Py_ssize_t size, int allow_deletes, RecordVisitor visit,
+            void *ctx)
 {
     Py_ssize_t pos = 0;
     for (;;) {
@@ -51,25 +55,10 @@ walk_records(const unsigned char *buf, Py_ssize_t size, int allow_deletes, int v
         if (key_end + 4 > size)
             return 0;
         int32_t value_size = be32(buf + key_end);
-        PyObject *key, *item;
         if (value_size < 0) {
             if (value_size != -1 || !allow_deletes)
                 return 0;
-            key = PyBytes_FromStringAndSize((const char *)buf + key_start, key_size);
-            if (key == NULL)
-                return -1;
-            if (dels != NULL) {
-                item = key;
-            }
-            else {
-                item = PyTuple_Pack(2, key, Py_None);
-                Py_DECREF(key);
-                if (item == NULL)
-                    return -1;
-            }
-            int rc = PyList_Append(dels != NULL ? dels : puts, item);
-            Py_DECREF(item);
-            if (rc < 0)
+            if (visit(ctx, buf + key_start, key_size, NULL, -1) < 0)
                 return -1;
             pos = key_end + 4;
             continue;
@@ -77,35 +66,54 @@ walk_records(const unsigned char *buf, Py_ssize_t size, int allow_deletes, int v
         Py_ssize_t value_start = key_end + 4;
         if (value_start + value_size > size)
             return 0;
-        key = PyBytes_FromStringAndSize((const char *)buf + key_start, key_size);
-        if (key == NULL)
-            return -1;
-        if (values) {
-            /* Like Spark, values are cut to a multiple of 8 (pre-2.3 writers padded them). */
-            PyObject *value = PyBytes_FromStringAndSize((const char *)buf + value_start,
-                                                        value_size & ~7);
-            if (value == NULL) {
-                Py_DECREF(key);
-                return -1;
-            }
-            item = PyTuple_New(2);
-            if (item == NULL) {
-                Py_DECREF(key);
-                Py_DECREF(value);
-                return -1;
-            }
-            PyTuple_SET_ITEM(item, 0, key);
-            PyTuple_SET_ITEM(item, 1, value);
-        }
-        else {
-            item = key;
-        }
-        int rc = PyList_Append(puts, item);
-        Py_DECREF(item);
-        if (rc < 0)
+        if (visit(ctx, buf + key_start, key_size, buf + value_start, value_size & ~7) < 0)
             return -1;
         pos = value_start + value_size;
     }
+}
+
+/* Where walk_records puts records: keys (and values when `values`) into `puts`, removed keys
+ * into `dels` (or as (key, None) into `puts` when dels is NULL). */
+typedef struct {
+    int values;
+    PyObject *puts, *dels;
+} ListSink;
+
+static int
+list_visit(void *ctx, const unsigned char *k, int32_t klen, const unsigned char *v,
+           int32_t vlen)
+{
+    ListSink *sink = ctx;
+    PyObject *key = PyBytes_FromStringAndSize((const char *)k, klen);
+    if (key == NULL)
+        return -1;
+    PyObject *item = key, *target = sink->puts;
+    if (v == NULL && sink->dels != NULL) {
+        target = sink->dels;
+    }
+    else if (v == NULL || sink->values) {
+        PyObject *value =
+            v == NULL ? Py_NewRef(Py_None) : PyBytes_FromStringAndSize((const char *)v, vlen);
+        item = value == NULL ? NULL : PyTuple_New(2);
+        if (item == NULL) {
+            Py_DECREF(key);
+            Py_XDECREF(value);
+            return -1;
+        }
+        PyTuple_SET_ITEM(item, 0, key);
+        PyTuple_SET_ITEM(item, 1, value);
+    }
+    int rc = PyList_Append(target, item);
+    Py_DECREF(item);
+    return rc;
+}
+
+static int
+walk_records(const unsigned char *buf, Py_ssize_t size, int allow_deletes, int values,
+             PyObject *puts, PyObject *dels)
+{
+    ListSink sink = {values, puts, dels};
+    return walk_stream(buf, size, allow_deletes, list_visit, &sink);
 }
 
 static PyObject *
@@ -1117,39 +1125,11 @@ table_set(Table *t, const unsigned char *key, int32_t klen, const unsigned char 
     return 0;
 }
 
-/* Apply one record stream to the table. 1 = clean end, 0 = not clean (the caller falls back
- * to the careful parser), -1 = Python error. Same rules as walk_records. */
 static int
-table_apply(Table *t, const unsigned char *buf, Py_ssize_t size, int allow_deletes)
+table_visit(void *ctx, const unsigned char *k, int32_t klen, const unsigned char *v,
+            int32_t vlen)
 {
-    Py_ssize_t pos = 0;
-    for (;;) {
-        if (size - pos < 4)
-            return 0;
-        int32_t key_size = be32(buf + pos);
-        if (key_size < 0)
-            return key_size == -1 && pos + 4 == size;
-        Py_ssize_t key_start = pos + 4;
-        Py_ssize_t key_end = key_start + key_size;
-        if (key_end + 4 > size)
-            return 0;
-        int32_t value_size = be32(buf + key_end);
-        if (value_size < 0) {
-            if (value_size != -1 || !allow_deletes)
-                return 0;
-            if (table_set(t, buf + key_start, key_size, NULL, -1) < 0)
-                return -1;
-            pos = key_end + 4;
-            continue;
-        }
-        Py_ssize_t value_start = key_end + 4;
-        if (value_start + value_size > size)
-            return 0;
-        /* Like Spark, values are cut to a multiple of 8 (pre-2.3 writers padded them). */
-        if (table_set(t, buf + key_start, key_size, buf + value_start, value_size & ~7) < 0)
-            return -1;
-        pos = value_start + value_size;
-    }
+    return table_set(ctx, k, klen, v, vlen);
 }
 
 /* The chunk rendered so far as bytes, appended to parts; the buffer starts again. */
@@ -1249,7 +1229,7 @@ render_chain(PyObject *self, PyObject *args)
                 goto done;
         }
         /* A snapshot holds no removals; a delta may. */
-        int rc = table_apply(&t, views[i].buf, views[i].len, i > 0);
+        int rc = walk_stream(views[i].buf, views[i].len, i > 0, table_visit, &t);
         if (rc < 0)
             goto done;
         if (rc == 0) {
