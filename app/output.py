@@ -35,6 +35,7 @@ from parsers.sparkjson import (
     state_chain_encoder,
     state_line_encoder,
     state_lines_encoder,
+    state_prefixed_blob_encoder,
     to_python,
 )
 from parsers.sparktext import TimeZoneSpec
@@ -151,6 +152,9 @@ class JsonLinesSink(Sink):
             self.line = state_line_encoder(codec.key_schema, codec.value_schema, time_zone)
             self.lines = state_lines_encoder(codec.key_schema, codec.value_schema, time_zone)
             self.blob = state_blob_encoder(codec.key_schema, codec.value_schema, time_zone)
+            self.prefixed_blob = state_prefixed_blob_encoder(
+                codec.key_schema, codec.value_schema, time_zone
+            )
             # An HDFS store's whole chain merged and rendered in C (None: not compiled).
             self.chain = (
                 state_chain_encoder(codec.key_schema, codec.value_schema, time_zone)
@@ -210,6 +214,10 @@ class JsonLinesSink(Sink):
         """
         if self.codec.spec.provider == "hdfs":
             return self.blob(items, partition)
+        spec = self.codec.spec
+        if spec.cf_id is None and not spec.row_checksum:
+            # One column family, no checksums: the version bytes are skipped in C.
+            return self.prefixed_blob(items, partition, self.codec.payloads)
         # payloads() is None for another column family's keys: filter drops those.
         return self.blob(filter(None, itertools.starmap(self.codec.payloads, items)), partition)
 

@@ -3,7 +3,7 @@
  *   read_records(buf, allow_deletes) -> list[(key, value|None)] | None
  *   read_record_keys(buf, allow_deletes) -> (puts, removed) | None
  *   compile_plan(key_plan, value_plan) -> capsule
- *   render_lines(plan, pairs, partition_id) -> (bytes, pending pair | None, rows)
+ *   render_lines(plan, pairs, partition_id[, skip]) -> (bytes, pending pair | None, rows)
  *   render_chain(plan, snapshot | None, deltas, partition_id) -> (parts, rows) | None
  *
  * Every function refuses rather than guesses: on anything unusual (damaged stream, a row
@@ -957,18 +957,35 @@ put_line_rows(Out *o, const LinePlan *lp, RowBuf *k, RowBuf *v, const char *tail
     return 0;
 }
 
-/* put_line_rows for a (key, value or None) pair of bytes objects. */
+/* put_line_rows for a (key, value or None) pair of bytes objects. With `skip`, both start
+ * with a version byte 0 that is not part of the row (RocksDB's UnsafeRow encoding); any
+ * other first byte, or no value, is a row for Python. */
 static int
 put_line(Out *o, const LinePlan *lp, PyObject *kb, PyObject *vb, const char *tail,
-         size_t tail_len)
+         size_t tail_len, int skip)
 {
     if (!PyBytes_CheckExact(kb) || (vb != Py_None && !PyBytes_CheckExact(vb)))
         return 1;
     RowBuf k = {(const unsigned char *)PyBytes_AS_STRING(kb), PyBytes_GET_SIZE(kb), kb, 0};
-    if (vb == Py_None)
+    if (vb == Py_None) {
+        if (skip)
+            return 1;
         return put_line_rows(o, lp, &k, NULL, tail, tail_len);
+    }
     RowBuf v = {(const unsigned char *)PyBytes_AS_STRING(vb), PyBytes_GET_SIZE(vb), vb, 0};
-    return put_line_rows(o, lp, &k, &v, tail, tail_len);
+    if (skip) {
+        if (k.len < 1 || k.buf[0] != 0 || v.len < 1 || v.buf[0] != 0)
+            return 1;
+        /* Rows inside the stored bytes: a bytes object of each is made only if needed. */
+        k = (RowBuf){k.buf + 1, k.len - 1, NULL, 0};
+        v = (RowBuf){v.buf + 1, v.len - 1, NULL, 0};
+    }
+    int rc = put_line_rows(o, lp, &k, &v, tail, tail_len);
+    if (k.owned)
+        Py_DECREF(k.obj);
+    if (v.owned)
+        Py_DECREF(v.obj);
+    return rc;
 }
 
 static PyObject *
@@ -976,7 +993,8 @@ render_lines(PyObject *self, PyObject *args)
 {
     PyObject *capsule, *pairs;
     long long pid;
-    if (!PyArg_ParseTuple(args, "OOL:render_lines", &capsule, &pairs, &pid))
+    int skip = 0;
+    if (!PyArg_ParseTuple(args, "OOL|p:render_lines", &capsule, &pairs, &pid, &skip))
         return NULL;
     LinePlan *lp = PyCapsule_GetPointer(capsule, PLAN_CAPSULE);
     if (lp == NULL)
@@ -994,7 +1012,7 @@ render_lines(PyObject *self, PyObject *args)
         int rc = 1;
         if (PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) == 2)
             rc = put_line(&o, lp, PyTuple_GET_ITEM(item, 0), PyTuple_GET_ITEM(item, 1), tail,
-                          (size_t)tail_len);
+                          (size_t)tail_len, skip);
         if (rc < 0) {
             Py_DECREF(item);
             goto done;
@@ -1269,7 +1287,8 @@ static PyMethodDef methods[] = {
     {"compile_plan", compile_plan, METH_VARARGS,
      "compile_plan(key_plan, value_plan) -> an opaque plan for render_lines."},
     {"render_lines", render_lines, METH_VARARGS,
-     "render_lines(plan, pairs, partition_id) -> (bytes, pending pair or None, rows)."},
+     "render_lines(plan, pairs, partition_id, skip=False) -> (bytes, pending pair or None, "
+     "rows); with skip, key and value start with a version byte 0 that is skipped."},
     {"render_chain", render_chain, METH_VARARGS,
      "render_chain(plan, snapshot or None, deltas, partition_id) -> (parts, rows), or None "
      "if a stream is not clean; parts are bytes and (key, value) pairs left for Python."},

@@ -41,6 +41,7 @@ Example::
 
 from __future__ import annotations
 
+import itertools
 import json
 import struct
 from collections.abc import Callable, Iterable
@@ -729,6 +730,54 @@ def state_blob_encoder(
             chunk, pending, more = render(plan, it, pid)
             parts.append(chunk)
             rows += more + 1
+        return b"".join(parts), rows
+
+    return blob
+
+
+Unwrap = Callable[[bytes, bytes], "tuple[bytes, bytes | None] | None"]
+PrefixedBlobEncoder = Callable[[Iterable[tuple[bytes, bytes]], int, Unwrap], tuple[bytes, int]]
+
+
+@lru_cache(maxsize=256)
+def state_prefixed_blob_encoder(
+    key_schema: StructType, value_schema: StructType, zone: str = "UTC"
+) -> PrefixedBlobEncoder:
+    """``blob(stored_pairs, partition_id, unwrap) -> (bytes, rows)`` for RocksDB's pairs.
+
+    The same as ``state_blob_encoder(...)(filter(None, starmap(unwrap, stored_pairs)), pid)``,
+    where ``unwrap`` (``RowCodec.payloads``) takes the rows out of a stored pair: compiled,
+    the common pair (key and value each a version byte 0 and an UnsafeRow) is rendered in C
+    with the byte skipped; every other pair (another column family, a row checksum, a
+    damaged row) goes through ``unwrap`` and the Python line.
+    """
+    base = state_blob_encoder(key_schema, value_schema, zone)
+    plan = _compiled_line_plan(key_schema, value_schema, zone)
+    if _speedups is None or plan is None:
+
+        def blob_python(
+            pairs: Iterable[tuple[bytes, bytes]], pid: int, unwrap: Unwrap
+        ) -> tuple[bytes, int]:
+            return base(filter(None, itertools.starmap(unwrap, pairs)), pid)
+
+        return blob_python
+    line, _ = _state_encoders(key_schema, value_schema, zone)
+    render = _speedups.render_lines
+
+    def blob(pairs: Iterable[tuple[bytes, bytes]], pid: int, unwrap: Unwrap) -> tuple[bytes, int]:
+        it = iter(pairs)
+        chunk, pending, rows = render(plan, it, pid, True)
+        if pending is None:
+            return chunk, rows
+        parts = [chunk]
+        while pending is not None:
+            rows_of = unwrap(*pending)
+            if rows_of is not None:
+                parts.append(line(rows_of[0], rows_of[1], pid).encode("utf-8") + b"\n")
+                rows += 1
+            chunk, pending, more = render(plan, it, pid, True)
+            parts.append(chunk)
+            rows += more
         return b"".join(parts), rows
 
     return blob
