@@ -227,59 +227,42 @@ def same_rows_sorted(ours: str, spark_dir: str, scratch: str) -> tuple[bool, int
 def breakdown(cp: str, scratch: str) -> dict[str, float]:
     """Seconds per phase of reading the last version as ``state`` does, in this process.
 
-    HDFS: file read + decompression, record walk (bytes to key/value pairs), chain merge
-    (deltas over the snapshot), rendering (JSON lines as bytes), write. RocksDB: restore and
-    iteration (rocksdict), rendering, write.
+    HDFS: file read + decompression, then the chain merged and rendered in one compiled step
+    (``state_chain_encoder``), write. RocksDB: restore and iteration (rocksdict), rendering
+    with the version bytes skipped (``state_prefixed_blob_encoder``), write.
     """
+    from app.output import JsonLinesSink
     from collectors.checkpoint import Checkpoint
     from collectors.state import StateRequest, StateSource
-    from collectors.stores.hdfs import HdfsStoreReader
-    from parsers.compression import decompress
-    from parsers.records import read_records
-    from parsers.sparkjson import state_blob_encoder
 
     checkpoint = Checkpoint.open(cp)
     source = StateSource(checkpoint, StateRequest())
     codec = source.row_codec
     version = checkpoint.resolve_batch(None) + 1
-    blob = state_blob_encoder(codec.key_schema, codec.value_schema, "UTC")
-    phases = dict.fromkeys(("read+decompress", "record walk", "merge", "iterate", "render"), 0.0)
+    sink = JsonLinesSink(codec, "UTC", None)
+    phases = dict.fromkeys(("read+decompress", "merge+render", "iterate", "render"), 0.0)
     phases["write"] = 0.0
     rows = 0
     with open(os.path.join(scratch, f"breakdown-{os.getpid()}.jsonl"), "wb") as out:
         for partition in source.partitions:
-            reader = source.reader(partition)
             t0 = time.perf_counter()
-            if isinstance(reader, HdfsStoreReader):
-                snapshot, deltas = reader._chain(version)
-                state: dict[bytes, bytes | None] = {}
-                for name in ([snapshot] if snapshot else []) + deltas:
-                    t0 = time.perf_counter()
-                    raw = reader.ctx.fs.read(reader.ctx.join(name))
-                    data = decompress(reader.ctx.codec, raw, reader.ctx.limits)
-                    t1 = time.perf_counter()
-                    records = read_records(data, allow_deletes=True)
-                    t2 = time.perf_counter()
-                    state.update(records)
-                    t3 = time.perf_counter()
-                    phases["read+decompress"] += t1 - t0
-                    phases["record walk"] += t2 - t1
-                    phases["merge"] += t3 - t2
-                items: Any = [(k, v) for k, v in state.items() if v is not None]
-                t0 = time.perf_counter()
-                text, n = blob(items, partition)
-            else:
-                items = list(reader.load(version))
+            files = source.chain_data(partition, version)
+            if files is not None and sink.chain is not None:
                 t1 = time.perf_counter()
+                done = sink.chain(files[0], files[1], partition)
+                assert done is not None, f"partition {partition}: a stream is not clean"
+                text, n = done
+                phases["read+decompress"] += t1 - t0
+                phases["merge+render"] += time.perf_counter() - t1
+            else:
+                items = list(source.load(partition, version))
+                t1 = time.perf_counter()
+                text, n = sink.render_partition_blob(partition, items)
                 phases["iterate"] += t1 - t0
-                t0 = t1
-                pairs = filter(None, (codec.payloads(k, v) for k, v in items))
-                text, n = blob(pairs, partition)
-            t1 = time.perf_counter()
-            out.write(text)
+                phases["render"] += time.perf_counter() - t1
             t2 = time.perf_counter()
-            phases["render"] += t1 - t0
-            phases["write"] += t2 - t1
+            out.write(text)
+            phases["write"] += time.perf_counter() - t2
             rows += n
     os.remove(os.path.join(scratch, f"breakdown-{os.getpid()}.jsonl"))
     phases["rows"] = rows
