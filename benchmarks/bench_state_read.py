@@ -15,8 +15,10 @@ Usage::
      ``spark.read.format("statestore").load(CP).toJSON().collect()`` to ``spark.jsonl``
      (with ``storeName`` for each of a join's four stores, and ``--store`` for ours).
 3. Checks that both files hold the same rows, and reports wall time and peak RSS of each,
-   best and median, with the load average before each run.
-The figures go to stdout as a Markdown table, ready for docs/benchmarks.md.
+   best and median, with the load average before each run. A join also gets a row of its
+   four stores summed (run by run), the whole join as one figure.
+The figures go to stdout as a Markdown table, ready for docs/benchmarks.md; each row is
+also printed as soon as its case is done.
 
 Python bytecode: an installed package has its ``.pyc`` files, but a shell with
 ``PYTHONDONTWRITEBYTECODE=1`` and an editable install would recompile every StateGlass module
@@ -266,6 +268,27 @@ def measure(
     return results, loads, identical, rows
 
 
+def table_row(
+    label: str,
+    results: dict[str, list[tuple[float, float]]],
+    loads: list[str],
+    identical: bool,
+    rows: int,
+) -> str:
+    """One Markdown row: best and median of both readers, peak RSS, rows identical, load."""
+    best = {k: min(w for w, _ in v) for k, v in results.items()}
+    median = {k: statistics.median(w for w, _ in v) for k, v in results.items()}
+    peak = {k: max(r for _, r in v) for k, v in results.items()}
+    runs = {k: ", ".join(f"{w:.2f}" for w, _ in v) for k, v in results.items()}
+    return (
+        f"| {label} | {rows:,} | {best['spark']:.2f} ({runs['spark']}) | "
+        f"{best['stateglass']:.2f} ({runs['stateglass']}) | "
+        f"**{best['spark'] / best['stateglass']:.1f}×** | "
+        f"{median['spark'] / median['stateglass']:.1f}× | {peak['stateglass']:.0f} | "
+        f"{'yes' if identical else 'NO'} | {loads[0]} … {loads[-1]} |"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--keys", type=int, default=1_000_000)
@@ -312,21 +335,35 @@ def main() -> None:
     summary: list[str] = []
     failed = False
     for schema, provider, cp in cases:
-        for store in JOIN_STORES if schema == "join" else ("default",):
+        stores = JOIN_STORES if schema == "join" else ("default",)
+        per_store: list[tuple[dict[str, list[tuple[float, float]]], list[str], bool, int]] = []
+        for store in stores:
             label = f"{schema}/{provider}" + (f"/{store}" if store != "default" else "")
-            results, loads, identical, rows = measure(cp, store, args, label)
-            failed |= not identical
-            best = {k: min(w for w, _ in v) for k, v in results.items()}
-            median = {k: statistics.median(w for w, _ in v) for k, v in results.items()}
-            peak = {k: max(r for _, r in v) for k, v in results.items()}
-            runs = {k: ", ".join(f"{w:.2f}" for w, _ in v) for k, v in results.items()}
+            per_store.append(measure(cp, store, args, label))
+            summary.append(table_row(label, *per_store[-1]))
+            # Each row as soon as it is known: a long --schema all run that fails late (or
+            # is stopped) still leaves the figures of the cases it finished.
+            print(summary[-1], flush=True)
+        if len(stores) > 1:
+            # The whole join: run i of every store summed, as if one process read all four.
+            total = {
+                k: [
+                    (sum(r[0][k][i][0] for r in per_store), max(r[0][k][i][1] for r in per_store))
+                    for i in range(args.runs)
+                ]
+                for k in ("stateglass", "spark")
+            }
             summary.append(
-                f"| {label} | {rows:,} | {best['spark']:.2f} ({runs['spark']}) | "
-                f"{best['stateglass']:.2f} ({runs['stateglass']}) | "
-                f"**{best['spark'] / best['stateglass']:.1f}×** | "
-                f"{median['spark'] / median['stateglass']:.1f}× | {peak['stateglass']:.0f} | "
-                f"{'yes' if identical else 'NO'} | {loads[0]} … {loads[-1]} |"
+                table_row(
+                    f"{schema}/{provider} (all {len(stores)} stores, summed)",
+                    total,
+                    [per_store[0][1][0], per_store[-1][1][-1]],
+                    all(r[2] for r in per_store),
+                    sum(r[3] for r in per_store),
+                )
             )
+            print(summary[-1], flush=True)
+        failed |= not all(r[2] for r in per_store)
     print()
     print(
         f"date {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, machine "
