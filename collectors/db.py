@@ -422,6 +422,23 @@ def _connect(path: str, read_only: bool, timeout_s: float) -> duckdb.DuckDBPyCon
             delay = min(delay * 2, 0.2)
 
 
+# table -> column -> SQL type, read from the catalog once per process: every database this
+# code opens has been brought to TABLES' schema by Database() (a catalog query costs a scan
+# 2-25 ms of CPU, and a scan writes a dozen tables).
+_TYPES: dict[str, dict[str, str]] = {}
+
+
+def _column_types(conn: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
+    if table not in _TYPES:
+        for name, column, sql_type in conn.execute(
+            "SELECT table_name, column_name, data_type FROM duckdb_columns() "
+            "WHERE schema_name = 'main' AND NOT internal"
+        ).fetchall():
+            if name in TABLES:
+                _TYPES.setdefault(name, {})[column] = sql_type
+    return _TYPES.get(table, {})
+
+
 class Database:
     """The writer. One instance per process; transactions are short and serialized."""
 
@@ -479,13 +496,7 @@ class Database:
         if not rows:
             return
         names = list(rows[0])
-        types = dict(
-            conn.execute(
-                "SELECT column_name, data_type FROM duckdb_columns() "
-                "WHERE table_name = ? AND schema_name = 'main'",
-                [table],
-            ).fetchall()
-        )
+        types = _column_types(conn, table)
         unknown = [n for n in names if n not in types]
         if unknown:
             raise ValueError(f"{table} has no column {', '.join(unknown)}")
