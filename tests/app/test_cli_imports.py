@@ -66,3 +66,13 @@ def test_help_still_lists_every_command() -> None:
 
     listed = [name for name in _commands() if f"\n    {name} " in out or f"\n    {name}\n" in out]
     assert listed == list(_commands())
+
+
+def test_compat_labels_cover_every_status() -> None:
+    """compat_cmd spells the statuses out so that building the parser does not import the
+    rules: they must stay the rules' own."""
+    from app.compat_cmd import _LABEL
+    from collectors.compat import rules
+
+    statuses = {rules.SAME, rules.COMPATIBLE, rules.NEW, rules.NOTE, rules.CAVEAT, rules.REFUSE}
+    assert set(_LABEL) == statuses
