@@ -90,13 +90,31 @@ def _version() -> str:
         return "unknown (not installed: run make install)"
 
 
+class _VersionAction(argparse.Action):
+    """``--version``, asking the package metadata only when given: ``importlib.metadata``
+    costs every other command tens of milliseconds (issue 14, collect session 5)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="show the version and exit")
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        print(f"stateglass {_version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="stateglass",
         description="Read Spark Structured Streaming state stores without a JVM.",
     )
     # --version: the installed package's version, the one pyproject.toml declares.
-    parser.add_argument("--version", action="version", version=f"stateglass {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p_info = sub.add_parser("info", help="query id, batches, operators, stores and schemas")
@@ -271,16 +289,52 @@ def _compat(args: argparse.Namespace) -> int:
     return compat_cmd.run(args)
 
 
-def _commands() -> dict[str, Callable[[argparse.Namespace], int]]:
-    from app import collect_cmd, commands
+def _info(args: argparse.Namespace) -> int:
+    from app import commands
 
+    return commands.info(args)
+
+
+def _state(args: argparse.Namespace) -> int:
+    from app import commands
+
+    return commands.state(args)
+
+
+def _changes(args: argparse.Namespace) -> int:
+    from app import commands
+
+    return commands.changes(args)
+
+
+def _dashboard(args: argparse.Namespace) -> int:
+    from app import commands
+
+    return commands.dashboard(args)
+
+
+def _collect(args: argparse.Namespace) -> int:
+    from app import collect_cmd
+
+    return collect_cmd.run(args)
+
+
+def _watch(args: argparse.Namespace) -> int:
+    from app import collect_cmd
+
+    return collect_cmd.watch(args)
+
+
+def _commands() -> dict[str, Callable[[argparse.Namespace], int]]:
+    # Each command imports what it needs when it runs: `collect` never pays for the state
+    # readers' output formats (app.commands), nor `state` for DuckDB.
     return {
-        "info": commands.info,
-        "state": commands.state,
-        "changes": commands.changes,
-        "dashboard": commands.dashboard,
-        "collect": collect_cmd.run,
-        "watch": collect_cmd.watch,
+        "info": _info,
+        "state": _state,
+        "changes": _changes,
+        "dashboard": _dashboard,
+        "collect": _collect,
+        "watch": _watch,
         "report": _report,
         "check": _check,
         "export": _export,

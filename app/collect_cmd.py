@@ -164,9 +164,11 @@ def _scanner(args: argparse.Namespace) -> tuple[Scanner, list[str]]:
     from app.watchers import refuse_db_inside
 
     refuse_db_inside(args.db, roots)  # the database never goes into a checkpoint
-    from collectors.progress import check_location
+    if args.progress:
+        # Event-log parsing is imported only when asked for (issue 14: `collect`'s start-up).
+        from collectors.progress import check_location
 
-    args.progress = [check_location(path) for path in args.progress]
+        args.progress = [check_location(path) for path in args.progress]
     return _new_scanner(args), roots
 
 

@@ -16,21 +16,24 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from collectors.compat.facts import CheckpointFacts, OperatorFacts
-from collectors.compat.rules import CAVEAT, COMPATIBLE, NEW, NOTE, REFUSE, SAME, Verdict
+if TYPE_CHECKING:
+    # Imported by `run`: the CLI imports this module to build its parser, for every command.
+    from collectors.compat.facts import CheckpointFacts, OperatorFacts
+    from collectors.compat.rules import Verdict
 
 EXIT_RESTARTS = 0
 EXIT_REFUSED = 1
 
+# collectors.compat.rules' statuses (SAME, COMPATIBLE, ...) -> the label printed.
 _LABEL = {
-    SAME: "same",
-    COMPATIBLE: "ok",
-    NEW: "new",
-    NOTE: "note",
-    CAVEAT: "caveat",
-    REFUSE: "REFUSE",
+    "same": "same",
+    "compatible": "ok",
+    "new": "new",
+    "note": "note",
+    "caveat": "caveat",
+    "refuse": "REFUSE",
 }
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tomllib
 from typing import Any
 
 from app.errors import AppError
@@ -100,6 +99,8 @@ def print_counts(args: argparse.Namespace) -> None:
 
 
 def _read_toml(path: str) -> dict[str, Any]:
+    import tomllib  # only with --config: every command pays for what it imports at start
+
     from collectors.errors import BadConfig
 
     shown = os.path.abspath(os.path.expanduser(path))

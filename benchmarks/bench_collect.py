@@ -24,12 +24,17 @@ Usage::
    ``--jobs-partitions`` partitions (16) in ``--jobs-batches`` versions (16; each batch adds
    new keys and updates every key of the previous batch); ``--jobs-provider rocksdb-cl``
    writes it with RocksDB and changelog checkpointing. Every table of the two databases
-   must be identical; the load average is printed before each run.
+   must be identical; the load average is printed before each run. ``--checkpoint PATH``
+   times an existing checkpoint instead (read only: the databases go to a temporary
+   directory), e.g. the 10M-key store of ``bench_scale.py``; ``--no-warmup`` skips the
+   first, untimed pair of runs on a store too big to run four times.
 The figures go to stdout as Markdown, ready for docs/benchmarks.md.
 
 Example (issue 14)::
 
     .venv/bin/python benchmarks/bench_collect.py --only jobs --workdir /work/bench-data/collect
+    .venv/bin/python benchmarks/bench_collect.py --only jobs --runs 1 --no-warmup \
+        --checkpoint /work/bench-data/scale/hdfs/checkpoint
 """
 
 from __future__ import annotations
@@ -362,19 +367,23 @@ def all_tables(db_path: str) -> dict[str, list[tuple[Any, ...]]]:
     return out
 
 
-def bench_jobs(cp: str, jobs: int, runs: int) -> dict[str, Any]:
+def bench_jobs(cp: str, jobs: int, runs: int, warmup: bool = True) -> dict[str, Any]:
     """``stateglass collect --jobs 1`` and ``--jobs N`` as processes, alternating."""
     stateglass = shutil.which("stateglass", path=os.path.dirname(PY)) or "stateglass"
     walls: dict[int, list[float]] = {1: [], jobs: []}
     cpus: dict[int, list[float]] = {1: [], jobs: []}
     # Bytecode cached (outside the repository), as an installed package has it.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPYCACHEPREFIX"] = os.path.join(os.path.dirname(os.path.dirname(cp)), "pycache")
     loads: list[str] = []
     tables: dict[int, dict[str, list[tuple[Any, ...]]]] = {}
     tmp = tempfile.mkdtemp(prefix="sg-bench-jobs-")
+    # Never beside the checkpoint: it may be someone else's (--checkpoint), read only.
+    env["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(), "sg-bench-pycache")
     try:
-        for run in range(runs + 1):  # run 0 warms the page cache and the bytecode cache
+        if not warmup:
+            # The bytecode at least: compiling it would be counted in the first run.
+            subprocess.run([stateglass, "--help"], stdout=subprocess.DEVNULL, env=env, check=True)
+        for run in range(0 if warmup else 1, runs + 1):  # run 0 warms the caches
             for n in (1, jobs):
                 db_path = os.path.join(tmp, f"jobs{n}-{run}.duckdb")
                 time.sleep(2)  # let the previous run's processes go
@@ -432,6 +441,17 @@ def main() -> None:
         "--only", choices=("full", "chain", "memory", "incremental", "jobs"), default=None
     )
     ap.add_argument("--workdir", default=None, help="--only jobs: where PySpark writes its store")
+    ap.add_argument(
+        "--checkpoint",
+        default=None,
+        help="--only jobs: time this existing checkpoint (read only) instead of writing one",
+    )
+    ap.add_argument(
+        "--no-warmup",
+        dest="warmup",
+        action="store_false",
+        help="--only jobs: no untimed first pair of runs (big stores)",
+    )
     ap.add_argument("--jobs", type=int, default=2, help="--only jobs: compared with --jobs 1")
     ap.add_argument("--jobs-keys", type=int, default=2_000_000)
     ap.add_argument("--jobs-partitions", type=int, default=16)
@@ -521,22 +541,35 @@ def chain_cpu(cp: str) -> tuple[float, float]:
 
 
 def main_jobs(args: argparse.Namespace) -> None:
-    if not args.workdir:
-        raise SystemExit("--only jobs needs --workdir DIR (outside the repository)")
-    cp = ensure_jobs_store(
-        args.workdir, args.jobs_keys, args.jobs_partitions, args.jobs_batches, args.jobs_provider
-    )
+    if args.checkpoint:
+        cp = os.path.abspath(args.checkpoint)
+        if not os.path.isdir(os.path.join(cp, "commits")):
+            raise SystemExit(f"--checkpoint {cp}: not a checkpoint (no commits/)")
+    elif not args.workdir:
+        raise SystemExit("--only jobs needs --workdir DIR (outside the repository) or --checkpoint")
+    else:
+        cp = ensure_jobs_store(
+            args.workdir,
+            args.jobs_keys,
+            args.jobs_partitions,
+            args.jobs_batches,
+            args.jobs_provider,
+        )
     print(f"\ndate {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, machine: {machine()}\n")
-    res = bench_jobs(cp, args.jobs, args.runs)
+    res = bench_jobs(cp, args.jobs, args.runs, args.warmup)
     one, many = res["walls"][1], res["walls"][args.jobs]
     # On a loaded machine the walls say little: CPU seconds give what an idle one would do.
     parallel, scan = min(chain_cpu(cp) for _ in range(max(1, args.runs)))
     total = statistics.median(res["cpus"][1])
     bound = total / (total - parallel + parallel / args.jobs)
     scan_bound = scan / (scan - parallel + parallel / args.jobs)
+    store = (
+        "an existing checkpoint"
+        if args.checkpoint
+        else f"{args.jobs_provider}, {args.jobs_keys} keys, {args.jobs_partitions} partitions"
+    )
     print(
-        f"\ncollect of {cp} ({args.jobs_provider}, {args.jobs_keys} keys, "
-        f"{args.jobs_partitions} partitions, "
+        f"\ncollect of {cp} ({store}, "
         f"{res['versions']} state versions): --jobs 1 {fmt(one)}; --jobs {args.jobs} "
         f"{fmt(many)}; speed-up {min(one) / min(many):.2f}x best against best, "
         f"{statistics.median(one) / statistics.median(many):.2f}x median against median "

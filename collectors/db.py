@@ -23,7 +23,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import duckdb
+# The engine alone, without the `duckdb` package's Python layer (its relational API and a
+# version look-up through importlib.metadata): 0.12 CPU s at every start, a tenth of a whole
+# `collect` process on 2M keys (issue 14). The classes are the package's own
+# (`duckdb.IOException is _duckdb.IOException`), so callers may catch either.
+import _duckdb as duckdb
 
 from collectors.errors import CheckpointError, DatabaseBusy
 from collectors.progress_schema import PROGRESS_TABLES
@@ -418,6 +422,23 @@ def _connect(path: str, read_only: bool, timeout_s: float) -> duckdb.DuckDBPyCon
             delay = min(delay * 2, 0.2)
 
 
+# table -> column -> SQL type, read from the catalog once per process: every database this
+# code opens has been brought to TABLES' schema by Database() (a catalog query costs a scan
+# 2-25 ms of CPU, and a scan writes a dozen tables).
+_TYPES: dict[str, dict[str, str]] = {}
+
+
+def _column_types(conn: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
+    if table not in _TYPES:
+        for name, column, sql_type in conn.execute(
+            "SELECT table_name, column_name, data_type FROM duckdb_columns() "
+            "WHERE schema_name = 'main' AND NOT internal"
+        ).fetchall():
+            if name in TABLES:
+                _TYPES.setdefault(name, {})[column] = sql_type
+    return _TYPES.get(table, {})
+
+
 class Database:
     """The writer. One instance per process; transactions are short and serialized."""
 
@@ -466,36 +487,31 @@ class Database:
         """Insert ``rows`` into ``table``, replacing rows with the same primary key.
 
         ``on_conflict`` instead names the columns to update when the key exists (the others
-        keep their values). Rows go in as one column-wise scan: ``executemany`` is 100x
-        slower. Object arrays rather than Arrow: building an Arrow table imports pandas
-        (0.7 s), which a short ``collect`` process would pay for nothing; DuckDB infers each
-        column's type and casts it to the table's.
+        keep their values). Rows go in as one statement, each column one list parameter
+        cast to the table's type and unnested side by side: ``executemany`` is 100x slower,
+        and registering numpy arrays or an Arrow table would import numpy (0.1 s) or pandas
+        (0.7 s), which a short ``collect`` process pays for nothing (issue 14). The cast
+        to the column's own type keeps DuckDB from guessing a type from the first values.
         """
         if not rows:
             return
-        import numpy as np
-
         names = list(rows[0])
-        columns = {n: np.array([r.get(n) for r in rows], dtype=object) for n in names}
-        if len(rows) > 1000:
-            # DuckDB infers an object column's type from its first 1,000 values: a column of
-            # NULLs and small numbers there, and a 64-bit one later, fails as "out of range".
-            conn.execute(f"SET pandas_analyze_sample = {len(rows)}")
-        conn.register("__stateglass_rows", columns)
-        try:
-            if on_conflict is None:
-                conn.execute(
-                    f"INSERT OR REPLACE INTO {table} BY NAME SELECT * FROM __stateglass_rows"
-                )
-            else:
-                keys = ", ".join(KEYS[table])
-                sets = ", ".join(f"{c} = excluded.{c}" for c in on_conflict.split(","))
-                conn.execute(
-                    f"INSERT INTO {table} BY NAME SELECT * FROM __stateglass_rows "
-                    f"ON CONFLICT ({keys}) DO UPDATE SET {sets}"
-                )
-        finally:
-            conn.unregister("__stateglass_rows")
+        types = _column_types(conn, table)
+        unknown = [n for n in names if n not in types]
+        if unknown:
+            raise ValueError(f"{table} has no column {', '.join(unknown)}")
+        select = ", ".join(f"unnest(?::{types[n]}[]) AS {n}" for n in names)
+        values = [[r.get(n) for r in rows] for n in names]
+        if on_conflict is None:
+            conn.execute(f"INSERT OR REPLACE INTO {table} BY NAME SELECT {select}", values)
+        else:
+            keys = ", ".join(KEYS[table])
+            sets = ", ".join(f"{c} = excluded.{c}" for c in on_conflict.split(","))
+            conn.execute(
+                f"INSERT INTO {table} BY NAME SELECT {select} "
+                f"ON CONFLICT ({keys}) DO UPDATE SET {sets}",
+                values,
+            )
 
     @staticmethod
     def delete_where(conn: duckdb.DuckDBPyConnection, table: str, where: Mapping[str, Any]) -> None:

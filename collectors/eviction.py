@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collectors.chains import VERSION_FILES, ChainTask
 from collectors.checkpoint import Checkpoint, StoreInfo
@@ -32,9 +32,13 @@ from collectors.eviction_rules import (
     EvictionRule,
     eviction_rules,
 )
-from collectors.state import StateRequest, StateSource
 from collectors.stores import StoreContext, StoreReader, open_store
 from parsers.errors import ParseError
+
+if TYPE_CHECKING:
+    # Imported when a store is audited: the row codecs are not needed by a collect of
+    # stores without event-time eviction (issue 14, `collect`'s start-up).
+    from collectors.state import StateSource
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,8 @@ def store_rules(
 
 
 def _source(cp: Checkpoint, rule: EvictionRule, partitions: Sequence[int] | None) -> StateSource:
+    from collectors.state import StateRequest, StateSource
+
     if rule.kind == TIMERS:
         request = StateRequest(
             rule.operator_id, rule.store_name, None, partitions, read_timers=True

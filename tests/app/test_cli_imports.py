@@ -1,0 +1,78 @@
+"""`stateglass collect` imports only what collecting needs (issue 14: with `--jobs 2` the
+start-up is serial, and it bounds the speed-up on 2 cores). Each case runs a fresh
+interpreter: in this test process everything is imported already."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.app.conftest import SAMPLES
+
+# Heavy modules a collect never needs: the dashboard, figures and reports (streamlit, plotly,
+# pandas), Spark, Arrow, numpy (the writer binds plain lists), the `duckdb` package's Python
+# layer (the writer uses the engine module `_duckdb`), and importlib.metadata (`--version`).
+NOT_FOR_COLLECT = (
+    "streamlit",
+    "plotly",
+    "pandas",
+    "pyspark",
+    "pyarrow",
+    "numpy",
+    "duckdb",
+    "importlib.metadata",
+    "app.commands",
+    "app.report",
+    "collectors.progress",
+)
+
+PROBE = """
+import json, sys
+from app.cli import main
+status = main(sys.argv[1:])
+print(json.dumps({"status": status, "modules": sorted(sys.modules)}))
+"""
+
+
+def _run(*argv: str) -> dict[str, object]:
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, check=True
+    )
+    return dict(json.loads(out.stdout.splitlines()[-1]))
+
+
+def test_collect_imports_no_dashboard_spark_or_numpy(tmp_path: Path) -> None:
+    cp = SAMPLES / "spark-4.3" / "agg-hdfs"
+    found = _run("collect", str(cp), "--db", str(tmp_path / "sg.duckdb"), "--jobs", "1")
+    assert found["status"] == 0
+    modules = set(found["modules"])  # type: ignore[call-overload]
+    loaded = sorted(m for m in NOT_FOR_COLLECT if m in modules)
+    assert loaded == []
+    # The engine module did the writing, and the rows are there for the package's readers.
+    assert "_duckdb" in modules
+    import duckdb
+
+    with duckdb.connect(str(tmp_path / "sg.duckdb"), read_only=True) as conn:
+        assert conn.execute("SELECT count(*) FROM state_versions").fetchall()[0][0] > 0
+
+
+def test_help_still_lists_every_command() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "app.cli", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    from app.cli import _commands
+
+    listed = [name for name in _commands() if f"\n    {name} " in out or f"\n    {name}\n" in out]
+    assert listed == list(_commands())
+
+
+def test_compat_labels_cover_every_status() -> None:
+    """compat_cmd spells the statuses out so that building the parser does not import the
+    rules: they must stay the rules' own."""
+    from app.compat_cmd import _LABEL
+    from collectors.compat import rules
+
+    statuses = {rules.SAME, rules.COMPATIBLE, rules.NEW, rules.NOTE, rules.CAVEAT, rules.REFUSE}
+    assert set(_LABEL) == statuses
