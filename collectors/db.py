@@ -26,8 +26,12 @@ from typing import Any
 # The engine alone, without the `duckdb` package's Python layer (its relational API and a
 # version look-up through importlib.metadata): 0.12 CPU s at every start, a tenth of a whole
 # `collect` process on 2M keys (issue 14). The classes are the package's own
-# (`duckdb.IOException is _duckdb.IOException`), so callers may catch either.
-import _duckdb as duckdb
+# (`duckdb.IOException is _duckdb.IOException`), so callers may catch either. A DuckDB that
+# no longer ships `_duckdb` gets the package.
+try:
+    import _duckdb as duckdb
+except ImportError:  # pragma: no cover - duckdb is pinned in requirements.txt
+    import duckdb  # type: ignore[no-redef]
 
 from collectors.errors import CheckpointError, DatabaseBusy
 from collectors.progress_schema import PROGRESS_TABLES
