@@ -8,6 +8,7 @@ the output is the same as a serial run.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import shutil
@@ -60,8 +61,12 @@ def write_state_parallel(source: StateSource, sink: JsonLinesSink, version: int,
     saved_tempdir, tempfile.tempdir = tempfile.tempdir, scratch
     try:
         ctx = multiprocessing.get_context("fork")
+        # Objects the workers inherit stay out of their collector: a collection there would
+        # touch (and so copy) pages of the parent's heap.
+        gc.freeze()
         with signals_blocked():  # the workers unblock them after restoring the defaults
             pool = ctx.Pool(processes=jobs, initializer=restore_default_signals)
+        gc.unfreeze()
         with pool:
             for path, rows in pool.imap(_render, source.partitions):
                 sink.write_file(path, rows)
