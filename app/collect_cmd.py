@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from app import discovery
 from app.args import add_db_arg
+from app.memory import keep_freed_memory
 from collectors.engines import ENGINES, get_engine
 
 if TYPE_CHECKING:
@@ -215,6 +216,7 @@ def _summary(summaries: list[ScanSummary], db_path: str, workers: int = 0) -> st
 
 def run(args: argparse.Namespace) -> int:
     """``stateglass collect``: scan each checkpoint once and print a one-line summary."""
+    keep_freed_memory()
     scanner, roots = _scanner(args)
     summaries, workers = _collect(scanner, roots)
     print(_summary(summaries, scanner.db.path, workers), file=sys.stderr)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.errors import AppError
+from app.memory import keep_freed_memory
 from app.output import open_sink
 from app.parallel import can_parallelize, default_jobs, write_state_parallel
 from collectors.checkpoint import INFERRED, INFERRED_HELP, Checkpoint, StoreInfo
@@ -158,6 +159,7 @@ def _request(args: argparse.Namespace, batch_id: int | None = None) -> StateRequ
 
 
 def state(args: argparse.Namespace) -> int:
+    keep_freed_memory()
     cp = Checkpoint.open(args.checkpoint)
     _refuse_output_inside(cp, args.output)
     request = _request(args, args.batch_id)

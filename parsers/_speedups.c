@@ -5,6 +5,7 @@
  *   compile_plan(key_plan, value_plan) -> capsule
  *   render_lines(plan, pairs, partition_id[, skip]) -> (bytes, pending pair | None, rows)
  *   render_chain(plan, snapshot | None, deltas, partition_id) -> (parts, rows) | None
+ *   keep_freed_memory() -> bool
  *
  * Every function refuses rather than guesses: on anything unusual (damaged stream, a row
  * that does not fit its schema, invalid UTF-8, a key that is not bytes) it hands control
@@ -20,6 +21,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 /* ------------------------------------------------------------------------------------------
  * Record streams: keySize:int32BE key valueSize:int32BE value ... -1:int32BE
@@ -1277,6 +1281,21 @@ done:
     return result;
 }
 
+/* Reading a store allocates and frees buffers of megabytes for every partition (decompressed
+ * files, rendered text). glibc hands those back to the kernel and takes fresh zeroed pages the
+ * next time: a page fault each 4 KiB, more system time than the rendering itself. Kept, they
+ * are reused. True when the allocator took the settings. */
+static PyObject *
+keep_freed_memory(PyObject *self, PyObject *noargs)
+{
+#if defined(__GLIBC__)
+    int ok = mallopt(M_MMAP_THRESHOLD, 32 << 20) && mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    return PyBool_FromLong(ok);
+#else
+    Py_RETURN_FALSE;
+#endif
+}
+
 static PyMethodDef methods[] = {
     {"read_records", read_records, METH_VARARGS,
      "read_records(buf, allow_deletes) -> list of (key, value or None), or None if the "
@@ -1289,6 +1308,8 @@ static PyMethodDef methods[] = {
     {"render_lines", render_lines, METH_VARARGS,
      "render_lines(plan, pairs, partition_id, skip=False) -> (bytes, pending pair or None, "
      "rows); with skip, key and value start with a version byte 0 that is skipped."},
+    {"keep_freed_memory", keep_freed_memory, METH_NOARGS,
+     "keep_freed_memory() -> whether glibc now keeps freed blocks up to 32 MiB for reuse."},
     {"render_chain", render_chain, METH_VARARGS,
      "render_chain(plan, snapshot or None, deltas, partition_id) -> (parts, rows), or None "
      "if a stream is not clean; parts are bytes and (key, value) pairs left for Python."},
