@@ -174,7 +174,7 @@ def _struct_fields(
         return []
     words = (len(fields) + 63) >> 6
     width = 8 * (words + len(fields))
-    if m and np.any(base + width > row_end):
+    if len(base) and np.any(base + width > row_end):
         raise _Fallback
     # One gather for every row's whole fixed region: (rows, bytes).
     region = data[base[:, None] + np.arange(width, dtype=np.int64)]
