@@ -41,11 +41,15 @@ def payload_arrays(
         values = [v for _, v in items]
     else:
         payloads = codec.payloads
-        pairs = [p for p in (payloads(k, v) for k, v in items) if p is not None]
-        if any(v is None for _, v in pairs):
-            return None
-        keys = [k for k, _ in pairs]
-        values = [v for _, v in pairs]
+        keys, values = [], []
+        for k, v in items:
+            pair = payloads(k, v)
+            if pair is None:
+                continue  # another column family's key
+            if pair[1] is None:
+                return None
+            keys.append(pair[0])
+            values.append(pair[1])
     return pa.array(keys, type=pa.large_binary()), pa.array(values, type=pa.large_binary())
 
 

@@ -30,7 +30,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from parsers.sparktypes import (
     AtomicType,
@@ -148,7 +147,7 @@ def _struct_array(
 
 
 def _scatter(array: pa.Array, where: np.ndarray, n: int) -> pa.Array:
-    """``array`` (one value per set position of ``where``) spread over ``n`` rows, null elsewhere."""
+    """``array`` (a value per set position of ``where``) over ``n`` rows, null elsewhere."""
     if len(array) == n:
         return array
     positions = np.full(n, -1, dtype=np.int64)
@@ -274,9 +273,7 @@ def _gather_bytes(
     ).cast(pa.binary())
 
 
-def _checked_decimal(
-    dt: DecimalType, words: np.ndarray, mask: Any, null_count: int
-) -> pa.Array:
+def _checked_decimal(dt: DecimalType, words: np.ndarray, mask: Any, null_count: int) -> pa.Array:
     """(rows, 2) little-endian int64 words of 128-bit unscaled values -> ``decimal(p, s)``.
 
     Built as ``decimal(38, s)`` and cast: the cast refuses values with more digits than
@@ -324,7 +321,7 @@ def _large_decimal(
     # Byte j of a 16-byte big-endian word comes from start + size - 16 + j, when j is inside
     # the value; the bytes before it repeat the sign.
     index = (starts + sizes - 16)[:, None] + _BYTES
-    inside = _BYTES >= (16 - sizes)[:, None]
+    inside = (16 - sizes)[:, None] <= _BYTES
     safe = np.where(inside, index, 0)
     big = data[safe] if len(data) else np.zeros((m, 16), dtype=np.uint8)
     first = data[np.where(sizes > 0, starts, 0)] if len(data) else np.zeros(m, dtype=np.uint8)
@@ -332,4 +329,3 @@ def _large_decimal(
     big = np.where(inside, big, sign[:, None])
     words = np.ascontiguousarray(big[:, ::-1]).view("<i8")
     return _checked_decimal(dt, words, mask, null_count)
-

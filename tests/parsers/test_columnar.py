@@ -35,8 +35,8 @@ from parsers.sparktypes import (
     StructType,
 )
 from parsers.state_rows import RowCodec, StoreSpec
-from parsers.unsafewriter import encode_row
 from parsers.unsaferow import row_decoder
+from parsers.unsafewriter import encode_row
 
 FAST = settings(max_examples=200, deadline=None, database=None)
 COLUMNAR_SCHEMAS = [s for s in SCHEMAS if columnar.supported(s)]
