@@ -173,10 +173,14 @@ def _struct_fields(
         return []
     words = (len(fields) + 63) >> 6
     width = 8 * (words + len(fields))
-    if len(base) and np.any(base + width > row_end):
+    if not len(base):
+        region = np.zeros((0, width), dtype=np.uint8)
+    elif np.any(base + width > row_end):
         raise _Fallback
-    # One gather for every row's whole fixed region: (rows, bytes).
-    region = data[base[:, None] + np.arange(width, dtype=np.int64)]
+    else:
+        # One gather for every row's fixed region, from a strided view of every width-byte
+        # window of the data: the copy touches only the bytes wanted, no index matrix.
+        region = np.lib.stride_tricks.sliding_window_view(data, width)[base]
     words_of = np.ascontiguousarray(region[:, : 8 * words]).view("<u8")
     out: list[pa.Array] = []
     for i, field in enumerate(fields):
