@@ -14,9 +14,9 @@ hypothesis). Where the generated decoder would do something other than read a cl
 module does not guess: :func:`decode_struct` returns None and the caller decodes those rows
 with the Python decoder, which repairs or raises as it always has.
 
-Types decoded here: every atomic type but calendar intervals, variants and ``void`` inside
-arrays, plus decimals and nested structs. Arrays and maps are not (yet): a schema holding
-one is decoded by the Python decoder (:func:`supported` says so up front).
+Types decoded here: every type but calendar intervals and variants (whose Parquet column is
+Spark's JSON text); a schema holding one of those is decoded by the Python decoder
+(:func:`supported` says so up front).
 
 Example::
 
@@ -32,10 +32,12 @@ import numpy as np
 import pyarrow as pa
 
 from parsers.sparktypes import (
+    ArrayType,
     AtomicType,
     DataType,
     DayTimeIntervalType,
     DecimalType,
+    MapType,
     StringLikeType,
     StructType,
     YearMonthIntervalType,
@@ -78,6 +80,10 @@ def supported(dt: DataType) -> bool:
     """Whether rows of ``dt`` (a struct) can be decoded here."""
     if isinstance(dt, StructType):
         return all(supported(f.data_type) for f in dt.fields)
+    if isinstance(dt, ArrayType):
+        return supported(dt.element_type)
+    if isinstance(dt, MapType):
+        return supported(dt.key_type) and supported(dt.value_type)
     if isinstance(dt, DecimalType):
         return 0 <= dt.scale <= dt.precision <= 38
     if isinstance(dt, (StringLikeType, YearMonthIntervalType, DayTimeIntervalType)):
@@ -94,6 +100,10 @@ def arrow_type(dt: DataType) -> Any:
         return pa.struct(
             [pa.field(n, arrow_type(f.data_type)) for n, f in zip(names, dt.fields, strict=True)]
         )
+    if isinstance(dt, ArrayType):
+        return pa.list_(arrow_type(dt.element_type))
+    if isinstance(dt, MapType):
+        return pa.map_(arrow_type(dt.key_type), arrow_type(dt.value_type))
     if isinstance(dt, DecimalType):
         return pa.decimal128(dt.precision, dt.scale)
     if isinstance(dt, StringLikeType):
@@ -231,6 +241,14 @@ def _field(
         if len(where) < m:
             children = [_scatter(c, where, m) for c in children]
         return _struct_array(dt, m, children, None if not null_count else valid)
+    if isinstance(dt, (ArrayType, MapType)):
+        where = np.flatnonzero(valid)
+        stops = (starts + sizes)[where]
+        if isinstance(dt, ArrayType):
+            found = _array(dt.element_type, data, starts[where], stops, row_end[where])
+        else:
+            found = _map(dt, data, starts[where], stops, row_end[where])
+        return _scatter(found, where, m)
     if isinstance(dt, DecimalType):
         return _large_decimal(dt, data, starts, sizes, nulls, mask, null_count)
     sizes[nulls] = 0
@@ -333,3 +351,75 @@ def _large_decimal(
     big = np.where(inside, big, sign[:, None])
     words = np.ascontiguousarray(big[:, ::-1]).view("<i8")
     return _checked_decimal(dt, words, mask, null_count)
+
+
+# UnsafeArrayData element sizes: fixed kinds packed at their natural size, others 8-byte slots.
+_ELEMENT_SIZE = {"boolean": 1, "byte": 1, "short": 2, "integer": 4, "date": 4, "float": 4}
+
+
+def _element_size(dt: DataType) -> int:
+    if isinstance(dt, AtomicType):
+        return _ELEMENT_SIZE.get(dt.name, 8)
+    return 4 if isinstance(dt, YearMonthIntervalType) else 8
+
+
+def _array(
+    element: DataType, data: np.ndarray, base: np.ndarray, end: np.ndarray, row_end: np.ndarray
+) -> pa.Array:
+    """Arrays ``[n][null bits][elements][variable part]`` at ``base``, each within ``end``."""
+    m = len(base)
+    if m and np.any(base + 8 > end):
+        raise _Fallback
+    n = _int64_at(data, base)
+    if np.any((n < 0) | (n > end - base)):
+        raise _Fallback  # (and no overflow below: n is at most the array's bytes)
+    size = _element_size(element)
+    first = base + 8 + 8 * ((n + 63) >> 6)
+    if np.any(first + n * size > end):
+        raise _Fallback
+    offsets = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(n, out=offsets[1:])
+    total = int(offsets[-1])
+    row = np.repeat(np.arange(m, dtype=np.int64), n)
+    index = np.arange(total, dtype=np.int64) - offsets[:-1][row]
+    if isinstance(element, AtomicType) and element.name == "void":
+        values: pa.Array = pa.nulls(total)
+    else:
+        bits = data[base[row] + 8 + (index >> 3)] if total else _EMPTY
+        nulls = ((bits >> (index & 7).astype(np.uint8)) & 1).astype(bool)
+        raw = np.zeros((total, 8), dtype=np.uint8)
+        if total:
+            at = first[row] + index * size
+            raw[:, :size] = np.lib.stride_tricks.sliding_window_view(data, size)[at]
+        # Variable elements: offsets are relative to the array, and stay within it.
+        values = _field(element, data, raw, nulls, base[row], end[row], row_end[row])
+    return pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), values)
+
+
+def _map(
+    dt: MapType, data: np.ndarray, base: np.ndarray, end: np.ndarray, row_end: np.ndarray
+) -> pa.Array:
+    """Maps ``[key array bytes][key array][value array]``: no null keys, as many values."""
+    if len(base) and np.any(base + 8 > end):
+        raise _Fallback
+    key_bytes = _int64_at(data, base)
+    if np.any((key_bytes < 0) | (key_bytes > end - base)):
+        raise _Fallback
+    split = base + 8 + key_bytes
+    if np.any(split > end):
+        raise _Fallback
+    keys = _array(dt.key_type, data, base + 8, split, row_end)
+    values = _array(dt.value_type, data, split, end, row_end)
+    if not keys.offsets.equals(values.offsets) or keys.values.null_count:
+        raise _Fallback  # the Python decoder names the damage
+    return pa.MapArray.from_arrays(keys.offsets, keys.values, values.values)
+
+
+def _int64_at(data: np.ndarray, at: np.ndarray) -> np.ndarray:
+    if not len(at):
+        return np.zeros(0, dtype=np.int64)
+    return (
+        np.ascontiguousarray(np.lib.stride_tricks.sliding_window_view(data, 8)[at])
+        .view("<i8")
+        .reshape(len(at))
+    )

@@ -172,7 +172,7 @@ def test_decimals_wider_than_their_type_are_left_to_python() -> None:
 
 
 def test_unsupported_schemas_are_refused_up_front() -> None:
-    schema = StructType((StructField("xs", ArrayType(AtomicType("long"))),))
+    schema = StructType((StructField("xs", ArrayType(AtomicType("interval"))),))
     assert not columnar.supported(schema)
     with pytest.raises(ValueError, match="not a columnar schema"):
         columnar.decode_struct(schema, pa.array([b""]))
