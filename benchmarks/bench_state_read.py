@@ -242,8 +242,24 @@ def same_parquet_rows(a: str, b: str) -> bool:
     if ta.num_rows != tb.num_rows:
         print(f"row counts differ: {ta.num_rows} vs {tb.num_rows}")
         return False
-    # Spark's parts come in any order: compare the rows as sorted lists of their repr.
-    return sorted(map(repr, ta.to_pylist())) == sorted(map(repr, tb.to_pylist()))
+    # Spark's parts come in any order, and its structs may repeat a field name (ours add
+    # suffixes): compare the rows as sorted tuples of their leaf values, by position.
+    return _leaf_rows(ta) == _leaf_rows(tb)
+
+
+def _leaf_rows(table: object) -> list[str]:
+    import pyarrow as pa
+
+    assert isinstance(table, pa.Table)
+    leaves: list[pa.ChunkedArray] = []
+    todo = list(table.columns)
+    while todo:
+        column = todo.pop(0)
+        if pa.types.is_struct(column.type):
+            todo[:0] = column.flatten()
+        else:
+            leaves.append(column)
+    return sorted(map(repr, zip(*(leaf.to_pylist() for leaf in leaves), strict=True)))
 
 
 def checkpoint(workdir: str, schema: str, provider: str, keys: int) -> str:
