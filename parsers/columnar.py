@@ -298,22 +298,20 @@ def _gather_bytes(
 def _checked_decimal(dt: DecimalType, words: np.ndarray, mask: Any, null_count: int) -> pa.Array:
     """(rows, 2) little-endian int64 words of 128-bit unscaled values -> ``decimal(p, s)``.
 
-    Built as ``decimal(38, s)`` and cast: the cast refuses values with more digits than
-    ``p``, as Arrow refuses the Python decoder's ``Decimal`` for them.
+    Values with more digits than ``p`` are refused (full validation), as Arrow refuses the
+    Python decoder's ``Decimal`` for them.
     """
-    m = len(words)
-    wide = pa.Array.from_buffers(
-        pa.decimal128(38, dt.scale),
-        m,
+    column = pa.Array.from_buffers(
+        pa.decimal128(dt.precision, dt.scale),
+        len(words),
         [mask, pa.py_buffer(np.ascontiguousarray(words))],
         null_count=null_count,
     )
-    if dt.precision == 38:
-        return wide
     try:
-        return wide.cast(pa.decimal128(dt.precision, dt.scale))
+        column.validate(full=True)
     except pa.ArrowInvalid as exc:
         raise _Fallback from exc
+    return column
 
 
 def _decimal(

@@ -42,8 +42,13 @@ from parsers.unsafewriter import encode_row
 
 FAST = settings(max_examples=120, deadline=None, database=None)
 COLUMNAR_SCHEMAS = [s for s in SCHEMAS if columnar.supported(s)]
+# A field named NUL breaks the Python decoder's code generation (compile() refuses the
+# label): a bug of its own, outside what this module checks.
 schemas = st.one_of(
-    st.sampled_from(COLUMNAR_SCHEMAS), struct_types(rich=True).filter(columnar.supported)
+    st.sampled_from(COLUMNAR_SCHEMAS),
+    struct_types(rich=True).filter(
+        lambda s: columnar.supported(s) and "\x00" not in s.simple_string()
+    ),
 )
 
 
@@ -51,6 +56,12 @@ def _bits(array: Any) -> Any:
     """Floats as their bit patterns, so that NaNs compare (and their payloads count)."""
     if isinstance(array, pa.ChunkedArray):
         return pa.chunked_array([_bits(c) for c in array.chunks], type=_bits_type(array.type))
+    if pa.types.is_map(array.type):
+        keys, items = _bits(array.keys), _bits(array.items)
+        return pa.MapArray.from_arrays(array.offsets, keys, items, mask=array.is_null())
+    if pa.types.is_list(array.type):
+        values = _bits(array.flatten())
+        return pa.ListArray.from_arrays(array.offsets, values, mask=array.is_null())
     if pa.types.is_struct(array.type):
         children = [_bits(array.field(i)) for i in range(array.type.num_fields)]
         names = [f.name for f in array.type]
@@ -65,6 +76,10 @@ def _bits(array: Any) -> Any:
 
 
 def _bits_type(t: Any) -> Any:
+    if pa.types.is_map(t):
+        return pa.map_(_bits_type(t.key_type), _bits_type(t.item_type))
+    if pa.types.is_list(t):
+        return pa.list_(_bits_type(t.value_type))
     if pa.types.is_struct(t):
         return pa.struct([pa.field(f.name, _bits_type(f.type)) for f in t])
     return {pa.float32(): pa.int32(), pa.float64(): pa.int64()}.get(t, t)
@@ -108,7 +123,12 @@ def rows_of(draw: st.DrawFn, schema_strategy: st.SearchStrategy[StructType] = sc
 def test_columns_agree_with_the_python_decoder(case: Any) -> None:
     schema, rows = case
     ours = columnar.decode_struct(schema, pa.array(rows, type=pa.binary()))
-    assert ours is not None  # rows Spark writes never need the Python decoder
+    if ours is None:
+        # Only where the Python path fails too: a decimal one past its precision (the
+        # strategy can round up to 10**p), which Arrow refuses.
+        with pytest.raises(pa.ArrowInvalid, match="precision"):
+            _python_column(schema, rows)
+        return
     assert columnar.arrow_type(schema) == app_arrow_type(schema)
     _assert_same_parquet(ours, _python_column(schema, rows))
 
