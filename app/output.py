@@ -25,7 +25,6 @@ from typing import IO, Any
 
 from app.arrow_types import arrow_type, arrow_value, unique_names
 from app.atomic import AtomicText, replacing
-from app.columnar_output import columnar_partition, columnar_supported
 from app.errors import AppError, OutputError
 from parsers.errors import ParseError
 from parsers.sparkjson import (
@@ -416,6 +415,9 @@ class ParquetSink(Sink):
         self.values: list[list[Any]] = []
         self.convert: list[Callable[[Any], Any]] = []
         self.chunks: list[Any] = []  # pa.Table pieces, in output order
+        # numpy and pyarrow load only for Parquet: JSON lines start faster without them.
+        from app.columnar_output import columnar_supported
+
         self.columnar = columnar_supported(codec)
 
     def _start(self, columns: Sequence[Column]) -> None:
@@ -439,6 +441,8 @@ class ParquetSink(Sink):
         if not self.columnar:
             super().write_partition(partition, items)
             return
+        from app.columnar_output import columnar_partition
+
         self._start(state_columns(self.codec))
         items = items if isinstance(items, list) else list(items)
         table = columnar_partition(self.codec, partition, items)
