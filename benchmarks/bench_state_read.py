@@ -4,7 +4,7 @@ Usage::
 
     .venv/bin/python benchmarks/bench_state_read.py [--keys 1000000] [--runs 3]
         [--provider hdfs|rocksdb]... [--schema counter|maxts|window|dedup|join|all]...
-        [--workdir /work/bench-data] [--generate-only]
+        [--workdir /work/bench-data] [--generate-only] [--format jsonl|parquet]
 
 1. Writes (once, cached under ``--workdir``, outside the repository) a checkpoint per
    ``--schema`` case and provider with PySpark: ``--keys`` distinct keys (the join: at most
@@ -19,6 +19,12 @@ Usage::
    four stores summed (run by run), the whole join as one figure.
 The figures go to stdout as a Markdown table, ready for docs/benchmarks.md; each row is
 also printed as soon as its case is done.
+
+``--format parquet`` times ``stateglass state CP --format parquet -o ours.parquet`` against
+Spark's ``….load(CP).write.parquet(dir)`` (timestamps as TIMESTAMP_MICROS, what ours
+writes), and compares the rows of both files read back with pyarrow. Spark's Parquet writer
+refuses ``void`` columns, so the dedup case (``value struct<__dummy__: void>``) has no Spark
+side there.
 
 Python bytecode: an installed package has its ``.pyc`` files, but a shell with
 ``PYTHONDONTWRITEBYTECODE=1`` and an editable install would recompile every StateGlass module
@@ -126,6 +132,22 @@ with open(out, "w") as fh:
 spark.stop()
 """
 
+SPARK_WRITE_PARQUET = r"""
+import sys
+from pyspark.sql import SparkSession
+cp, out, store = sys.argv[1], sys.argv[2], sys.argv[3]
+spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+         .config("spark.driver.memory", "6g").config("spark.sql.session.timeZone", "UTC")
+         .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+         .getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+reader = spark.read.format("statestore")
+if store != "default":
+    reader = reader.option("storeName", store)
+reader.load(cp).write.mode("overwrite").parquet(out)
+spark.stop()
+"""
+
 # --schema cases: what each stores, and the stores read (a join has four).
 SCHEMAS = {
     "counter": "groupBy(k).agg(count, sum(v)): key struct<k:string>, value struct<bigint,bigint>",
@@ -214,6 +236,34 @@ def same_rows(a: str, b: str) -> bool:
     return multiset(la) == multiset(lb)
 
 
+def same_parquet_rows(a: str, b: str) -> bool:
+    """Both Parquet outputs (a file, or Spark's directory of parts) hold the same rows."""
+    import pyarrow.parquet as pq
+
+    ta, tb = pq.read_table(a), pq.read_table(b)
+    if ta.num_rows != tb.num_rows:
+        print(f"row counts differ: {ta.num_rows} vs {tb.num_rows}")
+        return False
+    # Spark's parts come in any order, and its structs may repeat a field name (ours add
+    # suffixes): compare the rows as sorted tuples of their leaf values, by position.
+    return _leaf_rows(ta) == _leaf_rows(tb)
+
+
+def _leaf_rows(table: object) -> list[str]:
+    import pyarrow as pa
+
+    assert isinstance(table, pa.Table)
+    leaves: list[pa.ChunkedArray] = []
+    todo = list(table.columns)
+    while todo:
+        column = todo.pop(0)
+        if pa.types.is_struct(column.type):
+            todo[:0] = column.flatten()
+        else:
+            leaves.append(column)
+    return sorted(map(repr, zip(*(leaf.to_pylist() for leaf in leaves), strict=True)))
+
+
 def checkpoint(workdir: str, schema: str, provider: str, keys: int) -> str:
     """The cached checkpoint of one case, written with PySpark the first time."""
     n = min(keys, JOIN_KEYS) if schema == "join" else keys
@@ -240,11 +290,19 @@ def measure(
     ours_out = os.path.join(args.workdir, "ours.jsonl")
     spark_out = os.path.join(args.workdir, "spark.jsonl")
     ours_cmd = [stateglass, "state", cp, "--format", "jsonl", "--store", store]
+    spark_script = SPARK_READ
+    if args.format == "parquet":
+        ours_out = os.path.join(args.workdir, "ours.parquet")
+        spark_out = os.path.join(args.workdir, "spark.parquet")
+        ours_cmd = [stateglass, "state", cp, "--format", "parquet", "--store", store]
+        ours_cmd += ["-o", ours_out]
+        spark_script = SPARK_WRITE_PARQUET
     ours_env = None
     if not args.no_pycache:
         ours_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         ours_env["PYTHONPYCACHEPREFIX"] = os.path.join(args.workdir, "pycache")
-    timed(ours_cmd, ours_out, ours_env)  # warm-up: bytecode, page cache
+    stdout = None if args.format == "parquet" else ours_out
+    timed(ours_cmd, stdout, ours_env)  # warm-up: bytecode, page cache
     results: dict[str, list[tuple[float, float]]] = {"stateglass": [], "spark": []}
     loads: list[str] = []
     for i in range(args.runs):
@@ -252,16 +310,21 @@ def measure(
         # that neither reader is timed against the other's leftovers.
         time.sleep(SETTLE_S)
         loads.append(load_average())
-        results["spark"].append(timed([PY, "-c", SPARK_READ, cp, spark_out, store]))
+        results["spark"].append(timed([PY, "-c", spark_script, cp, spark_out, store]))
         time.sleep(SETTLE_S)
         loads.append(load_average())
-        results["stateglass"].append(timed(ours_cmd, ours_out, ours_env))
+        results["stateglass"].append(timed(ours_cmd, stdout, ours_env))
         print(
             f"{label} run {i + 1}: spark {results['spark'][-1][0]:.2f}s (load before "
             f"{loads[-2]}), stateglass {results['stateglass'][-1][0]:.2f}s (load before "
             f"{loads[-1]})",
             flush=True,
         )
+    if args.format == "parquet":
+        import pyarrow.parquet as pq
+
+        identical = same_parquet_rows(ours_out, spark_out)
+        return results, loads, identical, pq.read_metadata(ours_out).num_rows
     identical = same_rows(ours_out, spark_out)
     with open(ours_out) as fh:
         rows = sum(1 for _ in fh)
@@ -311,6 +374,12 @@ def main() -> None:
         default=os.path.join(tempfile.gettempdir(), "stateglass-bench"),
         help="where checkpoints are written once and cached, and outputs go; keep it outside "
         "the repository (default: %(default)s)",
+    )
+    ap.add_argument(
+        "--format",
+        choices=("jsonl", "parquet"),
+        default="jsonl",
+        help="what both sides write (see the module docstring; default: %(default)s)",
     )
     ap.add_argument(
         "--generate-only", action="store_true", help="write the checkpoints, time nothing"
@@ -369,6 +438,7 @@ def main() -> None:
         f"date {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, machine "
         f"{platform.machine()} {os.cpu_count()} cores, python {platform.python_version()}, "
         f"bytecode cache: {'no' if args.no_pycache else 'yes'}, runs {args.runs}, "
+        f"format {args.format}, "
         f"load average now {load_average()}"
     )
     print(
