@@ -15,18 +15,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from row_strategies import NULLS, SCHEMAS, ZONES, draw_row, struct_types
 from state_encoders import encode_records
-from test_speedups import (
-    NULLS,
-    SCHEMAS,
-    ZONES,
-    Outcome,
-    _damaged,
-    _mutate_row,
-    draw_row,
-    outcome,
-    struct_types,
-)
+from test_speedups import Outcome, _damaged, _mutate_row, outcome
 
 from parsers.records import read_records
 from parsers.sparkjson import state_chain_encoder, state_lines_encoder

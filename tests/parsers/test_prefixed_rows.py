@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_speedups import SCHEMAS, ZONES, Outcome, _mutate_row, draw_row, outcome
+from row_strategies import SCHEMAS, ZONES, draw_row
+from test_speedups import Outcome, _mutate_row, outcome
 
 from parsers.sparkjson import state_lines_encoder, state_prefixed_blob_encoder
 from parsers.sparktypes import StructType
