@@ -331,7 +331,9 @@ class Source:
     def compile(self, label: str) -> dict[str, Any]:
         """Execute the source; return its namespace (the functions it defined)."""
         text = "\n".join(self.done + self.lines) + "\n"
-        code = compile(text, f"<stateglass {label}>", "exec")
+        # The label names a schema, whose field names come from the checkpoint: a NUL in one
+        # would make compile() refuse the file name.
+        code = compile(text, f"<stateglass {label.replace(chr(0), '?')}>", "exec")
         exec(code, self.namespace)
         self.namespace["__source__"] = text
         return self.namespace

@@ -307,3 +307,9 @@ def test_damaged_rows_raise_only_corrupt_data(
 def test_unknown_type_is_unsupported() -> None:
     with pytest.raises(UnsupportedFormat):
         row_decoder(struct_of(("x", AtomicType("geometry"))))
+
+
+def test_a_nul_in_a_field_name_decodes() -> None:
+    """Field names come from the checkpoint; the generated decoder must not choke on any."""
+    schema = StructType((StructField("a\x00b", AtomicType("long")),))
+    assert row_decoder(schema)(encode_row(schema, (5,))) == (5,)
