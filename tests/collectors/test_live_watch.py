@@ -25,9 +25,7 @@ from collectors.scan import scan_checkpoint
 POLL_S = 0.05
 # Generous on purpose: a functional bound well below the debounce's 10 s cap (see below).
 MAX_P95_S = 5.0
-# About a dozen 1-second batches: enough for the at-least-4 measured and a p95; more is a
-# benchmark's job (docs/benchmarks.md).
-RUN_S = 12.0
+RUN_S = 20.0
 # Small enough that Spark snapshots and purges old files while the test watches.
 LIVE_CONF = {
     "spark.sql.shuffle.partitions": "2",
