@@ -7,7 +7,7 @@ PORT ?= 8501
 # `make run` keeps the sample checkpoints' history apart from ~/.stateglass (gitignored).
 SAMPLES_DB ?= .stateglass/samples.duckdb
 
-.PHONY: install test lint typecheck pytest run samples screenshots bench clean
+.PHONY: install test lint typecheck pytest run samples screenshots bench bench-tests clean
 
 install: $(STAMP)
 
@@ -45,6 +45,10 @@ samples: install
 
 bench: install
 	$(BIN)/python benchmarks/bench_state_read.py
+
+# The test cases marked `benchmark` (scale measurements that `make test` leaves out).
+bench-tests: install
+	$(BIN)/pytest -m benchmark
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,6 +1,6 @@
-"""Shared fixtures: the corpus of real Spark checkpoints (unpacked once per test session), and
-one SparkSession for the whole test session (Spark's own reader is the oracle; the Spark engine
-runs on it too)."""
+"""Shared fixtures: the corpus of real Spark checkpoints (unpacked once per test session), every
+sample checkpoint collected once into one database, and one SparkSession for the whole test
+session (Spark's own reader is the oracle; the Spark engine runs on it too)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import shutil
 import sys
 import tarfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,34 @@ def fixture_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with tarfile.open(CORPUS_TARBALL) as tar:
         tar.extractall(target, filter="data")
     return target / "out"
+
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_checkpoints"
+
+
+@dataclass(frozen=True)
+class SamplesDb:
+    """A database with every sample checkpoint collected (``stateglass collect``'s defaults),
+    and each sample's recorded root by its path under ``sample_checkpoints/``."""
+
+    path: str
+    roots: dict[str, str]
+
+
+@pytest.fixture(scope="session")
+def all_samples_db(tmp_path_factory: pytest.TempPathFactory) -> SamplesDb:
+    """Collected once per test session: the app, collector, report and eviction tests only
+    read it (a test that writes makes its own)."""
+    from app.catalog import find_checkpoints
+    from collectors.db import Database
+    from collectors.scan import scan_checkpoint
+
+    db = Database(str(tmp_path_factory.mktemp("samples-db") / "samples.duckdb"))
+    roots = {
+        os.path.relpath(path, SAMPLES): scan_checkpoint(db, path).checkpoint
+        for path in find_checkpoints(str(SAMPLES))
+    }
+    return SamplesDb(db.path, roots)
 
 
 @pytest.fixture(scope="session")

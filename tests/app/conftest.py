@@ -1,4 +1,5 @@
-"""Fixtures of the dashboard tests: a database with every sample checkpoint collected once.
+"""Fixtures of the dashboard tests: a database with every sample checkpoint collected once
+(the session's ``all_samples_db``, shared with the collector, report and eviction tests).
 
 ``samples_db`` is shared with the other page tests under ``tests/app/``: it also points
 ``$STATEGLASS_DB`` at the database, which is where ``AppTest`` pages look for it.
@@ -13,8 +14,7 @@ import pytest
 
 from app.catalog import find_checkpoints
 from app.dashboard.context import DB_ENV
-from collectors.db import Database
-from collectors.scan import scan_checkpoint
+from tests.conftest import SamplesDb
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_checkpoints"
 
@@ -24,12 +24,8 @@ def sample_checkpoints() -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def samples_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def samples_db(all_samples_db: SamplesDb) -> Iterator[str]:
     """The DuckDB path, every sample checkpoint collected into it; ``$STATEGLASS_DB`` set."""
-    path = str(tmp_path_factory.mktemp("dashboard") / "samples.duckdb")
-    db = Database(path)
-    for checkpoint in sample_checkpoints():
-        scan_checkpoint(db, checkpoint)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(DB_ENV, path)
-        yield path
+        mp.setenv(DB_ENV, all_samples_db.path)
+        yield all_samples_db.path

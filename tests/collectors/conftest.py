@@ -8,19 +8,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from collectors.db import Database
-from collectors.scan import scan_checkpoint
 from tests.collectors.cluster import Cluster, standalone_cluster
-from tests.collectors.helpers import sample_paths
+from tests.conftest import SamplesDb
 
 
 @pytest.fixture(scope="session")
-def samples_db(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = str(tmp_path_factory.mktemp("db") / "samples.duckdb")
-    db = Database(path)
-    for checkpoint in sample_paths():
-        scan_checkpoint(db, checkpoint)
-    return path
+def samples_db(all_samples_db: SamplesDb) -> str:
+    """Every sample collected once per session (shared with the app and report tests)."""
+    return all_samples_db.path
 
 
 @pytest.fixture(scope="session")

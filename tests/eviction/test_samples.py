@@ -14,6 +14,7 @@ from collectors.db import Database, read_query
 from collectors.eviction import audit_store, store_rules
 from collectors.health import evaluate
 from collectors.scan import scan_checkpoint
+from tests.conftest import SamplesDb
 
 pytestmark = pytest.mark.slow
 
@@ -40,10 +41,9 @@ KINDS = {
 
 
 @pytest.fixture(scope="module")
-def samples_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, str]]:
-    db = Database(str(tmp_path_factory.mktemp("samples") / "audit.duckdb"))
-    roots = {name: scan_checkpoint(db, str(SAMPLES / name)).checkpoint for name in KINDS}
-    return db.path, roots
+def samples_db(all_samples_db: SamplesDb) -> tuple[str, dict[str, str]]:
+    """The session's database of every sample (collected once, audit included)."""
+    return all_samples_db.path, {name: all_samples_db.roots[name] for name in KINDS}
 
 
 @pytest.mark.parametrize("name", sorted(KINDS))

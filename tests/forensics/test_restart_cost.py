@@ -19,9 +19,8 @@ import pytest
 
 from app import queries, restart_cost
 from collectors.checkpoint import Checkpoint
-from collectors.db import Database
-from collectors.scan import scan_checkpoint
 from tests.collectors.helpers import SAMPLES
+from tests.conftest import SamplesDb
 
 NAMES = [
     "spark-4.3/agg-hdfs",
@@ -34,12 +33,9 @@ FILE = re.compile(r"^(\d+)\.(delta|snapshot|zip|changelog)$")
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = str(tmp_path_factory.mktemp("restart") / "restart.duckdb")
-    database = Database(path)
-    for name in NAMES:
-        scan_checkpoint(database, str(SAMPLES / name))
-    return path
+def db(all_samples_db: SamplesDb) -> str:
+    """The session's database of every sample (collected once; these tests only read it)."""
+    return all_samples_db.path
 
 
 def _facts(db: str, name: str) -> tuple[Any, Any, str]:

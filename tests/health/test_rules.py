@@ -11,6 +11,7 @@ import pytest
 
 from collectors.health import RULES, HealthConfig, worst
 from collectors.health.config import SnapshotLagConfig, SparkConfig, StalledQueryConfig
+from tests.conftest import SamplesDb
 from tests.health.conftest import (
     SAMPLES,
     Built,
@@ -35,11 +36,9 @@ def built_db(built: Built, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pa
 
 
 @pytest.fixture(scope="module")
-def samples_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("db") / "samples.duckdb"
-    for name in SAMPLE_NAMES:
-        collect(db, SAMPLES / name)
-    return db
+def samples_db(all_samples_db: SamplesDb) -> Path:
+    """The session's database of every sample (collected once; the rules only read it)."""
+    return Path(all_samples_db.path)
 
 
 # ---- healthy: every rule OK ------------------------------------------------------------------

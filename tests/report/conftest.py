@@ -1,4 +1,5 @@
-"""The report tests' database: every sample checkpoint collected once per test session."""
+"""The report tests' database: every sample checkpoint collected once per test session (the
+session's ``all_samples_db``)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from app.catalog import find_checkpoints
-from collectors.db import Database, read_query
-from collectors.scan import scan_checkpoint
+from collectors.db import read_query
+from tests.conftest import SamplesDb
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_checkpoints"
 SAMPLE_PATHS = find_checkpoints(str(SAMPLES))
@@ -20,12 +21,9 @@ def sample_id(path: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def report_db(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = str(tmp_path_factory.mktemp("report-db") / "samples.duckdb")
-    db = Database(path)
-    for checkpoint in SAMPLE_PATHS:
-        scan_checkpoint(db, checkpoint)
-    return path
+def report_db(all_samples_db: SamplesDb) -> str:
+    """Every sample collected once per session (shared with the app and collector tests)."""
+    return all_samples_db.path
 
 
 def report_now(db: str, checkpoint: str) -> datetime:
