@@ -7,7 +7,7 @@ PORT ?= 8501
 # `make run` keeps the sample checkpoints' history apart from ~/.stateglass (gitignored).
 SAMPLES_DB ?= .stateglass/samples.duckdb
 
-.PHONY: install test lint typecheck pytest run samples screenshots bench bench-tests clean
+.PHONY: install test test-pure lint typecheck pytest run samples screenshots bench bench-tests clean
 
 install: $(STAMP)
 
@@ -29,6 +29,11 @@ pytest: install
 	$(BIN)/pytest
 
 test: lint typecheck pytest
+
+# The fidelity tests against Spark and the renderer's tests without the compiled extension.
+test-pure: install
+	STATEGLASS_PURE=1 $(BIN)/pytest tests/e2e/test_fidelity.py tests/e2e/test_corpus_fidelity.py \
+		tests/parsers/test_sparkjson.py tests/parsers/test_columnar.py
 
 # demo.toml: the samples are finished runs, so the stalled-query rule is off for them.
 run: install

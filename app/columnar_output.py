@@ -60,11 +60,16 @@ def columnar_partition(
 
     None when some row needs the Python decoder (:func:`parsers.columnar.decode_struct`).
     """
-    arrays = payload_arrays(codec, items)
-    if arrays is None:
+    try:
+        arrays = payload_arrays(codec, items)
+        if arrays is None:
+            return None
+        key = decode_struct(codec.key_schema, arrays[0])
+        value = decode_struct(codec.value_schema, arrays[1])
+    except pa.ArrowException:
+        # Past what one Arrow array holds (2 GiB of strings, 32-bit list offsets): the row
+        # path builds the same table in chunks.
         return None
-    key = decode_struct(codec.key_schema, arrays[0])
-    value = decode_struct(codec.value_schema, arrays[1])
     if key is None or value is None:
         return None
     pid = pa.array(np.full(len(key), partition, dtype=np.int32), type=pa.int32())

@@ -236,7 +236,9 @@ class JsonLinesSink(Sink):
                 done = self.chain(files[0], files[1], partition)
                 if done is not None:
                     return done
-        return self.render_partition_blob(partition, source.load(partition, version))
+        # The reader's own iterator, without StateSource.load's generator around each row.
+        with source.explaining(version):
+            return self.render_partition_blob(partition, source.reader(partition).load(version))
 
     def write_blob(self, blob: bytes, rows: int) -> None:
         """Lines already rendered and encoded, in order."""

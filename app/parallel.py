@@ -64,9 +64,11 @@ def write_state_parallel(source: StateSource, sink: JsonLinesSink, version: int,
         # Objects the workers inherit stay out of their collector: a collection there would
         # touch (and so copy) pages of the parent's heap.
         gc.freeze()
-        with signals_blocked():  # the workers unblock them after restoring the defaults
-            pool = ctx.Pool(processes=jobs, initializer=restore_default_signals)
-        gc.unfreeze()
+        try:
+            with signals_blocked():  # the workers unblock them after restoring the defaults
+                pool = ctx.Pool(processes=jobs, initializer=restore_default_signals)
+        finally:
+            gc.unfreeze()
         with pool:
             for path, rows in pool.imap(_render, source.partitions):
                 sink.write_file(path, rows)

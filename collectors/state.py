@@ -251,6 +251,14 @@ class StateSource:
         except MissingVersion as exc:
             raise self.explain_missing(version, exc) from exc
 
+    @contextmanager
+    def explaining(self, version: int) -> Iterator[None]:
+        """A purged ``version`` said in batches (see :meth:`explain_missing`)."""
+        try:
+            yield
+        except MissingVersion as exc:
+            raise self.explain_missing(version, exc) from exc
+
     def load_items(self, partition: int, version: int) -> list[tuple[bytes, bytes]]:
         """:meth:`load` as a list, without a generator step per item (a whole partition)."""
         try:

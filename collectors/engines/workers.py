@@ -121,9 +121,11 @@ def run_in_workers(
         # Objects the workers inherit stay out of their collector: a collection there would
         # touch (and so copy) pages of the parent's heap.
         gc.freeze()
-        with signals_blocked(extra=(signal.SIGINT,)):  # see restore_default_signals
-            pool = ctx.Pool(processes=jobs, initializer=_start_worker, initargs=(scratch,))
-        gc.unfreeze()
+        try:
+            with signals_blocked(extra=(signal.SIGINT,)):  # see restore_default_signals
+                pool = ctx.Pool(processes=jobs, initializer=_start_worker, initargs=(scratch,))
+        finally:
+            gc.unfreeze()
         with pool:
             for index, versions, problems, counts in pool.imap_unordered(_count, order):
                 COUNTS.merge(counts)

@@ -32,6 +32,12 @@ def parse_hdfs_name(name: str) -> tuple[int, str] | None:
     return int(head), kind
 
 
+# The compiled merge may hold a chain's files up to this much, or this many times its biggest
+# file (about the state's size), whichever is more.
+CHAIN_HOLD_MIN_BYTES = 64 << 20
+CHAIN_HOLD_FACTOR = 3
+
+
 class HdfsStoreReader:
     """Reads one HDFS-backed store partition directory."""
 
@@ -91,9 +97,8 @@ class HdfsStoreReader:
         if version == 0:
             return iter(())
         snapshot, deltas = self._chain(version)
-        if snapshot is not None and not deltas:
-            # A snapshot holds each key once: no need to build a map.
-            return iter(self._records(snapshot, allow_deletes=False))  # type: ignore[arg-type]
+        # Even a snapshot alone goes through a map: Spark's loadMap keeps a repeated key's last
+        # record, and so does the compiled chain (``chain_data``).
         # A removed key maps to None until the end: later puts overwrite it in place, and
         # dict.update applies a whole file at C speed, last record winning as in Spark.
         state: dict[bytes, bytes | None] = {}
@@ -106,11 +111,15 @@ class HdfsStoreReader:
             return ((k, v) for k, v in state.items() if v is not None)
         return iter(state.items())  # type: ignore[arg-type]
 
-    def chain_data(self, version: int) -> tuple[bytes | None, list[bytes]] | None:
+    def chain_data(
+        self, version: int, hold_min: int = CHAIN_HOLD_MIN_BYTES
+    ) -> tuple[bytes | None, list[bytes]] | None:
         """The decompressed snapshot (or None) and deltas that make ``version``.
 
         For a compiled merge of the whole chain (``parsers.sparkjson.state_chain_encoder``).
-        None where the streams need more than a plain walk (row checksums).
+        None where the streams need more than a plain walk (row checksums), or where holding
+        every file at once would cost more than ``hold_min`` bytes and three copies of the
+        biggest file: the record path then merges file by file.
         """
         if self.ctx.row_checksum:
             return None
@@ -123,7 +132,18 @@ class HdfsStoreReader:
                 name, lambda raw: decompress(self.ctx.codec, raw, self.ctx.limits)
             )
 
-        return (data(snapshot) if snapshot is not None else None), [data(d) for d in deltas]
+        # The compiled merge holds every file of the chain at once; the record path holds
+        # about one copy of the state. A long chain of big deltas (snapshots lagging behind
+        # an aggregation that rewrites every key) goes the record path.
+        held = biggest = 0
+        files: list[bytes] = []
+        for name in ([snapshot] if snapshot is not None else []) + deltas:
+            files.append(data(name))
+            held += len(files[-1])
+            biggest = max(biggest, len(files[-1]))
+            if held > hold_min and held > CHAIN_HOLD_FACTOR * biggest:
+                return None
+        return (files.pop(0) if snapshot is not None else None), files
 
     def lookup(
         self, keys: Collection[bytes], versions: Sequence[int]

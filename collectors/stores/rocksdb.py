@@ -140,8 +140,12 @@ class RocksDBStoreReader:
         )
 
     def _zip_items(self, name: str) -> Iterator[tuple[bytes, bytes]]:
+        # One generator between rocksdict and the reader (a layer costs ~0.05 µs a row).
         with restored_db(self.ctx, name) as db:
-            yield from db.items()
+            try:
+                yield from db.db.items(read_opt=db.scan_options())  # type: ignore[attr-defined]
+            except Exception as exc:  # rocksdict raises plain Exception subclasses
+                raise CorruptFile(db.path, f"RocksDB read failed: {exc}") from exc
 
     def load(self, version: int) -> Iterator[tuple[bytes, bytes]]:
         if version == 0:
@@ -452,6 +456,16 @@ class _Items:
 
     def items(self) -> Iterator[tuple[bytes, bytes]]:
         try:
-            yield from self.db.items()  # type: ignore[attr-defined]
+            yield from self.db.items(read_opt=self.scan_options())  # type: ignore[attr-defined]
         except Exception as exc:
             raise CorruptFile(self.path, f"RocksDB read failed: {exc}") from exc
+
+    @staticmethod
+    def scan_options() -> object:
+        """Read options of a whole-store scan: its blocks are read once, so they stay out of
+        the block cache."""
+        import rocksdict
+
+        options = rocksdict.ReadOptions()
+        options.fill_cache(False)  # type: ignore[call-arg]  # the stub omits the argument
+        return options

@@ -10,17 +10,21 @@ exactly the streams the careful parser rejects.
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from row_strategies import NULLS, SCHEMAS, ZONES, draw_row, struct_types
-from state_encoders import encode_records
+from state_encoders import encode_lz4, encode_records
 from test_speedups import Outcome, _damaged, _mutate_row, outcome
 
+from collectors.checkpoint import Checkpoint
+from collectors.state import StateRequest, StateSource
 from parsers.records import read_records
-from parsers.sparkjson import state_chain_encoder, state_lines_encoder
+from parsers.sparkjson import state_blob_encoder, state_chain_encoder, state_lines_encoder
 from parsers.sparktypes import AtomicType, StructField, StructType
 from parsers.unsafewriter import encode_row
 
@@ -225,3 +229,43 @@ def test_files_that_are_not_bytes_are_a_type_error() -> None:
     assert chain is not None
     with pytest.raises(TypeError):
         chain(None, ["not bytes"], 0)  # type: ignore[list-item]
+
+
+# ------------------------------------------------------------------ real stores on disk
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_checkpoints"
+
+
+def _hdfs_reader(cp: Path, partition: int = 0) -> tuple[Any, StructType, StructType]:
+    source = StateSource(Checkpoint.open(str(cp)), StateRequest())
+    codec = source.row_codec
+    return source.reader(partition), codec.key_schema, codec.value_schema
+
+
+def test_a_repeated_key_in_a_snapshot_keeps_its_last_record(tmp_path: Path) -> None:
+    """Spark's loadMap keeps a repeated key's last record; both of our paths do too."""
+    cp = tmp_path / "agg-hdfs"
+    shutil.copytree(SAMPLES / "spark-4.3" / "agg-hdfs", cp)
+    reader, key, value = _hdfs_reader(cp)
+    records = list(reader.load(12))  # a real snapshot of the real query
+    assert len(records) >= 2
+    (first_key, _), (_, other_value) = records[0], records[1]
+    snapshot = encode_records([*records, (first_key, other_value)])
+    (cp / "state" / "0" / "0" / "13.snapshot").write_bytes(encode_lz4(snapshot))
+    reader, key, value = _hdfs_reader(cp)
+    loaded = list(reader.load(13))
+    assert len(loaded) == len(records)
+    assert dict(loaded)[first_key] == other_value
+    files = reader.chain_data(13)
+    assert files is not None
+    chain = state_chain_encoder(key, value, "UTC")
+    assert chain is not None
+    assert chain(files[0], files[1], 0) == state_blob_encoder(key, value, "UTC")(loaded, 0)
+
+
+def test_a_long_chain_of_big_files_takes_the_record_path() -> None:
+    """24 deltas and no snapshot: held at once they are many times the biggest file."""
+    reader, _, _ = _hdfs_reader(SAMPLES / "demo" / "snapshot-lag")
+    assert reader.chain_data(24) is not None  # small files: under the 64 MiB floor
+    assert reader.chain_data(24, hold_min=0) is None
+    assert reader.chain_data(1, hold_min=0) is not None  # one file is never too many
