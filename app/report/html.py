@@ -240,10 +240,15 @@ def _growth_table(store: StoreData) -> str:
         f"<h3>New keys since version {g.base:,} (in the store at version {g.newest:,}, not "
         f"at {g.base:,}): {g.new_keys:,}</h3>"
     )
-    return caption + _table(
-        ["key field", "value", "new keys", "share of new keys", "share of all keys now"],
-        rows,
-        {2: "num", 3: "num", 4: "num"},
+    note = f"<p>{_e(g.share_note())}</p>" if g.share_sample else ""
+    return (
+        caption
+        + _table(
+            ["key field", "value", "new keys", "share of new keys", "share of all keys now"],
+            rows,
+            {2: "num", 3: "num", 4: "num"},
+        )
+        + note
     )
 
 

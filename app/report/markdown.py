@@ -165,7 +165,8 @@ def _forensics(data: ReportData) -> list[str]:
                 )
                 out += [
                     "",
-                    f"New keys: in the store at version {g.newest}, not at version {g.base}.",
+                    f"New keys: in the store at version {g.newest}, not at version {g.base}."
+                    + (" " + md(g.share_note()) if g.share_sample else ""),
                     "",
                 ]
         out += _table(["restart", "cost"], [[k, v] for k, v in f.restart_lines()])

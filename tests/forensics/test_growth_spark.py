@@ -165,3 +165,19 @@ def test_window_versions() -> None:
     assert window_versions([1, 2, 3, 4, 5], 2) == (3, [4, 5])
     # Purged history: the base rises to the oldest version every partition can rebuild.
     assert window_versions([7, 8, 9], 5) == (7, [8, 9])
+
+
+def test_share_of_all_keys_from_a_sample_of_a_big_store() -> None:
+    """Past ``share_sample`` keys, the share of all keys now comes from every n-th key of
+    each partition, says so, and stays near the exact share; new-key counts stay exact."""
+    path = str(SAMPLES / "demo/unbounded-state")
+    exact = attribute_growth(StateView(path), window=5, top=EVERYTHING)
+    sampled = attribute_growth(StateView(path), window=5, top=EVERYTHING, share_sample=300)
+    assert exact.share_sample == 0 and exact.share_note() == ""
+    assert 0 < sampled.share_sample < 600
+    assert "estimated from" in sampled.share_note()
+    assert [(c.field, c.value, c.keys, c.added) for c in sampled.contributors] == [
+        (c.field, c.value, c.keys, c.added) for c in exact.contributors
+    ]
+    for s, e in zip(sampled.contributors, exact.contributors, strict=True):
+        assert abs(s.share_of_all - e.share_of_all) < 0.1, s.label

@@ -82,6 +82,7 @@ def render_growth(selection: context.StoreSelection) -> None:
             if result.approximate
             else ""
         )
+        + (" " + result.share_note() if result.share_sample else "")
     )
     if result.contributors:
         table = pd.DataFrame(
