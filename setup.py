@@ -1,18 +1,45 @@
-"""Builds the optional compiled speedups; everything else is configured in pyproject.toml.
+"""Maps the repository's folders into the ``stateglass`` namespace and builds the speedups.
+
+Everything else is configured in pyproject.toml. The repository keeps ``app/``,
+``collectors/`` and ``parsers/`` at its top; installed, they are ``stateglass.app``,
+``stateglass.collectors`` and ``stateglass.parsers``, so that StateGlass never takes a
+common top-level name such as ``app`` in a user's site-packages. ``stateglass`` itself is a
+namespace package (no ``__init__.py``): the version lives in pyproject.toml alone.
 
 ``optional=True``: without a C compiler the install still succeeds and StateGlass runs on
 its pure-Python code (``STATEGLASS_PURE=1`` forces that path even when the module is built).
 """
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
+
+LAYERS = ("app", "collectors", "parsers")
+
+
+def _packages() -> list[str]:
+    found = []
+    for layer in LAYERS:
+        found += [f"stateglass.{layer}"]
+        found += [f"stateglass.{layer}.{sub}" for sub in find_packages(layer)]
+    # The docs the CLI points to, and the Grafana dashboard, travel in the wheel as data.
+    return [*found, "stateglass.docs"]
+
 
 setup(
+    packages=_packages(),
+    package_dir={
+        **{f"stateglass.{layer}": layer for layer in LAYERS},
+        "stateglass.docs": "docs",
+    },
+    package_data={
+        "stateglass.parsers": ["*.pyi", "py.typed"],
+        "stateglass.docs": ["*.md", "grafana/*.json"],
+    },
     ext_modules=[
         Extension(
-            "parsers._speedups",
+            "stateglass.parsers._speedups",
             sources=["parsers/_speedups.c"],
             extra_compile_args=["-O2"],
             optional=True,
         )
-    ]
+    ],
 )

@@ -16,7 +16,7 @@ import json
 import os
 from collections.abc import Sequence
 
-from app.errors import AppError
+from stateglass.app.errors import AppError
 
 # JSON list of allowed roots (paths or URLs), set by ``stateglass dashboard`` for its server.
 ALLOWED_ENV = "STATEGLASS_ALLOWED_PATHS"
@@ -50,7 +50,7 @@ def canonical(path: str) -> str:
     """A root's comparable form: a URL without trailing ``/``, a local path fully resolved."""
     path = path.strip()
     if is_url(path):
-        from collectors.remote import canonical as canonical_url
+        from stateglass.collectors.remote import canonical as canonical_url
 
         # No user:password@ or token in what is shown or stored; s3a:// and s3:// compare equal.
         return canonical_url(path)
@@ -76,7 +76,7 @@ def resolve(typed: str, roots: Sequence[str]) -> str:
     # ``..`` in a URL is not resolved by object stores the way a shell would: refuse it.
     if not text or "\0" in text or (is_url(text) and "/../" in text.rstrip("/") + "/"):
         raise AppError(REFUSAL)
-    from collectors.errors import CollectorError
+    from stateglass.collectors.errors import CollectorError
 
     try:
         path = canonical(text)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from collectors.locations import DEFAULT_DB
+from stateglass.collectors.locations import DEFAULT_DB
 
 
 def add_db_arg(p: argparse.ArgumentParser, what: str = "DuckDB history database") -> None:
-    """``--db PATH``, defaulting to :data:`collectors.locations.DEFAULT_DB`."""
+    """``--db PATH``, defaulting to :data:`stateglass.collectors.locations.DEFAULT_DB`."""
     p.add_argument(
         "--db", default=DEFAULT_DB, metavar="PATH", help=f"{what} (default: {DEFAULT_DB})"
     )

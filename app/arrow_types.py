@@ -3,7 +3,7 @@
 Used by Parquet export: every column keeps its real type (nested structs, lists, maps,
 decimals, dates, timestamps) instead of a JSON string. Struct fields whose names repeat
 (aggregation buffers: ``sum``, ``sum``) get the suffixes ``_1``, ``_2``… that
-:func:`parsers.sparkjson.to_python` uses, because Parquet needs unique names.
+:func:`stateglass.parsers.sparkjson.to_python` uses, because Parquet needs unique names.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from parsers.sparkjson import to_python
-from parsers.sparktypes import (
+from stateglass.parsers.sparkjson import to_python
+from stateglass.parsers.sparktypes import (
     ArrayType,
     AtomicType,
     DataType,

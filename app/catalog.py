@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collectors.checkpoint import Checkpoint
-from collectors.errors import CollectorError
+from stateglass.collectors.checkpoint import Checkpoint
+from stateglass.collectors.errors import CollectorError
 
 
 def find_checkpoints(root: str, max_depth: int = 4) -> list[str]:
     """The checkpoint at ``root``, or those below it (bounded search, see
-    :mod:`collectors.discover`); none when there are neither."""
-    from collectors.discover import Limits, checkpoints_at
-    from collectors.errors import NotACheckpoint
-    from collectors.fs import LOCAL
+    :mod:`stateglass.collectors.discover`); none when there are neither."""
+    from stateglass.collectors.discover import Limits, checkpoints_at
+    from stateglass.collectors.errors import NotACheckpoint
+    from stateglass.collectors.fs import LOCAL
 
     try:
         return checkpoints_at(LOCAL, root, Limits(max_depth=max_depth))

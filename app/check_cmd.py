@@ -20,11 +20,11 @@ import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from app.args import add_db_arg
-from app.errors import AppError
+from stateglass.app.args import add_db_arg
+from stateglass.app.errors import AppError
 
 if TYPE_CHECKING:
-    from collectors.health import Finding, HealthConfig
+    from stateglass.collectors.health import Finding, HealthConfig
 
 EXIT_STATUS = {"OK": 0, "WARN": 1, "ERR": 2}
 
@@ -76,11 +76,11 @@ def _now(text: str | None) -> datetime | None:
 
 def _collect(checkpoint: str, db_path: str) -> str:
     """Scan ``checkpoint`` into the database (incremental, a progress bar only on a terminal)."""
-    from app.collect_cmd import ProgressBar
-    from collectors.checkpoint import Checkpoint
-    from collectors.db import Database
-    from collectors.remote.urls import is_url
-    from collectors.scan import Scanner
+    from stateglass.app.collect_cmd import ProgressBar
+    from stateglass.collectors.checkpoint import Checkpoint
+    from stateglass.collectors.db import Database
+    from stateglass.collectors.remote.urls import is_url
+    from stateglass.collectors.scan import Scanner
 
     root = Checkpoint.open(checkpoint).root  # not a checkpoint: one line, exit 2
     real = os.path.realpath(root)
@@ -114,8 +114,8 @@ def table(findings: list[Finding], verbose: bool = False) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """``stateglass check``: exit 0, 1 or 2 for a worst status of OK, WARN or ERR."""
-    from collectors import limits
-    from collectors.health import load_config
+    from stateglass.collectors import limits
+    from stateglass.collectors.health import load_config
 
     config = load_config(args.config)  # a bad file fails before anything is collected
     limits.configure(config.limits.over(limits.from_env()))
@@ -126,11 +126,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, config: HealthConfig) -> int:
-    from collectors.health import evaluate, worst
+    from stateglass.collectors.health import evaluate, worst
 
     now = _now(args.now)
     db_path = os.path.abspath(os.path.expanduser(args.db))
-    from collectors.remote import canonical
+    from stateglass.collectors.remote import canonical
 
     collect = _collect if args.collect else (lambda path, _db: canonical(path))
     root = collect(args.checkpoint, db_path)

@@ -25,9 +25,9 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 
-from app.errors import AppError
-from collectors.errors import CollectorError
-from collectors.locations import DEFAULT_DB
+from stateglass.app.errors import AppError
+from stateglass.collectors.errors import CollectorError
+from stateglass.collectors.locations import DEFAULT_DB
 
 EXIT_OK = 0
 EXIT_ERROR = 2
@@ -195,8 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="a folder (or URL prefix) visitors may also watch from the Overview, besides the "
         "PATHs given (repeatable)",
     )
-    from app import collect_cmd as _collect_cmd
-    from app import discovery
+    from stateglass.app import collect_cmd as _collect_cmd
+    from stateglass.app import discovery
 
     discovery.add_arguments(p_dash)
     _collect_cmd.add_watch_arguments(p_dash)
@@ -210,26 +210,26 @@ def build_parser() -> argparse.ArgumentParser:
         "exposes the dashboard, which has no login of its own (see docs/security.md)",
     )
     # --- end safety ---
-    from app.collect_cmd import add_progress_arg
+    from stateglass.app.collect_cmd import add_progress_arg
 
     add_progress_arg(p_dash)
 
-    from app import collect_cmd
+    from stateglass.app import collect_cmd
 
     collect_cmd.add_parser(sub)
-    from app import report_cmd
+    from stateglass.app import report_cmd
 
     report_cmd.add_parser(sub)
-    from app import check_cmd, export_cmd
+    from stateglass.app import check_cmd, export_cmd
 
     check_cmd.add_parser(sub)
     export_cmd.add_parser(sub)
     # ---- metrics (issue 12) ----
-    from app import metrics_cmd
+    from stateglass.app import metrics_cmd
 
     metrics_cmd.add_parser(sub)
     # ---- compat (issue 11) ----
-    from app import compat_cmd
+    from stateglass.app import compat_cmd
 
     compat_cmd.add_parser(sub)
     # ---- end compat ----
@@ -252,7 +252,7 @@ _READS_CHECKPOINTS = (
 
 
 def _add_remote_storage(parsers: dict[str, argparse.ArgumentParser]) -> None:
-    from app.storage_args import add_storage_args
+    from stateglass.app.storage_args import add_storage_args
 
     for name in _READS_CHECKPOINTS:
         if name in parsers:
@@ -260,74 +260,74 @@ def _add_remote_storage(parsers: dict[str, argparse.ArgumentParser]) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from app import report_cmd
+    from stateglass.app import report_cmd
 
     return report_cmd.run(args)
 
 
 def _check(args: argparse.Namespace) -> int:
-    from app import check_cmd
+    from stateglass.app import check_cmd
 
     return check_cmd.run(args)
 
 
 def _export(args: argparse.Namespace) -> int:
-    from app import export_cmd
+    from stateglass.app import export_cmd
 
     return export_cmd.run(args)
 
 
 def _metrics(args: argparse.Namespace) -> int:
-    from app import metrics_cmd
+    from stateglass.app import metrics_cmd
 
     return metrics_cmd.run(args)
 
 
 def _compat(args: argparse.Namespace) -> int:
-    from app import compat_cmd
+    from stateglass.app import compat_cmd
 
     return compat_cmd.run(args)
 
 
 def _info(args: argparse.Namespace) -> int:
-    from app import commands
+    from stateglass.app import commands
 
     return commands.info(args)
 
 
 def _state(args: argparse.Namespace) -> int:
-    from app import commands
+    from stateglass.app import commands
 
     return commands.state(args)
 
 
 def _changes(args: argparse.Namespace) -> int:
-    from app import commands
+    from stateglass.app import commands
 
     return commands.changes(args)
 
 
 def _dashboard(args: argparse.Namespace) -> int:
-    from app import commands
+    from stateglass.app import commands
 
     return commands.dashboard(args)
 
 
 def _collect(args: argparse.Namespace) -> int:
-    from app import collect_cmd
+    from stateglass.app import collect_cmd
 
     return collect_cmd.run(args)
 
 
 def _watch(args: argparse.Namespace) -> int:
-    from app import collect_cmd
+    from stateglass.app import collect_cmd
 
     return collect_cmd.watch(args)
 
 
 def _commands() -> dict[str, Callable[[argparse.Namespace], int]]:
     # Each command imports what it needs when it runs: `collect` never pays for the state
-    # readers' output formats (app.commands), nor `state` for DuckDB.
+    # readers' output formats (stateglass.app.commands), nor `state` for DuckDB.
     return {
         "info": _info,
         "state": _state,
@@ -344,10 +344,10 @@ def _commands() -> dict[str, Callable[[argparse.Namespace], int]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from app.storage_args import apply_storage_args, print_counts
+    from stateglass.app.storage_args import apply_storage_args, print_counts
 
     args = build_parser().parse_args(argv)
-    from app.atomic import Terminated, signals_unwind
+    from stateglass.app.atomic import Terminated, signals_unwind
 
     try:
         apply_storage_args(args)

@@ -20,15 +20,15 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
-from app import discovery
-from app.args import add_db_arg
-from app.memory import keep_freed_memory
-from collectors.engines import ENGINES, get_engine
+from stateglass.app import discovery
+from stateglass.app.args import add_db_arg
+from stateglass.app.memory import keep_freed_memory
+from stateglass.collectors.engines import ENGINES, get_engine
 
 if TYPE_CHECKING:
-    from app.watchers import ControlFile
-    from collectors.db import Database
-    from collectors.scan import Scanner, ScanSummary
+    from stateglass.app.watchers import ControlFile
+    from stateglass.collectors.db import Database
+    from stateglass.collectors.scan import Scanner, ScanSummary
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -153,21 +153,21 @@ def _scanner(args: argparse.Namespace) -> tuple[Scanner, list[str]]:
     # Callers that build their own Namespace (the watcher child, tests) may leave it out.
     args.progress = list(getattr(args, "progress", None) or [])
     if getattr(args, "jobs", 1) < 0:
-        from app.errors import AppError
+        from stateglass.app.errors import AppError
 
         raise AppError(f"--jobs {args.jobs}: give 0 (one per core), 1 (none) or more")
     # Validate every path first: a typo fails before anything is written.
     if not args.checkpoints and not args.progress:
-        from app.errors import AppError
+        from stateglass.app.errors import AppError
 
         raise AppError("give at least one CHECKPOINT, or --progress PATH")
     roots = discovery.find(args.checkpoints, args) if args.checkpoints else []
-    from app.watchers import refuse_db_inside
+    from stateglass.app.watchers import refuse_db_inside
 
     refuse_db_inside(args.db, roots)  # the database never goes into a checkpoint
     if args.progress:
         # Event-log parsing is imported only when asked for (issue 14: `collect`'s start-up).
-        from collectors.progress import check_location
+        from stateglass.collectors.progress import check_location
 
         args.progress = [check_location(path) for path in args.progress]
     return _new_scanner(args), roots
@@ -175,8 +175,8 @@ def _scanner(args: argparse.Namespace) -> tuple[Scanner, list[str]]:
 
 def _new_scanner(args: argparse.Namespace) -> Scanner:
     # DuckDB takes a tenth of a second to import: only commands that use it pay for it.
-    from collectors.db import Database
-    from collectors.scan import Scanner
+    from stateglass.collectors.db import Database
+    from stateglass.collectors.scan import Scanner
 
     # Without --jobs (watch, the dashboard's watcher): chains in-process, see add_jobs_arg.
     jobs = getattr(args, "jobs", 1)
@@ -188,7 +188,7 @@ def collect_progress(db: Database, paths: list[str], quiet_when_empty: bool = Fa
     """Read the ``--progress`` paths into the database, one line each on stderr."""
     if not paths:
         return
-    from collectors.progress import collect_all
+    from stateglass.collectors.progress import collect_all
 
     for summary in collect_all(db, paths):
         if summary.files_read or not quiet_when_empty:
@@ -225,7 +225,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _watcher_options(args: argparse.Namespace) -> dict[str, Any]:
-    from collectors.poll import DEFAULT_INTERVAL_S
+    from stateglass.collectors.poll import DEFAULT_INTERVAL_S
 
     return {
         "poll": getattr(args, "poll", False),
@@ -236,7 +236,7 @@ def _watcher_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def _rescanner(scanner: Scanner, verbose: bool) -> Callable[[str], None]:
     """The scan a watcher runs after each commit: quiet unless ``verbose`` or problems."""
-    from collectors.errors import CollectorError
+    from stateglass.collectors.errors import CollectorError
 
     def rescan(root: str) -> None:
         try:
@@ -257,7 +257,7 @@ def watch(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
     Quiet by default: one line per checkpoint collected at start, then only scans that found
     problems; ``--verbose`` prints every scan.
     """
-    from collectors.watch import CheckpointWatcher, Debouncer
+    from stateglass.collectors.watch import CheckpointWatcher, Debouncer
 
     scanner, roots = _scanner(args)
     verbose = getattr(args, "verbose", False)
@@ -292,8 +292,8 @@ def serve(
 
     A path that turns out not to be a checkpoint is one line on stderr; the others go on.
     """
-    from collectors.errors import CollectorError
-    from collectors.watch import CheckpointWatcher, Debouncer
+    from stateglass.collectors.errors import CollectorError
+    from stateglass.collectors.watch import CheckpointWatcher, Debouncer
 
     scanner = _new_scanner(args)
     verbose = getattr(args, "verbose", False)
@@ -342,7 +342,7 @@ def _start_progress(db: Database, paths: list[str], stop: threading.Event) -> No
 
 
 def _poll_progress(db: Database, paths: list[str], stop: threading.Event, every_s: float) -> None:
-    from collectors.errors import CollectorError
+    from stateglass.collectors.errors import CollectorError
 
     while not stop.wait(every_s):
         try:

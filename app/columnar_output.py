@@ -17,8 +17,8 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from parsers.columnar import decode_struct, supported
-from parsers.state_rows import RowCodec
+from stateglass.parsers.columnar import decode_struct, supported
+from stateglass.parsers.state_rows import RowCodec
 
 
 def columnar_supported(codec: RowCodec) -> bool:
@@ -58,7 +58,7 @@ def columnar_partition(
 ) -> pa.Table | None:
     """``key``, ``value`` and ``partition_id`` of every row of one partition.
 
-    None when some row needs the Python decoder (:func:`parsers.columnar.decode_struct`).
+    None when some row needs the Python decoder (:func:`stateglass.parsers.columnar.decode_struct`).
     """
     try:
         arrays = payload_arrays(codec, items)

@@ -10,20 +10,20 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from app.errors import AppError
-from app.memory import keep_freed_memory
-from app.output import open_sink
-from app.parallel import can_parallelize, default_jobs, write_state_parallel
-from collectors.checkpoint import INFERRED, INFERRED_HELP, Checkpoint, StoreInfo
-from collectors.fs import LOCAL
-from collectors.remote.urls import is_url
-from collectors.state import (
+from stateglass.app.errors import AppError
+from stateglass.app.memory import keep_freed_memory
+from stateglass.app.output import open_sink
+from stateglass.app.parallel import can_parallelize, default_jobs, write_state_parallel
+from stateglass.collectors.checkpoint import INFERRED, INFERRED_HELP, Checkpoint, StoreInfo
+from stateglass.collectors.fs import LOCAL
+from stateglass.collectors.remote.urls import is_url
+from stateglass.collectors.state import (
     StateRequest,
     StateSource,
     iter_raw_changes,
 )
-from collectors.text import ranges
-from parsers.state_rows import LIST_STATE, MAP_STATE, TIMER_STATE
+from stateglass.collectors.text import ranges
+from stateglass.parsers.state_rows import LIST_STATE, MAP_STATE, TIMER_STATE
 
 
 def store_summary(cp: Checkpoint, store: StoreInfo) -> dict[str, Any]:
@@ -201,12 +201,12 @@ def _collect_for_dashboard(
 ) -> list[str]:
     """Collect every checkpoint at ``paths`` into ``db_path``, one progress line each
     (folders searched with the discovery bounds in ``args``)."""
-    from app import discovery
-    from app.collect_cmd import ProgressBar
-    from app.watchers import refuse_db_inside
-    from collectors.db import Database
-    from collectors.engines import LocalEngine
-    from collectors.scan import Scanner
+    from stateglass.app import discovery
+    from stateglass.app.collect_cmd import ProgressBar
+    from stateglass.app.watchers import refuse_db_inside
+    from stateglass.collectors.db import Database
+    from stateglass.collectors.engines import LocalEngine
+    from stateglass.collectors.scan import Scanner
 
     # Resolve every path first: a typo fails before anything is written.
     roots = sorted(discovery.find(paths, args or argparse.Namespace()))
@@ -240,8 +240,8 @@ def _health_config_env(args: argparse.Namespace) -> dict[str, str]:
     The Overview cards and the Health page judge with its thresholds, e.g. ``make run`` turns
     the stalled-query rule off for the finished sample runs (``sample_checkpoints/demo.toml``).
     """
-    from app.dashboard.context import HEALTH_CONFIG_ENV
-    from collectors.health import load_config
+    from stateglass.app.dashboard.context import HEALTH_CONFIG_ENV
+    from stateglass.collectors.health import load_config
 
     path = getattr(args, "config", None)
     if not path:
@@ -255,12 +255,17 @@ def dashboard(args: argparse.Namespace) -> int:
 
     Example: ``stateglass dashboard /data/checkpoints --db ./sg.duckdb --port 8502``.
     """
-    from app import allowed
-    from app.dashboard.server import check_port_free, local_url, start_server, stop_server
-    from app.watchers import CONTROL_ENV, WATCHED_ENV, WatcherRegistry
+    from stateglass.app import allowed
+    from stateglass.app.dashboard.server import (
+        check_port_free,
+        local_url,
+        start_server,
+        stop_server,
+    )
+    from stateglass.app.watchers import CONTROL_ENV, WATCHED_ENV, WatcherRegistry
 
     db_path = os.path.abspath(os.path.expanduser(args.db))
-    from collectors.progress import check_location
+    from stateglass.collectors.progress import check_location
 
     # Every --progress path is checked before anything is written.
     progress = [check_location(p) for p in args.progress]
@@ -269,8 +274,8 @@ def dashboard(args: argparse.Namespace) -> int:
     check_port_free(args.host, args.port)
     roots = _collect_for_dashboard(args.paths, db_path, args) if args.paths else []
     if progress:
-        from app.collect_cmd import collect_progress
-        from collectors.db import Database
+        from stateglass.app.collect_cmd import collect_progress
+        from stateglass.collectors.db import Database
 
         collect_progress(Database(db_path), progress)
     # Open a browser only where there is a screen to show it on.

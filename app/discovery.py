@@ -1,7 +1,7 @@
 """Command-line side of checkpoint discovery: its flags, its progress line, its warnings.
 
 ``collect``, ``watch`` and ``dashboard`` accept checkpoints or folders (or URL prefixes) of
-them; a folder is searched within the bounds given here (see :mod:`collectors.discover`).
+them; a folder is searched within the bounds given here (see :mod:`stateglass.collectors.discover`).
 
 Example::
 
@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from collectors.discover import Limits, checkpoints_at
-from collectors.fs import FileSystem
+from stateglass.collectors.discover import Limits, checkpoints_at
+from stateglass.collectors.fs import FileSystem
 
 DEFAULTS = Limits()
 
@@ -119,8 +119,8 @@ def find(
 
     ``fs_for(path)`` is the file system a path (or URL) is read through.
     """
-    from collectors.remote import canonical
-    from collectors.remote import fs_for as by_scheme
+    from stateglass.collectors.remote import canonical
+    from stateglass.collectors.remote import fs_for as by_scheme
 
     fs_for = fs_for or by_scheme
     bounds = limits(args)

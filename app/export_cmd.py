@@ -18,16 +18,16 @@ import os
 import sys
 from typing import Any
 
-from app.args import add_db_arg
-from app.atomic import replacing
-from app.errors import AppError, OutputError
+from stateglass.app.args import add_db_arg
+from stateglass.app.atomic import replacing
+from stateglass.app.errors import AppError, OutputError
 
 FORMATS = {".parquet": "PARQUET", ".csv": "CSV"}
 
 
 def exportable() -> list[str]:
     """Tables and views of the database a user may export (not the internal schema_info)."""
-    from collectors.db import TABLES, VIEWS
+    from stateglass.collectors.db import TABLES, VIEWS
 
     return sorted(n for n in (*TABLES, *VIEWS) if n != "schema_info")
 
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     """``stateglass export``: COPY one table or view (optionally one checkpoint's rows)."""
     import duckdb
 
-    from collectors.db import reader
+    from stateglass.collectors.db import reader
 
     names = exportable()
     if args.table not in names:
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
             )
         query = f"SELECT * FROM {args.table}"
         if args.checkpoint is not None:
-            from collectors.remote import canonical
+            from stateglass.collectors.remote import canonical
 
             root = canonical(args.checkpoint)  # a URL as the database keeps it
             if root not in known:

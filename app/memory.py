@@ -14,7 +14,7 @@ def keep_freed_memory() -> bool:
     """Ask the allocator to keep freed blocks for reuse; False where it cannot (not glibc, or
     without the compiled extension)."""
     try:
-        from parsers import _speedups
+        from stateglass.parsers import _speedups
     except ImportError:
         return False
     return _speedups.keep_freed_memory()

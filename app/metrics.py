@@ -30,14 +30,14 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from collectors.db import reader
-from collectors.errors import CheckpointError
+from stateglass.collectors.db import reader
+from stateglass.collectors.errors import CheckpointError
 
 if TYPE_CHECKING:
     import duckdb
     from prometheus_client.metrics_core import Metric
 
-    from collectors.health import HealthConfig
+    from stateglass.collectors.health import HealthConfig
 
 # How long a scrape waits for a collector's write lock: Prometheus gives up after 10 s.
 SCRAPE_LOCK_TIMEOUT_S = 5.0
@@ -264,7 +264,7 @@ class HistoryCollector(Collector):
         return families, checkpoints
 
     def _health(self, checkpoints: dict[str, Any]) -> GaugeMetricFamily:
-        from collectors.health import RULES
+        from stateglass.collectors.health import RULES
 
         family = GaugeMetricFamily(
             HEALTH_GAUGE,
@@ -280,7 +280,7 @@ class HistoryCollector(Collector):
 
     def _verdict(self, checkpoint: str, last_scan: Any) -> dict[str, int]:
         """Worst status per rule, judged again after a new scan or ``health_ttl_s``."""
-        from collectors.health import evaluate
+        from stateglass.collectors.health import evaluate
 
         with self._lock:  # concurrent scrapes judge once
             now = self.clock()

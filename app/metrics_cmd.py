@@ -13,14 +13,15 @@ The server only reads the database (one read-only connection per scrape), so it 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import ipaddress
 import os
 import sys
 import threading
 from typing import Any
 
-from app.args import add_db_arg
-from app.errors import AppError
+from stateglass.app.args import add_db_arg
+from stateglass.app.errors import AppError
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 9108
@@ -73,10 +74,11 @@ def exposure_warning(host: str, port: int) -> str | None:
 
 def serve(db: str, host: str, port: int, config_path: str | None = None) -> Any:
     """Start the HTTP server in a daemon thread; returns the server (``.shutdown()`` stops it)."""
+    _require_prometheus()
     from prometheus_client import CollectorRegistry, start_http_server
 
-    from app.metrics import HistoryCollector
-    from collectors.health import load_config
+    from stateglass.app.metrics import HistoryCollector
+    from stateglass.collectors.health import load_config
 
     config = load_config(config_path)
     registry = CollectorRegistry(auto_describe=False)
@@ -88,8 +90,16 @@ def serve(db: str, host: str, port: int, config_path: str | None = None) -> Any:
     return server
 
 
+def _require_prometheus() -> None:
+    if importlib.util.find_spec("prometheus_client") is None:
+        raise AppError(
+            "metrics needs the prometheus_client package: pip install 'stateglass[metrics]'"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     """``stateglass metrics``: serve until interrupted."""
+    _require_prometheus()
     db = os.path.abspath(os.path.expanduser(args.db))
     if not os.path.isfile(db):
         raise AppError(f"{db}: no such database; run `stateglass collect` first")

@@ -23,11 +23,11 @@ from functools import cached_property
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
-from app.arrow_types import arrow_type, arrow_value, unique_names
-from app.atomic import AtomicText, replacing
-from app.errors import AppError, OutputError
-from parsers.errors import ParseError
-from parsers.sparkjson import (
+from stateglass.app.arrow_types import arrow_type, arrow_value, unique_names
+from stateglass.app.atomic import AtomicText, replacing
+from stateglass.app.errors import AppError, OutputError
+from stateglass.parsers.errors import ParseError
+from stateglass.parsers.sparkjson import (
     ChainEncoder,
     render_row,
     row_json_encoder,
@@ -38,12 +38,12 @@ from parsers.sparkjson import (
     state_prefixed_blob_encoder,
     to_python,
 )
-from parsers.sparktext import TimeZoneSpec
-from parsers.sparktypes import AtomicType, DataType, StructField, StructType
-from parsers.state_rows import Column, Row, RowCodec
+from stateglass.parsers.sparktext import TimeZoneSpec
+from stateglass.parsers.sparktypes import AtomicType, DataType, StructField, StructType
+from stateglass.parsers.state_rows import Column, Row, RowCodec
 
 if TYPE_CHECKING:
-    from collectors.state import StateSource
+    from stateglass.collectors.state import StateSource
 
 TABLE_CELL = 40  # characters; wider cells are cut with an ellipsis
 FLUSH_EVERY = 20_000  # lines buffered before one write: fewer syscalls, bounded memory
@@ -116,7 +116,7 @@ class Sink:
         raise NotImplementedError
 
     def close(self) -> None:
-        """Finish the output; a file appears at its path only now (``app.atomic``)."""
+        """Finish the output; a file appears at its path only now (``stateglass.app.atomic``)."""
 
     def abort(self) -> None:
         """The command failed: leave no output file (an existing one stays as it was)."""
@@ -210,7 +210,7 @@ class JsonLinesSink(Sink):
     ) -> tuple[bytes, int]:
         """:meth:`render_partition` as UTF-8 bytes (newline after each line) and a row count.
 
-        The path of ``stateglass state``: compiled when ``parsers._speedups`` is built.
+        The path of ``stateglass state``: compiled when ``stateglass.parsers._speedups`` is built.
         """
         if self.codec.spec.provider == "hdfs":
             return self.blob(items, partition)
@@ -465,7 +465,7 @@ class ParquetSink(Sink):
         self.convert: list[Callable[[Any], Any]] = []
         self.chunks: list[Any] = []  # pa.Table pieces, in output order
         # numpy and pyarrow load only for Parquet: JSON lines start faster without them.
-        from app.columnar_output import columnar_supported
+        from stateglass.app.columnar_output import columnar_supported
 
         self.columnar = columnar_supported(codec)
 
@@ -490,7 +490,7 @@ class ParquetSink(Sink):
         if not self.columnar:
             super().write_partition(partition, items)
             return
-        from app.columnar_output import columnar_partition
+        from stateglass.app.columnar_output import columnar_partition
 
         self._start(state_columns(self.codec))
         items = items if isinstance(items, list) else list(items)

@@ -15,9 +15,9 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 
-from app.output import JsonLinesSink
-from collectors.signals import restore_default_signals, signals_blocked
-from collectors.state import StateSource
+from stateglass.app.output import JsonLinesSink
+from stateglass.collectors.signals import restore_default_signals, signals_blocked
+from stateglass.collectors.state import StateSource
 
 # Set in the parent just before the fork; read by the workers.
 _JOB: tuple[StateSource, JsonLinesSink, int, str] | None = None

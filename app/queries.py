@@ -6,7 +6,7 @@ waits while a collector holds the write lock. Times are naive UTC timestamps.
 
 Example::
 
-    from app import queries
+    from stateglass.app import queries
     df = queries.state_versions("~/.stateglass/stateglass.duckdb", "/data/cp", 0, "default")
 """
 
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from collectors.db import reader
+from stateglass.collectors.db import reader
 
 if TYPE_CHECKING:
     import duckdb
@@ -462,9 +462,9 @@ def offset_position(offset_json: str) -> tuple[float, str] | None:
 
 def _file_counts(checkpoint: str, source_id: str) -> dict[int, int]:
     """Files the file source took in each of its log batches, from ``sources/<id>/``."""
-    from collectors.checkpoint import Checkpoint
-    from collectors.errors import CollectorError
-    from parsers.logs import parse_file_source_log
+    from stateglass.collectors.checkpoint import Checkpoint
+    from stateglass.collectors.errors import CollectorError
+    from stateglass.parsers.logs import parse_file_source_log
 
     try:
         cp = Checkpoint.open(checkpoint)

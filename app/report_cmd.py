@@ -19,7 +19,7 @@ import os
 import sys
 from typing import Any
 
-from app.args import add_db_arg
+from stateglass.app.args import add_db_arg
 
 
 def add_parser(subparsers: Any) -> None:
@@ -46,13 +46,13 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``stateglass report``: collect (incrementally), then write the report ``-o`` names."""
-    from app import collect_cmd
-    from app.commands import _refuse_output_inside
-    from app.report import writer_for
-    from app.report.model import load_report
-    from app.watchers import refuse_db_inside
-    from collectors.checkpoint import Checkpoint
-    from collectors.remote import canonical
+    from stateglass.app import collect_cmd
+    from stateglass.app.commands import _refuse_output_inside
+    from stateglass.app.report import writer_for
+    from stateglass.app.report.model import load_report
+    from stateglass.app.watchers import refuse_db_inside
+    from stateglass.collectors.checkpoint import Checkpoint
+    from stateglass.collectors.remote import canonical
 
     # Check everything cheap before collecting: a typo fails fast, and nothing is written.
     write = writer_for(args.output)

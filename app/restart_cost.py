@@ -1,6 +1,6 @@
 """Restart cost: what a restart loads per partition, now and under other snapshot settings.
 
-Pure: frames of the history database in, figures out (``app.queries.restart_facts`` reads
+Pure: frames of the history database in, figures out (``stateglass.app.queries.restart_facts`` reads
 them). Spark's rules, from ``apache/spark`` (docs/state_forensics.md has the pointers):
 
 * **Loading version V.** HDFS (``HDFSBackedStateStoreProvider.loadMap``): the newest

@@ -15,12 +15,12 @@ import os
 import sys
 from typing import Any
 
-from app.errors import AppError
+from stateglass.app.errors import AppError
 
 
 def add_storage_args(p: argparse.ArgumentParser) -> None:
     """``--storage-option``, ``--cache-dir``, ``--cache-size``, ``--config`` and ``--verbose``."""
-    from collectors.remote.cache import DEFAULT_CACHE_DIR
+    from stateglass.collectors.remote.cache import DEFAULT_CACHE_DIR
 
     g = p.add_argument_group("remote storage (s3://, gs://, abfss://, hdfs://)")
     g.add_argument(
@@ -64,7 +64,7 @@ def apply_storage_args(args: argparse.Namespace) -> None:
     """Configure this process's storage settings from ``args`` (a no-op for other commands)."""
     if not hasattr(args, "storage_option"):
         return
-    from collectors.remote.settings import (
+    from stateglass.collectors.remote.settings import (
         StorageSettings,
         configure,
         from_config,
@@ -93,7 +93,7 @@ def apply_storage_args(args: argparse.Namespace) -> None:
 def print_counts(args: argparse.Namespace) -> None:
     """``--verbose``: the storage requests this command made, on stderr."""
     if getattr(args, "verbose", False) and hasattr(args, "storage_option"):
-        from collectors.remote import COUNTS
+        from stateglass.collectors.remote import COUNTS
 
         print(f"stateglass: {COUNTS.line()}", file=sys.stderr)
 
@@ -101,7 +101,7 @@ def print_counts(args: argparse.Namespace) -> None:
 def _read_toml(path: str) -> dict[str, Any]:
     import tomllib  # only with --config: every command pays for what it imports at start
 
-    from collectors.errors import BadConfig
+    from stateglass.collectors.errors import BadConfig
 
     shown = os.path.abspath(os.path.expanduser(path))
     try:

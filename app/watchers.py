@@ -43,9 +43,9 @@ def checkpoints_at(path: str, within: Sequence[str] = ()) -> list[str]:
 
     Raises the checkpoint's one-line ``NotACheckpoint`` when there are neither.
     """
-    from collectors.discover import Limits
-    from collectors.discover import checkpoints_at as find
-    from collectors.remote import canonical, fs_for
+    from stateglass.collectors.discover import Limits
+    from stateglass.collectors.discover import checkpoints_at as find
+    from stateglass.collectors.remote import canonical, fs_for
 
     path = path.strip()
     if "://" not in path:
@@ -60,8 +60,8 @@ def refuse_db_inside(db: str, roots: Iterable[str]) -> None:
     The collector writes the database (and its WAL and log) next to ``db``; StateGlass never
     writes into a checkpoint.
     """
-    from app.errors import AppError
-    from collectors.remote.urls import is_url
+    from stateglass.app.errors import AppError
+    from stateglass.collectors.remote.urls import is_url
 
     target = os.path.realpath(db)
     for root in roots:
@@ -155,7 +155,7 @@ class WatcherRegistry:
         try:
             self._child = subprocess.Popen(
                 [
-                    *(sys.executable, "-m", "app.watchers", "--db", self.db),
+                    *(sys.executable, "-m", "stateglass.app.watchers", "--db", self.db),
                     *("--control", self._control, *self.options),
                 ],
                 stdin=subprocess.PIPE,
@@ -188,7 +188,7 @@ class WatcherRegistry:
 
 
 def _canonical(path: str) -> str:
-    from collectors.remote import canonical
+    from stateglass.collectors.remote import canonical
 
     return canonical(path)
 
@@ -239,10 +239,10 @@ def _follow(control: ControlFile, add: Callable[[str], None], stop: threading.Ev
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from app import collect_cmd
-    from collectors.errors import CollectorError
+    from stateglass.app import collect_cmd
+    from stateglass.collectors.errors import CollectorError
 
-    parser = argparse.ArgumentParser(prog="python -m app.watchers")
+    parser = argparse.ArgumentParser(prog="python -m stateglass.app.watchers")
     parser.add_argument("--db", required=True)
     parser.add_argument("--control", required=True, help="file of paths to watch, one a line")
     collect_cmd.add_watch_arguments(parser)

@@ -7,7 +7,7 @@ Usage::
 1. Finds (or writes once, with ``bench_state_read.py``'s query) the checkpoint
    ``benchmarks/out/agg-hdfs-<keys>``: 4 partitions, 4 lz4 deltas each.
 2. Times, in one warm process as the dashboard's server is, the function the Browse page
-   calls (``app.browse.table.iter_page``) with an empty in-memory cache (the files are in
+   calls (``stateglass.app.browse.table.iter_page``) with an empty in-memory cache (the files are in
    the OS page cache): until page 1 (50 rows) is there, and until the total is known. In
    one process (the default) and with a forked worker (``jobs=2``).
 3. Then, on the cached version: another page, a first key search (renders key text), a
@@ -40,11 +40,11 @@ sys.path[:0] = [ROOT, HERE]
 
 from bench_state_read import OUT, PY, WRITE_CHECKPOINT  # noqa: E402
 
-from app.browse import store  # noqa: E402
-from app.browse.diff import _RECENT, compute_diff  # noqa: E402
-from app.browse.history import find_keys, key_history  # noqa: E402
-from app.browse.table import PageRequest, iter_page, read_page  # noqa: E402
-from app.browse.views import SOURCES, StateView, versions  # noqa: E402
+from stateglass.app.browse import store  # noqa: E402
+from stateglass.app.browse.diff import _RECENT, compute_diff  # noqa: E402
+from stateglass.app.browse.history import find_keys, key_history  # noqa: E402
+from stateglass.app.browse.table import PageRequest, iter_page, read_page  # noqa: E402
+from stateglass.app.browse.views import SOURCES, StateView, versions  # noqa: E402
 
 
 def checkpoint(keys: int) -> str:
@@ -107,15 +107,15 @@ def summary(values: list[float]) -> str:
 def apptest(cp: str) -> None:
     from streamlit.testing.v1 import AppTest
 
-    from collectors.db import Database
-    from collectors.scan import scan_checkpoint
+    from stateglass.collectors.db import Database
+    from stateglass.collectors.scan import scan_checkpoint
 
     db = os.path.join(tempfile.mkdtemp(prefix="sg-bench-browse-"), "bench.duckdb")
     scan_checkpoint(Database(db), cp)
     os.environ["STATEGLASS_DB"] = db
 
     def page() -> None:
-        from app.dashboard.views import browse
+        from stateglass.app.dashboard.views import browse
 
         browse.render()
 

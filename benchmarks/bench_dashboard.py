@@ -43,10 +43,10 @@ def _page(name: str) -> None:
     """One dashboard page as main.py runs it (AppTest runs this function's source)."""
     import importlib
 
-    from app.dashboard import context
+    from stateglass.app.dashboard import context
 
     context.live_status()
-    importlib.import_module(f"app.dashboard.views.{name}").render()
+    importlib.import_module(f"stateglass.app.dashboard.views.{name}").render()
 
 
 def time_page(name: str, runs: int) -> tuple[list[float], list[float], list[float]]:
@@ -81,7 +81,7 @@ def breakdown(db: str) -> list[tuple[str, float]]:
     """Seconds per step of the State page, called directly (no Streamlit)."""
     import plotly.io as pio
 
-    from app import figures, queries
+    from stateglass.app import figures, queries
 
     cp = str(queries.checkpoint_overview(db)["checkpoint"].iloc[0])
     store = (cp, 0, "default")

@@ -36,10 +36,10 @@ import zstandard
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from collectors.db import Database, read_query  # noqa: E402
-from collectors.progress import ProgressCollector  # noqa: E402
-from parsers import eventlog  # noqa: E402
-from parsers.eventlog_codecs import decode_prefix  # noqa: E402
+from stateglass.collectors.db import Database, read_query  # noqa: E402
+from stateglass.collectors.progress import ProgressCollector  # noqa: E402
+from stateglass.parsers import eventlog  # noqa: E402
+from stateglass.parsers.eventlog_codecs import decode_prefix  # noqa: E402
 
 DEFAULT_LOG = ROOT / "tests" / "parsers" / "data" / "eventlogs" / "zstd"
 T0 = datetime(2024, 1, 1, tzinfo=UTC)

@@ -155,9 +155,9 @@ def bench_incremental(client: Any, partitions: int, batches: int, cache: str) ->
 
 
 def bench_fleet(client: Any, count: int) -> None:
-    from collectors.discover import Limits, discover
-    from collectors.remote import COUNTS as REQUESTS
-    from collectors.remote import fs_for
+    from stateglass.collectors.discover import Limits, discover
+    from stateglass.collectors.remote import COUNTS as REQUESTS
+    from stateglass.collectors.remote import fs_for
 
     sample = os.path.join(ROOT, "sample_checkpoints", "spark-4.3", "agg-hdfs")
     parts = {

@@ -24,9 +24,9 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from parsers.sparkjson import state_blob_encoder, state_lines_encoder
-from parsers.sparktypes import AtomicType, DataType, StructField, StructType
-from parsers.unsafewriter import encode_row
+from stateglass.parsers.sparkjson import state_blob_encoder, state_lines_encoder
+from stateglass.parsers.sparktypes import AtomicType, DataType, StructField, StructType
+from stateglass.parsers.unsafewriter import encode_row
 
 T0 = 1_700_000_000_000_000
 

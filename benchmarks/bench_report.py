@@ -69,8 +69,8 @@ def whole_process(cp: str, db: str, out: str, runs: int, *extra: str) -> list[fl
 
 
 def in_process(cp: str, db: str, out: str, runs: int) -> dict[str, list[float]]:
-    from app.report import charts, html
-    from app.report.model import load_report
+    from stateglass.app.report import charts, html
+    from stateglass.app.report.model import load_report
 
     phases: dict[str, list[float]] = {"read": [], "figures": [], "html": [], "total": []}
     for _ in range(runs):
@@ -96,7 +96,7 @@ def main() -> None:
     args = ap.parse_args()
     source_db = ensure_history_db()
     cp = history_checkpoint()
-    from collectors.db import read_query
+    from stateglass.collectors.db import read_query
 
     partitions, versions = read_query(
         str(source_db),

@@ -22,9 +22,9 @@ Usage::
    * ``stateglass collect`` into a fresh database (full), then Spark commits the last batch
      and ``collect`` runs again (incremental);
    * in one warm process, as the dashboard's server is: the Browse page's first page
-     (``app.browse.table.iter_page``), one key's history across every retained version
-     (``app.browse.history.key_history``), the diff of the last two versions
-     (``app.browse.diff.compute_diff``), each with an empty cache;
+     (``stateglass.app.browse.table.iter_page``), one key's history across every retained version
+     (``stateglass.app.browse.history.key_history``), the diff of the last two versions
+     (``stateglass.app.browse.diff.compute_diff``), each with an empty cache;
    * ``stateglass report`` on the collected database.
 The figures go to stdout as Markdown, with the machine, date and load averages, ready for
 docs/benchmarks.md.
@@ -231,9 +231,9 @@ def breakdown(cp: str, scratch: str) -> dict[str, float]:
     (``state_chain_encoder``), write. RocksDB: restore and iteration (rocksdict), rendering
     with the version bytes skipped (``state_prefixed_blob_encoder``), write.
     """
-    from app.output import JsonLinesSink
-    from collectors.checkpoint import Checkpoint
-    from collectors.state import StateRequest, StateSource
+    from stateglass.app.output import JsonLinesSink
+    from stateglass.collectors.checkpoint import Checkpoint
+    from stateglass.collectors.state import StateRequest, StateSource
 
     checkpoint = Checkpoint.open(cp)
     source = StateSource(checkpoint, StateRequest())
@@ -271,11 +271,11 @@ def breakdown(cp: str, scratch: str) -> dict[str, float]:
 
 def browse(cp: str) -> dict[str, Any]:
     """The Browse, Key history and Diff pages' functions, each with an empty cache."""
-    from app.browse import store
-    from app.browse.diff import _RECENT, compute_diff
-    from app.browse.history import find_key_json, key_history
-    from app.browse.table import PageRequest, iter_page
-    from app.browse.views import SOURCES, StateView, versions
+    from stateglass.app.browse import store
+    from stateglass.app.browse.diff import _RECENT, compute_diff
+    from stateglass.app.browse.history import find_key_json, key_history
+    from stateglass.app.browse.table import PageRequest, iter_page
+    from stateglass.app.browse.views import SOURCES, StateView, versions
 
     def cold() -> None:
         store.CACHE.clear()

@@ -14,7 +14,7 @@ Two schemas:
 For each it times, per row: ``row_decoder`` on key and value; ``state_line_encoder``
 (bytes → JSON line) and its batch form ``state_lines_encoder``; ``state_blob_encoder``
 (bytes → UTF-8 lines, the path ``stateglass state --format jsonl`` uses: compiled for
-``agg`` when ``parsers._speedups`` is built, generated Python for ``rich``); and
+``agg`` when ``stateglass.parsers._speedups`` is built, generated Python for ``rich``); and
 ``row_decoder`` + ``render_row`` (tuples → JSON). Then the record stream of a delta file
 holding the ``agg`` rows: ``read_records`` and ``read_record_keys``. Prints a Markdown table
 (best of ``--runs``) for docs/benchmarks.md; run it again with ``STATEGLASS_PURE=1`` for the
@@ -35,14 +35,14 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from parsers import records
-from parsers.sparkjson import (
+from stateglass.parsers import records
+from stateglass.parsers.sparkjson import (
     render_row,
     state_blob_encoder,
     state_line_encoder,
     state_lines_encoder,
 )
-from parsers.sparktypes import (
+from stateglass.parsers.sparktypes import (
     ArrayType,
     AtomicType,
     DecimalType,
@@ -50,8 +50,8 @@ from parsers.sparktypes import (
     StructField,
     StructType,
 )
-from parsers.unsaferow import row_decoder
-from parsers.unsafewriter import encode_row
+from stateglass.parsers.unsaferow import row_decoder
+from stateglass.parsers.unsafewriter import encode_row
 
 Pair = tuple[bytes, bytes]
 

@@ -124,7 +124,7 @@ def committed(cp: str) -> list[int]:
 
 
 def db_committed(db: str) -> set[int]:
-    from collectors.db import read_query
+    from stateglass.collectors.db import read_query
 
     if not os.path.exists(db):
         return set()
@@ -203,7 +203,10 @@ def replay(args: argparse.Namespace) -> None:
     db, log, rlog = f"{tmp}/sg.duckdb", f"{tmp}/watch.log", f"{tmp}/recursive.log"
     with open(log, "wb") as fh:
         ours = subprocess.Popen(
-            [PY, "-m", "app.cli", "watch", cp, "--db", db], stdout=fh, stderr=fh, cwd=ROOT
+            [PY, "-m", "stateglass.app.cli", "watch", cp, "--db", db],
+            stdout=fh,
+            stderr=fh,
+            cwd=ROOT,
         )
     with open(rlog, "wb") as fh:
         recursive = subprocess.Popen([PY, "-c", RECURSIVE, cp], stdout=fh, stderr=fh)
@@ -290,7 +293,10 @@ def main() -> None:
     db, log, rlog = f"{tmp}/sg.duckdb", f"{tmp}/watch.log", f"{tmp}/recursive.log"
     with open(log, "wb") as fh:
         ours = subprocess.Popen(
-            [PY, "-m", "app.cli", "watch", cp, "--db", db], stdout=fh, stderr=fh, cwd=ROOT
+            [PY, "-m", "stateglass.app.cli", "watch", cp, "--db", db],
+            stdout=fh,
+            stderr=fh,
+            cwd=ROOT,
         )
     with open(rlog, "wb") as fh:
         recursive = subprocess.Popen([PY, "-c", RECURSIVE, cp], stdout=fh, stderr=fh)

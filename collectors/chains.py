@@ -21,14 +21,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from collectors.errors import CheckpointError
-from collectors.fs import LOCAL, FileInfo, FileSystem
-from collectors.limits import active
-from collectors.stores import StoreContext, StoreReader, open_store
-from collectors.stores.base import Change
-from collectors.stores.hdfs import HdfsStoreReader
-from collectors.stores.rocksdb import RocksDBStoreReader
-from parsers.limits import DecodeLimits
+from stateglass.collectors.errors import CheckpointError
+from stateglass.collectors.fs import LOCAL, FileInfo, FileSystem
+from stateglass.collectors.limits import active
+from stateglass.collectors.stores import StoreContext, StoreReader, open_store
+from stateglass.collectors.stores.base import Change
+from stateglass.collectors.stores.hdfs import HdfsStoreReader
+from stateglass.collectors.stores.rocksdb import RocksDBStoreReader
+from stateglass.parsers.limits import DecodeLimits
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TypeVar
 
-from collectors.errors import CheckpointError, NotACheckpoint, NotFound, wrap_parse_error
-from collectors.fs import LOCAL, FileInfo, FileSystem
-from parsers.errors import ParseError
-from parsers.logs import CommitMetadata, OffsetSeq, StreamMetadata, batch_id_of
-from parsers.operator_metadata import OperatorMetadata
-from parsers.schema_file import ColumnFamilySchema, StateSchemaFile
-from parsers.sparktypes import StructType
+from stateglass.collectors.errors import CheckpointError, NotACheckpoint, NotFound, wrap_parse_error
+from stateglass.collectors.fs import LOCAL, FileInfo, FileSystem
+from stateglass.parsers.errors import ParseError
+from stateglass.parsers.logs import CommitMetadata, OffsetSeq, StreamMetadata, batch_id_of
+from stateglass.parsers.operator_metadata import OperatorMetadata
+from stateglass.parsers.schema_file import ColumnFamilySchema, StateSchemaFile
+from stateglass.parsers.sparktypes import StructType
 
 T = TypeVar("T")
 
@@ -125,7 +125,7 @@ class Checkpoint:
         root is its canonical URL, the name the database keeps it under.
         """
         if fs is None:
-            from collectors.remote import open_location
+            from stateglass.collectors.remote import open_location
 
             fs, root = open_location(path)
         else:

@@ -33,8 +33,8 @@ try:
 except ImportError:  # pragma: no cover - duckdb is pinned in requirements.txt
     import duckdb  # type: ignore[no-redef]
 
-from collectors.errors import CheckpointError, DatabaseBusy
-from collectors.progress_schema import PROGRESS_TABLES
+from stateglass.collectors.errors import CheckpointError, DatabaseBusy
+from stateglass.collectors.progress_schema import PROGRESS_TABLES
 
 SCHEMA_VERSION = 3
 

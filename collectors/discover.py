@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from collectors.errors import CheckpointError, NotACheckpoint
-from collectors.fs import LOCAL, FileSystem
+from stateglass.collectors.errors import CheckpointError, NotACheckpoint
+from stateglass.collectors.fs import LOCAL, FileSystem
 
 Warn = Callable[[str], None]
 # (directories listed, checkpoints found so far)
@@ -193,7 +193,7 @@ def checkpoints_at(
 
     Raises a one-line :class:`NotACheckpoint` when there are neither.
     """
-    from collectors.checkpoint import Checkpoint
+    from stateglass.collectors.checkpoint import Checkpoint
 
     limits = limits or Limits()
     say: Warn = warn or (lambda _line: None)

@@ -35,7 +35,7 @@ URLs are canonical (no ``user:password@``, no query) and option values are redac
 
 from __future__ import annotations
 
-from parsers.errors import ParseError, UnsupportedFormat
+from stateglass.parsers.errors import ParseError, UnsupportedFormat
 
 
 class CollectorError(Exception):

@@ -22,23 +22,23 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from collectors.chains import VERSION_FILES, ChainTask
-from collectors.checkpoint import Checkpoint, StoreInfo
-from collectors.errors import CheckpointError
-from collectors.eviction_rules import (
+from stateglass.collectors.chains import VERSION_FILES, ChainTask
+from stateglass.collectors.checkpoint import Checkpoint, StoreInfo
+from stateglass.collectors.errors import CheckpointError
+from stateglass.collectors.eviction_rules import (
     JOIN_VALUE,
     NOT_AUDITED,
     TIMERS,
     EvictionRule,
     eviction_rules,
 )
-from collectors.stores import StoreContext, StoreReader, open_store
-from parsers.errors import ParseError
+from stateglass.collectors.stores import StoreContext, StoreReader, open_store
+from stateglass.parsers.errors import ParseError
 
 if TYPE_CHECKING:
     # Imported when a store is audited: the row codecs are not needed by a collect of
     # stores without event-time eviction (issue 14, `collect`'s start-up).
-    from collectors.state import StateSource
+    from stateglass.collectors.state import StateSource
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ def store_rules(
 
 
 def _source(cp: Checkpoint, rule: EvictionRule, partitions: Sequence[int] | None) -> StateSource:
-    from collectors.state import StateRequest, StateSource
+    from stateglass.collectors.state import StateRequest, StateSource
 
     if rule.kind == TIMERS:
         request = StateRequest(

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from parsers.sparktypes import AtomicType, StructType
+from stateglass.parsers.sparktypes import AtomicType, StructType
 
 DELAY_KEY = "spark.watermarkDelayMs"
 TIME_TYPES = ("timestamp", "timestamp_ntz")

@@ -9,14 +9,14 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from collectors.chains import ChainResult
-from collectors.listing import Listing
-from collectors.schemas import SchemaFile
+from stateglass.collectors.chains import ChainResult
+from stateglass.collectors.listing import Listing
+from stateglass.collectors.schemas import SchemaFile
 
 if TYPE_CHECKING:
     import duckdb
 
-    from collectors.db import Database
+    from stateglass.collectors.db import Database
 
 
 def sst_ref_rows(root: str, results: Iterable[ChainResult]) -> list[dict[str, Any]]:

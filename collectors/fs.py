@@ -12,7 +12,7 @@ import stat as stat_mod
 from dataclasses import dataclass
 from typing import Protocol
 
-from collectors.errors import CheckpointError, NotACheckpoint
+from stateglass.collectors.errors import CheckpointError, NotACheckpoint
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ import os
 import re
 from collections.abc import Mapping
 
-from collectors.errors import BadConfig
-from parsers.limits import DecodeLimits
+from stateglass.collectors.errors import BadConfig
+from stateglass.parsers.limits import DecodeLimits
 
 # field of DecodeLimits -> environment variable
 ENV: dict[str, str] = {

@@ -13,11 +13,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from collectors.checkpoint import Checkpoint, StoreInfo
-from collectors.errors import NotACheckpoint
-from collectors.fs import FileInfo
-from collectors.stores.hdfs import parse_hdfs_name
-from collectors.stores.rocksdb import parse_rocksdb_name
+from stateglass.collectors.checkpoint import Checkpoint, StoreInfo
+from stateglass.collectors.errors import NotACheckpoint
+from stateglass.collectors.fs import FileInfo
+from stateglass.collectors.stores.hdfs import parse_hdfs_name
+from stateglass.collectors.stores.rocksdb import parse_rocksdb_name
 
 # Kinds of state files; ``sst`` files are shared by versions and have no version of their own.
 CHANGE_KINDS = frozenset({"delta", "changelog"})

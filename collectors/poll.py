@@ -17,9 +17,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from collectors.discover import join
-from collectors.errors import CollectorError, NotACheckpoint
-from collectors.fs import FileSystem
+from stateglass.collectors.discover import join
+from stateglass.collectors.errors import CollectorError, NotACheckpoint
+from stateglass.collectors.fs import FileSystem
 
 DEFAULT_INTERVAL_S = 10.0
 

@@ -25,16 +25,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from collectors.db import Database, ProgressWrite
-from collectors.errors import BadProgressPath, CheckpointError, wrap_parse_error
-from collectors.fs import LOCAL, FileSystem
-from collectors.progress_schema import (
+from stateglass.collectors.db import Database, ProgressWrite
+from stateglass.collectors.errors import BadProgressPath, CheckpointError, wrap_parse_error
+from stateglass.collectors.fs import LOCAL, FileSystem
+from stateglass.collectors.progress_schema import (
     DURATION_COLUMNS,
     HDFS_COLUMNS,
     ROCKSDB_COLUMNS,
 )
-from parsers import eventlog
-from parsers.errors import ParseError
+from stateglass.parsers import eventlog
+from stateglass.parsers.errors import ParseError
 
 SOURCE_EVENTLOG = "eventlog"
 SOURCE_LISTENER = "listener"
@@ -108,7 +108,7 @@ def check_path(fs: FileSystem, root: str) -> str:
 
 def check_location(path: str) -> str:
     """:func:`check_path` for a local path or a URL, on the file system its scheme names."""
-    from collectors.remote import open_location
+    from stateglass.collectors.remote import open_location
 
     fs, root = open_location(path)
     return check_path(fs, root)
@@ -397,7 +397,7 @@ def collect_all(
 
     Without ``fs`` each root's scheme picks its file system (a local path, ``s3://``, …).
     """
-    from collectors.remote import open_location
+    from stateglass.collectors.remote import open_location
 
     collectors = []
     for root in roots:

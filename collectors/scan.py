@@ -20,17 +20,23 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from collectors.chains import ChainResult, ChainTask
-from collectors.checkpoint import Checkpoint, StoreInfo
-from collectors.db import Database
-from collectors.engines import Engine, LocalEngine
-from collectors.errors import CheckpointError, CorruptFile, EngineError
-from collectors.eviction import run_audit, skipped_audit
-from collectors.facts import last_committed, write_facts
-from collectors.fs import FileSystem
-from collectors.listing import FileStat, Listing, diff_files, list_checkpoint, version_file_stats
-from collectors.schemas import schema_files
-from parsers.logs import CommitMetadata, OffsetSeq, batch_id_of
+from stateglass.collectors.chains import ChainResult, ChainTask
+from stateglass.collectors.checkpoint import Checkpoint, StoreInfo
+from stateglass.collectors.db import Database
+from stateglass.collectors.engines import Engine, LocalEngine
+from stateglass.collectors.errors import CheckpointError, CorruptFile, EngineError
+from stateglass.collectors.eviction import run_audit, skipped_audit
+from stateglass.collectors.facts import last_committed, write_facts
+from stateglass.collectors.fs import FileSystem
+from stateglass.collectors.listing import (
+    FileStat,
+    Listing,
+    diff_files,
+    list_checkpoint,
+    version_file_stats,
+)
+from stateglass.collectors.schemas import schema_files
+from stateglass.parsers.logs import CommitMetadata, OffsetSeq, batch_id_of
 
 Progress = Callable[[int, int], None]
 
@@ -112,7 +118,9 @@ def _unique_ids(
     cp: Checkpoint, commits: dict[int, CommitMetadata], store: StoreInfo, partition: int
 ) -> tuple[tuple[int, str], ...]:
     """Checkpoint format v2: committed unique id of each version of this store partition."""
-    from collectors.state import _store_index  # the join stores' order, kept in one place
+    from stateglass.collectors.state import (
+        _store_index,
+    )  # the join stores' order, kept in one place
 
     index = _store_index(store)
     out = []

@@ -19,10 +19,10 @@ import posixpath
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from collectors.checkpoint import Checkpoint, StoreInfo
-from collectors.errors import CheckpointError
-from parsers.errors import ParseError
-from parsers.schema_file import ColumnFamilySchema, StateSchemaFile
+from stateglass.collectors.checkpoint import Checkpoint, StoreInfo
+from stateglass.collectors.errors import CheckpointError
+from stateglass.parsers.errors import ParseError
+from stateglass.parsers.schema_file import ColumnFamilySchema, StateSchemaFile
 
 
 @dataclass(frozen=True)

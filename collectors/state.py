@@ -20,19 +20,19 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cache, cached_property
 
-from collectors.checkpoint import Checkpoint, StoreInfo
-from collectors.errors import (
+from stateglass.collectors.checkpoint import Checkpoint, StoreInfo
+from stateglass.collectors.errors import (
     CheckpointError,
     CorruptFile,
     MissingVersion,
     NotFound,
     UnsupportedCheckpoint,
 )
-from collectors.stores import StoreContext, StoreReader, open_store
-from collectors.stores.base import Change
-from collectors.stores.hdfs import HdfsStoreReader
-from parsers.errors import ParseError, UnsupportedFormat
-from parsers.state_rows import (
+from stateglass.collectors.stores import StoreContext, StoreReader, open_store
+from stateglass.collectors.stores.base import Change
+from stateglass.collectors.stores.hdfs import HdfsStoreReader
+from stateglass.parsers.errors import ParseError, UnsupportedFormat
+from stateglass.parsers.state_rows import (
     LIST_STATE,
     STATE_VARIABLE_TYPES,
     TIMER_STATE,

@@ -29,10 +29,10 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from collectors.fs import FileSystem
-from collectors.listing import is_temporary
-from collectors.poll import DEFAULT_INTERVAL_S, CommitPoller
-from collectors.remote import fs_for as remote_fs_for
+from stateglass.collectors.fs import FileSystem
+from stateglass.collectors.listing import is_temporary
+from stateglass.collectors.poll import DEFAULT_INTERVAL_S, CommitPoller
+from stateglass.collectors.remote import fs_for as remote_fs_for
 
 if TYPE_CHECKING:
     from watchdog.observers.api import BaseObserver

@@ -2,7 +2,7 @@
 
 With Avro encoding every RocksDB key part and value of a transformWithState store holds one
 Avro **binary** datum (no container, no fingerprint; the framing around it is in
-:mod:`parsers.rocksdb_encoding`). Spark writes it with the schema
+:mod:`stateglass.parsers.rocksdb_encoding`). Spark writes it with the schema
 ``SchemaConverters.toAvroTypeWithDefaults(sparkSchema)`` as released in 4.0–4.3, which ignores
 Spark's nullability:
 
@@ -23,14 +23,14 @@ Spark 4.3 cannot run a query whose state holds tinyint, smallint, char/varchar, 
 variant or maps with non-string keys in Avro encoding (no Avro schema, or one its
 ``AvroDeserializer`` refuses), so those types are :class:`UnsupportedFormat` here.
 
-Decoded values follow the conventions of :mod:`parsers.unsaferow`, so one renderer serves
+Decoded values follow the conventions of :mod:`stateglass.parsers.unsaferow`, so one renderer serves
 both encodings. One difference in what Spark returns: it reads an Avro map into a
 ``java.util.HashMap`` and builds its MapData from that, so map entries come back in hash
 order (:func:`java_hash_map_order`), not in the order they are stored.
 
 Example::
 
-    >>> from parsers.sparktypes import parse_datatype
+    >>> from stateglass.parsers.sparktypes import parse_datatype
     >>> schema = parse_datatype('{"type":"struct","fields":['
     ...     '{"name":"cnt","type":"long","nullable":false,"metadata":{}},'
     ...     '{"name":"lastS","type":"string","nullable":true,"metadata":{}}]}')
@@ -45,9 +45,9 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from parsers.errors import CorruptData, Truncated, UnsupportedFormat
-from parsers.javatext import decode_utf8
-from parsers.sparktypes import (
+from stateglass.parsers.errors import CorruptData, Truncated, UnsupportedFormat
+from stateglass.parsers.javatext import decode_utf8
+from stateglass.parsers.sparktypes import (
     ArrayType,
     AtomicType,
     DataType,
@@ -55,7 +55,7 @@ from parsers.sparktypes import (
     MapType,
     StructType,
 )
-from parsers.unsaferow import make_decimal
+from stateglass.parsers.unsaferow import make_decimal
 
 Reader = Callable[[bytes, int], tuple[Any, int]]
 """``read(buf, pos) -> (value, new_pos)``: decode one Avro value starting at ``pos``."""
@@ -187,7 +187,7 @@ def _read_null(buf: bytes, pos: int) -> tuple[Any, int]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Value conventions shared with parsers.unsaferow
+# Value conventions shared with stateglass.parsers.unsaferow
 
 
 def _string_value(raw: bytes) -> Any:

@@ -32,8 +32,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from parsers.errors import CorruptData, Truncated, UnsupportedFormat
-from parsers.rowchecksum import unwrap_key, unwrap_values
+from stateglass.parsers.errors import CorruptData, Truncated, UnsupportedFormat
+from stateglass.parsers.rowchecksum import unwrap_key, unwrap_values
 
 RecordKind = Literal["put", "delete", "merge"]
 

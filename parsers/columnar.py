@@ -7,7 +7,7 @@ matrix, viewed as their Arrow type without any Python value in between, and vari
 fields (``(offset << 32) | size`` slots) are gathered byte by byte into Arrow's
 offsets-and-data layout. Nested structs recurse on the rows where they are not null.
 
-The result is exactly what :func:`parsers.unsaferow.row_decoder` gives, turned into Arrow
+The result is exactly what :func:`stateglass.parsers.unsaferow.row_decoder` gives, turned into Arrow
 by :func:`app.arrow_types.arrow_value` (``tests/parsers/test_columnar.py`` checks that with
 hypothesis). Where the generated decoder would do something other than read a clean value
 (an offset past the row, malformed UTF-8 it repairs, a decimal wider than its type), this
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from parsers.sparktypes import (
+from stateglass.parsers.sparktypes import (
     ArrayType,
     AtomicType,
     DataType,
@@ -42,7 +42,7 @@ from parsers.sparktypes import (
     StructType,
     YearMonthIntervalType,
 )
-from parsers.unsaferow import MAX_LONG_DIGITS
+from stateglass.parsers.unsaferow import MAX_LONG_DIGITS
 
 __all__ = ["arrow_type", "decode_struct", "supported", "unique_names"]
 
@@ -94,7 +94,7 @@ def supported(dt: DataType) -> bool:
 
 
 def arrow_type(dt: DataType) -> Any:
-    """The Arrow type of a column of ``dt`` (as ``app.arrow_types.arrow_type``)."""
+    """The Arrow type of a column of ``dt`` (as ``stateglass.app.arrow_types.arrow_type``)."""
     if isinstance(dt, StructType):
         names = unique_names(dt.names)
         return pa.struct(
@@ -124,7 +124,7 @@ def decode_struct(schema: StructType, rows: pa.Array) -> pa.StructArray | None:
     """Every row of ``rows`` (binary, one UnsafeRow each) as one struct array of ``schema``.
 
     None when some row is not clean (see the module docstring): decode those rows with
-    :func:`parsers.unsaferow.row_decoder` instead.
+    :func:`stateglass.parsers.unsaferow.row_decoder` instead.
     """
     if not supported(schema):
         raise ValueError(f"not a columnar schema: {schema.simple_string()}")

@@ -53,7 +53,7 @@ class ChecksumMismatch(CorruptData):
 
 
 class LimitExceeded(CorruptData):
-    """Decoding would exceed the file's decompression budget (:mod:`parsers.limits`)."""
+    """Decoding would exceed the file's decompression budget (:mod:`stateglass.parsers.limits`)."""
 
 
 class UnsupportedFormat(ParseError):

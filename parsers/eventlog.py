@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from parsers.errors import CorruptData
-from parsers.eventlog_codecs import iter_blocks
+from stateglass.parsers.errors import CorruptData
+from stateglass.parsers.eventlog_codecs import iter_blocks
 
 _EVENT_PREFIX = "org.apache.spark.sql.streaming.StreamingQueryListener$"
 PROGRESS_EVENT = _EVENT_PREFIX + "QueryProgressEvent"

@@ -3,7 +3,7 @@
 Spark compresses event logs with the same codecs as state files (``CompressionCodec``), but a
 log is read while it grows: its tail may stop mid-block. Each decoder here decodes every
 complete block from a restart point and says where decoding may restart later, instead of
-raising ``Truncated`` like the whole-file decoders in ``parsers.compression``.
+raising ``Truncated`` like the whole-file decoders in ``stateglass.parsers.compression``.
 
 Restart points are where the codec keeps no state from earlier bytes: every block of lz4-java's
 ``LZ4BlockOutputStream``, xerial snappy's chunks and LZF's chunks; for zstd, the start of a
@@ -28,10 +28,10 @@ import lz4.block
 import xxhash
 import zstandard
 
-from parsers.compression import lz4 as lz4_stream
-from parsers.compression import lzf as lzf_stream
-from parsers.compression import snappy as snappy_stream
-from parsers.errors import ChecksumMismatch, CorruptData, UnsupportedFormat
+from stateglass.parsers.compression import lz4 as lz4_stream
+from stateglass.parsers.compression import lzf as lzf_stream
+from stateglass.parsers.compression import snappy as snappy_stream
+from stateglass.parsers.errors import ChecksumMismatch, CorruptData, UnsupportedFormat
 
 
 @dataclass(frozen=True)

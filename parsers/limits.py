@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from parsers.errors import LimitExceeded
+from stateglass.parsers.errors import LimitExceeded
 
 DEFAULT_MAX_RATIO = 64
 DEFAULT_MIN_BYTES = 16 << 20  # 16 MiB

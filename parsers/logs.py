@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from parsers.errors import CorruptData, Truncated, UnsupportedFormat
+from stateglass.parsers.errors import CorruptData, Truncated, UnsupportedFormat
 
 # Newest log versions Spark 4.3 writes; a newer file needs a newer StateGlass.
 OFFSET_LOG_MAX_VERSION = 2

@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from parsers.errors import CorruptData
-from parsers.logs import json_int, json_object, json_str, load_json, versioned_json
+from stateglass.parsers.errors import CorruptData
+from stateglass.parsers.logs import json_int, json_object, json_str, load_json, versioned_json
 
 OPERATOR_METADATA_MAX_VERSION = 2
 

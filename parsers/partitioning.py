@@ -7,7 +7,7 @@ structs field by field, nulls leave the seed as it was).
 
 Example::
 
-    >>> from parsers.sparktypes import AtomicType, StructField, StructType
+    >>> from stateglass.parsers.sparktypes import AtomicType, StructField, StructType
     >>> schema = StructType((StructField("k", AtomicType("string")),))
     >>> key_partition(schema, {"k": "a"}, 4) in range(4)
     True
@@ -22,8 +22,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from parsers.javatext import _fmix, _mix, murmur3_hash_bytes
-from parsers.sparktypes import AtomicType, DataType, StructType
+from stateglass.parsers.javatext import _fmix, _mix, murmur3_hash_bytes
+from stateglass.parsers.sparktypes import AtomicType, DataType, StructType
 
 SEED = 42
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)

@@ -23,11 +23,11 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from parsers.errors import CorruptData, ParseError, Truncated
-from parsers.rowchecksum import unwrap_key, unwrap_single
+from stateglass.parsers.errors import CorruptData, ParseError, Truncated
+from stateglass.parsers.rowchecksum import unwrap_key, unwrap_single
 
 try:
-    from parsers import _speedups
+    from stateglass.parsers import _speedups
 except ImportError:  # not built, or STATEGLASS_PURE=1: the pure-Python loops below
     _speedups = None  # type: ignore[assignment]
 
@@ -127,7 +127,7 @@ def read_records(
     """All records of a stream as a list: :func:`iter_records`, faster for whole files.
 
     The common case (no row checksums, well-formed stream) runs as one tight loop that
-    builds the list directly (compiled when ``parsers._speedups`` is built); anything
+    builds the list directly (compiled when ``stateglass.parsers._speedups`` is built); anything
     unusual is handed to :func:`iter_records`, which raises the precise error.
     """
     if row_checksum:

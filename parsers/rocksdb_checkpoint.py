@@ -28,8 +28,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from parsers.errors import CorruptData
-from parsers.logs import json_int, json_object, json_str, versioned_json
+from stateglass.parsers.errors import CorruptData
+from stateglass.parsers.logs import json_int, json_object, json_str, versioned_json
 
 # RocksDBCheckpointMetadata.readFromFile accepts exactly v1.
 CHECKPOINT_METADATA_MAX_VERSION = 1

@@ -52,7 +52,7 @@ by requiring an exact parse. With row checksums (4.3+) each value or element is
 
 Example::
 
-    >>> from parsers.sparktypes import parse_datatype
+    >>> from stateglass.parsers.sparktypes import parse_datatype
     >>> schema = parse_datatype('{"type":"struct","fields":[{"name":"k","type":"long",'
     ...     '"nullable":true,"metadata":{}}]}')
     >>> layout = key_layout({"keyStateEncoderType": "NoPrefixKeyStateEncoderSpec"}, schema)
@@ -69,9 +69,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from parsers.errors import ChecksumMismatch, CorruptData, Truncated, UnsupportedFormat
-from parsers.rowchecksum import crc32c
-from parsers.sparktypes import AtomicType, DataType, StructField, StructType
+from stateglass.parsers.errors import ChecksumMismatch, CorruptData, Truncated, UnsupportedFormat
+from stateglass.parsers.rowchecksum import crc32c
+from stateglass.parsers.sparktypes import AtomicType, DataType, StructField, StructType
 
 STATE_ENCODING_VERSION = 0
 CF_PREFIX_BYTES = 2

@@ -26,7 +26,7 @@ import importlib
 import struct
 from collections.abc import Callable, Iterator
 
-from parsers.errors import ChecksumMismatch, CorruptData, Truncated
+from stateglass.parsers.errors import ChecksumMismatch, CorruptData, Truncated
 
 _LE32 = struct.Struct("<I")
 _CRC_LEN = struct.Struct("<Ii")  # checksum, payload length

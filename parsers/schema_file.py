@@ -29,9 +29,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from parsers.errors import CorruptData, ParseError, Truncated
-from parsers.logs import parse_version_line
-from parsers.sparktypes import StructType, parse_datatype
+from stateglass.parsers.errors import CorruptData, ParseError, Truncated
+from stateglass.parsers.logs import parse_version_line
+from stateglass.parsers.sparktypes import StructType, parse_datatype
 
 SCHEMA_MAX_VERSION = 3
 DEFAULT_COLUMN_FAMILY = "default"

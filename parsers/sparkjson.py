@@ -27,10 +27,10 @@ the code that walks rows and assembles their text. Three ways in:
 * :func:`state_line_encoder` — raw key/value UnsafeRow bytes straight to the JSON line (the
   fast path: one generated function per schema pair, no intermediate tuples);
   :func:`state_blob_encoder` does a whole partition into UTF-8 bytes, in compiled code
-  (``parsers._speedups``) when the schemas hold only simple types;
+  (``stateglass.parsers._speedups``) when the schemas hold only simple types;
 * :func:`row_json_encoder` — raw row bytes to the JSON object text of one struct;
 * :func:`render_row` / :func:`to_python` — from rows already decoded by
-  :func:`parsers.unsaferow.row_decoder`.
+  :func:`stateglass.parsers.unsaferow.row_decoder`.
 
 Example::
 
@@ -49,13 +49,13 @@ from functools import lru_cache
 from json.encoder import encode_basestring
 from typing import Any
 
-from parsers.errors import CorruptData, UnsupportedFormat
-from parsers.javatext import (
+from stateglass.parsers.errors import CorruptData, UnsupportedFormat
+from stateglass.parsers.javatext import (
     bigdecimal_to_string,
     fix_unicode_escapes,
     json_quote,
 )
-from parsers.sparktext import (
+from stateglass.parsers.sparktext import (
     TimeZoneSpec,
     _offset_suffix,
     binary_json,
@@ -72,7 +72,7 @@ from parsers.sparktext import (
     timestamp_ntz_json,
     year_month_interval_json,
 )
-from parsers.sparktypes import (
+from stateglass.parsers.sparktypes import (
     ArrayType,
     AtomicType,
     DataType,
@@ -80,7 +80,7 @@ from parsers.sparktypes import (
     MapType,
     StructType,
 )
-from parsers.unsaferow import (
+from stateglass.parsers.unsaferow import (
     RUNTIME,
     CalendarInterval,
     DecoderWriter,
@@ -93,10 +93,10 @@ from parsers.unsaferow import (
     var_bytes_check,
     wrap_foreign_errors,
 )
-from parsers.unsafewriter import encode_array, encode_row
+from stateglass.parsers.unsafewriter import encode_array, encode_row
 
 try:
-    from parsers import _speedups
+    from stateglass.parsers import _speedups
 except ImportError:  # not built, or STATEGLASS_PURE=1: generated Python does everything
     _speedups = None  # type: ignore[assignment]
 
@@ -694,7 +694,7 @@ def state_blob_encoder(
     """``blob(pairs, partition_id) -> (bytes, rows)``: :func:`state_lines_encoder` as bytes.
 
     The lines of many ``(key_bytes, value_bytes_or_None)`` pairs, UTF-8 encoded, each ending
-    in ``\\n``; same text and errors. With ``parsers._speedups`` built (and no variant
+    in ``\\n``; same text and errors. With ``stateglass.parsers._speedups`` built (and no variant
     field, see :func:`_compiled_plan`) the loop runs in C; a row it does not render (one
     that does not fit its schema, invalid UTF-8, …) goes through :func:`state_line_encoder`,
     which raises or renders it exactly as without the extension.
@@ -926,7 +926,7 @@ def _struct_renderer(st: StructType, zone: TimeZoneSpec) -> Callable[[Any], str]
 def render_row(schema: StructType, zone: str = "UTC") -> JsonRenderer:
     """``render(row) -> str``: the JSON object text Spark writes for a decoded row.
 
-    ``row`` is what :func:`parsers.unsaferow.row_decoder` returns for ``schema``. Slower
+    ``row`` is what :func:`stateglass.parsers.unsaferow.row_decoder` returns for ``schema``. Slower
     than :func:`row_json_encoder` (which starts from bytes), but handy for rows already
     decoded. ``None`` fields (and ``void`` ones) are left out, like Spark does.
     """

@@ -1,6 +1,6 @@
 """Spark's text for single values: dates, timestamps, intervals, numbers, map keys.
 
-The pieces :mod:`parsers.sparkjson` assembles into rows. Each function returns JSON text
+The pieces :mod:`stateglass.parsers.sparkjson` assembles into rows. Each function returns JSON text
 (quoted where Spark quotes) or, for map keys, the Java ``toString`` Spark prints. The rules
 were observed on Spark 4.3.0 / Java 17; see ``docs/json-rendering.md``.
 
@@ -22,8 +22,8 @@ from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from parsers.errors import UnsupportedFormat
-from parsers.javatext import (
+from stateglass.parsers.errors import UnsupportedFormat
+from stateglass.parsers.javatext import (
     java_double_to_string,
     java_float_to_string,
     java_int_hex,
@@ -31,7 +31,7 @@ from parsers.javatext import (
     json_quote,
     murmur3_hash_bytes,
 )
-from parsers.sparktypes import (
+from stateglass.parsers.sparktypes import (
     ArrayType,
     AtomicType,
     DataType,
@@ -42,7 +42,7 @@ from parsers.sparktypes import (
     StructType,
     YearMonthIntervalType,
 )
-from parsers.unsaferow import CalendarInterval, slot_kind
+from stateglass.parsers.unsaferow import CalendarInterval, slot_kind
 
 # ---------------------------------------------------------------------------------------------
 # Dates, timestamps and intervals

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from parsers.errors import UnsupportedFormat
+from stateglass.parsers.errors import UnsupportedFormat
 
 # Names Spark uses in DataType.json for types without parameters.
 ATOMIC_NAMES = frozenset(

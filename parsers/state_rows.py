@@ -19,19 +19,19 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from parsers.avro import avro_row_decoder
-from parsers.errors import CorruptData, UnsupportedFormat
-from parsers.javatext import murmur3_hash_bytes
-from parsers.rocksdb_encoding import (
+from stateglass.parsers.avro import avro_row_decoder
+from stateglass.parsers.errors import CorruptData, UnsupportedFormat
+from stateglass.parsers.javatext import murmur3_hash_bytes
+from stateglass.parsers.rocksdb_encoding import (
     decode_value,
     decode_values,
     key_layout,
     split_cf_prefix,
     split_schema_id,
 )
-from parsers.sparktypes import ArrayType, AtomicType, DataType, MapType, StructType
-from parsers.unsaferow import row_decoder
-from parsers.unsafewriter import encode_row
+from stateglass.parsers.sparktypes import ArrayType, AtomicType, DataType, MapType, StructType
+from stateglass.parsers.unsaferow import row_decoder
+from stateglass.parsers.unsafewriter import encode_row
 
 Row = tuple[Any, ...]
 Pair = tuple[Row, "Row | None"]

@@ -34,7 +34,7 @@ Dates and times stay integers: Spark's range (years -290308 to 294247) is wider 
 
 Example::
 
-    >>> from parsers.sparktypes import AtomicType, StructField
+    >>> from stateglass.parsers.sparktypes import AtomicType, StructField
     >>> decode = row_decoder(StructType((StructField("k", AtomicType("string")),)))
     >>> decode(bytes.fromhex("0000000000000000" "0100000010000000" "6100000000000000"))
     ('a',)
@@ -48,9 +48,9 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from parsers.errors import CorruptData, UnsupportedFormat
-from parsers.javatext import decode_utf8
-from parsers.sparktypes import (
+from stateglass.parsers.errors import CorruptData, UnsupportedFormat
+from stateglass.parsers.javatext import decode_utf8
+from stateglass.parsers.sparktypes import (
     ArrayType,
     AtomicType,
     DataType,

@@ -7,7 +7,7 @@ case where Spark prints raw bytes (a struct or array used as a map key is printe
 
 Example::
 
-    >>> from parsers.sparktypes import AtomicType, StructField, StructType
+    >>> from stateglass.parsers.sparktypes import AtomicType, StructField, StructType
     >>> encode_row(StructType((StructField("k", AtomicType("string")),)), ("a",)).hex()
     '000000000000000001000000100000006100000000000000'
 """
@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
-from parsers.sparktypes import ArrayType, DataType, DecimalType, MapType, StructType
-from parsers.unsaferow import (
+from stateglass.parsers.sparktypes import ArrayType, DataType, DecimalType, MapType, StructType
+from stateglass.parsers.unsaferow import (
     CalendarInterval,
     VariantVal,
     array_element,

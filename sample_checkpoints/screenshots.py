@@ -91,7 +91,7 @@ SHOTS = (
 def start_dashboard(db: Path, port: int) -> subprocess.Popen[bytes]:
     """``stateglass dashboard`` on the demo, as ``make run`` starts it, on 127.0.0.1:port."""
     command = [
-        *[sys.executable, "-m", "app.cli", "dashboard", str(DEMO), str(TWS)],
+        *[sys.executable, "-m", "stateglass.app.cli", "dashboard", str(DEMO), str(TWS)],
         *["--db", str(db), "--port", str(port), "--headless"],
         *["--progress", str(EVENTLOGS), "--config", str(CONFIG)],
     ]

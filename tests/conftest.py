@@ -50,9 +50,9 @@ class SamplesDb:
 def all_samples_db(tmp_path_factory: pytest.TempPathFactory) -> SamplesDb:
     """Collected once per test session: the app, collector, report and eviction tests only
     read it (a test that writes makes its own)."""
-    from app.catalog import find_checkpoints
-    from collectors.db import Database
-    from collectors.scan import scan_checkpoint
+    from stateglass.app.catalog import find_checkpoints
+    from stateglass.collectors.db import Database
+    from stateglass.collectors.scan import scan_checkpoint
 
     db = Database(str(tmp_path_factory.mktemp("samples-db") / "samples.duckdb"))
     roots = {

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from collectors.db import Database
-from collectors.scan import scan_checkpoint
+from stateglass.collectors.db import Database
+from stateglass.collectors.scan import scan_checkpoint
 from tests import progress_queries as pq
 from tests.progress_rows import write_events
 

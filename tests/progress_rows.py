@@ -1,7 +1,7 @@
 """Real queries' ``StreamingQueryProgress`` JSON into the progress tables, through the real
 ingest path: written as the StateGlass listener writes them (one JSON object per line in
 ``progress-*.jsonl``) into a directory beside the checkpoint, then read by
-``collectors.progress.ProgressCollector`` as ``stateglass collect --progress DIR`` does.
+``stateglass.collectors.progress.ProgressCollector`` as ``stateglass collect --progress DIR`` does.
 
 The JSON comes from ``query.recentProgress`` of queries the tests run on the shared ``spark``
 fixture.
@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from collectors.db import Database
-from collectors.progress import ProgressCollector
+from stateglass.collectors.db import Database
+from stateglass.collectors.progress import ProgressCollector
 
 
 def write_events(db_path: str, events: Iterable[dict[str, Any]], directory: str) -> int:

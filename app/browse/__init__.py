@@ -6,15 +6,15 @@ No Streamlit here: pages call these functions and show what they return.
   versions;
 * :mod:`app.browse.store` — one partition at one version held as its stored bytes, read in
   worker processes, in a cache bounded by bytes;
-* :mod:`app.browse.cells` — decoded rows as flat columns (``key.a``, ``value.b.c``);
-* :mod:`app.browse.table` — pages with partition filter and key search;
-* :mod:`app.browse.diff` — added, removed and changed keys between two versions;
-* :mod:`app.browse.history` — one key through every retained version.
+* :mod:`stateglass.app.browse.cells` — decoded rows as flat columns (``key.a``, ``value.b.c``);
+* :mod:`stateglass.app.browse.table` — pages with partition filter and key search;
+* :mod:`stateglass.app.browse.diff` — added, removed and changed keys between two versions;
+* :mod:`stateglass.app.browse.history` — one key through every retained version.
 
 Example::
 
-    from app.browse.table import PageRequest, read_page
-    from app.browse.views import StateView, versions
+    from stateglass.app.browse.table import PageRequest, read_page
+    from stateglass.app.browse.views import StateView, versions
 
     view = StateView("/data/checkpoints/orders")
     page = read_page(PageRequest(view, versions(view)[-1], search="user07"))

@@ -14,9 +14,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from app.arrow_types import unique_names
-from parsers.sparkjson import render_row, to_python
-from parsers.sparktypes import (
+from stateglass.app.arrow_types import unique_names
+from stateglass.parsers.sparkjson import render_row, to_python
+from stateglass.parsers.sparktypes import (
     ArrayType,
     AtomicType,
     DataType,
@@ -25,7 +25,7 @@ from parsers.sparktypes import (
     StructField,
     StructType,
 )
-from parsers.state_rows import Column, Row
+from stateglass.parsers.state_rows import Column, Row
 
 PARTITION_COLUMN = "partition_id"
 _INTEGRAL = frozenset({"byte", "short", "integer", "long"})

@@ -23,19 +23,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from app.browse.cells import PARTITION_COLUMN, cell_text
-from app.browse.store import (
+from stateglass.app.browse.cells import PARTITION_COLUMN, cell_text
+from stateglass.app.browse.store import (
     PartitionCache,
     PartitionData,
     iter_partitions,
     key_json_renderer,
     partition_data,
 )
-from app.browse.table import decode_rows, flattener, last
-from app.browse.views import StateView, identity_width, open_source
-from collectors.errors import MissingVersion
-from collectors.state import StateSource
-from parsers.state_rows import Row
+from stateglass.app.browse.table import decode_rows, flattener, last
+from stateglass.app.browse.views import StateView, identity_width, open_source
+from stateglass.collectors.errors import MissingVersion
+from stateglass.collectors.state import StateSource
+from stateglass.parsers.state_rows import Row
 
 KINDS = ("added", "removed", "changed")
 # Results hold their partitions' bytes beyond the partition cache's budget: keep very few.
@@ -225,7 +225,7 @@ def diff_page(result: DiffResult, kind: str, page: int = 1, size: int = 50) -> p
 
     Changes come one row per changed field: ``key`` (its JSON text, first: it says which
     row changed), ``partition_id``, ``field``, and ``before`` and ``after`` as text (fields
-    of any type share those columns; floats as :func:`app.browse.cells.cell_text`).
+    of any type share those columns; floats as :func:`stateglass.app.browse.cells.cell_text`).
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}")

@@ -36,12 +36,12 @@ from typing import Any
 import numpy as np
 import pyarrow.compute as pc
 
-from app.browse.cells import Flattener, cell_text
-from app.browse.store import PartitionData, read_partition
-from app.browse.table import last
-from app.browse.views import StateView, identity_width, open_source, versions
-from app.errors import AppError
-from collectors.state import StateSource
+from stateglass.app.browse.cells import Flattener, cell_text
+from stateglass.app.browse.store import PartitionData, read_partition
+from stateglass.app.browse.table import last
+from stateglass.app.browse.views import StateView, identity_width, open_source, versions
+from stateglass.app.errors import AppError
+from stateglass.collectors.state import StateSource
 
 DEFAULT_WINDOW = 10
 DEFAULT_TOP = 5

@@ -22,15 +22,15 @@ import plotly.graph_objects as go
 import pyarrow as pa
 from plotly.subplots import make_subplots
 
-from app.browse.store import CACHE, PartitionCache, PartitionData, iter_partitions
-from app.browse.store import key_json_renderer as _key_json_renderer
-from app.browse.table import decode_rows, flattener, last, matching_rows
-from app.browse.views import StateView, identity_width, open_source
-from app.errors import AppError
-from app.escape import plot_text
-from collectors.state import StateSource
-from parsers.partitioning import key_partition
-from parsers.sparktypes import StructType
+from stateglass.app.browse.store import CACHE, PartitionCache, PartitionData, iter_partitions
+from stateglass.app.browse.store import key_json_renderer as _key_json_renderer
+from stateglass.app.browse.table import decode_rows, flattener, last, matching_rows
+from stateglass.app.browse.views import StateView, identity_width, open_source
+from stateglass.app.errors import AppError
+from stateglass.app.escape import plot_text
+from stateglass.collectors.state import StateSource
+from stateglass.parsers.partitioning import key_partition
+from stateglass.parsers.sparktypes import StructType
 
 STATUSES = ("present", "added", "changed", "unchanged", "removed", "absent")
 _PLAIN = re.compile(r"[\w .:@/+-]+", re.ASCII)

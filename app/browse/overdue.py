@@ -18,11 +18,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from app.browse.table import flattener
-from app.browse.views import StateView, open_source
-from collectors.errors import CheckpointError
-from collectors.eviction import store_rules
-from collectors.eviction_rules import EVENT_TIMERS, NOT_AUDITED, TIMERS, EvictionRule
+from stateglass.app.browse.table import flattener
+from stateglass.app.browse.views import StateView, open_source
+from stateglass.collectors.errors import CheckpointError
+from stateglass.collectors.eviction import store_rules
+from stateglass.collectors.eviction_rules import EVENT_TIMERS, NOT_AUDITED, TIMERS, EvictionRule
 
 EVENT_TIME_COLUMN = "overdue.event_time"
 

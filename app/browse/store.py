@@ -29,13 +29,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from app.browse.views import StateView, identity_width, open_source
-from app.errors import AppError
-from collectors.state import StateSource
-from parsers.javatext import json_quote
-from parsers.sparkjson import render_row, state_blob_encoder
-from parsers.sparktypes import DataType, StructField, StructType
-from parsers.state_rows import Row, RowCodec
+from stateglass.app.browse.views import StateView, identity_width, open_source
+from stateglass.app.errors import AppError
+from stateglass.collectors.state import StateSource
+from stateglass.parsers.javatext import json_quote
+from stateglass.parsers.sparkjson import render_row, state_blob_encoder
+from stateglass.parsers.sparktypes import DataType, StructField, StructType
+from stateglass.parsers.state_rows import Row, RowCodec
 
 # Enough for a few 1M-key versions (about 70 MB each for short keys and values).
 DEFAULT_CACHE_BYTES = 400 * 1024 * 1024

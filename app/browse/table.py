@@ -24,11 +24,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from app.browse.cells import Flattener
-from app.browse.store import PartitionCache, PartitionData, iter_partitions
-from app.browse.views import StateView, open_source
-from collectors.state import StateSource
-from parsers.state_rows import Column, Row
+from stateglass.app.browse.cells import Flattener
+from stateglass.app.browse.store import PartitionCache, PartitionData, iter_partitions
+from stateglass.app.browse.views import StateView, open_source
+from stateglass.collectors.state import StateSource
+from stateglass.parsers.state_rows import Column, Row
 
 MAX_PAGE_SIZE = 1000
 T = TypeVar("T")

@@ -10,9 +10,9 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 
-from collectors.checkpoint import Checkpoint, StoreInfo
-from collectors.state import StateRequest, StateSource
-from parsers.state_rows import LIST_STATE, MAP_STATE, TIMER_STATE, RowCodec
+from stateglass.collectors.checkpoint import Checkpoint, StoreInfo
+from stateglass.collectors.state import StateRequest, StateSource
+from stateglass.parsers.state_rows import LIST_STATE, MAP_STATE, TIMER_STATE, RowCodec
 
 TIMERS_LABEL = "registered timers"
 _SOURCES_KEPT = 16

@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import streamlit as st
 
-from app import queries
-from app.escape import md, md_code
-from collectors.checkpoint import INFERRED, INFERRED_HELP
-from collectors.db import read_query
-from collectors.locations import DEFAULT_DB
+from stateglass.app import queries
+from stateglass.app.escape import md, md_code
+from stateglass.collectors.checkpoint import INFERRED, INFERRED_HELP
+from stateglass.collectors.db import read_query
+from stateglass.collectors.locations import DEFAULT_DB
 
 if TYPE_CHECKING:
-    from collectors.health import HealthConfig
+    from stateglass.collectors.health import HealthConfig
 
 DB_ENV = "STATEGLASS_DB"
 # The health rules' TOML file (``stateglass dashboard --config FILE``); unset: the defaults.
@@ -56,14 +56,14 @@ def health_config() -> HealthConfig:
 
 @st.cache_resource(show_spinner=False)
 def _health_config(path: str | None) -> HealthConfig:
-    from collectors.health import load_config
+    from stateglass.collectors.health import load_config
 
     return load_config(path)
 
 
 def disabled_rules() -> list[str]:
     """Ids of the rules the ``--config`` file turns off."""
-    from collectors.health import RULES
+    from stateglass.collectors.health import RULES
 
     config = health_config()
     return [rule for rule in RULES if not config.enabled(rule)]

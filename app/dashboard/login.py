@@ -39,7 +39,7 @@ def gate() -> bool:
     if importlib.util.find_spec("authlib") is None:
         st.error(
             "Login is configured ([auth] in secrets.toml) but the Authlib package is missing: "
-            "pip install Authlib",
+            "pip install 'stateglass[login]'",
             icon="🚫",
         )
         return False

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.dashboard import context, login
-from app.dashboard.views import browse, diff, health, key_history, overview, query, state
+from stateglass.app.dashboard import context, login
+from stateglass.app.dashboard.views import browse, diff, health, key_history, overview, query, state
 
 st.set_page_config(page_title="StateGlass", page_icon="🔍", layout="wide")
 

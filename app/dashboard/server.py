@@ -21,7 +21,8 @@ import time
 import urllib.request
 from collections.abc import Mapping
 
-from app.errors import AppError
+from stateglass.app.errors import AppError
+from stateglass.collectors.docs import doc_path
 
 LOOPBACK = "127.0.0.1"
 # Addresses that mean "every interface": reached locally through the loopback.
@@ -37,7 +38,8 @@ def exposure_warning(host: str, port: int) -> str | None:
         return None
     return (
         f"warning: the dashboard listens on {host or '*'}:{port} with no login: anyone who can "
-        "reach it reads the collected state; see docs/security.md for a proxy or single sign-on"
+        f"reach it reads the collected state; see {doc_path('security.md')} for a proxy or "
+        "single sign-on"
     )
 
 
@@ -46,7 +48,7 @@ def streamlit_command(db_path: str, port: int, host: str, headless: bool) -> lis
     return [
         sys.executable,
         "-m",
-        "app.dashboard.launch",
+        "stateglass.app.dashboard.launch",
         "run",
         SCRIPT,
         "--server.address",

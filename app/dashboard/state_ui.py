@@ -1,6 +1,6 @@
 """What the Browse, Diff and Key history pages share: the view picker, versions, the cache note.
 
-The state itself is read from the checkpoint's files (``app.browse``); the database only
+The state itself is read from the checkpoint's files (``stateglass.app.browse``); the database only
 lists checkpoints and stores.
 """
 
@@ -13,12 +13,12 @@ import pandas as pd
 import pyarrow as pa
 import streamlit as st
 
-from app.browse import store as browse_store
-from app.browse.views import StateView, batch_label, open_source, versions, views_of
-from app.dashboard import context
-from app.errors import AppError
-from collectors.checkpoint import Checkpoint
-from collectors.errors import CheckpointError
+from stateglass.app.browse import store as browse_store
+from stateglass.app.browse.views import StateView, batch_label, open_source, versions, views_of
+from stateglass.app.dashboard import context
+from stateglass.app.errors import AppError
+from stateglass.collectors.checkpoint import Checkpoint
+from stateglass.collectors.errors import CheckpointError
 
 T = TypeVar("T")
 

@@ -1,22 +1,22 @@
 """Plotly figure builders: DataFrame in, Figure out, no Streamlit (the HTML report uses them too).
 
-Each builder documents the columns it reads; the frames come from ``app.queries``. Every
+Each builder documents the columns it reads; the frames come from ``stateglass.app.queries``. Every
 figure has axis titles with units and hovers that name the partition, version and batch where
 they apply; an empty frame gives a titled "no data" figure instead of an error.
 
 Example::
 
-    from app import figures, queries
+    from stateglass.app import figures, queries
     fig = figures.keys_over_versions(queries.partition_cells(db, "/data/cp", 0, "default"))
 """
 
 from __future__ import annotations
 
-from app.figures._common import empty_figure
-from app.figures.eviction import overdue_keys
-from app.figures.forensics import growth_contributors, growth_shares, restart_cost
-from app.figures.overview import size_sparkline
-from app.figures.progress import (
+from stateglass.app.figures._common import empty_figure
+from stateglass.app.figures.eviction import overdue_keys
+from stateglass.app.figures.forensics import growth_contributors, growth_shares, restart_cost
+from stateglass.app.figures.overview import size_sparkline
+from stateglass.app.figures.progress import (
     commit_time,
     duration_breakdown,
     memory_vs_keys,
@@ -25,9 +25,14 @@ from app.figures.progress import (
     snapshot_uploads,
     watermark_and_late_rows,
 )
-from app.figures.progress import rates as progress_rates
-from app.figures.query import batch_timeline, input_per_batch, trigger_intervals, watermark_delay
-from app.figures.state import (
+from stateglass.app.figures.progress import rates as progress_rates
+from stateglass.app.figures.query import (
+    batch_timeline,
+    input_per_batch,
+    trigger_intervals,
+    watermark_delay,
+)
+from stateglass.app.figures.state import (
     bytes_by_kind,
     key_changes,
     keys_over_versions,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from app.figures._common import empty_figure, finish, is_empty, numeric
+from stateglass.app.figures._common import empty_figure, finish, is_empty, numeric
 
 
 def overdue_keys(audit: pd.DataFrame) -> go.Figure:

@@ -12,11 +12,11 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.escape import plot_text
-from app.figures._common import BYTES_TICKS, empty_figure, finish, is_empty, numeric
+from stateglass.app.escape import plot_text
+from stateglass.app.figures._common import BYTES_TICKS, empty_figure, finish, is_empty, numeric
 
 if TYPE_CHECKING:
-    from app.browse.growth import GrowthAttribution
+    from stateglass.app.browse.growth import GrowthAttribution
 
 COLORS = ("#E45756", "#4C78A8", "#F58518", "#54A24B", "#B279A2", "#72B7B2", "#9D755D")
 # Plotly labels longer than this are cut (the hover keeps the whole text).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from app.figures._common import BYTES_TICKS, empty_figure, is_empty, numeric
+from stateglass.app.figures._common import BYTES_TICKS, empty_figure, is_empty, numeric
 
 
 def size_sparkline(sizes: pd.DataFrame, column: str = "bytes") -> go.Figure:

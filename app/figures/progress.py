@@ -1,7 +1,7 @@
 """Figures of Spark's progress events: rates, where a batch's time goes, the watermark and late
 rows (Query page); memory, commit time, RocksDB internals and snapshot uploads (State page).
 
-Every builder takes a frame of ``app.queries.progress``, ``progress_state`` or
+Every builder takes a frame of ``stateglass.app.queries.progress``, ``progress_state`` or
 ``snapshot_uploads`` and returns a Plotly figure; an empty frame gives a titled note that says
 how to add a progress source.
 """
@@ -12,7 +12,14 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.figures._common import BYTES_TICKS, empty_figure, finish, is_empty, numeric, time_unit
+from stateglass.app.figures._common import (
+    BYTES_TICKS,
+    empty_figure,
+    finish,
+    is_empty,
+    numeric,
+    time_unit,
+)
 
 NO_PROGRESS = "No progress events: add --progress PATH (an event-log or listener directory)."
 PART_COLORS = {
@@ -80,7 +87,7 @@ def duration_breakdown(progress: pd.DataFrame, parts: dict[str, str]) -> go.Figu
     "other" for the rest of ``triggerExecution``.
 
     Columns: ``batch_id``, ``duration_trigger_execution_ms`` and the columns of ``parts``
-    (column -> Spark's name, as ``app.queries.DURATION_PARTS``).
+    (column -> Spark's name, as ``stateglass.app.queries.DURATION_PARTS``).
     """
     title = "Batch duration breakdown (Spark's durationMs)"
     if is_empty(progress, ["batch_id", "duration_trigger_execution_ms"]):

@@ -10,8 +10,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.escape import plot_text
-from app.figures._common import empty_figure, finish, is_empty, numeric, time_unit
+from stateglass.app.escape import plot_text
+from stateglass.app.figures._common import empty_figure, finish, is_empty, numeric, time_unit
 
 
 def batch_timeline(batches: pd.DataFrame) -> go.Figure:
@@ -137,7 +137,7 @@ def input_per_batch(inputs: pd.DataFrame) -> go.Figure:
     """Input each batch read, per source, where the offsets tell it.
 
     Columns: ``batch_id``, ``source`` (label), ``amount``, ``unit`` (``records``, ``rows``,
-    ``files``, ``seconds``…), as ``app.queries.input_per_batch`` gives.
+    ``files``, ``seconds``…), as ``stateglass.app.queries.input_per_batch`` gives.
     """
     title = "Input per batch (from the source offsets)"
     if is_empty(inputs, ["batch_id", "amount"]):

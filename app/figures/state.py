@@ -12,7 +12,14 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.figures._common import BYTES_TICKS, KIND_COLORS, empty_figure, finish, is_empty, numeric
+from stateglass.app.figures._common import (
+    BYTES_TICKS,
+    KIND_COLORS,
+    empty_figure,
+    finish,
+    is_empty,
+    numeric,
+)
 
 # Beyond this many partitions, per-partition lines become the top ones plus a min–max band:
 # 200 lines are unreadable and slow to draw.

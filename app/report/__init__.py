@@ -2,7 +2,7 @@
 
 Example::
 
-    from app.report import render_html, write_report
+    from stateglass.app.report import render_html, write_report
     html = render_html("~/.stateglass/stateglass.duckdb", "/data/checkpoints/orders")
     write_report("sg.duckdb", "/data/checkpoints/orders", "orders.pdf")   # by suffix
 
@@ -17,26 +17,26 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from app.atomic import replacing
-from app.errors import OutputError, ReportError
+from stateglass.app.atomic import replacing
+from stateglass.app.errors import OutputError, ReportError
 
 # pandas, plotly and DuckDB load only when a report is made: a bad suffix fails fast.
 if TYPE_CHECKING:
-    from app.report.model import ReportData
+    from stateglass.app.report.model import ReportData
 
 
 def render_html(db_path: str, checkpoint: str, now: datetime | None = None) -> str:
     """The self-contained HTML report (what the dashboard's "Download report" offers)."""
-    from app.report import html
-    from app.report.model import load_report
+    from stateglass.app.report import html
+    from stateglass.app.report.model import load_report
 
     return html.render(load_report(db_path, checkpoint, now))
 
 
 def render_markdown(db_path: str, checkpoint: str, now: datetime | None = None) -> str:
     """The Markdown summary for a ticket."""
-    from app.report import markdown
-    from app.report.model import load_report
+    from stateglass.app.report import markdown
+    from stateglass.app.report.model import load_report
 
     return markdown.render(load_report(db_path, checkpoint, now))
 
@@ -50,19 +50,19 @@ def _write_text(text: str, output: str) -> None:
 
 
 def _html(data: ReportData, output: str) -> None:
-    from app.report import html
+    from stateglass.app.report import html
 
     _write_text(html.render(data), output)
 
 
 def _markdown(data: ReportData, output: str) -> None:
-    from app.report import markdown
+    from stateglass.app.report import markdown
 
     _write_text(markdown.render(data), output)
 
 
 def _pdf(data: ReportData, output: str) -> None:
-    from app.report import html, pdf
+    from stateglass.app.report import html, pdf
 
     pdf.html_to_pdf(html.render(data), output)
 
@@ -89,7 +89,7 @@ def writer_for(output: str) -> Callable[[ReportData, str], None]:
 
 def write_report(db_path: str, checkpoint: str, output: str, now: datetime | None = None) -> None:
     """Write the report in the format of ``output``'s suffix (.html, .md or .pdf)."""
-    from app.report.model import load_report
+    from stateglass.app.report.model import load_report
 
     write = writer_for(output)
     write(load_report(db_path, checkpoint, now), output)

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import pandas as pd
 import plotly.graph_objects as go
 
-from app import figures
-from app.report.model import ReportData, StoreData
+from stateglass.app import figures
+from stateglass.app.report.model import ReportData, StoreData
 
 MAX_COLUMNS = 250
 

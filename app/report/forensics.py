@@ -12,13 +12,13 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from app import queries, restart_cost
-from app.browse.growth import GrowthAttribution, attribute_growth
-from app.browse.views import StateView, views_of
-from app.errors import AppError
-from collectors.checkpoint import Checkpoint
-from collectors.errors import CheckpointError, StorageError
-from parsers.errors import ParseError
+from stateglass.app import queries, restart_cost
+from stateglass.app.browse.growth import GrowthAttribution, attribute_growth
+from stateglass.app.browse.views import StateView, views_of
+from stateglass.app.errors import AppError
+from stateglass.collectors.checkpoint import Checkpoint
+from stateglass.collectors.errors import CheckpointError, StorageError
+from stateglass.parsers.errors import ParseError
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class StoreForensics:
 
     def restart_lines(self) -> list[tuple[str, str]]:
         """(label, text) pairs: the restart figures now and under the what-if."""
-        from app.report.model import fmt_bytes
+        from stateglass.app.report.model import fmt_bytes
 
         out = []
         for label, costs in (("restart now", self.restart_now), (self.alt_label, self.restart_alt)):

@@ -6,8 +6,8 @@ file makes no network request (``tests/report/test_html_browser.py`` checks it i
 
 Example::
 
-    from app.report.html import render
-    from app.report.model import load_report
+    from stateglass.app.report.html import render
+    from stateglass.app.report.model import load_report
     text = render(load_report(db, "/data/checkpoints/orders"))
 """
 
@@ -19,8 +19,8 @@ from functools import lru_cache
 
 import pandas as pd
 
-from app.report.charts import ChartGroup, chart_groups
-from app.report.model import (
+from stateglass.app.report.charts import ChartGroup, chart_groups
+from stateglass.app.report.model import (
     FindingLike,
     ReportData,
     StoreData,

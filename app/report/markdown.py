@@ -2,15 +2,21 @@
 
 Example::
 
-    from app.report.markdown import render
-    from app.report.model import load_report
+    from stateglass.app.report.markdown import render
+    from stateglass.app.report.model import load_report
     print(render(load_report(db, "/data/checkpoints/orders")))
 """
 
 from __future__ import annotations
 
-from app.escape import md
-from app.report.model import ReportData, finding_groups, finding_scope, fmt_bytes, fmt_int
+from stateglass.app.escape import md
+from stateglass.app.report.model import (
+    ReportData,
+    finding_groups,
+    finding_scope,
+    fmt_bytes,
+    fmt_int,
+)
 
 STATUS_ICON = {"OK": "OK", "WARN": "WARN ⚠", "ERR": "ERR ✖"}
 

@@ -18,18 +18,18 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pandas as pd
 
-from app import queries
-from app.errors import AppError
+from stateglass.app import queries
+from stateglass.app.errors import AppError
 
 if TYPE_CHECKING:
-    from app.report.forensics import StoreForensics
-    from collectors.health import Finding
+    from stateglass.app.report.forensics import StoreForensics
+    from stateglass.collectors.health import Finding
 
 STATUS_ORDER = {"OK": 0, "WARN": 1, "ERR": 2}
 
 
 class FindingLike(Protocol):
-    """The fields of ``collectors.health.Finding`` a report shows."""
+    """The fields of ``stateglass.collectors.health.Finding`` a report shows."""
 
     @property
     def rule(self) -> str: ...
@@ -205,8 +205,8 @@ def finding_scope(finding: FindingLike) -> str:
 
 
 def evaluate_health(db_path: str, checkpoint: str, now: datetime | None) -> list[Finding]:
-    """The health rules' findings for the checkpoint (``collectors.health``)."""
-    from collectors.health import evaluate
+    """The health rules' findings for the checkpoint (``stateglass.collectors.health``)."""
+    from stateglass.collectors.health import evaluate
 
     return evaluate(db_path, checkpoint, now=now)
 
@@ -222,7 +222,7 @@ def load_report(
     ``checkpoint`` is the path it was collected under (made absolute, as the collector does).
     """
     db_path = os.path.abspath(os.path.expanduser(db_path))
-    from collectors.remote import canonical
+    from stateglass.collectors.remote import canonical
 
     checkpoint = canonical(checkpoint)
     if not os.path.isfile(db_path):
@@ -298,7 +298,7 @@ def _datetime(value: Any) -> datetime | None:
 
 
 def _store(db: str, cp: str, row: dict[str, Any]) -> StoreData:
-    from app.report.forensics import load_forensics
+    from stateglass.app.report.forensics import load_forensics
 
     op, store = int(row["operator_id"]), str(row["store_name"])
     provider = str(row.get("provider") or "?")

@@ -2,7 +2,7 @@
 
 Example::
 
-    from app.report.pdf import html_to_pdf
+    from stateglass.app.report.pdf import html_to_pdf
     html_to_pdf(render_html(db, cp), "report.pdf")
 
 Chromium is not a Python dependency: without it, a one-line :class:`ReportError` says to
@@ -16,8 +16,8 @@ import shutil
 import subprocess
 import tempfile
 
-from app.atomic import replacing
-from app.errors import ReportError
+from stateglass.app.atomic import replacing
+from stateglass.app.errors import ReportError
 
 # Debian's package installs /usr/bin/chromium; the others are the usual names elsewhere.
 CANDIDATES = ("chromium", "/usr/bin/chromium", "chromium-browser", "google-chrome")

@@ -11,9 +11,9 @@ Example::
 
 from __future__ import annotations
 
-from collectors.checkpoint import Checkpoint
-from collectors.compat.facts import CheckpointFacts, read_facts
-from collectors.compat.rules import Check, Verdict, predict
+from stateglass.collectors.checkpoint import Checkpoint
+from stateglass.collectors.compat.facts import CheckpointFacts, read_facts
+from stateglass.collectors.compat.rules import Check, Verdict, predict
 
 
 def compare(old: str, new: str) -> tuple[CheckpointFacts, CheckpointFacts, Verdict]:

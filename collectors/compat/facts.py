@@ -15,12 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.checkpoint import Checkpoint, OperatorInfo
-from collectors.errors import NotACheckpoint, NotFound
-from parsers.errors import ParseError
-from parsers.logs import batch_id_of, parse_file_source_log
-from parsers.operator_metadata import OperatorMetadata
-from parsers.schema_file import ColumnFamilySchema, StateSchemaFile
+from stateglass.collectors.checkpoint import Checkpoint, OperatorInfo
+from stateglass.collectors.errors import NotACheckpoint, NotFound
+from stateglass.parsers.errors import ParseError
+from stateglass.parsers.logs import batch_id_of, parse_file_source_log
+from stateglass.parsers.operator_metadata import OperatorMetadata
+from stateglass.parsers.schema_file import ColumnFamilySchema, StateSchemaFile
 
 
 @dataclass(frozen=True)

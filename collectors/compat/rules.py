@@ -32,17 +32,17 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from collectors.checkpoint import INFERRED, TWS_OPERATORS
-from collectors.compat.facts import CheckpointFacts, OperatorFacts, StoreFacts
-from collectors.compat.types import (
+from stateglass.collectors.checkpoint import INFERRED, TWS_OPERATORS
+from stateglass.collectors.compat.facts import CheckpointFacts, OperatorFacts, StoreFacts
+from stateglass.collectors.compat.types import (
     avro_can_read,
     avro_differences,
     compatible,
     differences,
     same,
 )
-from parsers.logs import CONF_SHUFFLE_PARTITIONS
-from parsers.schema_file import ColumnFamilySchema
+from stateglass.parsers.logs import CONF_SHUFFLE_PARTITIONS
+from stateglass.parsers.schema_file import ColumnFamilySchema
 
 SAME = "same"
 COMPATIBLE = "compatible"

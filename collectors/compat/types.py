@@ -12,7 +12,7 @@
 
 Example::
 
-    >>> from parsers.sparktypes import AtomicType, StructField, StructType
+    >>> from stateglass.parsers.sparktypes import AtomicType, StructField, StructType
     >>> old = StructType((StructField("k", AtomicType("integer")),))
     >>> new = StructType((StructField("key", AtomicType("integer")),))
     >>> compatible(new, old), new == old
@@ -21,7 +21,7 @@ Example::
 
 from __future__ import annotations
 
-from parsers.sparktypes import (
+from stateglass.parsers.sparktypes import (
     ArrayType,
     AtomicType,
     DataType,

@@ -1,6 +1,6 @@
 """One module per engine that runs chain tasks; the registry maps ``--engine`` names to them.
 
-Every engine runs :func:`collectors.chains.compute_chain` once per chain and yields the
+Every engine runs :func:`stateglass.collectors.chains.compute_chain` once per chain and yields the
 results in any order; the scan, the only DuckDB writer, stores them. The conformance suite
 (``tests/collectors/test_engines.py``) requires identical tables from every engine.
 """
@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from collectors.engines.base import Engine
-from collectors.engines.local import LocalEngine
+from stateglass.collectors.engines.base import Engine
+from stateglass.collectors.engines.local import LocalEngine
 
 
 def _spark(master: str | None, jobs: int) -> Engine:
     # PySpark is heavy and optional: import it only when asked for.
-    from collectors.engines.spark import SparkEngine
+    from stateglass.collectors.engines.spark import SparkEngine
 
     return SparkEngine(master)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
-from collectors.chains import ChainResult, ChainTask
-from collectors.fs import FileSystem
+from stateglass.collectors.chains import ChainResult, ChainTask
+from stateglass.collectors.fs import FileSystem
 
 
 class Engine(Protocol):

@@ -1,7 +1,7 @@
 """The local engine: chains in this process, or in ``jobs`` forked workers, one partition each.
 
 ``jobs=1`` counts the chains one after the other in this process. ``jobs=N`` hands them to N
-forked worker processes (:mod:`collectors.engines.workers`) that only read and count; the
+forked worker processes (:mod:`stateglass.collectors.engines.workers`) that only read and count; the
 results, stored by the scan in this process, are the same either way. ``jobs=0`` means one
 worker per core, and in-process when the chains are too small to repay the fork.
 
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from collectors.chains import ChainResult, ChainTask, compute_chain
-from collectors.engines.workers import cpu_count, run_in_workers, worker_opener
-from collectors.fs import FileSystem
+from stateglass.collectors.chains import ChainResult, ChainTask, compute_chain
+from stateglass.collectors.engines.workers import cpu_count, run_in_workers, worker_opener
+from stateglass.collectors.fs import FileSystem
 
 # With ``jobs=0`` (one per core), chains whose files add up to less stay in-process: starting
 # the workers costs tens of milliseconds, which a few kilobytes of deltas never repay.

@@ -11,8 +11,8 @@ from __future__ import annotations
 import builtins
 import posixpath
 
-from collectors.errors import CheckpointError, NotACheckpoint
-from collectors.fs import FileInfo
+from stateglass.collectors.errors import CheckpointError, NotACheckpoint
+from stateglass.collectors.fs import FileInfo
 
 
 class MemoryFileSystem:

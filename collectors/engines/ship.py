@@ -2,7 +2,7 @@
 
 Executors run ``collectors`` and ``parsers`` (``app`` never runs there). Only ``.py`` files go
 in: a zip cannot hold an importable compiled module, so executors run the pure-Python
-decoders (``parsers._speedups`` falls back by design) and take the compiled third-party
+decoders (``stateglass.parsers._speedups`` falls back by design) and take the compiled third-party
 dependencies (lz4, rocksdict, zstandard...) from their own Python or a packed environment.
 The name carries a digest of the content, so two versions of StateGlass never share a name.
 """
@@ -18,13 +18,13 @@ import tempfile
 import zipfile
 from functools import lru_cache
 
-import collectors.chains
-import parsers.errors
+import stateglass.collectors
+import stateglass.parsers
 
-# A module known to sit at the top of each package, not the package itself: what the name
-# ``collectors`` means in this process may be someone else's (pytest imports our tests/collectors
-# under that very name) while its submodules still resolve to ours.
-PACKAGES = {"collectors": collectors.chains, "parsers": parsers.errors}
+PACKAGES = {
+    "stateglass/collectors": stateglass.collectors,
+    "stateglass/parsers": stateglass.parsers,
+}
 # Fixed timestamps: the same sources always give the same bytes, hence the same digest.
 _EPOCH = (1980, 1, 1, 0, 0, 0)
 
@@ -32,8 +32,8 @@ _EPOCH = (1980, 1, 1, 0, 0, 0)
 def _sources() -> list[tuple[str, str]]:
     """``(name in the zip, path on disk)`` of every ``.py`` file of the shipped packages."""
     out = []
-    for package, anchor in PACKAGES.items():
-        root = os.path.dirname(os.path.abspath(anchor.__file__ or ""))
+    for package, module in PACKAGES.items():
+        root = os.path.dirname(os.path.abspath(module.__file__ or ""))
         for folder, dirs, files in os.walk(root):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
             for name in sorted(files):
@@ -44,11 +44,20 @@ def _sources() -> list[tuple[str, str]]:
     return out
 
 
+def _folders(names: list[str]) -> list[str]:
+    """Every folder above ``names``: zipimport finds the ``stateglass`` namespace only by its
+    directory entry, since the namespace has no ``__init__.py``."""
+    return sorted({n.rsplit("/", k)[0] + "/" for n in names for k in range(1, n.count("/") + 1)})
+
+
 def build_zip() -> bytes:
     """The zip's bytes: deterministic for the same sources."""
     buf = io.BytesIO()
+    sources = _sources()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for arcname, path in _sources():
+        for folder in _folders([name for name, _ in sources]):
+            zf.writestr(zipfile.ZipInfo(folder, date_time=_EPOCH), b"")
+        for arcname, path in sources:
             info = zipfile.ZipInfo(arcname, date_time=_EPOCH)
             info.compress_type = zipfile.ZIP_DEFLATED
             with open(path, "rb") as fh:

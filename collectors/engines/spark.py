@@ -4,7 +4,7 @@ The driver (this process) plans: it lists the checkpoint and decides which files
 needs (:func:`collectors.engines.hadoop.needed_files`). Each chain becomes one Spark partition
 of ``binaryFiles`` over those files, named by their Hadoop URL (``s3://`` becomes ``s3a://``),
 so executors read them with the cluster's own connectors and credentials. The bytes are
-handed to :func:`collectors.chains.compute_chain` through an in-memory file system on the
+handed to :func:`stateglass.collectors.chains.compute_chain` through an in-memory file system on the
 executor; only each chain's :class:`~collectors.chains.ChainResult` travels back, and the
 driver stays the one DuckDB writer.
 
@@ -29,19 +29,20 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from collectors.chains import ChainResult, ChainTask, compute_chain
-from collectors.engines import executor
-from collectors.engines.hadoop import (
+from stateglass.collectors.chains import ChainResult, ChainTask, compute_chain
+from stateglass.collectors.docs import doc_path
+from stateglass.collectors.engines import executor
+from stateglass.collectors.engines.hadoop import (
     ChainFiles,
     hadoop_url,
     input_paths,
     needed_files,
     unsafe_chars,
 )
-from collectors.engines.memfs import MemoryFileSystem
-from collectors.engines.ship import shipped_zip
-from collectors.errors import CheckpointError, EngineError
-from collectors.fs import FileInfo, FileSystem
+from stateglass.collectors.engines.memfs import MemoryFileSystem
+from stateglass.collectors.engines.ship import shipped_zip
+from stateglass.collectors.errors import CheckpointError, EngineError
+from stateglass.collectors.fs import FileInfo, FileSystem
 
 DEFAULT_MASTER = "local[*]"
 # A master that does not answer a TCP connect within this long is reported, not waited for.
@@ -49,7 +50,7 @@ CONNECT_TIMEOUT = 10.0
 # How long a job may wait for its first executor (no workers, or none with free cores/memory).
 EXECUTOR_TIMEOUT_CONF = "spark.stateglass.executorTimeout"
 EXECUTOR_TIMEOUT = 120.0
-DOCS = "see docs/spark-engine.md"
+DOCS = f"see {doc_path('spark-engine.md')}"
 
 
 def check_master(master: str, timeout: float = CONNECT_TIMEOUT) -> None:
@@ -81,7 +82,8 @@ def _session(master: str | None) -> Any:
         from pyspark.sql import SparkSession
     except ImportError as exc:
         raise EngineError(
-            "--engine spark", "pyspark is not installed: pip install pyspark (and a Java 17+ JDK)"
+            "--engine spark",
+            "pyspark is not installed: pip install 'stateglass[spark]' (and a Java 17+ JDK)",
         ) from exc
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         raise EngineError("--engine spark", "no Java found: install a JDK 17+ or set JAVA_HOME")

@@ -29,14 +29,20 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from collectors.chains import ChainProblem, ChainResult, ChainTask, VersionCount, compute_chain
-from collectors.fs import FileSystem
-from collectors.signals import restore_default_signals, signals_blocked
+from stateglass.collectors.chains import (
+    ChainProblem,
+    ChainResult,
+    ChainTask,
+    VersionCount,
+    compute_chain,
+)
+from stateglass.collectors.fs import FileSystem
+from stateglass.collectors.signals import restore_default_signals, signals_blocked
 
 if TYPE_CHECKING:
-    # Imported when workers run: `collectors.remote` is not for free, and `collect` with
+    # Imported when workers run: `stateglass.collectors.remote` is not for free, and `collect` with
     # one job or few chains never needs it here.
-    from collectors.remote.objectfs import RequestCounts
+    from stateglass.collectors.remote.objectfs import RequestCounts
 
 
 @runtime_checkable
@@ -79,7 +85,7 @@ def worker_opener(fs: FileSystem) -> Callable[[], FileSystem] | None:
 
 
 def _start_worker(scratch: str) -> None:
-    from collectors.remote.objectfs import COUNTS
+    from stateglass.collectors.remote.objectfs import COUNTS
 
     restore_default_signals(ignored=(signal.SIGINT,))
     tempfile.tempdir = scratch
@@ -87,7 +93,7 @@ def _start_worker(scratch: str) -> None:
 
 
 def _count(index: int) -> Outcome:
-    from collectors.remote.objectfs import COUNTS, RequestCounts
+    from stateglass.collectors.remote.objectfs import COUNTS, RequestCounts
 
     global _FS
     assert _JOB is not None
@@ -110,7 +116,7 @@ def run_in_workers(
     tasks: Sequence[ChainTask], opener: Callable[[], FileSystem], jobs: int
 ) -> Iterator[ChainResult]:
     """Every task's result, as workers finish them (biggest chains first, to even the load)."""
-    from collectors.remote.objectfs import COUNTS
+    from stateglass.collectors.remote.objectfs import COUNTS
 
     global _JOB
     scratch = tempfile.mkdtemp(prefix="stateglass-collect-")

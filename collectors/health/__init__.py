@@ -20,26 +20,26 @@ from datetime import UTC, datetime
 
 import duckdb
 
-from collectors.db import SCHEMA_VERSION, reader
-from collectors.errors import CheckpointError, NotFound
-from collectors.health.base import ERR, OK, WARN, Context, Finding, Rule, worst
-from collectors.health.commit_time import CommitTime
-from collectors.health.config import HealthConfig, load_config
-from collectors.health.damaged_files import DamagedFiles
-from collectors.health.falling_behind import FallingBehind
-from collectors.health.holes import Holes
-from collectors.health.late_rows import LateRows
-from collectors.health.memory_per_key import MemoryPerKey
-from collectors.health.orphans import Orphans
-from collectors.health.partition_skew import PartitionSkew
-from collectors.health.retention import Retention
-from collectors.health.rocksdb_stalls import RocksdbStalls
-from collectors.health.schema_drift import SchemaDrift
-from collectors.health.snapshot_lag import SnapshotLag
-from collectors.health.stalled_query import StalledQuery
-from collectors.health.state_leak import StateLeak
-from collectors.health.stuck_batch import StuckBatch
-from collectors.health.unbounded_state import UnboundedState
+from stateglass.collectors.db import SCHEMA_VERSION, reader
+from stateglass.collectors.errors import CheckpointError, NotFound
+from stateglass.collectors.health.base import ERR, OK, WARN, Context, Finding, Rule, worst
+from stateglass.collectors.health.commit_time import CommitTime
+from stateglass.collectors.health.config import HealthConfig, load_config
+from stateglass.collectors.health.damaged_files import DamagedFiles
+from stateglass.collectors.health.falling_behind import FallingBehind
+from stateglass.collectors.health.holes import Holes
+from stateglass.collectors.health.late_rows import LateRows
+from stateglass.collectors.health.memory_per_key import MemoryPerKey
+from stateglass.collectors.health.orphans import Orphans
+from stateglass.collectors.health.partition_skew import PartitionSkew
+from stateglass.collectors.health.retention import Retention
+from stateglass.collectors.health.rocksdb_stalls import RocksdbStalls
+from stateglass.collectors.health.schema_drift import SchemaDrift
+from stateglass.collectors.health.snapshot_lag import SnapshotLag
+from stateglass.collectors.health.stalled_query import StalledQuery
+from stateglass.collectors.health.state_leak import StateLeak
+from stateglass.collectors.health.stuck_batch import StuckBatch
+from stateglass.collectors.health.unbounded_state import UnboundedState
 
 __all__ = [
     "ERR",
@@ -91,7 +91,7 @@ def evaluate(
     ``now`` (default: the current time) is what "how long ago" is measured against; a naive
     datetime is taken as UTC. Raises :class:`NotFound` when the checkpoint was never collected.
     """
-    from collectors.remote import canonical
+    from stateglass.collectors.remote import canonical
 
     root = canonical(checkpoint)
     found = evaluate_many(db_path, [root], now, config)[root]
@@ -112,7 +112,7 @@ def evaluate_many(
     of cards opens it once. Keyed by canonical path or URL; a checkpoint never collected maps
     to its :class:`NotFound` rather than failing the others.
     """
-    from collectors.remote import canonical
+    from stateglass.collectors.remote import canonical
 
     config = config or HealthConfig()
     db_file = os.path.abspath(os.path.expanduser(db_path))

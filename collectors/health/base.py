@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import duckdb
 
-    from collectors.health.config import HealthConfig
+    from stateglass.collectors.health.config import HealthConfig
 
 OK = "OK"
 WARN = "WARN"
@@ -93,7 +93,7 @@ class Context:
     def spark_conf(self, key: str, field: str) -> tuple[int, str]:
         """``(value, where it came from)`` of Spark conf ``key``: the checkpoint's pinned conf
         when it has it, else ``[spark] field`` of the config (Spark's default unless set)."""
-        from collectors.health.config import SparkConfig
+        from stateglass.collectors.health.config import SparkConfig
 
         raw = self.pinned_conf.get(key)
         if raw is not None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import statistics
 
-from collectors.health import progress_rows as pr
-from collectors.health.base import OK, WARN, Context, Finding, fmt_seconds
+from stateglass.collectors.health import progress_rows as pr
+from stateglass.collectors.health.base import OK, WARN, Context, Finding, fmt_seconds
 
 
 class CommitTime:

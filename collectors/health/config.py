@@ -25,8 +25,8 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from collectors.errors import BadConfig
-from parsers.limits import (
+from stateglass.collectors.errors import BadConfig
+from stateglass.parsers.limits import (
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MAX_RATIO,
     DEFAULT_MIN_BYTES,

@@ -11,8 +11,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from collectors.health.base import ERR, OK, WARN, Context, Finding
-from collectors.health.versions import ChainFiles, bad_state_files, live_chain_files, readable
+from stateglass.collectors.health.base import ERR, OK, WARN, Context, Finding
+from stateglass.collectors.health.versions import (
+    ChainFiles,
+    bad_state_files,
+    live_chain_files,
+    readable,
+)
 
 # Findings listed one by one; beyond this many, the rest are summed up in one more finding.
 MAX_LISTED = 20

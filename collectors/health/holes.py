@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collectors.health.base import ERR, OK, WARN, Context, Finding
-from collectors.health.versions import gaps, live_chain_files, rebuildable
-from collectors.text import ranges
+from stateglass.collectors.health.base import ERR, OK, WARN, Context, Finding
+from stateglass.collectors.health.versions import gaps, live_chain_files, rebuildable
+from stateglass.collectors.text import ranges
 
 
 class Holes:

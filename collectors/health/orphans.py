@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC
 
-from collectors.health.base import OK, WARN, Context, Finding, fmt_bytes, fmt_seconds
+from stateglass.collectors.health.base import OK, WARN, Context, Finding, fmt_bytes, fmt_seconds
 
 # SSTs of a partition whose live zips all have their references recorded (sst_files_live is
 # set), that no live zip references, and that are older than the partition's newest zip (a

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 
-from collectors.health.base import ERR, OK, WARN, Context, Finding, fmt_bytes, fmt_ratio
+from stateglass.collectors.health.base import ERR, OK, WARN, Context, Finding, fmt_bytes, fmt_ratio
 
 
 class PartitionSkew:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from collectors.health.base import OK, Context, Finding, Rule
+from stateglass.collectors.health.base import OK, Context, Finding, Rule
 
 NO_PROGRESS = (
     "no progress events for this query, not judged (add --progress PATH to collect Spark's "

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collectors.health.base import OK, WARN, Context, Finding
-from collectors.health.versions import bad_state_files, live_chain_files
-from collectors.text import ranges
+from stateglass.collectors.health.base import OK, WARN, Context, Finding
+from stateglass.collectors.health.versions import bad_state_files, live_chain_files
+from stateglass.collectors.text import ranges
 
 MIN_BATCHES_CONF = "spark.sql.streaming.minBatchesToRetain"
 

@@ -3,8 +3,8 @@ not keep up (``rocksdbWriterStallLatencyMs``)."""
 
 from __future__ import annotations
 
-from collectors.health import progress_rows as pr
-from collectors.health.base import ERR, OK, WARN, Context, Finding
+from stateglass.collectors.health import progress_rows as pr
+from stateglass.collectors.health.base import ERR, OK, WARN, Context, Finding
 
 
 class RocksdbStalls:

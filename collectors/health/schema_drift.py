@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from collectors.health.base import ERR, OK, WARN, Context, Finding
+from stateglass.collectors.health.base import ERR, OK, WARN, Context, Finding
 
 # Field names inside simple strings: "struct<k:bigint>" -> "struct<bigint>".
 _FIELD_NAME = re.compile(r"([<,])[^:<>,]+:")

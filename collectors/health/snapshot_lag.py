@@ -5,7 +5,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from collectors.health.base import ERR, OK, WARN, Context, Finding, fmt_bytes, fmt_seconds
+from stateglass.collectors.health.base import (
+    ERR,
+    OK,
+    WARN,
+    Context,
+    Finding,
+    fmt_bytes,
+    fmt_seconds,
+)
 
 MIN_DELTAS_CONF = "spark.sql.streaming.stateStore.minDeltasForSnapshot"
 

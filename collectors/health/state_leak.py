@@ -18,8 +18,8 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
-from collectors.eviction_rules import JOIN_VALUE, NEVER, NOT_AUDITED
-from collectors.health.base import ERR, OK, WARN, Context, Finding, Store
+from stateglass.collectors.eviction_rules import JOIN_VALUE, NEVER, NOT_AUDITED
+from stateglass.collectors.health.base import ERR, OK, WARN, Context, Finding, Store
 
 
 def _ms(ms: int | None) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collectors.health.base import ERR, OK, WARN, Context, Finding, fmt_seconds, median
+from stateglass.collectors.health.base import ERR, OK, WARN, Context, Finding, fmt_seconds, median
 
 
 class StuckBatch:

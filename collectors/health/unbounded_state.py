@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from datetime import UTC, datetime
 
-from collectors.health.base import OK, WARN, Context, Finding, Store
+from stateglass.collectors.health.base import OK, WARN, Context, Finding, Store
 
 
 def _ms(ms: int) -> str:

@@ -11,8 +11,8 @@ import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
-from collectors.health.base import Context
-from collectors.listing import CHANGE_KINDS, FULL_KINDS
+from stateglass.collectors.health.base import Context
+from stateglass.collectors.listing import CHANGE_KINDS, FULL_KINDS
 
 
 @dataclass

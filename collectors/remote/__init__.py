@@ -18,14 +18,14 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from collectors.errors import BackendMissing, NotACheckpoint, StorageError
-from collectors.fs import LOCAL, FileSystem
-from collectors.remote.backends import BACKENDS
-from collectors.remote.cache import FileCache
-from collectors.remote.failures import storage_error
-from collectors.remote.objectfs import COUNTS, ObjectFileSystem, RequestCounts
-from collectors.remote.settings import StorageSettings, configure, current, merge
-from collectors.remote.urls import Location, child, is_url, parse_location, redact
+from stateglass.collectors.errors import BackendMissing, NotACheckpoint, StorageError
+from stateglass.collectors.fs import LOCAL, FileSystem
+from stateglass.collectors.remote.backends import BACKENDS
+from stateglass.collectors.remote.cache import FileCache
+from stateglass.collectors.remote.failures import storage_error
+from stateglass.collectors.remote.objectfs import COUNTS, ObjectFileSystem, RequestCounts
+from stateglass.collectors.remote.settings import StorageSettings, configure, current, merge
+from stateglass.collectors.remote.urls import Location, child, is_url, parse_location, redact
 
 # One client per backend and options: creating one costs a credentials lookup.
 _CLIENTS: dict[str, Any] = {}

@@ -12,21 +12,22 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from collectors.errors import BackendMissing
-from collectors.remote.urls import Location
+from stateglass.collectors.errors import BackendMissing
+from stateglass.collectors.remote.urls import Location
 
 
-def _module(name: str, url: str, package: str) -> ModuleType:
+def _module(name: str, url: str, extra: str) -> ModuleType:
     try:
         return importlib.import_module(name)
     except ImportError as exc:
+        package = name.split(".", 1)[0]
         raise BackendMissing(
-            url, f"needs the {package} package: pip install {package} (or make install)"
+            url, f"needs the {package} package: pip install 'stateglass[{extra}]'"
         ) from exc
 
 
 def _s3(loc: Location, options: dict[str, Any]) -> Any:
-    s3fs = _module("s3fs", loc.canonical, "s3fs")
+    s3fs = _module("s3fs", loc.canonical, "s3")
     config = options.setdefault("config_kwargs", {})
     # botocore's standard mode retries throttling (SlowDown, 503) and dropped connections
     # with exponential backoff; s3fs retries again around it, so its own loop is kept short
@@ -42,12 +43,12 @@ def _s3(loc: Location, options: dict[str, Any]) -> Any:
 
 
 def _gs(loc: Location, options: dict[str, Any]) -> Any:
-    gcsfs = _module("gcsfs", loc.canonical, "gcsfs")
+    gcsfs = _module("gcsfs", loc.canonical, "gcs")
     return gcsfs.GCSFileSystem(skip_instance_cache=True, **options)
 
 
 def _abfs(loc: Location, options: dict[str, Any]) -> Any:
-    adlfs = _module("adlfs", loc.canonical, "adlfs")
+    adlfs = _module("adlfs", loc.canonical, "azure")
     if loc.account and "connection_string" not in options:
         options.setdefault("account_name", loc.account)
     return adlfs.AzureBlobFileSystem(skip_instance_cache=True, **options)
@@ -61,7 +62,7 @@ def _hdfs(loc: Location, options: dict[str, Any]) -> Any:
             "no Hadoop client here: hdfs:// needs libhdfs, HADOOP_HOME and "
             "CLASSPATH=$(hadoop classpath --glob); or collect with --engine spark on the cluster",
         )
-    pafs = _module("pyarrow.fs", loc.canonical, "pyarrow")
+    pafs = _module("pyarrow.fs", loc.canonical, "all")
     from fsspec.implementations.arrow import ArrowFSWrapper
 
     try:

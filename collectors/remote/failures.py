@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from collectors.errors import (
+from stateglass.collectors.errors import (
     AccessDenied,
     BadCredentials,
     NoSuchBucket,
     StorageError,
     StorageUnavailable,
 )
-from collectors.remote.urls import redact
+from stateglass.collectors.remote.urls import redact
 
 _CREDENTIAL_CODES = (
     "InvalidAccessKeyId",

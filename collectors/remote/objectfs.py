@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
-from collectors.errors import CheckpointError, NotACheckpoint
-from collectors.fs import FileInfo
-from collectors.remote.cache import FileCache, cache_key
-from collectors.remote.failures import storage_error
-from collectors.remote.urls import Location, is_url, parse_location
+from stateglass.collectors.errors import CheckpointError, NotACheckpoint
+from stateglass.collectors.fs import FileInfo
+from stateglass.collectors.remote.cache import FileCache, cache_key
+from stateglass.collectors.remote.failures import storage_error
+from stateglass.collectors.remote.urls import Location, is_url, parse_location
 
 T = TypeVar("T")
 # Written once, renamed into place, never changed: safe to cache by (URL, size, mtime, etag).
@@ -103,7 +103,7 @@ class ObjectFileSystem:
         listings, meta = dict(self._listings), dict(self._meta)
 
         def reopen() -> ObjectFileSystem:
-            from collectors.remote.backends import BACKENDS
+            from stateglass.collectors.remote.backends import BACKENDS
 
             # fsspec's async file systems refuse to run in a forked child (their event loop
             # and sessions stay in the parent): a new instance, built the parent's way.

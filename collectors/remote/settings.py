@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.remote.cache import DEFAULT_CACHE_BYTES, default_cache_dir
+from stateglass.collectors.remote.cache import DEFAULT_CACHE_BYTES, default_cache_dir
 
 ENV = "STATEGLASS_STORAGE"
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(i?B)?\s*$", re.I)
@@ -122,7 +122,7 @@ _KEYS = ("cache_dir", "cache_size", "options")
 
 def from_config(data: Mapping[str, Any], path: str) -> dict[str, Any]:
     """The ``[storage]`` table of a parsed config file, checked; ``BadConfig`` names ``path``."""
-    from collectors.errors import BadConfig
+    from stateglass.collectors.errors import BadConfig
 
     table = data.get("storage", {})
     if not isinstance(table, dict):

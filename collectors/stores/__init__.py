@@ -5,9 +5,9 @@ The registry maps a provider name (``hdfs``, ``rocksdb``) to its reader class.
 
 from __future__ import annotations
 
-from collectors.stores.base import StoreContext, StoreReader
-from collectors.stores.hdfs import HdfsStoreReader
-from collectors.stores.rocksdb import RocksDBStoreReader
+from stateglass.collectors.stores.base import StoreContext, StoreReader
+from stateglass.collectors.stores.hdfs import HdfsStoreReader
+from stateglass.collectors.stores.rocksdb import RocksDBStoreReader
 
 READERS: dict[str, type[StoreReader]] = {
     "hdfs": HdfsStoreReader,

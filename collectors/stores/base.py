@@ -8,11 +8,11 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeVar
 
-from collectors.errors import wrap_parse_error
-from collectors.fs import FileInfo, FileSystem
-from collectors.limits import active
-from parsers.errors import ParseError
-from parsers.limits import DecodeLimits
+from stateglass.collectors.errors import wrap_parse_error
+from stateglass.collectors.fs import FileInfo, FileSystem
+from stateglass.collectors.limits import active
+from stateglass.parsers.errors import ParseError
+from stateglass.parsers.limits import DecodeLimits
 
 T = TypeVar("T")
 ChangeType = Literal["update", "delete", "append"]

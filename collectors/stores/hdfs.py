@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator, Sequence
 from functools import lru_cache
 
-from collectors.errors import MissingVersion
-from collectors.stores.base import Change, StoreContext
-from parsers.compression import decompress
-from parsers.records import read_record_keys, read_records
+from stateglass.collectors.errors import MissingVersion
+from stateglass.collectors.stores.base import Change, StoreContext
+from stateglass.parsers.compression import decompress
+from stateglass.parsers.records import read_record_keys, read_records
 
 
 # Every partition directory repeats the same names (1.delta, 2.delta, …): cache them.
@@ -224,7 +224,7 @@ class HdfsStoreReader:
     def delta_keys(self, version: int) -> tuple[list[bytes], list[bytes], bool]:
         """``(put keys, removed keys, ordered)`` of ``version``'s delta, values unread.
 
-        See :func:`parsers.records.read_record_keys`; for counting keys without decoding.
+        See :func:`stateglass.parsers.records.read_record_keys`; for counting keys without decoding.
         """
         if version not in self.deltas:
             raise MissingVersion(self.ctx.join(f"{version}.delta"), "missing")

@@ -17,13 +17,13 @@ import zipfile
 import zlib
 from collections.abc import Callable, Collection, Iterator, Sequence
 
-from collectors.errors import CheckpointError, CorruptFile, MissingVersion, UnsafeArchive
-from collectors.fs import LOCAL
-from collectors.stores.base import Change, ChangeType, StoreContext
-from parsers.changelog import Changelog, parse_changelog, unwrap_delete_key
-from parsers.compression import decompress
-from parsers.errors import ParseError
-from parsers.rocksdb_checkpoint import RocksDBCheckpointMetadata, check_zip_entries
+from stateglass.collectors.errors import CheckpointError, CorruptFile, MissingVersion, UnsafeArchive
+from stateglass.collectors.fs import LOCAL
+from stateglass.collectors.stores.base import Change, ChangeType, StoreContext
+from stateglass.parsers.changelog import Changelog, parse_changelog, unwrap_delete_key
+from stateglass.parsers.compression import decompress
+from stateglass.parsers.errors import ParseError
+from stateglass.parsers.rocksdb_checkpoint import RocksDBCheckpointMetadata, check_zip_entries
 
 _CHANGE_TYPES: dict[str, ChangeType] = {"put": "update", "delete": "delete", "merge": "append"}
 

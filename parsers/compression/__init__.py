@@ -6,7 +6,7 @@ a short name (matched case-insensitively, like Spark) or as a fully-qualified cl
 
 Example::
 
-    >>> from parsers.compression import CODECS, decompress
+    >>> from stateglass.parsers.compression import CODECS, decompress
     >>> decompress("lz4", b"LZ4Block\\x15" + bytes(12))
     b''
     >>> sorted(name for name in CODECS if "." not in name)
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from parsers.compression import lz4, lzf, snappy, zstd
-from parsers.errors import UnsupportedFormat
-from parsers.limits import DEFAULT_LIMITS, DecodeLimits
+from stateglass.parsers.compression import lz4, lzf, snappy, zstd
+from stateglass.parsers.errors import UnsupportedFormat
+from stateglass.parsers.limits import DEFAULT_LIMITS, DecodeLimits
 
 Decompress = Callable[[bytes, DecodeLimits], bytes]
 

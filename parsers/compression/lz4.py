@@ -6,7 +6,7 @@ so several streams may follow one another in one file; we read them all until EO
 
 Example::
 
-    >>> from parsers.compression import lz4
+    >>> from stateglass.parsers.compression import lz4
     >>> lz4.decompress(b"LZ4Block\\x15" + bytes(12))
     b''
 """
@@ -18,8 +18,8 @@ import struct
 import lz4.block
 import xxhash
 
-from parsers.errors import ChecksumMismatch, CorruptData, Truncated
-from parsers.limits import DEFAULT_LIMITS, DecodeLimits
+from stateglass.parsers.errors import ChecksumMismatch, CorruptData, Truncated
+from stateglass.parsers.limits import DEFAULT_LIMITS, DecodeLimits
 
 MAGIC = b"LZ4Block"
 HEADER = struct.Struct("<8sBiiI")  # magic, token, compressed length, original length, checksum

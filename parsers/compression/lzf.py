@@ -7,7 +7,7 @@ boundary is only caught by the record layer.
 
 Example::
 
-    >>> from parsers.compression import lzf
+    >>> from stateglass.parsers.compression import lzf
     >>> lzf.decompress(b"ZV\\x00\\x00\\x02hi")
     b'hi'
 """
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import struct
 
-from parsers.errors import CorruptData, Truncated
-from parsers.limits import DEFAULT_LIMITS, DecodeLimits
+from stateglass.parsers.errors import CorruptData, Truncated
+from stateglass.parsers.limits import DEFAULT_LIMITS, DecodeLimits
 
 MAGIC = b"ZV"
 TYPE_STORED = 0

@@ -8,7 +8,7 @@ marker: a file cut exactly at a chunk boundary is only caught by the record laye
 Example::
 
     >>> import cramjam
-    >>> from parsers.compression import snappy
+    >>> from stateglass.parsers.compression import snappy
     >>> block = bytes(cramjam.snappy.compress_raw(b"abc"))
     >>> head = MAGIC + (1).to_bytes(4, "big") * 2
     >>> snappy.decompress(head + len(block).to_bytes(4, "big") + block)
@@ -21,8 +21,8 @@ import struct
 
 import cramjam
 
-from parsers.errors import CorruptData, Truncated
-from parsers.limits import DEFAULT_LIMITS, DecodeLimits
+from stateglass.parsers.errors import CorruptData, Truncated
+from stateglass.parsers.limits import DEFAULT_LIMITS, DecodeLimits
 
 MAGIC = b"\x82SNAPPY\x00"
 HEADER_LENGTH = 16  # magic + version + compatible version

@@ -5,7 +5,7 @@ The file is one or more standard zstd frames back to back; every frame must be c
 Example::
 
     >>> import zstandard
-    >>> from parsers.compression import zstd
+    >>> from stateglass.parsers.compression import zstd
     >>> zstd.decompress(zstandard.ZstdCompressor().compress(b"ab") * 2)
     b'abab'
 """
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import zstandard
 
-from parsers.errors import CorruptData, Truncated
-from parsers.limits import DEFAULT_LIMITS, DecodeLimits
+from stateglass.parsers.errors import CorruptData, Truncated
+from stateglass.parsers.limits import DEFAULT_LIMITS, DecodeLimits
 
 # A zstd block can expand one byte of input to ~32 KiB of output (RLE blocks), and frames
 # written by zstd-jni do not declare their size: feed the decoder pieces small enough that one

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from app.catalog import find_checkpoints
-from app.dashboard.context import DB_ENV
+from stateglass.app.catalog import find_checkpoints
+from stateglass.app.dashboard.context import DB_ENV
 from tests.conftest import SamplesDb
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_checkpoints"

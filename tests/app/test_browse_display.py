@@ -3,11 +3,11 @@ screenful of "absent" rows before a key first appears (real sample checkpoints).
 
 from __future__ import annotations
 
-from app.browse.cells import cell_text, display_number
-from app.browse.diff import compute_diff, diff_page
-from app.browse.history import collapse_absent, find_keys, key_history
-from app.browse.store import PartitionCache
-from app.browse.views import StateView, versions
+from stateglass.app.browse.cells import cell_text, display_number
+from stateglass.app.browse.diff import compute_diff, diff_page
+from stateglass.app.browse.history import collapse_absent, find_keys, key_history
+from stateglass.app.browse.store import PartitionCache
+from stateglass.app.browse.views import StateView, versions
 from tests.app.conftest import SAMPLES
 
 AGG = StateView(str(SAMPLES / "spark-4.3" / "agg-hdfs"))

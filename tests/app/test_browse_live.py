@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.dashboard import state_ui
-from app.dashboard.context import DB_ENV
-from collectors.db import Database
-from collectors.scan import scan_checkpoint
+from stateglass.app.dashboard import state_ui
+from stateglass.app.dashboard.context import DB_ENV
+from stateglass.collectors.db import Database
+from stateglass.collectors.scan import scan_checkpoint
 from tests.app.conftest import SAMPLES
 
 TIMEOUT_S = 60
@@ -64,7 +64,7 @@ def live(tmp_path: Path) -> Iterator[LiveCopy]:
 def _page(name: str) -> None:
     import importlib
 
-    importlib.import_module(f"app.dashboard.views.{name}").render()
+    importlib.import_module(f"stateglass.app.dashboard.views.{name}").render()
 
 
 def _open(name: str, live: LiveCopy) -> AppTest:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from app.report.pdf import BROWSER_FLAGS
+from stateglass.app.report.pdf import BROWSER_FLAGS
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = list(BROWSER_FLAGS)

@@ -23,14 +23,14 @@ NOT_FOR_COLLECT = (
     "numpy",
     "duckdb",
     "importlib.metadata",
-    "app.commands",
-    "app.report",
-    "collectors.progress",
+    "stateglass.app.commands",
+    "stateglass.app.report",
+    "stateglass.collectors.progress",
 )
 
 PROBE = """
 import json, sys
-from app.cli import main
+from stateglass.app.cli import main
 status = main(sys.argv[1:])
 print(json.dumps({"status": status, "modules": sorted(sys.modules)}))
 """
@@ -60,9 +60,12 @@ def test_collect_imports_no_dashboard_spark_or_numpy(tmp_path: Path) -> None:
 
 def test_help_still_lists_every_command() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "app.cli", "--help"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "stateglass.app.cli", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
-    from app.cli import _commands
+    from stateglass.app.cli import _commands
 
     listed = [name for name in _commands() if f"\n    {name} " in out or f"\n    {name}\n" in out]
     assert listed == list(_commands())
@@ -71,8 +74,8 @@ def test_help_still_lists_every_command() -> None:
 def test_compat_labels_cover_every_status() -> None:
     """compat_cmd spells the statuses out so that building the parser does not import the
     rules: they must stay the rules' own."""
-    from app.compat_cmd import _LABEL
-    from collectors.compat import rules
+    from stateglass.app.compat_cmd import _LABEL
+    from stateglass.collectors.compat import rules
 
     statuses = {rules.SAME, rules.COMPATIBLE, rules.NEW, rules.NOTE, rules.CAVEAT, rules.REFUSE}
     assert set(_LABEL) == statuses

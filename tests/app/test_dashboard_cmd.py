@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import main
-from app.commands import _collect_for_dashboard
-from collectors.db import read_query
+from stateglass.app.cli import main
+from stateglass.app.commands import _collect_for_dashboard
+from stateglass.collectors.db import read_query
 from tests.app.conftest import SAMPLES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,7 +88,7 @@ def test_serves_then_stops_its_server_and_watcher(tmp_path: Path) -> None:
     db = tmp_path / "sg.duckdb"
     args = ["dashboard", str(folder), "--db", str(db), "--port", str(port), "--headless"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", *args],
+        [sys.executable, "-m", "stateglass.app.cli", *args],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -138,8 +138,8 @@ def _environ(pid: int) -> dict[str, str]:
 def test_the_server_hands_new_paths_to_the_one_watcher(tmp_path: Path) -> None:
     """The server gets the watcher's control file and the allowed roots; a path added there
     (what the Watch box does) is collected by the same watcher: no new process."""
-    from app import allowed
-    from app.watchers import CONTROL_ENV, WatcherRegistry
+    from stateglass.app import allowed
+    from stateglass.app.watchers import CONTROL_ENV, WatcherRegistry
 
     folder, more = tmp_path / "cps", tmp_path / "more"
     shutil.copytree(SAMPLES / "spark-4.3" / "dedup-hdfs", folder / "dedup-hdfs")
@@ -148,7 +148,7 @@ def test_the_server_hands_new_paths_to_the_one_watcher(tmp_path: Path) -> None:
     db = tmp_path / "sg.duckdb"
     args = ["dashboard", str(folder), "--db", str(db), "--port", str(port), "--headless"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", *args, "--allow-path", str(more)],
+        [sys.executable, "-m", "stateglass.app.cli", *args, "--allow-path", str(more)],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -159,7 +159,7 @@ def test_the_server_hands_new_paths_to_the_one_watcher(tmp_path: Path) -> None:
             assert proc.poll() is None and time.monotonic() < deadline
             time.sleep(0.3)
         children = _children(proc.pid)
-        watchers = [c for c in children if "app.watchers" in _cmdline(c)]
+        watchers = [c for c in children if "stateglass.app.watchers" in _cmdline(c)]
         (server,) = [c for c in children if c not in watchers]
         (watcher,) = watchers
         cmd = _cmdline(watcher)

@@ -21,8 +21,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from app.cli import main
-from app.dashboard.server import exposure_warning
+from stateglass.app.cli import main
+from stateglass.app.dashboard.server import exposure_warning
 
 ROOT = Path(__file__).resolve().parents[2]
 # Names and addresses that stay on this machine.
@@ -125,7 +125,7 @@ def dashboard(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int, Pa
     port = _free_port()
     args = ["dashboard", "--db", str(tmp_path / "sg.duckdb"), "--port", str(port), "--headless"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", *args],
+        [sys.executable, "-m", "stateglass.app.cli", *args],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -210,7 +210,7 @@ def test_another_address_is_exposed_with_one_warning_line(tmp_path: Path) -> Non
     db = str(tmp_path / "sg.duckdb")
     args = ["dashboard", "--db", db, "--port", str(port), "--headless", "--host", "0.0.0.0"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", *args],
+        [sys.executable, "-m", "stateglass.app.cli", *args],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -10,9 +10,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from app import figures, queries
-from app.figures._common import time_unit
-from app.figures.state import _grid
+from stateglass.app import figures, queries
+from stateglass.app.figures._common import time_unit
+from stateglass.app.figures.state import _grid
 
 ROCKS = str(Path(__file__).resolve().parents[2] / "sample_checkpoints" / "spark-4.3" / "agg-rocks")
 HDFS = str(Path(__file__).resolve().parents[2] / "sample_checkpoints" / "spark-4.3" / "agg-hdfs")

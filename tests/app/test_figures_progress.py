@@ -10,8 +10,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from app import figures, queries
-from app.figures.progress import NO_PROGRESS
+from stateglass.app import figures, queries
+from stateglass.app.figures.progress import NO_PROGRESS
 from tests import progress_queries as pq
 from tests.progress_fixtures import collect_run
 

@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.dashboard.server import streamlit_command
-from app.escape import md
-from app.report import render_html, render_markdown
-from collectors.db import Database
-from collectors.scan import scan_checkpoint
+from stateglass.app.dashboard.server import streamlit_command
+from stateglass.app.escape import md
+from stateglass.app.report import render_html, render_markdown
+from stateglass.collectors.db import Database
+from stateglass.collectors.scan import scan_checkpoint
 from tests.app.test_browser import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, _free_port
 
 LINK = "[orders](https:evil.example)"
@@ -78,7 +78,7 @@ def hostile_db(hostile_checkpoint: str, tmp_path_factory: pytest.TempPathFactory
 
 def test_the_payloads_reach_the_schema(hostile_db: str, hostile_checkpoint: str) -> None:
     """The test is only worth something if Spark kept the names as they are."""
-    from collectors.checkpoint import Checkpoint
+    from stateglass.collectors.checkpoint import Checkpoint
 
     store = Checkpoint.open(hostile_checkpoint).stores()[0]
     assert store.key_schema is not None and store.value_schema is not None
@@ -126,10 +126,10 @@ def _strings(value: Any) -> Iterator[str]:
 def _page(name: str) -> None:
     import importlib
 
-    from app.dashboard import context
+    from stateglass.app.dashboard import context
 
     context.live_status()
-    importlib.import_module(f"app.dashboard.views.{name}").render()
+    importlib.import_module(f"stateglass.app.dashboard.views.{name}").render()
 
 
 def _markdown_and_charts(at: AppTest) -> tuple[list[str], list[dict[str, Any]]]:

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from app.browse.history import find_key_json
-from app.browse.store import PartitionCache, iter_partitions, key_json_renderer
-from app.browse.views import StateView, identity_width, open_source, versions, views_of
-from collectors.checkpoint import Checkpoint
-from parsers.partitioning import key_partition
+from stateglass.app.browse.history import find_key_json
+from stateglass.app.browse.store import PartitionCache, iter_partitions, key_json_renderer
+from stateglass.app.browse.views import StateView, identity_width, open_source, versions, views_of
+from stateglass.collectors.checkpoint import Checkpoint
+from stateglass.parsers.partitioning import key_partition
 from tests.app.conftest import SAMPLES, sample_checkpoints
 
 # Stores whose key is exactly what the shuffle hashes (strings, timestamps, a window struct;

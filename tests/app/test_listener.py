@@ -11,9 +11,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from app.listener import stateglass_listener
-from app.listener.stateglass_listener import StateGlassListener
-from parsers import eventlog
+from stateglass.app.listener import stateglass_listener
+from stateglass.app.listener.stateglass_listener import StateGlassListener
+from stateglass.parsers import eventlog
 
 SOURCE = Path(stateglass_listener.__file__)
 

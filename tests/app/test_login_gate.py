@@ -38,7 +38,7 @@ def test_with_auth_nothing_shows_before_a_login(samples_db: str) -> None:
     assert not at.get("plotly_chart")
     assert not any("checkpoint(s) in" in str(c.value) for c in at.caption)
     if importlib.util.find_spec("authlib") is None:
-        assert "pip install Authlib" in at.error[0].value
+        assert "pip install 'stateglass[login]'" in at.error[0].value
     else:
         assert [b.label for b in at.button] == ["Log in"]
 

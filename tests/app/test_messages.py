@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from app.browse.diff import compute_diff
-from app.browse.store import PartitionCache
-from app.browse.table import PageRequest, read_page
-from app.browse.views import StateView
-from app.cli import build_parser
-from app.cli import main as cli
-from collectors.errors import MissingVersion
+from stateglass.app.browse.diff import compute_diff
+from stateglass.app.browse.store import PartitionCache
+from stateglass.app.browse.table import PageRequest, read_page
+from stateglass.app.browse.views import StateView
+from stateglass.app.cli import build_parser
+from stateglass.app.cli import main as cli
+from stateglass.collectors.errors import MissingVersion
 from tests.app.conftest import SAMPLES
 
 AGG_HDFS = SAMPLES / "spark-4.3" / "agg-hdfs"

@@ -19,14 +19,14 @@ import psutil
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.metrics import METRIC_NAMES
-from collectors.db import read_query
+from stateglass.app.metrics import METRIC_NAMES
+from stateglass.collectors.db import read_query
 from tests import progress_queries as pq
 from tests.progress_fixtures import collect_run
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAFANA = ROOT / "docs" / "grafana" / "stateglass.json"
-METRICS = (sys.executable, "-m", "app.cli", "metrics")
+METRICS = (sys.executable, "-m", "stateglass.app.cli", "metrics")
 
 
 def free_port() -> int:
@@ -166,7 +166,7 @@ def test_checkpoint_gauges_match_the_database(server: Server, samples_db: str) -
 
 
 def test_health_status_is_each_rules_worst(server: Server, samples_db: str) -> None:
-    from collectors.health import RULES, evaluate
+    from stateglass.collectors.health import RULES, evaluate
 
     served = scrape(server)
     got = {(s["checkpoint"], s["rule"]): v for s, v in served["stateglass_health_status"]}

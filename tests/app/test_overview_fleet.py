@@ -19,12 +19,12 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app import queries
-from app.dashboard import fleet
-from app.escape import md
-from collectors.db import Database
-from collectors.health import evaluate, worst
-from collectors.scan import scan_checkpoint
+from stateglass.app import queries
+from stateglass.app.dashboard import fleet
+from stateglass.app.escape import md
+from stateglass.collectors.db import Database
+from stateglass.collectors.health import evaluate, worst
+from stateglass.collectors.scan import scan_checkpoint
 from tests.app.conftest import SAMPLES
 
 FLEET = 500
@@ -105,8 +105,8 @@ def fleet_env(fleet_db: str, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def _overview() -> None:
-    from app.dashboard import context
-    from app.dashboard.views import overview
+    from stateglass.app.dashboard import context
+    from stateglass.app.dashboard.views import overview
 
     context.live_status()
     overview.render()

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.browse.diff import compute_diff
-from app.browse.table import PageRequest, read_page
-from app.browse.views import StateView, batch_label
-from app.dashboard.context import DB_ENV
-from app.escape import md
-from collectors.db import Database
-from collectors.scan import scan_checkpoint
+from stateglass.app.browse.diff import compute_diff
+from stateglass.app.browse.table import PageRequest, read_page
+from stateglass.app.browse.views import StateView, batch_label
+from stateglass.app.dashboard.context import DB_ENV
+from stateglass.app.escape import md
+from stateglass.collectors.db import Database
+from stateglass.collectors.scan import scan_checkpoint
 from tests.app.conftest import SAMPLES
 
 TIMEOUT_S = 60
@@ -26,7 +26,7 @@ TWS = str(SAMPLES / "spark-4.3" / "tws-rocks-cl")
 def _page(name: str) -> None:
     import importlib
 
-    importlib.import_module(f"app.dashboard.views.{name}").render()
+    importlib.import_module(f"stateglass.app.dashboard.views.{name}").render()
 
 
 def open_page(name: str, checkpoint: str) -> AppTest:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app import allowed
-from app.escape import md
-from collectors.db import read_query
+from stateglass.app import allowed
+from stateglass.app.escape import md
+from stateglass.collectors.db import read_query
 from tests.app.conftest import SAMPLES
 
 MAIN = str(Path(__file__).resolve().parents[2] / "app" / "dashboard" / "main.py")
@@ -23,10 +23,10 @@ def _page(name: str) -> None:
     """The page as main.py runs it, without the navigation: one page per AppTest."""
     import importlib
 
-    from app.dashboard import context
+    from stateglass.app.dashboard import context
 
     context.live_status()
-    importlib.import_module(f"app.dashboard.views.{name}").render()
+    importlib.import_module(f"stateglass.app.dashboard.views.{name}").render()
 
 
 def run_page(name: str) -> AppTest:
@@ -82,7 +82,7 @@ def test_overview_rejects_a_path_that_is_not_a_checkpoint(
 
 def test_overview_watches_a_new_checkpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Watch starts a child collector; the card appears once its first scan lands."""
-    from app.dashboard.views.overview import _registry
+    from stateglass.app.dashboard.views.overview import _registry
 
     db = str(tmp_path / "fresh.duckdb")
     monkeypatch.setenv("STATEGLASS_DB", db)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
-from app import queries, restart_cost
-from app.browse.growth import attribute_growth
-from app.browse.views import StateView
-from app.escape import md
+from stateglass.app import queries, restart_cost
+from stateglass.app.browse.growth import attribute_growth
+from stateglass.app.browse.views import StateView
+from stateglass.app.escape import md
 from tests.app.test_pages_core import TIMEOUT_S, _page, checkpoint_of
 
 

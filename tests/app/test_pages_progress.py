@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app import queries
-from app.dashboard.context import DB_ENV
+from stateglass.app import queries
+from stateglass.app.dashboard.context import DB_ENV
 from tests import progress_queries as pq
 from tests.app.test_pages_core import TIMEOUT_S, _page, charts, checkpoint_of, run_page
 from tests.progress_fixtures import collect_run

@@ -25,14 +25,14 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app import cli, figures, queries
-from app.dashboard.context import DB_ENV
-from app.escape import md
-from app.report.html import render as render_html
-from app.report.markdown import render as render_markdown
-from app.report.model import load_report
-from collectors.db import Database
-from collectors.scan import scan_checkpoint
+from stateglass.app import cli, figures, queries
+from stateglass.app.dashboard.context import DB_ENV
+from stateglass.app.escape import md
+from stateglass.app.report.html import render as render_html
+from stateglass.app.report.markdown import render as render_markdown
+from stateglass.app.report.model import load_report
+from stateglass.collectors.db import Database
+from stateglass.collectors.scan import scan_checkpoint
 from tests.progress_queries import ROCKSDB, conf
 
 # One real query (8 batches) for the module; the Spark session may start here.
@@ -161,13 +161,13 @@ def test_info_state_page_and_report_agree_on_the_range(purged: tuple[str, str]) 
 
 
 def _state_page() -> None:
-    from app.dashboard.views import state
+    from stateglass.app.dashboard.views import state
 
     state.render()
 
 
 def test_health_rules_judge_complete_versions_only(purged: tuple[str, str]) -> None:
-    from collectors.health import evaluate
+    from stateglass.collectors.health import evaluate
 
     cp, db = purged
     findings = {f.rule: f for f in evaluate(db, cp)}

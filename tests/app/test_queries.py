@@ -10,10 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from app import queries
-from collectors.checkpoint import Checkpoint
-from collectors.db import Database, read_query
-from parsers.logs import parse_file_source_log
+from stateglass.app import queries
+from stateglass.collectors.checkpoint import Checkpoint
+from stateglass.collectors.db import Database, read_query
+from stateglass.parsers.logs import parse_file_source_log
 from tests.app.conftest import SAMPLES, sample_checkpoints
 
 HDFS = str(SAMPLES / "spark-4.3" / "agg-hdfs")

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from app import figures, queries
-from collectors.db import Database
-from collectors.scan import scan_checkpoint
+from stateglass.app import figures, queries
+from stateglass.collectors.db import Database
+from stateglass.collectors.scan import scan_checkpoint
 from tests.app.conftest import SAMPLES
 
 

@@ -17,18 +17,18 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from app.arrow_types import unique_names
-from app.browse.cells import cell_text
-from app.browse.diff import compute_diff, diff_page
-from app.browse.history import find_key_json, find_keys, key_history, numeric_columns
-from app.browse.store import PartitionCache, iter_partitions
-from app.browse.table import PageRequest, iter_page, read_page
-from app.browse.views import StateView, open_source, versions, views_of
-from app.cli import main as cli
-from collectors.checkpoint import Checkpoint
-from collectors.errors import CheckpointError
-from collectors.state import iter_raw_changes
-from parsers.sparktypes import AtomicType, DataType, StructField, StructType
+from stateglass.app.arrow_types import unique_names
+from stateglass.app.browse.cells import cell_text
+from stateglass.app.browse.diff import compute_diff, diff_page
+from stateglass.app.browse.history import find_key_json, find_keys, key_history, numeric_columns
+from stateglass.app.browse.store import PartitionCache, iter_partitions
+from stateglass.app.browse.table import PageRequest, iter_page, read_page
+from stateglass.app.browse.views import StateView, open_source, versions, views_of
+from stateglass.app.cli import main as cli
+from stateglass.collectors.checkpoint import Checkpoint
+from stateglass.collectors.errors import CheckpointError
+from stateglass.collectors.state import iter_raw_changes
+from stateglass.parsers.sparktypes import AtomicType, DataType, StructField, StructType
 from tests.app.conftest import SAMPLES, sample_checkpoints
 
 

@@ -11,17 +11,17 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app import allowed
-from app.dashboard.context import DB_ENV
-from app.escape import md
-from collectors.db import read_query
+from stateglass.app import allowed
+from stateglass.app.dashboard.context import DB_ENV
+from stateglass.app.escape import md
+from stateglass.collectors.db import read_query
 from tests.collectors.helpers import copy_sample
 
 TIMEOUT_S = 60
 
 
 def _overview() -> None:
-    from app.dashboard.views import overview
+    from stateglass.app.dashboard.views import overview
 
     overview.render()
 
@@ -45,7 +45,7 @@ def _watchers() -> list[int]:
     mine = {os.getpid()}
     for _ in range(3):  # children, grandchildren, ...
         mine |= {pid for pid, ppid in parent.items() if ppid in mine}
-    return sorted(p for p in mine if p in parent and b"app.watchers" in cmd.get(p, b""))
+    return sorted(p for p in mine if p in parent and b"stateglass.app.watchers" in cmd.get(p, b""))
 
 
 def _submit(path: str) -> AppTest:

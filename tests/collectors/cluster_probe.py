@@ -1,10 +1,10 @@
-"""Run on a cluster's executors: what does a plain ``import collectors`` find there?
+"""Run on a cluster's executors: is StateGlass there before the engine ships it?
 
 Usage: ``python -m tests.collectors.cluster_probe MASTER DECOY_DIR`` with the environment of
 :func:`tests.collectors.cluster.spark_env`. Prints one JSON line per partition: the
-``collectors`` the worker holds (the decoy, imported by its ``sitecustomize``), then what a
-plain ``import collectors`` finds once the decoy is gone: nothing, if StateGlass is not on
-the worker's path by accident.
+``collectors`` the worker holds (the decoy, another job's module imported by its
+``sitecustomize``), then what ``import stateglass.collectors`` finds: nothing, if StateGlass
+is not on the worker's path by accident.
 """
 
 from __future__ import annotations
@@ -14,19 +14,15 @@ import sys
 from collections.abc import Iterator
 
 
-def probe(decoy: str, _: Iterator[int]) -> Iterator[str]:
+def probe(_decoy: str, _: Iterator[int]) -> Iterator[str]:
     import importlib
     import importlib.util
 
     out: dict[str, object] = {"python": sys.executable}
     held = sys.modules.get("collectors")
     out["held"] = getattr(held, "__file__", None)
-    for name in [n for n in sys.modules if n.split(".")[0] == "collectors"]:
-        del sys.modules[name]
-    sys.path[:] = [p for p in sys.path if p != decoy]
-    importlib.invalidate_caches()
     try:
-        out["plain"] = importlib.import_module("collectors").__file__
+        out["plain"] = importlib.import_module("stateglass.collectors").__file__
     except ImportError as exc:
         out["plain"] = f"{type(exc).__name__}: {exc}"
     for dep in ("lz4", "rocksdict", "zstandard"):

@@ -8,9 +8,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from app.catalog import find_checkpoints
-from collectors.db import read_query
-from collectors.fs import LOCAL, FileInfo
+from stateglass.app.catalog import find_checkpoints
+from stateglass.collectors.db import read_query
+from stateglass.collectors.fs import LOCAL, FileInfo
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_checkpoints"

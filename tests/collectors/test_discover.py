@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from app import discovery
-from app.commands import _collect_for_dashboard
-from collectors.db import read_query
-from collectors.discover import Limits, checkpoints_at, discover
-from collectors.errors import NotACheckpoint
-from collectors.fs import LOCAL
+from stateglass.app import discovery
+from stateglass.app.commands import _collect_for_dashboard
+from stateglass.collectors.db import read_query
+from stateglass.collectors.discover import Limits, checkpoints_at, discover
+from stateglass.collectors.errors import NotACheckpoint
+from stateglass.collectors.fs import LOCAL
 from tests.collectors.helpers import ROOT, SAMPLES, ListingFileSystem, copy_sample
 
 
@@ -123,7 +123,7 @@ def test_progress_lines_on_a_pipe() -> None:
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", *args],
+        [sys.executable, "-m", "stateglass.app.cli", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -151,8 +151,8 @@ def test_dashboard_folder_with_a_loop_collects_the_rest(fleet: Path, tmp_path: P
 SYSTEM_PYTHON = "/usr/bin/python3"
 FIND_AS_NOBODY = """
 import json, sys
-from collectors.discover import Limits, checkpoints_at
-from collectors.fs import LOCAL
+from stateglass.collectors.discover import Limits, checkpoints_at
+from stateglass.collectors.fs import LOCAL
 warnings = []
 found = checkpoints_at(LOCAL, sys.argv[1], Limits(), warnings.append)
 print(json.dumps([found, warnings]))

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import duckdb
 
-from collectors.db import Database, read_query
-from collectors.scan import scan_checkpoint
+from stateglass.collectors.db import Database, read_query
+from stateglass.collectors.scan import scan_checkpoint
 
 AGG = Path(__file__).resolve().parents[2] / "sample_checkpoints" / "spark-4.3" / "agg-hdfs"
 

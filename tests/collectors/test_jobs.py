@@ -20,7 +20,17 @@ ROOT = Path(__file__).resolve().parents[2]
 def collect(paths: list[str], db: Path, jobs: str) -> str:
     """``stateglass collect PATHS --jobs JOBS``; its stderr."""
     proc = subprocess.run(
-        [sys.executable, "-m", "app.cli", "collect", *paths, "--db", str(db), "--jobs", jobs],
+        [
+            sys.executable,
+            "-m",
+            "stateglass.app.cli",
+            "collect",
+            *paths,
+            "--db",
+            str(db),
+            "--jobs",
+            jobs,
+        ],
         capture_output=True,
         text=True,
         timeout=300,

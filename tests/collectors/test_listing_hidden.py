@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collectors.fs import LOCAL
+from stateglass.collectors.fs import LOCAL
 
 
 def test_hidden_entries_are_left_out(tmp_path: Path) -> None:

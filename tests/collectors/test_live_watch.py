@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from collectors.db import Database, read_query
-from collectors.scan import scan_checkpoint
+from stateglass.collectors.db import Database, read_query
+from stateglass.collectors.scan import scan_checkpoint
 
 POLL_S = 0.05
 # Generous on purpose: a functional bound well below the debounce's 10 s cap (see below).
@@ -95,7 +95,7 @@ def test_watch_follows_a_live_query(
         assert commits.is_dir(), "the query committed no batch in 30 s"
         with open(log, "wb") as fh:
             watcher = subprocess.Popen(
-                [sys.executable, "-m", "app.cli", "watch", str(cp), "--db", db_path],
+                [sys.executable, "-m", "stateglass.app.cli", "watch", str(cp), "--db", db_path],
                 stdout=fh,
                 stderr=subprocess.STDOUT,
                 cwd=Path(__file__).resolve().parents[2],

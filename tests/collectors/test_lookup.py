@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from app.browse.views import StateView, open_source, versions, views_of
-from collectors.checkpoint import Checkpoint
+from stateglass.app.browse.views import StateView, open_source, versions, views_of
+from stateglass.collectors.checkpoint import Checkpoint
 from tests.app.conftest import sample_checkpoints
 
 

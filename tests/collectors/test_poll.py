@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from app import collect_cmd
-from collectors.db import read_query
-from collectors.errors import CheckpointError
-from collectors.fs import LOCAL
-from collectors.poll import CommitPoller, newest_commit
-from collectors.watch import CheckpointWatcher, Debouncer
+from stateglass.app import collect_cmd
+from stateglass.collectors.db import read_query
+from stateglass.collectors.errors import CheckpointError
+from stateglass.collectors.fs import LOCAL
+from stateglass.collectors.poll import CommitPoller, newest_commit
+from stateglass.collectors.watch import CheckpointWatcher, Debouncer
 from tests.collectors.helpers import ListingFileSystem, copy_sample
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import main
-from collectors.db import Database, read_query
-from collectors.errors import BadProgressPath
-from collectors.fs import LOCAL
-from collectors.progress import ProgressCollector, list_progress_files
-from parsers import eventlog
+from stateglass.app.cli import main
+from stateglass.collectors.db import Database, read_query
+from stateglass.collectors.errors import BadProgressPath
+from stateglass.collectors.fs import LOCAL
+from stateglass.collectors.progress import ProgressCollector, list_progress_files
+from stateglass.parsers import eventlog
 from tests.collectors.helpers import SAMPLES
 
 DATA = Path(__file__).resolve().parents[1] / "parsers" / "data" / "eventlogs"
@@ -120,7 +120,7 @@ def test_watch_polls_progress_while_the_log_grows(tmp_path: Path) -> None:
     import threading
     import time
 
-    from app import collect_cmd
+    from stateglass.app import collect_cmd
 
     directory, events_file, data, _ = _rolling_copy(tmp_path)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from collectors.chains import apply_changes
-from collectors.listing import (
+from stateglass.collectors.chains import apply_changes
+from stateglass.collectors.listing import (
     FileStat,
     StateFile,
     classify,
@@ -13,7 +13,7 @@ from collectors.listing import (
     is_temporary,
     version_file_stats,
 )
-from collectors.watch import Debouncer, checkpoint_of, is_whole
+from stateglass.collectors.watch import Debouncer, checkpoint_of, is_whole
 
 
 def test_diff_by_path_size_and_mtime() -> None:

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import main as cli_main
-from collectors.checkpoint import Checkpoint
-from collectors.db import Database, read_query
-from collectors.scan import scan_checkpoint
-from collectors.state import StateRequest, StateSource, iter_raw_state
+from stateglass.app.cli import main as cli_main
+from stateglass.collectors.checkpoint import Checkpoint
+from stateglass.collectors.db import Database, read_query
+from stateglass.collectors.scan import scan_checkpoint
+from stateglass.collectors.state import StateRequest, StateSource, iter_raw_state
 from tests.collectors.helpers import (
     SAMPLES,
     CountingFileSystem,
@@ -276,7 +276,7 @@ def test_state_rows_unchanged_by_collect(samples_db: str) -> None:
 READER = textwrap.dedent(
     """
     import os, sys, time
-    from collectors.db import read_query
+    from stateglass.collectors.db import read_query
     db, stop = sys.argv[1], sys.argv[2]
     ok = 0
     while not os.path.exists(stop):

@@ -3,7 +3,8 @@
 The executors run the base interpreter with the venv's site-packages on ``PYTHONPATH``: the
 compiled dependencies are there, StateGlass is not (the probe proves it), so the code must
 arrive the way the engine ships it. A decoy ``collectors`` package, imported into every Python
-worker by a ``sitecustomize``, stands for another job's module of the same name.
+worker by a ``sitecustomize``, stands for another job's module with one of our folders' names:
+under the ``stateglass`` namespace it cannot shadow ours, with no import guard.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from collectors.db import Database
-from collectors.engines import LocalEngine
-from collectors.scan import scan_checkpoint
+from stateglass.collectors.db import Database
+from stateglass.collectors.engines import LocalEngine
+from stateglass.collectors.scan import scan_checkpoint
 from tests.collectors.cluster import VENV_SITE, Cluster, free_port, spark_env
 from tests.collectors.helpers import ROOT, TABLES, copy_sample, table
 
@@ -71,8 +72,8 @@ def test_workers_have_the_dependencies_but_not_stateglass(
         assert worker["python"] == os.path.realpath(sys.executable)
         # The decoy really is loaded in every Python worker before our tasks run...
         assert worker["held"] == str(DECOY / "collectors" / "__init__.py")
-        # ...and without it, nothing named collectors is there: StateGlass is not installed.
-        assert worker["plain"] == "ModuleNotFoundError: No module named 'collectors'"
+        # ...and StateGlass is not installed there: only the shipped zip brings it.
+        assert worker["plain"] == "ModuleNotFoundError: No module named 'stateglass'"
         assert worker["lz4"] and worker["rocksdict"] and worker["zstandard"]
 
 
@@ -112,7 +113,7 @@ def test_executors_missing_a_compiled_dependency(spark_cluster: Cluster, tmp_pat
     assert line.startswith(f"stateglass: error: {spark_cluster.master_url}: executor Python ")
     # Which compiled module is missing first depends on import order (lz4, xxhash, ...).
     assert " has no module '" in line, line
-    assert "docs/spark-engine.md" in line, line
+    assert "spark-engine.md" in line, line
     assert "Traceback" not in proc.stderr
     assert table(db, "state_versions") == [] and table(db, "checkpoints") == []
 

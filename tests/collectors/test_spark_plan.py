@@ -1,8 +1,8 @@
-"""The Spark engine's pure parts and its import guard, without a JVM.
+"""The Spark engine's pure parts and its shipped zip, without a JVM.
 
-The guard runs in a fresh interpreter that has both the editable install (a finder on
-``sys.meta_path``) and the decoy ``collectors`` (imported by the decoy's ``sitecustomize``):
-two real ways another ``collectors`` gets there first.
+The zip is imported in a fresh interpreter that holds the decoy ``collectors`` (another job's
+module, imported by the decoy's ``sitecustomize``) and has no StateGlass installed, as a
+cluster's Python worker would: everything of ours resolves under ``stateglass.`` to the zip.
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from collectors.engines.hadoop import hadoop_url, input_paths, needed_files, unsafe_chars
-from collectors.engines.memfs import MemoryFileSystem
-from collectors.engines.ship import build_zip, shipped_zip
-from collectors.errors import CheckpointError
-from collectors.fs import LOCAL, FileInfo
+from stateglass.collectors.engines.hadoop import hadoop_url, input_paths, needed_files, unsafe_chars
+from stateglass.collectors.engines.memfs import MemoryFileSystem
+from stateglass.collectors.engines.ship import build_zip, shipped_zip
+from stateglass.collectors.errors import CheckpointError
+from stateglass.collectors.fs import LOCAL, FileInfo
+from tests.collectors.cluster import VENV_SITE
 from tests.collectors.helpers import ROOT, SAMPLES
 
 DECOY = Path(__file__).parent / "decoy"
@@ -92,35 +93,39 @@ def test_memory_file_system_serves_the_planned_files_only(tmp_path: Path) -> Non
 
 def test_the_zip_holds_our_pure_python_packages_only() -> None:
     names = zipfile.ZipFile(shipped_zip()).namelist()
-    assert "collectors/chains.py" in names and "parsers/records.py" in names
-    assert "collectors/engines/executor.py" in names
-    assert all(n.endswith(".py") for n in names)
-    assert not any(n.startswith(("app/", "tests/")) for n in names)
+    files = [n for n in names if not n.endswith("/")]
+    assert "stateglass/collectors/chains.py" in files
+    assert "stateglass/parsers/records.py" in files
+    assert "stateglass/collectors/engines/executor.py" in files
+    assert all(n.endswith(".py") for n in files)
+    # The namespace has no __init__.py: zipimport finds it by its folder entry.
+    assert "stateglass/" in names and "stateglass/__init__.py" not in names
+    assert not any(n.startswith(("stateglass/app/", "tests/")) for n in names)
     assert build_zip() == build_zip()  # deterministic: the digest names the content
 
 
-_GUARD = """
-import importlib.util, json, sys
-import collectors                      # the decoy, already imported by its sitecustomize
+_WORKER = """
+import json, site, sys
+import collectors                      # the decoy: another job's module of that name
 assert getattr(collectors, "DECOY", False), collectors
-# The executor module arrives by value, as Spark sends it: load it without ``collectors``.
-spec = importlib.util.spec_from_file_location("sg_executor", {executor!r})
-executor = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(executor)
-executor.ensure_shipped(sys.argv[1])
-import collectors.chains, parsers.records
-from parsers import records
+# As PySpark's worker does with addPyFile: the zip goes in at sys.path[1].
+sys.path.insert(1, sys.argv[1])
+import stateglass.collectors.chains, stateglass.collectors.engines.executor
+from stateglass.parsers import records
 mods = {{n: getattr(m, "__file__", None) for n, m in sys.modules.items()
-        if n.split(".")[0] in ("collectors", "parsers")}}
-print(json.dumps({{"mods": mods, "speedups": records._speedups is not None}}))
+        if n.startswith("stateglass.")}}
+print(json.dumps({{"mods": mods, "decoy": collectors.__file__,
+                  "speedups": records._speedups is not None}}))
 """
 
 
-def test_guard_beats_a_decoy_and_an_editable_install(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(DECOY)}
-    script = _GUARD.format(executor=str(ROOT / "collectors" / "engines" / "executor.py"))
+def test_the_zip_runs_beside_a_decoy_without_a_guard(tmp_path: Path) -> None:
+    # -S: the venv's packages arrive as a plain path entry, whose .pth files (the editable
+    # install among them) do not run: StateGlass comes from the zip or not at all, as on a
+    # cluster's worker.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(DECOY), VENV_SITE])}
     proc = subprocess.run(
-        [sys.executable, "-c", script, shipped_zip()],
+        [sys.executable, "-S", "-c", _WORKER.format(), shipped_zip()],
         env=env,
         cwd=tmp_path,
         capture_output=True,
@@ -132,9 +137,10 @@ def test_guard_beats_a_decoy_and_an_editable_install(tmp_path: Path) -> None:
     prefix = shipped_zip() + os.sep
     assert len(out["mods"]) > 10
     assert all(f and f.startswith(prefix) for f in out["mods"].values()), out["mods"]
+    assert out["decoy"].startswith(str(DECOY))
     # The compiled speedups cannot come from a zip: the pure-Python path runs instead.
     assert out["speedups"] is False
-    assert str(ROOT) not in proc.stdout
+    assert str(ROOT) not in json.dumps(out["mods"])
 
 
 def test_no_java_is_one_line(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collectors.db import Database, read_query
+from stateglass.collectors.db import Database, read_query
 
 
 def test_upsert_takes_big_numbers_after_a_sample_of_nulls(tmp_path: Path) -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from app import collect_cmd
-from collectors.db import read_query
+from stateglass.app import collect_cmd
+from stateglass.collectors.db import read_query
 from tests.collectors.helpers import copy_sample
 
 

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from collectors.watch import OVERFLOW_LOGGER, CheckpointWatcher, Debouncer, is_commit
+from stateglass.collectors.watch import OVERFLOW_LOGGER, CheckpointWatcher, Debouncer, is_commit
 
 
 def test_is_commit() -> None:

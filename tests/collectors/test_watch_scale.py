@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from collectors.db import read_query
+from stateglass.collectors.db import read_query
 
 # 8 partitions × 4 stores already hold ten times the 3 watches; the tiled 500- and
 # 10,000-store cases below cover the size.
@@ -141,7 +141,17 @@ def test_watch_stays_idle_and_records_every_commit(
     log = tmp_path / "watch.log"
     with open(log, "wb") as fh:
         watcher = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "watch", str(cp), "--db", db, "--debounce", "0.2"],
+            [
+                sys.executable,
+                "-m",
+                "stateglass.app.cli",
+                "watch",
+                str(cp),
+                "--db",
+                db,
+                "--debounce",
+                "0.2",
+            ],
             stdout=fh,
             stderr=subprocess.STDOUT,
             cwd=ROOT,
@@ -341,7 +351,17 @@ def test_watch_on_tiled_store_directories(
     log = tmp_path / "watch.log"
     with open(log, "wb") as fh:
         watcher = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "watch", str(cp), "--db", db, "--debounce", "0.2"],
+            [
+                sys.executable,
+                "-m",
+                "stateglass.app.cli",
+                "watch",
+                str(cp),
+                "--db",
+                db,
+                "--debounce",
+                "0.2",
+            ],
             stdout=fh,
             stderr=subprocess.STDOUT,
             cwd=ROOT,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import main
-from collectors.compat.rules import (
+from stateglass.app.cli import main
+from stateglass.collectors.compat.rules import (
     FILE_SOURCE_MOVED,
     OPERATORS_MISMATCH,
     SPARK3_SCHEMA,

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from app.cli import main
-from collectors.compat.rules import (
+from stateglass.app.cli import main
+from stateglass.collectors.compat.rules import (
     FILE_SOURCE_MOVED,
     KEY_NOT_COMPATIBLE,
     OPERATORS_MISMATCH,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from collectors.compat.types import avro_can_read, compatible, differences
-from parsers.sparktypes import ArrayType, AtomicType, MapType, StructField, StructType
+from stateglass.collectors.compat.types import avro_can_read, compatible, differences
+from stateglass.parsers.sparktypes import ArrayType, AtomicType, MapType, StructField, StructType
 
 INT, LONG, STR, DBL = (AtomicType(n) for n in ("integer", "long", "string", "double"))
 

@@ -20,8 +20,15 @@ from pathlib import Path
 import lz4.block
 import xxhash
 
-from parsers.compression import decompress
-from parsers.compression.lz4 import CHECKSUM_MASK, HEADER, MAGIC, METHOD_LZ4, METHOD_RAW, XXH32_SEED
+from stateglass.parsers.compression import decompress
+from stateglass.parsers.compression.lz4 import (
+    CHECKSUM_MASK,
+    HEADER,
+    MAGIC,
+    METHOD_LZ4,
+    METHOD_RAW,
+    XXH32_SEED,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_checkpoints"
@@ -234,7 +241,7 @@ def run_measured(*args: str, tmpdir: Path, timeout: float = 120) -> Run:
                 str(rss_path),
                 sys.executable,
                 "-m",
-                "app.cli",
+                "stateglass.app.cli",
                 *args,
             ],
             stdout=out,

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from app.atomic import replacing
+from stateglass.app.atomic import replacing
 from tests.damage.hostile import ROOT, copy_sample, delta_without_snapshot, store_files
 
 
 def cli(*args: str, **kw: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", *args],
+        [sys.executable, "-m", "stateglass.app.cli", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -103,7 +103,7 @@ def test_signal_mid_read_leaves_no_temp_dir(tmp_path: Path, sig: signal.Signals)
         [
             sys.executable,
             "-m",
-            "app.cli",
+            "stateglass.app.cli",
             "state",
             str(cp),
             "--batch-id",

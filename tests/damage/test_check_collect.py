@@ -28,7 +28,7 @@ from tests.damage.hostile import (
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", *args],
+        [sys.executable, "-m", "stateglass.app.cli", *args],
         capture_output=True,
         text=True,
         timeout=180,

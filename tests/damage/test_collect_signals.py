@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.db import read_query
+from stateglass.collectors.db import read_query
 from tests.damage.hostile import ROOT, copy_sample, store_files
 from tests.damage.test_atomic_signals import _wait_for
 
@@ -39,7 +39,17 @@ def test_signal_mid_collect_leaves_nothing(
     tmpdir.mkdir()
     db = tmp_path / "sg.duckdb"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "collect", str(cp), "--db", str(db), "--jobs", "2"],
+        [
+            sys.executable,
+            "-m",
+            "stateglass.app.cli",
+            "collect",
+            str(cp),
+            "--db",
+            str(db),
+            "--jobs",
+            "2",
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import main
-from collectors import limits
-from collectors.errors import BadConfig
-from collectors.health import load_config
-from parsers.compression import decompress
-from parsers.errors import LimitExceeded
-from parsers.limits import DecodeLimits
+from stateglass.app.cli import main
+from stateglass.collectors import limits
+from stateglass.collectors.errors import BadConfig
+from stateglass.collectors.health import load_config
+from stateglass.parsers.compression import decompress
+from stateglass.parsers.errors import LimitExceeded
+from stateglass.parsers.limits import DecodeLimits
 from tests.damage.hostile import SAMPLES, after_last_commit, copy_sample, store_files
 
 

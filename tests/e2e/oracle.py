@@ -12,7 +12,7 @@ from collections import Counter
 from decimal import Decimal
 from typing import Any
 
-from app.cli import main as cli_main
+from stateglass.app.cli import main as cli_main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLES = os.path.join(ROOT, "sample_checkpoints")
@@ -22,7 +22,7 @@ def format_samples() -> list[str]:
     """The version-tagged samples (``spark-4.3/``, ``spark-3.5/``) the Spark-oracle sweeps
     cover. The demo stories (``demo/``) are the same formats at more cost: they have their own
     test (tests/e2e/test_demo.py), and the suite stays lean."""
-    from app.catalog import find_checkpoints
+    from stateglass.app.catalog import find_checkpoints
 
     demo = os.path.join(SAMPLES, "demo") + os.sep
     return [p for p in find_checkpoints(SAMPLES) if not p.startswith(demo)]

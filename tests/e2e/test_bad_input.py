@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from app.catalog import find_checkpoints
+from stateglass.app.catalog import find_checkpoints
 from tests.e2e.oracle import SAMPLES
 
 
@@ -36,7 +36,7 @@ def _copy(kind: str, tmp_path: Path) -> Path:
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", *args],
+        [sys.executable, "-m", "stateglass.app.cli", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -185,7 +185,17 @@ def test_failed_parallel_read_leaves_no_temporary_copies(tmp_path: Path) -> None
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     proc = subprocess.run(
-        [sys.executable, "-m", "app.cli", "state", str(cp), "--batch-id", batch, "--jobs", "4"],
+        [
+            sys.executable,
+            "-m",
+            "stateglass.app.cli",
+            "state",
+            str(cp),
+            "--batch-id",
+            batch,
+            "--jobs",
+            "4",
+        ],
         capture_output=True,
         text=True,
         timeout=120,

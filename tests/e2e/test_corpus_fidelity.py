@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 
-from app.cli import main as cli_main
-from collectors.checkpoint import Checkpoint
+from stateglass.app.cli import main as cli_main
+from stateglass.collectors.checkpoint import Checkpoint
 from tests.conftest import CORPUS_TARBALL
 from tests.e2e.oracle import multiset, spark_state, state_reads
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from app.collect_cmd import collect_progress
-from collectors.db import Database
-from collectors.health import Finding, evaluate, load_config
-from collectors.progress import check_location
-from collectors.scan import scan_checkpoint
+from stateglass.app.collect_cmd import collect_progress
+from stateglass.collectors.db import Database
+from stateglass.collectors.health import Finding, evaluate, load_config
+from stateglass.collectors.progress import check_location
+from stateglass.collectors.scan import scan_checkpoint
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_checkpoints"
 DEMO = SAMPLES / "demo"

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from app.catalog import find_checkpoints
-from collectors.checkpoint import Checkpoint
+from stateglass.app.catalog import find_checkpoints
+from stateglass.collectors.checkpoint import Checkpoint
 from tests.e2e.oracle import (
     SAMPLES,
     format_samples,

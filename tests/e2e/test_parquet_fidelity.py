@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from app.cli import main as cli_main
+from stateglass.app.cli import main as cli_main
 
 pytestmark = pytest.mark.spark
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 import os
 
-from app.catalog import find_checkpoints
-from app.cli import main as cli_main
-from collectors.checkpoint import Checkpoint
+from stateglass.app.catalog import find_checkpoints
+from stateglass.app.cli import main as cli_main
+from stateglass.collectors.checkpoint import Checkpoint
 from tests.e2e.oracle import SAMPLES, state_reads
 
 

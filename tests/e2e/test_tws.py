@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from app.cli import main as cli_main
-from parsers.state_rows import ScalaHashMapOrder
+from stateglass.app.cli import main as cli_main
+from stateglass.parsers.state_rows import ScalaHashMapOrder
 from tests.e2e.oracle import SAMPLES
 
 TWS = os.path.join(SAMPLES, "spark-4.3", "tws-rocks-cl")

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from collectors.db import Database
-from collectors.scan import scan_checkpoint
+from stateglass.collectors.db import Database
+from stateglass.collectors.scan import scan_checkpoint
 
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 CONF = {

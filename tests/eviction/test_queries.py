@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from app.browse.overdue import EVENT_TIME_COLUMN, overdue_page
-from app.browse.views import StateView
-from collectors.checkpoint import Checkpoint
-from collectors.db import read_query
-from collectors.eviction import audit_store, store_rules
-from collectors.health import evaluate
+from stateglass.app.browse.overdue import EVENT_TIME_COLUMN, overdue_page
+from stateglass.app.browse.views import StateView
+from stateglass.collectors.checkpoint import Checkpoint
+from stateglass.collectors.db import read_query
+from stateglass.collectors.eviction import audit_store, store_rules
+from stateglass.collectors.health import evaluate
 from tests.eviction.conftest import Queries
 
 pytestmark = pytest.mark.slow

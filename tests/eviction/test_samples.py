@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from app.browse.overdue import overdue_page
-from app.browse.views import StateView
-from collectors.checkpoint import Checkpoint
-from collectors.db import Database, read_query
-from collectors.eviction import audit_store, store_rules
-from collectors.health import evaluate
-from collectors.scan import scan_checkpoint
+from stateglass.app.browse.overdue import overdue_page
+from stateglass.app.browse.views import StateView
+from stateglass.collectors.checkpoint import Checkpoint
+from stateglass.collectors.db import Database, read_query
+from stateglass.collectors.eviction import audit_store, store_rules
+from stateglass.collectors.health import evaluate
+from stateglass.collectors.scan import scan_checkpoint
 from tests.conftest import SamplesDb
 
 pytestmark = pytest.mark.slow
@@ -153,7 +153,7 @@ def test_collect_without_the_audit(tmp_path: Path) -> None:
         (["--no-eviction-audit"], tmp_path / "off.duckdb"),
     ):
         proc = subprocess.run(
-            [sys.executable, "-m", "app.cli", "collect", sample, "--db", str(db), *flag],
+            [sys.executable, "-m", "stateglass.app.cli", "collect", sample, "--db", str(db), *flag],
             capture_output=True,
             text=True,
             check=False,

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from app.browse.growth import GrowthAttribution, attribute_growth, window_versions
-from app.browse.views import StateView
+from stateglass.app.browse.growth import GrowthAttribution, attribute_growth, window_versions
+from stateglass.app.browse.views import StateView
 from tests.collectors.helpers import SAMPLES
 
 pytestmark = pytest.mark.spark

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from app import queries, restart_cost
-from collectors.checkpoint import Checkpoint
+from stateglass.app import queries, restart_cost
+from stateglass.collectors.checkpoint import Checkpoint
 from tests.collectors.helpers import SAMPLES
 from tests.conftest import SamplesDb
 
@@ -198,11 +198,11 @@ def test_spark_restarts_from_the_snapshot_we_name(spark: Any, db: str, name: str
 
 
 def test_report_and_summary_show_growth_and_restart_cost(db: str) -> None:
-    from app.browse.growth import attribute_growth
-    from app.browse.views import StateView
-    from app.escape import md
-    from app.report import render_html, render_markdown
-    from app.report.model import fmt_bytes
+    from stateglass.app.browse.growth import attribute_growth
+    from stateglass.app.browse.views import StateView
+    from stateglass.app.escape import md
+    from stateglass.app.report import render_html, render_markdown
+    from stateglass.app.report.model import fmt_bytes
 
     path = str(SAMPLES / "spark-4.3/dedup-hdfs")
     facts, live, _ = _facts(db, "spark-4.3/dedup-hdfs")

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from collectors.db import Database, read_query
-from collectors.health import Finding, HealthConfig, evaluate
-from collectors.scan import scan_checkpoint
+from stateglass.collectors.db import Database, read_query
+from stateglass.collectors.health import Finding, HealthConfig, evaluate
+from stateglass.collectors.scan import scan_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_checkpoints"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import main
-from collectors.db import read_query
+from stateglass.app.cli import main
+from stateglass.collectors.db import read_query
 from tests.health.conftest import SAMPLES, collect, copy_checkpoint
 
 

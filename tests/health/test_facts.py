@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collectors.db import SCHEMA_VERSION, Database, read_query
+from stateglass.collectors.db import SCHEMA_VERSION, Database, read_query
 from tests.health.conftest import SAMPLES, collect, judge, statuses
 
 ROCKS = SAMPLES / "spark-4.3" / "agg-rocks"

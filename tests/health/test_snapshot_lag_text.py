@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from collectors.health import HealthConfig
-from collectors.health.config import SparkConfig
+from stateglass.collectors.health import HealthConfig
+from stateglass.collectors.health.config import SparkConfig
 from tests.health.conftest import SAMPLES, age, collect, copy_checkpoint, judge, statuses
 
 

@@ -17,7 +17,11 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from parsers.rocksdb_checkpoint import METADATA_ENTRY, RocksDBCheckpointMetadata, check_zip_entries
+from stateglass.parsers.rocksdb_checkpoint import (
+    METADATA_ENTRY,
+    RocksDBCheckpointMetadata,
+    check_zip_entries,
+)
 
 _MERGE_OPERATOR = re.compile(r"^(\s*merge_operator=).*$", re.MULTILINE)
 

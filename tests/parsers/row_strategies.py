@@ -8,7 +8,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from parsers.sparktypes import (
+from stateglass.parsers.sparktypes import (
     ArrayType,
     AtomicType,
     DataType,
@@ -19,7 +19,7 @@ from parsers.sparktypes import (
     StructType,
     YearMonthIntervalType,
 )
-from parsers.unsafewriter import encode_row
+from stateglass.parsers.unsafewriter import encode_row
 
 SIMPLE = {
     "boolean": st.booleans(),

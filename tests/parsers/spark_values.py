@@ -13,7 +13,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from parsers.sparktypes import (
+from stateglass.parsers.sparktypes import (
     ArrayType,
     AtomicType,
     DataType,
@@ -25,7 +25,7 @@ from parsers.sparktypes import (
     StructType,
     YearMonthIntervalType,
 )
-from parsers.unsaferow import CalendarInterval
+from stateglass.parsers.unsaferow import CalendarInterval
 
 INT32 = st.integers(-(2**31), 2**31 - 1)
 INT64 = st.integers(-(2**63), 2**63 - 1)

@@ -15,7 +15,7 @@ import cramjam
 import lz4.block
 import xxhash
 
-from parsers.rowchecksum import crc32c
+from stateglass.parsers.rowchecksum import crc32c
 
 LZ4_END_BLOCK = struct.pack("<8sBiiI", b"LZ4Block", 0x15, 0, 0, 0)
 

@@ -1,4 +1,4 @@
-"""Tests for parsers.avro (Avro-encoded state rows) and RowCodec's Avro path.
+"""Tests for stateglass.parsers.avro (Avro-encoded state rows) and RowCodec's Avro path.
 
 * golden: the corpus' ``tws-rocks-cl-avro`` checkpoints decode to the same rows as their
   ``tws-rocks-cl`` (UnsafeRow) twins, and ``data/avro_golden.json`` (a Spark 4.3 run with
@@ -28,17 +28,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rocksdb_restore import open_read_only, restore
 
-from parsers.avro import avro_row_decoder, java_hash_map_order, min_bytes_for_precision
-from parsers.changelog import parse_changelog
-from parsers.compression import decompress
-from parsers.errors import CorruptData, ParseError, Truncated, UnsupportedFormat
-from parsers.logs import OffsetSeq, batch_id_of, is_batch_file_name
-from parsers.operator_metadata import OperatorMetadata
-from parsers.rocksdb_checkpoint import METADATA_ENTRY, RocksDBCheckpointMetadata
-from parsers.rocksdb_encoding import split_cf_prefix
-from parsers.schema_file import ColumnFamilySchema, StateSchemaFile
-from parsers.sparkjson import render_row
-from parsers.sparktypes import (
+from stateglass.parsers.avro import avro_row_decoder, java_hash_map_order, min_bytes_for_precision
+from stateglass.parsers.changelog import parse_changelog
+from stateglass.parsers.compression import decompress
+from stateglass.parsers.errors import CorruptData, ParseError, Truncated, UnsupportedFormat
+from stateglass.parsers.logs import OffsetSeq, batch_id_of, is_batch_file_name
+from stateglass.parsers.operator_metadata import OperatorMetadata
+from stateglass.parsers.rocksdb_checkpoint import METADATA_ENTRY, RocksDBCheckpointMetadata
+from stateglass.parsers.rocksdb_encoding import split_cf_prefix
+from stateglass.parsers.schema_file import ColumnFamilySchema, StateSchemaFile
+from stateglass.parsers.sparkjson import render_row
+from stateglass.parsers.sparktypes import (
     ArrayType,
     AtomicType,
     DataType,
@@ -51,9 +51,9 @@ from parsers.sparktypes import (
     YearMonthIntervalType,
     parse_datatype,
 )
-from parsers.state_rows import RowCodec, StoreSpec
-from parsers.unsaferow import make_decimal
-from parsers.unsafewriter import unscaled
+from stateglass.parsers.state_rows import RowCodec, StoreSpec
+from stateglass.parsers.unsaferow import make_decimal
+from stateglass.parsers.unsafewriter import unscaled
 
 FAST = settings(max_examples=150, deadline=None, database=None)
 DATA = Path(__file__).with_name("data")

@@ -21,15 +21,19 @@ from row_strategies import NULLS, SCHEMAS, ZONES, draw_row, struct_types
 from state_encoders import encode_lz4, encode_records
 from test_speedups import Outcome, _damaged, _mutate_row, outcome
 
-from collectors.checkpoint import Checkpoint
-from collectors.state import StateRequest, StateSource
-from parsers.records import read_records
-from parsers.sparkjson import state_blob_encoder, state_chain_encoder, state_lines_encoder
-from parsers.sparktypes import AtomicType, StructField, StructType
-from parsers.unsafewriter import encode_row
+from stateglass.collectors.checkpoint import Checkpoint
+from stateglass.collectors.state import StateRequest, StateSource
+from stateglass.parsers.records import read_records
+from stateglass.parsers.sparkjson import (
+    state_blob_encoder,
+    state_chain_encoder,
+    state_lines_encoder,
+)
+from stateglass.parsers.sparktypes import AtomicType, StructField, StructType
+from stateglass.parsers.unsafewriter import encode_row
 
 pytest.importorskip(
-    "parsers._speedups",
+    "stateglass.parsers._speedups",
     reason="compiled speedups not built or disabled with STATEGLASS_PURE=1",
     exc_type=ImportError,
 )

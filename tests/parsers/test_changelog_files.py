@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from state_encoders import encode_changelog, with_key_checksum, with_value_checksum, write_utf
 
-from parsers.changelog import (
+from stateglass.parsers.changelog import (
     Changelog,
     ChangelogRecord,
     LineageItem,
@@ -20,7 +20,13 @@ from parsers.changelog import (
     unwrap_delete_key,
     unwrap_value_checksum,
 )
-from parsers.errors import ChecksumMismatch, CorruptData, ParseError, Truncated, UnsupportedFormat
+from stateglass.parsers.errors import (
+    ChecksumMismatch,
+    CorruptData,
+    ParseError,
+    Truncated,
+    UnsupportedFormat,
+)
 
 FAST = settings(max_examples=80, deadline=None, database=None)
 

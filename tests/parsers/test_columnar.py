@@ -2,7 +2,7 @@
 
 The Python decoder is the specification: for any rows of any schema the columnar decoder
 accepts, the Parquet written from its arrays reads back bit for bit as the Parquet written
-from the Python decoder's values (``app.arrow_types.arrow_value``); for rows it refuses
+from the Python decoder's values (``stateglass.app.arrow_types.arrow_value``); for rows it refuses
 (None), the Python decoder is what runs. ``state --format parquet`` is checked end to end
 the same way, through a real sink, on both providers.
 """
@@ -20,25 +20,25 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from row_strategies import SCHEMAS, draw_row, struct_types
 
-from app.arrow_types import arrow_type as app_arrow_type
-from app.arrow_types import arrow_value
-from app.columnar_output import columnar_partition, columnar_supported
-from app.errors import AppError
-from app.output import ParquetSink
-from collectors.checkpoint import Checkpoint
-from collectors.state import StateRequest, StateSource
-from parsers import columnar
-from parsers.errors import ParseError
-from parsers.sparktypes import (
+from stateglass.app.arrow_types import arrow_type as app_arrow_type
+from stateglass.app.arrow_types import arrow_value
+from stateglass.app.columnar_output import columnar_partition, columnar_supported
+from stateglass.app.errors import AppError
+from stateglass.app.output import ParquetSink
+from stateglass.collectors.checkpoint import Checkpoint
+from stateglass.collectors.state import StateRequest, StateSource
+from stateglass.parsers import columnar
+from stateglass.parsers.errors import ParseError
+from stateglass.parsers.sparktypes import (
     ArrayType,
     AtomicType,
     DecimalType,
     StructField,
     StructType,
 )
-from parsers.state_rows import RowCodec, StoreSpec
-from parsers.unsaferow import row_decoder
-from parsers.unsafewriter import encode_row
+from stateglass.parsers.state_rows import RowCodec, StoreSpec
+from stateglass.parsers.unsaferow import row_decoder
+from stateglass.parsers.unsafewriter import encode_row
 
 FAST = settings(max_examples=120, deadline=None, database=None)
 COLUMNAR_SCHEMAS = [s for s in SCHEMAS if columnar.supported(s)]

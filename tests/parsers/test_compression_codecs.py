@@ -20,12 +20,18 @@ from state_encoders import (
     encode_snappy,
 )
 
-from parsers.compression import CODECS, decompress, get_codec
-from parsers.compression import lz4 as lz4_codec
-from parsers.compression import lzf as lzf_codec
-from parsers.compression import snappy as snappy_codec
-from parsers.compression import zstd as zstd_codec
-from parsers.errors import ChecksumMismatch, CorruptData, ParseError, Truncated, UnsupportedFormat
+from stateglass.parsers.compression import CODECS, decompress, get_codec
+from stateglass.parsers.compression import lz4 as lz4_codec
+from stateglass.parsers.compression import lzf as lzf_codec
+from stateglass.parsers.compression import snappy as snappy_codec
+from stateglass.parsers.compression import zstd as zstd_codec
+from stateglass.parsers.errors import (
+    ChecksumMismatch,
+    CorruptData,
+    ParseError,
+    Truncated,
+    UnsupportedFormat,
+)
 
 FAST = settings(max_examples=60, deadline=None, database=None)
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from parsers import eventlog
-from parsers.errors import CorruptData, ParseError
-from parsers.eventlog_codecs import decode_prefix
+from stateglass.parsers import eventlog
+from stateglass.parsers.errors import CorruptData, ParseError
+from stateglass.parsers.eventlog_codecs import decode_prefix
 
 DATA = Path(__file__).resolve().parent / "data" / "eventlogs"
 CODECS = ("zstd", "lz4", "snappy", "lzf", "none")

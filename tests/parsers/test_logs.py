@@ -11,8 +11,8 @@ from corpus_files import checkpoints
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from parsers.errors import CorruptData, ParseError, Truncated, UnsupportedFormat
-from parsers.logs import (
+from stateglass.parsers.errors import CorruptData, ParseError, Truncated, UnsupportedFormat
+from stateglass.parsers.logs import (
     CommitMetadata,
     FileEntry,
     OffsetSeq,

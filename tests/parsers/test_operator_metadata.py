@@ -11,8 +11,8 @@ from corpus_files import files
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from parsers.errors import CorruptData, ParseError, Truncated, UnsupportedFormat
-from parsers.operator_metadata import OperatorMetadata, StoreInfo
+from stateglass.parsers.errors import CorruptData, ParseError, Truncated, UnsupportedFormat
+from stateglass.parsers.operator_metadata import OperatorMetadata, StoreInfo
 
 KNOWN_OPERATORS = {
     "stateStoreSave",

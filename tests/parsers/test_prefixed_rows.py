@@ -18,13 +18,13 @@ from hypothesis import strategies as st
 from row_strategies import SCHEMAS, ZONES, draw_row
 from test_speedups import Outcome, _mutate_row, outcome
 
-from parsers.sparkjson import state_lines_encoder, state_prefixed_blob_encoder
-from parsers.sparktypes import StructType
-from parsers.state_rows import RowCodec, StoreSpec
-from parsers.unsafewriter import encode_row
+from stateglass.parsers.sparkjson import state_lines_encoder, state_prefixed_blob_encoder
+from stateglass.parsers.sparktypes import StructType
+from stateglass.parsers.state_rows import RowCodec, StoreSpec
+from stateglass.parsers.unsafewriter import encode_row
 
 pytest.importorskip(
-    "parsers._speedups",
+    "stateglass.parsers._speedups",
     reason="compiled speedups not built or disabled with STATEGLASS_PURE=1",
     exc_type=ImportError,
 )

@@ -10,10 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from state_encoders import encode_lz4, encode_records, with_key_checksum, with_single_checksum
 
-from parsers.compression import decompress
-from parsers.errors import ChecksumMismatch, CorruptData, ParseError, Truncated
-from parsers.records import Record, iter_records, strip_hdfs_key_checksum, strip_hdfs_row_checksum
-from parsers.rowchecksum import CRC32C_IMPLEMENTATION, crc32c, crc32c_python
+from stateglass.parsers.compression import decompress
+from stateglass.parsers.errors import ChecksumMismatch, CorruptData, ParseError, Truncated
+from stateglass.parsers.records import (
+    Record,
+    iter_records,
+    strip_hdfs_key_checksum,
+    strip_hdfs_row_checksum,
+)
+from stateglass.parsers.rowchecksum import CRC32C_IMPLEMENTATION, crc32c, crc32c_python
 
 FAST = settings(max_examples=80, deadline=None, database=None)
 
@@ -201,7 +206,7 @@ def test_random_bytes_raise_only_parse_errors(stream: bytes) -> None:
 def test_read_record_keys_agrees_with_read_records(
     records: list[tuple[bytes, bytes | None]],
 ) -> None:
-    from parsers.records import read_record_keys, read_records
+    from stateglass.parsers.records import read_record_keys, read_records
 
     data = encode_records(records)
     full = read_records(data)
@@ -212,7 +217,7 @@ def test_read_record_keys_agrees_with_read_records(
 
 
 def test_read_record_keys_reports_damage_like_iter_records() -> None:
-    from parsers.records import read_record_keys
+    from stateglass.parsers.records import read_record_keys
 
     data = encode_records([(b"k" * 8, b"v" * 16), (b"x" * 8, None)])
     for cut in range(len(data) - 1):

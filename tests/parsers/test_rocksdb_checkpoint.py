@@ -12,8 +12,8 @@ from corpus_files import files
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from parsers.errors import CorruptData, ParseError, Truncated, UnsupportedFormat
-from parsers.rocksdb_checkpoint import (
+from stateglass.parsers.errors import CorruptData, ParseError, Truncated, UnsupportedFormat
+from stateglass.parsers.rocksdb_checkpoint import (
     METADATA_ENTRY,
     LogFile,
     RocksDBCheckpointMetadata,

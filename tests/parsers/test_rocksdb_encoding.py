@@ -1,4 +1,4 @@
-"""Tests for parsers.rocksdb_encoding: RocksDB key layouts and value framing.
+"""Tests for stateglass.parsers.rocksdb_encoding: RocksDB key layouts and value framing.
 
 Golden tests restore every RocksDB checkpoint zip of the corpus with ``rocksdict`` and frame
 every key and value; unit and property tests use test-only encoders that follow Spark's
@@ -23,10 +23,16 @@ from hypothesis import strategies as st
 from rocksdb_restore import open_read_only, restore
 from unsaferow_lite import decode_row, row_size_ok
 
-from parsers.errors import ChecksumMismatch, CorruptData, ParseError, Truncated, UnsupportedFormat
-from parsers.logs import OffsetSeq, batch_id_of, is_batch_file_name
-from parsers.operator_metadata import OperatorMetadata
-from parsers.rocksdb_encoding import (
+from stateglass.parsers.errors import (
+    ChecksumMismatch,
+    CorruptData,
+    ParseError,
+    Truncated,
+    UnsupportedFormat,
+)
+from stateglass.parsers.logs import OffsetSeq, batch_id_of, is_batch_file_name
+from stateglass.parsers.operator_metadata import OperatorMetadata
+from stateglass.parsers.rocksdb_encoding import (
     KEY_LAYOUTS,
     NoPrefixLayout,
     PrefixKeyScanLayout,
@@ -42,9 +48,9 @@ from parsers.rocksdb_encoding import (
     split_cf_prefix,
     split_schema_id,
 )
-from parsers.rowchecksum import crc32c
-from parsers.schema_file import ColumnFamilySchema, StateSchemaFile
-from parsers.sparktypes import AtomicType, StructField, StructType
+from stateglass.parsers.rowchecksum import crc32c
+from stateglass.parsers.schema_file import ColumnFamilySchema, StateSchemaFile
+from stateglass.parsers.sparktypes import AtomicType, StructField, StructType
 
 # ---------------------------------------------------------------------------------------------
 # Test-only encoders (Spark's side of the format)

@@ -12,9 +12,9 @@ from corpus_files import files
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from parsers.errors import CorruptData, ParseError, Truncated, UnsupportedFormat
-from parsers.schema_file import StateSchemaFile, decode_modified_utf8
-from parsers.sparktypes import StructType, parse_datatype
+from stateglass.parsers.errors import CorruptData, ParseError, Truncated, UnsupportedFormat
+from stateglass.parsers.schema_file import StateSchemaFile, decode_modified_utf8
+from stateglass.parsers.sparktypes import StructType, parse_datatype
 
 # ---------------------------------------------------------------------------------------------
 # A test-only writer with DataOutputStream conventions, to build inputs and round-trip them.

@@ -23,15 +23,15 @@ from hypothesis import strategies as st
 from spark_values import schema_and_row
 from test_unsaferow import latest_rows
 
-from parsers.errors import CorruptData, UnsupportedFormat
-from parsers.javatext import (
+from stateglass.parsers.errors import CorruptData, UnsupportedFormat
+from stateglass.parsers.javatext import (
     bigdecimal_to_string,
     java_double_to_string,
     java_float_to_string,
     json_quote,
     murmur3_hash_bytes,
 )
-from parsers.sparkjson import (
+from stateglass.parsers.sparkjson import (
     TimeZoneSpec,
     render_row,
     row_json_encoder,
@@ -40,7 +40,7 @@ from parsers.sparkjson import (
     state_lines_encoder,
     to_python,
 )
-from parsers.sparktypes import (
+from stateglass.parsers.sparktypes import (
     ArrayType,
     AtomicType,
     DataType,
@@ -52,8 +52,8 @@ from parsers.sparktypes import (
     YearMonthIntervalType,
     parse_datatype,
 )
-from parsers.unsaferow import CalendarInterval, row_decoder
-from parsers.unsafewriter import encode_row
+from stateglass.parsers.unsaferow import CalendarInterval, row_decoder
+from stateglass.parsers.unsafewriter import encode_row
 
 DATA = Path(__file__).with_name("data")
 

@@ -20,25 +20,25 @@ from hypothesis import strategies as st
 from row_strategies import ZONES, state_rows, struct_types
 from state_encoders import encode_records
 
-from parsers import records as records_module
-from parsers.errors import ParseError, UnsupportedFormat
-from parsers.records import iter_records, read_record_keys, read_records
-from parsers.sparkjson import (
+from stateglass.parsers import records as records_module
+from stateglass.parsers.errors import ParseError, UnsupportedFormat
+from stateglass.parsers.records import iter_records, read_record_keys, read_records
+from stateglass.parsers.sparkjson import (
     _compiled_plan,
     state_blob_encoder,
     state_line_encoder,
     state_lines_encoder,
 )
-from parsers.sparktypes import (
+from stateglass.parsers.sparktypes import (
     ArrayType,
     AtomicType,
     StructField,
     StructType,
 )
-from parsers.unsafewriter import encode_row
+from stateglass.parsers.unsafewriter import encode_row
 
 _speedups = pytest.importorskip(
-    "parsers._speedups",
+    "stateglass.parsers._speedups",
     reason="compiled speedups not built (`pip install -e .` builds them; needs a C "
     "compiler) or disabled with STATEGLASS_PURE=1",
     exc_type=ImportError,  # STATEGLASS_PURE=1 raises a plain ImportError on purpose
@@ -319,7 +319,10 @@ def test_plan_codes_need_their_functions() -> None:
 
 def test_pure_python_can_be_forced() -> None:
     env = {**os.environ, "STATEGLASS_PURE": "1"}
-    probe = "import parsers.records as r, parsers.sparkjson as j; print(r._speedups, j._speedups)"
+    probe = (
+        "import stateglass.parsers.records as r, stateglass.parsers.sparkjson as j; "
+        "print(r._speedups, j._speedups)"
+    )
     out = subprocess.run(
         [sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True
     )

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from parsers.changelog import parse_changelog, unwrap_delete_key, unwrap_value_checksum
-from parsers.compression import decompress
-from parsers.errors import ParseError, Truncated
-from parsers.records import iter_records
+from stateglass.parsers.changelog import parse_changelog, unwrap_delete_key, unwrap_value_checksum
+from stateglass.parsers.compression import decompress
+from stateglass.parsers.errors import ParseError, Truncated
+from stateglass.parsers.records import iter_records
 
 
 @dataclass(frozen=True)

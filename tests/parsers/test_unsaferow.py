@@ -13,12 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from spark_values import schema_and_row
 
-from parsers.compression import decompress
-from parsers.errors import CorruptData, UnsupportedFormat
-from parsers.javatext import decode_utf8
-from parsers.records import iter_records
-from parsers.schema_file import StateSchemaFile
-from parsers.sparktypes import (
+from stateglass.parsers.compression import decompress
+from stateglass.parsers.errors import CorruptData, UnsupportedFormat
+from stateglass.parsers.javatext import decode_utf8
+from stateglass.parsers.records import iter_records
+from stateglass.parsers.schema_file import StateSchemaFile
+from stateglass.parsers.sparktypes import (
     ArrayType,
     AtomicType,
     DataType,
@@ -27,8 +27,8 @@ from parsers.sparktypes import (
     StructField,
     StructType,
 )
-from parsers.unsaferow import CalendarInterval, VariantVal, row_decoder
-from parsers.unsafewriter import encode_row
+from stateglass.parsers.unsaferow import CalendarInterval, VariantVal, row_decoder
+from stateglass.parsers.unsafewriter import encode_row
 
 
 def struct_of(*fields: tuple[str, DataType]) -> StructType:

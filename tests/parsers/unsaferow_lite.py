@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from parsers.sparktypes import AtomicType, DataType, StructType
+from stateglass.parsers.sparktypes import AtomicType, DataType, StructType
 
 _FIXED = {
     "boolean": lambda b: b[0] != 0,

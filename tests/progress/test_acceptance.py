@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from app.cli import main
-from collectors.db import read_query
+from stateglass.app.cli import main
+from stateglass.collectors.db import read_query
 
 pytestmark = pytest.mark.slow
 

@@ -94,8 +94,8 @@ class Result:
 @pytest.fixture
 def cli(capfd: pytest.CaptureFixture[str]) -> Any:
     """Run ``stateglass ARGS`` in this process; returns exit code, stdout and stderr."""
-    from app.cli import main
-    from collectors.remote import COUNTS
+    from stateglass.app.cli import main
+    from stateglass.collectors.remote import COUNTS
 
     def run(*args: str) -> Result:
         capfd.readouterr()

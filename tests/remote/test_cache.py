@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from collectors.remote import COUNTS
-from collectors.remote.cache import FileCache
+from stateglass.collectors.remote import COUNTS
+from stateglass.collectors.remote.cache import FileCache
 from tests.remote.conftest import S3
 
 SAMPLE = "spark-4.3/agg-rocks-cl"  # RocksDB: zips, SSTs and changelogs

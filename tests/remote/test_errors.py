@@ -80,7 +80,7 @@ def test_secrets_never_reach_output_db_or_report(s3: S3, cli: Any, tmp_path: Pat
 def test_connection_lost_mid_scan_leaves_the_database_as_it_was(
     s3: S3, cli: Any, tmp_path: Path
 ) -> None:
-    from collectors.remote import COUNTS
+    from stateglass.collectors.remote import COUNTS
 
     db, clean = tmp_path / "sg.duckdb", tmp_path / "clean.duckdb"
     assert cli("collect", s3.url(OTHER), "--db", str(db)).code == 0

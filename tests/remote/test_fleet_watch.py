@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from collectors.db import read_query
+from stateglass.collectors.db import read_query
 from tests.remote.conftest import BUCKET, REMOTE_SAMPLES, S3
 
 REPO = Path(__file__).resolve().parents[2]
@@ -61,7 +61,7 @@ def test_watch_records_every_batch_and_keeps_deleted_files(s3: S3, tmp_path: Pat
             s3.client.put_object(Bucket=BUCKET, Key=f"{prefix}/{rel}", Body=body)
 
     put(0)
-    cmd = [sys.executable, "-m", "app.cli", "watch", url, "--db", str(db)]
+    cmd = [sys.executable, "-m", "stateglass.app.cli", "watch", url, "--db", str(db)]
     watch = subprocess.Popen(
         [*cmd, "--poll-interval", "0.3", "--debounce", "0.1"],
         cwd=REPO,

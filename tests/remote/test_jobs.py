@@ -23,7 +23,7 @@ def test_collect_jobs_2_matches_jobs_1(s3: S3, tmp_path: Path) -> None:
         db = tmp_path / f"jobs{jobs}.duckdb"
         # A cache of its own each: both runs download every file, so their counts compare.
         env = {**os.environ, "STATEGLASS_CACHE_DIR": str(tmp_path / f"cache{jobs}")}
-        cmd = [sys.executable, "-m", "app.cli", "collect", url, "--db", str(db)]
+        cmd = [sys.executable, "-m", "stateglass.app.cli", "collect", url, "--db", str(db)]
         proc = subprocess.run(
             [*cmd, "--jobs", jobs, "--verbose"],
             capture_output=True,

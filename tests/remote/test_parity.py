@@ -12,7 +12,7 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from app.escape import md
+from stateglass.app.escape import md
 from tests.remote.conftest import REMOTE_SAMPLES, S3
 
 # Columns that hold file times: an upload gives every object a new mtime, so these differ

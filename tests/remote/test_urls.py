@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from collectors.remote.settings import parse_options, parse_size
-from collectors.remote.urls import parse_location, redact
+from stateglass.collectors.remote.settings import parse_options, parse_size
+from stateglass.collectors.remote.urls import parse_location, redact
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from app.catalog import find_checkpoints
-from collectors.db import read_query
+from stateglass.app.catalog import find_checkpoints
+from stateglass.collectors.db import read_query
 from tests.conftest import SamplesDb
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_checkpoints"

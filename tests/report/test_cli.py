@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import main
-from collectors.db import read_query
+from stateglass.app.cli import main
+from stateglass.collectors.db import read_query
 from tests.report.conftest import SAMPLES
 
 

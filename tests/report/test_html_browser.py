@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from app.report import render_html
-from app.report.pdf import BROWSER_FLAGS
+from stateglass.app.report import render_html
+from stateglass.app.report.pdf import BROWSER_FLAGS
 from tests.e2e.oracle import format_samples
 from tests.report.conftest import report_now, sample_id
 

@@ -7,10 +7,10 @@ import re
 
 import pytest
 
-from app.report import render_markdown
-from app.report.markdown import cell
-from collectors.db import read_query
-from collectors.health import evaluate, worst
+from stateglass.app.report import render_markdown
+from stateglass.app.report.markdown import cell
+from stateglass.collectors.db import read_query
+from stateglass.collectors.health import evaluate, worst
 from tests.report.conftest import SAMPLES, report_now
 
 CASES = ["spark-4.3/join-hdfs", "spark-4.3/agg-rocks-cl", "spark-3.5/agg-hdfs"]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import main
-from app.report import pdf, write_report
+from stateglass.app.cli import main
+from stateglass.app.report import pdf, write_report
 from tests.report.conftest import SAMPLES, report_now
 
 

@@ -10,10 +10,15 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from app.escape import plot_text
-from app.report import html, markdown
-from app.report.charts import MAX_COLUMNS, every_nth_version, largest_per_run, store_charts
-from app.report.model import StoreData, load_report
+from stateglass.app.escape import plot_text
+from stateglass.app.report import html, markdown
+from stateglass.app.report.charts import (
+    MAX_COLUMNS,
+    every_nth_version,
+    largest_per_run,
+    store_charts,
+)
+from stateglass.app.report.model import StoreData, load_report
 from tests.report.conftest import SAMPLES
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.browse.overdue import EVENT_TIME_COLUMN, overdue_page, utc_ms
-from app.browse.table import PageRequest, iter_page
-from app.browse.views import StateView, batch_label
-from app.dashboard import context, state_ui
-from app.escape import md, md_code
+from stateglass.app.browse.overdue import EVENT_TIME_COLUMN, overdue_page, utc_ms
+from stateglass.app.browse.table import PageRequest, iter_page
+from stateglass.app.browse.views import StateView, batch_label
+from stateglass.app.dashboard import context, state_ui
+from stateglass.app.escape import md, md_code
 
 
 def _reset_page_when(changed: tuple[object, ...]) -> None:

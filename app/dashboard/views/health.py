@@ -8,9 +8,9 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from app import queries
-from app.dashboard import context
-from app.escape import md, md_code
+from stateglass.app import queries
+from stateglass.app.dashboard import context
+from stateglass.app.escape import md, md_code
 
 # Plain words and a cell colour: emoji need a font that headless browsers may not have.
 STATUS_COLORS = {"OK": "#d9f2d9", "WARN": "#ffe8cc", "ERR": "#ffd6d6"}
@@ -19,7 +19,7 @@ STATUS_COLORS = {"OK": "#d9f2d9", "WARN": "#ffe8cc", "ERR": "#ffd6d6"}
 @st.cache_data(ttl=60, max_entries=64, show_spinner="Checking the health rules…")
 def _findings(db: str, data_version: float, checkpoint: str, config: str | None) -> pd.DataFrame:
     # ``config`` (the --config path) is part of the cache key: other thresholds, other verdicts.
-    from collectors.health import evaluate
+    from stateglass.collectors.health import evaluate
 
     rows = [
         {
@@ -46,7 +46,7 @@ def _where(f: Any) -> str:
 
 
 def _report_button(db: str, checkpoint: str) -> None:
-    from app.report import render_html
+    from stateglass.app.report import render_html
 
     # Built on request (a click), kept per database version: a new commit means a new report.
     key = f"sg_report:{checkpoint}:{queries.data_version(db)}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.browse.history import (
+from stateglass.app.browse.history import (
     KeyRef,
     collapse_absent,
     find_key_json,
@@ -13,9 +13,9 @@ from app.browse.history import (
     iter_history,
     numeric_columns,
 )
-from app.browse.views import StateView, batch_label
-from app.dashboard import context, state_ui
-from app.escape import md, md_code
+from stateglass.app.browse.views import StateView, batch_label
+from stateglass.app.dashboard import context, state_ui
+from stateglass.app.escape import md, md_code
 
 MATCHES_SHOWN = 50
 STATUS_HELP = (

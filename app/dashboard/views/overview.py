@@ -9,13 +9,13 @@ from typing import Any, Literal
 import pandas as pd
 import streamlit as st
 
-from app import allowed, figures, queries
-from app.dashboard import context, fleet
-from app.errors import AppError
-from app.escape import md, md_code
-from app.watchers import WatcherRegistry, checkpoints_at
-from collectors.checkpoint import INFERRED, INFERRED_HELP
-from collectors.errors import CollectorError
+from stateglass.app import allowed, figures, queries
+from stateglass.app.dashboard import context, fleet
+from stateglass.app.errors import AppError
+from stateglass.app.escape import md, md_code
+from stateglass.app.watchers import WatcherRegistry, checkpoints_at
+from stateglass.collectors.checkpoint import INFERRED, INFERRED_HELP
+from stateglass.collectors.errors import CollectorError
 
 BadgeColor = Literal["green", "orange", "red", "gray"]
 BADGE_COLORS: dict[str, BadgeColor] = {"OK": "green", "WARN": "orange", "ERR": "red", "n/a": "gray"}
@@ -62,7 +62,7 @@ def _verdict(found: Any) -> Verdict:
 
 def verdicts(db: str, rows: pd.DataFrame) -> dict[str, Verdict]:
     """Each row's verdict: cached ones, and the rest evaluated on one database connection."""
-    from collectors.health import evaluate_many
+    from stateglass.collectors.health import evaluate_many
 
     cache = _verdicts(db)
     now = time.monotonic()

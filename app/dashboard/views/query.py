@@ -5,10 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app import figures, queries
-from app.dashboard import context
-from app.escape import md_code
-from app.figures._common import time_unit
+from stateglass.app import figures, queries
+from stateglass.app.dashboard import context
+from stateglass.app.escape import md_code
+from stateglass.app.figures._common import time_unit
 
 
 def _duration(ms: float | None) -> str:

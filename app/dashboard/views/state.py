@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import figures, queries
-from app.dashboard import context
-from app.dashboard.views import state_forensics
-from app.escape import md, md_code
+from stateglass.app import figures, queries
+from stateglass.app.dashboard import context
+from stateglass.app.dashboard.views import state_forensics
+from stateglass.app.escape import md, md_code
 
 HEATMAPS = {"keys": "num_keys", "bytes written": "bytes"}
 

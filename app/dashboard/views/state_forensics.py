@@ -8,13 +8,18 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app import figures, queries, restart_cost
-from app.browse.growth import DEFAULT_TOP, DEFAULT_WINDOW, GrowthAttribution, attribute_growth
-from app.browse.views import StateView, views_of
-from app.dashboard import context
-from app.dashboard.state_ui import USER_ERRORS
-from app.escape import md, md_code
-from collectors.checkpoint import Checkpoint
+from stateglass.app import figures, queries, restart_cost
+from stateglass.app.browse.growth import (
+    DEFAULT_TOP,
+    DEFAULT_WINDOW,
+    GrowthAttribution,
+    attribute_growth,
+)
+from stateglass.app.browse.views import StateView, views_of
+from stateglass.app.dashboard import context
+from stateglass.app.dashboard.state_ui import USER_ERRORS
+from stateglass.app.escape import md, md_code
+from stateglass.collectors.checkpoint import Checkpoint
 
 WINDOWS = (5, 10, 20, 50, 100)
 
