@@ -13,6 +13,8 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
+import tarfile
 import time
 import urllib.error
 import urllib.request
@@ -76,20 +78,40 @@ class Venv:
         assert proc.returncode == 0, proc.stderr[-3000:]
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``python -m build``: the sdist, then the wheel built from it (no build isolation, so no
-    download: setuptools and build come from the repository's pinned set)."""
-    dist = tmp_path_factory.mktemp("dist")
+def _build(source: Path, dist: Path, *flags: str, env: dict[str, str] | None = None) -> None:
+    """``python -m build`` with no build isolation, so no download: setuptools and build come
+    from the repository's pinned set."""
     proc = subprocess.run(
-        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--no-isolation",
+            *flags,
+            "--outdir",
+            str(dist),
+            str(source),
+        ],
         capture_output=True,
         text=True,
         timeout=600,
         check=False,
+        env={**os.environ, **(env or {})},
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert len(list(dist.glob("stateglass-*.tar.gz"))) == 1
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sdist, then the wheel built from it."""
+    out = tmp_path_factory.mktemp("dist")
+    _build(ROOT, out)
+    assert len(list(out.glob("stateglass-*.tar.gz"))) == 1
+    return out
+
+
+@pytest.fixture(scope="module")
+def wheel(dist: Path) -> Path:
     (found,) = dist.glob("stateglass-*.whl")
     return found
 
@@ -127,6 +149,41 @@ def test_the_wheel_carries_the_speedups_listener_grafana_and_docs(wheel: Path) -
     assert {"stateglass/docs/spark-engine.md", "stateglass/docs/health.md"} <= names
     assert any(n.startswith("stateglass/parsers/_speedups.") for n in names)
     assert not any(n.split("/", 1)[0] in ("app", "collectors", "parsers", "tests") for n in names)
+
+
+def test_a_wheel_built_without_a_compiler_runs_on_pure_python(dist: Path, tmp_path: Path) -> None:
+    import zipfile
+
+    (sdist,) = dist.glob("stateglass-*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        archive.extractall(tmp_path / "sdist", filter="data")
+    (source,) = (tmp_path / "sdist").iterdir()
+    pure = tmp_path / "pure"
+    # No working C compiler: the speedups are optional, so the build still succeeds.
+    _build(source, pure, "--wheel", env={"CC": "false", "LDSHARED": "false"})
+    (built,) = pure.glob("stateglass-*.whl")
+    unpacked = tmp_path / "unpacked"
+    zipfile.ZipFile(built).extractall(unpacked)
+    assert not list((unpacked / "stateglass" / "parsers").glob("_speedups*.so"))
+    # -S: this .venv's packages arrive as a plain path entry whose .pth files (the editable
+    # install's finder among them) do not run, so StateGlass comes from the unpacked wheel.
+    site = sysconfig.get_paths()["purelib"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(unpacked), site])}
+    probe = "import stateglass.parsers.records as r; print(r.__file__, r._speedups)"
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", probe], env=env, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert out.stdout.split() == [str(unpacked / "stateglass/parsers/records.py"), "None"]
+    cmd = [sys.executable, "-S", "-m", "stateglass.app.cli", "state", str(ROCKS)]
+    pure_rows = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True)
+    compiled = subprocess.run(
+        [sys.executable, "-m", "stateglass.app.cli", "state", str(ROCKS)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert pure_rows.returncode == 0, pure_rows.stderr
+    assert pure_rows.stdout == compiled.stdout and compiled.stdout.count("\n") > 5
 
 
 def test_the_namespace_is_the_only_top_level_name(venv: Venv) -> None:
