@@ -8,7 +8,6 @@ the output is the same as a serial run.
 
 from __future__ import annotations
 
-import gc
 import multiprocessing
 import os
 import shutil
@@ -16,7 +15,8 @@ import tempfile
 from collections.abc import Sequence
 
 from stateglass.app.output import JsonLinesSink
-from stateglass.collectors.signals import restore_default_signals, signals_blocked
+from stateglass.collectors.engines.forked import ForkedPool
+from stateglass.collectors.signals import restore_default_signals
 from stateglass.collectors.state import StateSource
 
 # Set in the parent just before the fork; read by the workers.
@@ -60,22 +60,10 @@ def write_state_parallel(source: StateSource, sink: JsonLinesSink, version: int,
     _JOB = (source, sink, version, scratch)
     saved_tempdir, tempfile.tempdir = tempfile.tempdir, scratch
     try:
-        ctx = multiprocessing.get_context("fork")
-        # Objects the workers inherit stay out of their collector: a collection there would
-        # touch (and so copy) pages of the parent's heap.
-        gc.freeze()
-        try:
-            with signals_blocked():  # the workers unblock them after restoring the defaults
-                pool = ctx.Pool(processes=jobs, initializer=restore_default_signals)
-        finally:
-            gc.unfreeze()
-        with pool:
-            for path, rows in pool.imap(_render, source.partitions):
+        with ForkedPool(source.cp.root, jobs, initializer=restore_default_signals) as pool:
+            for path, rows in pool.results(_render, source.partitions):
                 sink.write_file(path, rows)
                 os.unlink(path)
-            # Done: let the workers leave on their own rather than by SIGTERM.
-            pool.close()
-            pool.join()
     finally:
         _JOB = None
         tempfile.tempdir = saved_tempdir

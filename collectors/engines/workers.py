@@ -19,7 +19,6 @@ its own counts.
 
 from __future__ import annotations
 
-import gc
 import multiprocessing
 import os
 import shutil
@@ -36,8 +35,9 @@ from stateglass.collectors.chains import (
     VersionCount,
     compute_chain,
 )
+from stateglass.collectors.engines.forked import ForkedPool
 from stateglass.collectors.fs import FileSystem
-from stateglass.collectors.signals import restore_default_signals, signals_blocked
+from stateglass.collectors.signals import restore_default_signals
 
 if TYPE_CHECKING:
     # Imported when workers run: `stateglass.collectors.remote` is not for free, and `collect` with
@@ -123,22 +123,18 @@ def run_in_workers(
     _JOB = (tasks, opener)
     order = sorted(range(len(tasks)), key=lambda i: (-_cost(tasks[i]), i))
     try:
-        ctx = multiprocessing.get_context("fork")
-        # Objects the workers inherit stay out of their collector: a collection there would
-        # touch (and so copy) pages of the parent's heap.
-        gc.freeze()
-        try:
-            with signals_blocked(extra=(signal.SIGINT,)):  # see restore_default_signals
-                pool = ctx.Pool(processes=jobs, initializer=_start_worker, initargs=(scratch,))
-        finally:
-            gc.unfreeze()
-        with pool:
-            for index, versions, problems, counts in pool.imap_unordered(_count, order):
+        # SIGINT stays blocked too, and ignored in the workers: see restore_default_signals.
+        with ForkedPool(
+            tasks[0].checkpoint if tasks else "--jobs",
+            jobs,
+            initializer=_start_worker,
+            initargs=(scratch,),
+            blocked=(signal.SIGINT,),
+        ) as pool:
+            outcomes = pool.results(_count, order, ordered=False)
+            for index, versions, problems, counts in outcomes:
                 COUNTS.merge(counts)
                 yield ChainResult(tasks[index], versions, problems)
-            # Done: let the workers leave on their own rather than by SIGTERM.
-            pool.close()
-            pool.join()
     finally:
         _JOB = None
         shutil.rmtree(scratch, ignore_errors=True)
