@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from stateglass.app.arrow_types import unique_names
+from stateglass.parsers.arrow_types import unique_names
 from stateglass.app.browse.cells import cell_text
 from stateglass.app.browse.diff import compute_diff, diff_page
 from stateglass.app.browse.history import find_key_json, find_keys, key_history, numeric_columns
