@@ -23,9 +23,9 @@ from functools import cached_property
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
-from stateglass.app.arrow_types import arrow_type, arrow_value, unique_names
 from stateglass.app.atomic import AtomicText, replacing
 from stateglass.app.errors import AppError, OutputError
+from stateglass.parsers.arrow_types import arrow_type, arrow_value, unique_names
 from stateglass.parsers.errors import ParseError
 from stateglass.parsers.sparkjson import (
     ChainEncoder,

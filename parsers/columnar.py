@@ -7,9 +7,10 @@ matrix, viewed as their Arrow type without any Python value in between, and vari
 fields (``(offset << 32) | size`` slots) are gathered byte by byte into Arrow's
 offsets-and-data layout. Nested structs recurse on the rows where they are not null.
 
-The result is exactly what :func:`stateglass.parsers.unsaferow.row_decoder` gives, turned into Arrow
-by :func:`app.arrow_types.arrow_value` (``tests/parsers/test_columnar.py`` checks that with
-hypothesis). Where the generated decoder would do something other than read a clean value
+The result is exactly what :func:`stateglass.parsers.unsaferow.row_decoder` gives, turned
+into Arrow by :func:`stateglass.parsers.arrow_types.arrow_value`, with the one type mapping of
+:func:`~stateglass.parsers.arrow_types.arrow_type` (``tests/parsers/test_columnar.py`` checks
+that with hypothesis). Where the generated decoder would do something other than read a clean value
 (an offset past the row, malformed UTF-8 it repairs, a decimal wider than its type), this
 module does not guess: :func:`decode_struct` returns None and the caller decodes those rows
 with the Python decoder, which repairs or raises as it always has.
@@ -31,6 +32,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from stateglass.parsers.arrow_types import arrow_type, unique_names
 from stateglass.parsers.sparktypes import (
     ArrayType,
     AtomicType,
@@ -46,34 +48,23 @@ from stateglass.parsers.unsaferow import MAX_LONG_DIGITS
 
 __all__ = ["arrow_type", "decode_struct", "supported", "unique_names"]
 
-# Spark atomic type -> (Arrow type, numpy dtype of its first bytes in the slot).
-_FIXED: dict[str, tuple[Any, str]] = {
-    "byte": (pa.int8(), "<i1"),
-    "short": (pa.int16(), "<i2"),
-    "integer": (pa.int32(), "<i4"),
-    "long": (pa.int64(), "<i8"),
-    "float": (pa.float32(), "<f4"),
-    "double": (pa.float64(), "<f8"),
-    "date": (pa.date32(), "<i4"),
-    "timestamp": (pa.timestamp("us", tz="UTC"), "<i8"),
-    "timestamp_ntz": (pa.timestamp("us"), "<i8"),
+# Spark atomic type -> numpy dtype of its first bytes in the slot (Arrow's type: arrow_type).
+_FIXED: dict[str, str] = {
+    "byte": "<i1",
+    "short": "<i2",
+    "integer": "<i4",
+    "long": "<i8",
+    "float": "<f4",
+    "double": "<f8",
+    "date": "<i4",
+    "timestamp": "<i8",
+    "timestamp_ntz": "<i8",
 }
 _BYTES = np.arange(16, dtype=np.int64)
 
 
 class _Fallback(Exception):
     """These rows need the Python decoder (it repairs them, or names what is wrong)."""
-
-
-def unique_names(names: list[str]) -> list[str]:
-    """``sum, count, sum`` -> ``sum, count, sum_1`` (as :func:`parsers.sparkjson.to_python`)."""
-    seen: dict[str, int] = {}
-    out = []
-    for n in names:
-        k = seen.get(n, 0)
-        seen[n] = k + 1
-        out.append(n if k == 0 else f"{n}_{k}")
-    return out
 
 
 def supported(dt: DataType) -> bool:
@@ -90,33 +81,6 @@ def supported(dt: DataType) -> bool:
         return True
     return isinstance(dt, AtomicType) and (
         dt.name in _FIXED or dt.name in ("boolean", "string", "binary", "void")
-    )
-
-
-def arrow_type(dt: DataType) -> Any:
-    """The Arrow type of a column of ``dt`` (as ``stateglass.app.arrow_types.arrow_type``)."""
-    if isinstance(dt, StructType):
-        names = unique_names(dt.names)
-        return pa.struct(
-            [pa.field(n, arrow_type(f.data_type)) for n, f in zip(names, dt.fields, strict=True)]
-        )
-    if isinstance(dt, ArrayType):
-        return pa.list_(arrow_type(dt.element_type))
-    if isinstance(dt, MapType):
-        return pa.map_(arrow_type(dt.key_type), arrow_type(dt.value_type))
-    if isinstance(dt, DecimalType):
-        return pa.decimal128(dt.precision, dt.scale)
-    if isinstance(dt, StringLikeType):
-        return pa.string()
-    if isinstance(dt, YearMonthIntervalType):
-        return pa.int32()
-    if isinstance(dt, DayTimeIntervalType):
-        return pa.duration("us")
-    assert isinstance(dt, AtomicType), dt
-    if dt.name in _FIXED:
-        return _FIXED[dt.name][0]
-    return {"boolean": pa.bool_(), "string": pa.string(), "binary": pa.binary()}.get(
-        dt.name, pa.null()
     )
 
 
@@ -265,12 +229,14 @@ def _field(
 
 def _fixed(dt: DataType) -> tuple[Any, str] | None:
     if isinstance(dt, AtomicType):
-        return _FIXED.get(dt.name)
-    if isinstance(dt, YearMonthIntervalType):
-        return pa.int32(), "<i4"
-    if isinstance(dt, DayTimeIntervalType):
-        return pa.duration("us"), "<i8"
-    return None
+        dtype = _FIXED.get(dt.name)
+    elif isinstance(dt, YearMonthIntervalType):
+        dtype = "<i4"
+    elif isinstance(dt, DayTimeIntervalType):
+        dtype = "<i8"
+    else:
+        return None
+    return None if dtype is None else (arrow_type(dt), dtype)
 
 
 def _gather_bytes(

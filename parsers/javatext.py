@@ -27,8 +27,10 @@ from __future__ import annotations
 import math
 import re
 import struct
+from collections.abc import Callable
 from functools import lru_cache
 from json.encoder import encode_basestring
+from typing import NamedTuple
 
 __all__ = [
     "bigdecimal_to_string",
@@ -96,6 +98,23 @@ def _roundup(digits: list[int], dec_exponent: int) -> tuple[list[int], int]:
     return digits, dec_exponent
 
 
+class _Scales(NamedTuple):
+    """FloatingDecimal's ``b = fract * 5**b5 * 2**b2`` (the value), ``S = 5**s5 * 2**s2`` (the
+    scale) and ``M = 5**m5 * 2**m2`` (half an ulp), with their common power of two removed."""
+
+    b5: int
+    b2: int
+    s5: int
+    s2: int
+    m5: int
+    m2: int
+
+
+# What a digit loop ends with: digits, decimal exponent, whether the digits are within half an
+# ulp below (low) or above (high), and 2b - 10S to break the tie when both are.
+_Digits = tuple[list[int], int, bool, bool, int]
+
+
 def _dtoa(bin_exp: int, fract_bits: int, n_sig_bits: int) -> tuple[str, int]:
     """Digits and decimal exponent (value = 0.DIGITS * 10**exp) as JDK 17 computes them.
 
@@ -111,35 +130,56 @@ def _dtoa(bin_exp: int, fract_bits: int, n_sig_bits: int) -> tuple[str, int]:
         and n_fract_bits + _N_5_BITS[n_tiny_bits] < 64
         and n_tiny_bits == 0
     ):
-        # An integer that fits a long: Java prints its digits, rounding away the ones below
-        # the precision of the type (this is where Java 17 prints too many digits).
-        insignificant = 0
-        if bin_exp > n_sig_bits:
-            p2 = bin_exp - n_sig_bits - 1
-            insignificant = _INSIGNIFICANT[p2] if 1 < p2 < len(_INSIGNIFICANT) else 0
-        if bin_exp >= _EXP_SHIFT:
-            lvalue = fract_bits << (bin_exp - _EXP_SHIFT)
-        else:
-            lvalue = fract_bits >> (_EXP_SHIFT - bin_exp)
-        dec_exp = 0
-        if insignificant:
-            pow10 = 10**insignificant
-            lvalue, residue = divmod(lvalue, pow10)
-            dec_exp += insignificant
-            if residue >= (pow10 >> 1):
-                lvalue += 1
-        text = str(lvalue)
-        stripped = text.rstrip("0")
-        return stripped, dec_exp + len(text)
-
+        return _long_digits(bin_exp, fract_bits, n_sig_bits)
     dec_exp = _estimate_dec_exp(fract_bits, bin_exp)
+    scales = _scales(dec_exp, bin_exp, n_sig_bits, n_fract_bits, n_tiny_bits)
+    fract_bits >>= tail_zeros
+    b5, b2, s5, s2 = scales.b5, scales.b2, scales.s5, scales.s2
+    b_bits = n_fract_bits + b2 + (_N_5_BITS[b5] if b5 < len(_N_5_BITS) else b5 * 3)
+    ten_s_bits = s2 + 1 + (_N_5_BITS[s5 + 1] if s5 + 1 < len(_N_5_BITS) else (s5 + 1) * 3)
+    if b_bits < 64 and ten_s_bits < 64:
+        wrap = _wrap32 if (b_bits < 32 and ten_s_bits < 32) else _wrap64
+        digits, dec_exp, low, high, low_diff = _wrapped_digits(wrap, fract_bits, dec_exp, scales)
+    else:
+        digits, dec_exp, low, high, low_diff = _exact_digits(fract_bits, dec_exp, scales)
+    dec_exponent = dec_exp + 1
+    if high and (not low or low_diff > 0 or (low_diff == 0 and digits[-1] & 1)):
+        digits, dec_exponent = _roundup(digits, dec_exponent)
+    return "".join(map(str, digits)), dec_exponent
+
+
+def _long_digits(bin_exp: int, fract_bits: int, n_sig_bits: int) -> tuple[str, int]:
+    """An integer that fits a long: Java prints its digits, rounding away the ones below the
+    precision of the type (this is where Java 17 prints too many digits)."""
+    insignificant = 0
+    if bin_exp > n_sig_bits:
+        p2 = bin_exp - n_sig_bits - 1
+        insignificant = _INSIGNIFICANT[p2] if 1 < p2 < len(_INSIGNIFICANT) else 0
+    if bin_exp >= _EXP_SHIFT:
+        lvalue = fract_bits << (bin_exp - _EXP_SHIFT)
+    else:
+        lvalue = fract_bits >> (_EXP_SHIFT - bin_exp)
+    dec_exp = 0
+    if insignificant:
+        pow10 = 10**insignificant
+        lvalue, residue = divmod(lvalue, pow10)
+        dec_exp += insignificant
+        if residue >= (pow10 >> 1):
+            lvalue += 1
+    text = str(lvalue)
+    stripped = text.rstrip("0")
+    return stripped, dec_exp + len(text)
+
+
+def _scales(
+    dec_exp: int, bin_exp: int, n_sig_bits: int, n_fract_bits: int, n_tiny_bits: int
+) -> _Scales:
     b5 = max(0, -dec_exp)
     b2 = b5 + n_tiny_bits + bin_exp
     s5 = max(0, dec_exp)
     s2 = s5 + n_tiny_bits
     m5 = b5
     m2 = b2 - n_sig_bits
-    fract_bits >>= tail_zeros
     b2 -= n_fract_bits - 1
     common = min(b2, s2)
     b2 -= common
@@ -151,66 +191,67 @@ def _dtoa(bin_exp: int, fract_bits: int, n_sig_bits: int) -> tuple[str, int]:
         b2 -= m2
         s2 -= m2
         m2 = 0
+    return _Scales(b5, b2, s5, s2, m5, m2)
+
+
+def _wrapped_digits(
+    wrap: Callable[[int], int], fract_bits: int, dec_exp: int, sc: _Scales
+) -> _Digits:
+    """The digit loop in Java ints or longs (``wrap``), overflow included."""
     digits: list[int] = []
-    b_bits = n_fract_bits + b2 + (_N_5_BITS[b5] if b5 < len(_N_5_BITS) else b5 * 3)
-    ten_s_bits = s2 + 1 + (_N_5_BITS[s5 + 1] if s5 + 1 < len(_N_5_BITS) else (s5 + 1) * 3)
-    force_two = False
-    if b_bits < 64 and ten_s_bits < 64:
-        wrap = _wrap32 if (b_bits < 32 and ten_s_bits < 32) else _wrap64
-        b = wrap((fract_bits * 5**b5) << b2)
-        s = wrap(5**s5 << s2)
-        m = wrap(5**m5 << m2)
-        tens = wrap(s * 10)
+    b = wrap((fract_bits * 5**sc.b5) << sc.b2)
+    s = wrap(5**sc.s5 << sc.s2)
+    m = wrap(5**sc.m5 << sc.m2)
+    tens = wrap(s * 10)
+    q, b = divmod(b, s)
+    b = wrap(10 * b)
+    m = wrap(m * 10)
+    low = b < m
+    high = wrap(b + m) > tens
+    if q == 0 and not high:
+        dec_exp -= 1
+    else:
+        digits.append(q)
+    if dec_exp < -3 or dec_exp >= 8:
+        high = low = False  # E-form always has a digit after the point
+    while not low and not high:
         q, b = divmod(b, s)
         b = wrap(10 * b)
         m = wrap(m * 10)
-        low = b < m
-        high = wrap(b + m) > tens
-        if q == 0 and not high:
-            dec_exp -= 1
+        if m > 0:
+            low = b < m
+            high = wrap(b + m) > tens
         else:
-            digits.append(q)
-        force_two = dec_exp < -3 or dec_exp >= 8
-        if force_two:
-            high = low = False  # E-form always has a digit after the point
-        while not low and not high:
-            q, b = divmod(b, s)
-            b = wrap(10 * b)
-            m = wrap(m * 10)
-            if m > 0:
-                low = b < m
-                high = wrap(b + m) > tens
-            else:
-                low = high = True
-            digits.append(q)
-        low_diff = wrap((b << 1) - tens)
+            low = high = True
+        digits.append(q)
+    return digits, dec_exp, low, high, wrap((b << 1) - tens)
+
+
+def _exact_digits(fract_bits: int, dec_exp: int, sc: _Scales) -> _Digits:
+    """The digit loop in FDBigIntegers (here Python ints), for values too wide for a long."""
+    digits: list[int] = []
+    bv = fract_bits * 5**sc.b5 << sc.b2
+    sv = 5**sc.s5 << sc.s2
+    mv = 5 ** (sc.m5 + 1) << (sc.m2 + 1)
+    ten_sv = 5 ** (sc.s5 + 1) << (sc.s2 + 1)
+    q, bv = divmod(bv, sv)
+    bv *= 10
+    low = bv < mv
+    high = bv + mv >= ten_sv
+    if q == 0 and not high:
+        dec_exp -= 1
     else:
-        bv = fract_bits * 5**b5 << b2
-        sv = 5**s5 << s2
-        mv = 5 ** (m5 + 1) << (m2 + 1)
-        ten_sv = 5 ** (s5 + 1) << (s2 + 1)
+        digits.append(q)
+    if dec_exp < -3 or dec_exp >= 8:
+        high = low = False
+    while not low and not high:
         q, bv = divmod(bv, sv)
         bv *= 10
+        mv *= 10
         low = bv < mv
         high = bv + mv >= ten_sv
-        if q == 0 and not high:
-            dec_exp -= 1
-        else:
-            digits.append(q)
-        if dec_exp < -3 or dec_exp >= 8:
-            high = low = False
-        while not low and not high:
-            q, bv = divmod(bv, sv)
-            bv *= 10
-            mv *= 10
-            low = bv < mv
-            high = bv + mv >= ten_sv
-            digits.append(q)
-        low_diff = (bv << 1) - ten_sv if (high and low) else 0
-    dec_exponent = dec_exp + 1
-    if high and (not low or low_diff > 0 or (low_diff == 0 and digits[-1] & 1)):
-        digits, dec_exponent = _roundup(digits, dec_exponent)
-    return "".join(map(str, digits)), dec_exponent
+        digits.append(q)
+    return digits, dec_exp, low, high, (bv << 1) - ten_sv if (high and low) else 0
 
 
 def _java_layout(negative: bool, digits: str, dec_exponent: int) -> str:

@@ -1,9 +1,10 @@
 """Decoded state rows as flat table cells: one column per leaf field, as Spark's JSON shows it.
 
 ``key.window.start``, ``value.count``, ``value.sum_1`` (repeated names get the suffixes of
-:func:`app.arrow_types.unique_names`). A cell holds what Spark's ``toJSON`` writes for that
-field: numbers as numbers (decimals exact), timestamps and dates as Spark's text, binary as
-base64; arrays and maps stay whole, as their JSON text. Null fields are empty cells.
+:func:`stateglass.parsers.arrow_types.unique_names`). A cell holds what Spark's ``toJSON``
+writes for that field: numbers as numbers (decimals exact), timestamps and dates as Spark's
+text, binary as base64; arrays and maps stay whole, as their JSON text. Null fields are empty
+cells.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from stateglass.app.arrow_types import unique_names
+from stateglass.parsers.arrow_types import unique_names
 from stateglass.parsers.sparkjson import render_row, to_python
 from stateglass.parsers.sparktypes import (
     ArrayType,

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -171,12 +171,28 @@ def _prune(counter: Counter[str]) -> None:
         del counter[value]
 
 
+# One step of a growth reading: (fraction done, None), then (1.0, the result).
+Progress = tuple[float, GrowthAttribution | None]
+# The top contributors as ranked: (new keys, field, value), most keys first.
+Ranked = list[tuple[int, str, str]]
+
+
+@dataclass
+class _Chosen:
+    """The top contributors' keys, counted in the second pass."""
+
+    per_step: np.ndarray  # (contributor, step): keys added at each step's version
+    added_all: np.ndarray  # per step: every key added
+    at_newest: np.ndarray  # per contributor: sampled keys at the newest version
+    keys_now: int  # keys sampled at the newest version
+
+
 def iter_growth(
     view: StateView,
     window: int = DEFAULT_WINDOW,
     top: int = DEFAULT_TOP,
     share_sample: int = SHARE_SAMPLE,
-) -> Iterator[tuple[float, GrowthAttribution | None]]:
+) -> Iterator[Progress]:
     """(fraction done, None) while partitions are read, then (1.0, the result).
 
     Two passes, each one partition at a time: base against newest (the new keys and their
@@ -188,12 +204,53 @@ def iter_growth(
     base, steps = window_versions(versions(keyed), window)
     newest = steps[-1] if steps else base
     keys = _Keys(source)
+    total_work = 2 * len(source.partitions) or 1
+    ranked, new_keys, keys_total, approximate = yield from _rank_new_values(
+        source, keys, (base, newest), top, total_work
+    )
+    stride = max(1, -(-keys_total // max(1, share_sample)))
+    chosen = yield from _count_chosen(source, keys, (base, steps), ranked, stride, total_work)
+    contributors = tuple(
+        Contributor(
+            f,
+            v,
+            c,
+            c / new_keys if new_keys else 0.0,
+            tuple(int(x) for x in chosen.per_step[i]),
+            int(chosen.at_newest[i]) / chosen.keys_now if chosen.keys_now else 0.0,
+        )
+        for i, (c, f, v) in enumerate(ranked)
+    )
+    yield (
+        1.0,
+        GrowthAttribution(
+            view=keyed,
+            base=base,
+            newest=newest,
+            new_keys=new_keys,
+            steps=tuple(steps),
+            added=tuple(int(x) for x in chosen.added_all),
+            contributors=contributors,
+            fields=keys.fields,
+            approximate=approximate,
+            share_sample=chosen.keys_now if stride > 1 else 0,
+        ),
+    )
+
+
+def _rank_new_values(
+    source: StateSource, keys: _Keys, span: tuple[int, int], top: int, total_work: int
+) -> Generator[Progress, None, tuple[Ranked, int, int, bool]]:
+    """First pass, base against newest: the ``top`` (field, value)s of the new keys.
+
+    Returns them ranked, with the new keys, the keys at newest and whether a field had too
+    many values to count them all. The counters end here: only the top values go on.
+    """
+    base, newest = span
     counters: list[Counter[str]] = [Counter() for _ in keys.fields]
     approximate = False
-    partitions = source.partitions
-    total_work = 2 * len(partitions) or 1
     new_keys = keys_total = 0
-    for n, p in enumerate(partitions, start=1):
+    for n, p in enumerate(source.partitions, start=1):
         before = read_partition(source, base, p) if base > 0 else None
         after = read_partition(source, newest, p)
         keys_total += after.num_items
@@ -215,60 +272,54 @@ def iter_growth(
         ),
         key=lambda t: (-t[0], t[1], t[2]),
     )[:top]
-    del counters
-    chosen = {(f, v): i for i, (_, f, v) in enumerate(ranked)}
-    field_at = {f: i for i, f in enumerate(keys.fields)}
-    per_step = np.zeros((len(ranked), len(steps)), dtype=np.int64)
-    added_all = np.zeros(len(steps), dtype=np.int64)
-    at_newest = np.zeros(len(ranked), dtype=np.int64)
-    keys_now = 0
-    stride = max(1, -(-keys_total // max(1, share_sample)))
+    return ranked, new_keys, keys_total, approximate
+
+
+def _count_chosen(
+    source: StateSource,
+    keys: _Keys,
+    window: tuple[int, list[int]],
+    ranked: Ranked,
+    stride: int,
+    total_work: int,
+) -> Generator[Progress, None, _Chosen]:
+    """Second pass, version against version: keys added per step for each top value, and
+    how common each is among (every ``stride``-th of) the keys at the newest version."""
+    base, steps = window
+    partitions = source.partitions
+    chosen = _Chosen(
+        per_step=np.zeros((len(ranked), len(steps)), dtype=np.int64),
+        added_all=np.zeros(len(steps), dtype=np.int64),
+        at_newest=np.zeros(len(ranked), dtype=np.int64),
+        keys_now=0,
+    )
     for n, p in enumerate(partitions, start=len(partitions) + 1):
         previous = read_partition(source, base, p) if base > 0 else None
         for s, version in enumerate(steps):
             current = read_partition(source, version, p)
             items = _added_items(previous, current)
-            added_all[s] += len(items)
+            chosen.added_all[s] += len(items)
             if ranked:
-                for values in keys.values(current, items):
-                    for (f, v), i in chosen.items():
-                        if values[field_at[f]] == v:
-                            per_step[i, s] += 1
+                chosen.per_step[:, s] += _matches(keys, current, items, ranked)
             previous = current
         if ranked and previous is not None:
             every = np.arange(0, previous.num_items, stride, dtype=np.int64)
-            keys_now += len(every)
-            for values in keys.values(previous, every):
-                for (f, v), i in chosen.items():
-                    if values[field_at[f]] == v:
-                        at_newest[i] += 1
+            chosen.keys_now += len(every)
+            chosen.at_newest += _matches(keys, previous, every, ranked)
         yield n / total_work, None
-    contributors = tuple(
-        Contributor(
-            f,
-            v,
-            c,
-            c / new_keys if new_keys else 0.0,
-            tuple(int(x) for x in per_step[i]),
-            int(at_newest[i]) / keys_now if keys_now else 0.0,
-        )
-        for i, (c, f, v) in enumerate(ranked)
-    )
-    yield (
-        1.0,
-        GrowthAttribution(
-            view=keyed,
-            base=base,
-            newest=newest,
-            new_keys=new_keys,
-            steps=tuple(steps),
-            added=tuple(int(x) for x in added_all),
-            contributors=contributors,
-            fields=keys.fields,
-            approximate=approximate,
-            share_sample=keys_now if stride > 1 else 0,
-        ),
-    )
+    return chosen
+
+
+def _matches(keys: _Keys, data: PartitionData, items: np.ndarray, ranked: Ranked) -> np.ndarray:
+    """Per ranked (field, value): how many of ``items`` carry it."""
+    field_at = {f: i for i, f in enumerate(keys.fields)}
+    wanted = [(field_at[f], v) for _, f, v in ranked]
+    counts = np.zeros(len(ranked), dtype=np.int64)
+    for values in keys.values(data, items):
+        for i, (at, v) in enumerate(wanted):
+            if values[at] == v:
+                counts[i] += 1
+    return counts
 
 
 def attribute_growth(

@@ -1,4 +1,4 @@
-"""Figures of the State page's forensics: growth attribution and restart cost (issue 11).
+"""Figures of the State page's forensics: growth attribution and restart cost.
 
 Key field values come from a checkpoint: every one reaches Plotly through ``plot_text``.
 """

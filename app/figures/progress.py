@@ -239,7 +239,8 @@ def rocksdb_internals(state: pd.DataFrame) -> go.Figure:
     files reused; commit latencies (flush, compaction, checkpoint, pause, write stall); and
     the block-cache hit ratio.
 
-    Columns: ``batch_id`` and the ``rocksdb_*`` columns of ``app.queries.ROCKSDB_METRICS``.
+    Columns: ``batch_id`` and the ``rocksdb_*`` columns of
+    ``stateglass.app.queries.ROCKSDB_METRICS``.
     """
     title = "RocksDB internals"
     if is_empty(state, ["batch_id"]) or all(
@@ -273,18 +274,35 @@ def rocksdb_internals(state: pd.DataFrame) -> go.Figure:
             row=1,
             col=1,
         )
-    for column, name in (
-        ("rocksdb_flush_latency_ms", "flush"),
-        ("rocksdb_compact_latency_ms", "compaction"),
-        ("rocksdb_checkpoint_latency_ms", "checkpoint"),
-        ("rocksdb_pause_latency_ms", "pause"),
-        ("rocksdb_file_sync_latency_ms", "file sync"),
-        ("rocksdb_write_stall_latency_ms", "write stall"),
-    ):
+    _add_latencies(fig, frame)
+    _add_block_cache(fig, frame)
+    finish(fig, title, "", "", height=620)
+    fig.update_layout(barmode="group")
+    fig.update_xaxes(title_text="batch id", row=3, col=1)
+    fig.update_yaxes(title_text="files", row=1, col=1)
+    fig.update_yaxes(title_text="ms (summed over partitions)", row=2, col=1)
+    fig.update_yaxes(title_text="hit ratio", tickformat=".0%", range=[0, 1.05], row=3, col=1)
+    return fig
+
+
+# The commit steps RocksDB times, drawn in this order when the events report them.
+ROCKSDB_LATENCIES = (
+    ("rocksdb_flush_latency_ms", "flush"),
+    ("rocksdb_compact_latency_ms", "compaction"),
+    ("rocksdb_checkpoint_latency_ms", "checkpoint"),
+    ("rocksdb_pause_latency_ms", "pause"),
+    ("rocksdb_file_sync_latency_ms", "file sync"),
+    ("rocksdb_write_stall_latency_ms", "write stall"),
+)
+
+
+def _add_latencies(fig: go.Figure, frame: pd.DataFrame) -> None:
+    """One line per commit step the events report, in the middle panel."""
+    for column, name in ROCKSDB_LATENCIES:
         if column not in frame or frame[column].isna().all():
             continue
         fig.add_scatter(
-            x=x,
+            x=frame["batch_id"],
             y=numeric(frame, column),
             name=name,
             mode="lines+markers",
@@ -292,11 +310,15 @@ def rocksdb_internals(state: pd.DataFrame) -> go.Figure:
             row=2,
             col=1,
         )
+
+
+def _add_block_cache(fig: go.Figure, frame: pd.DataFrame) -> None:
+    """The block-cache hit ratio, hits and misses in the hover, in the bottom panel."""
     hits = numeric(frame, "rocksdb_block_cache_hits")
     misses = numeric(frame, "rocksdb_block_cache_misses")
     ratio = hits / (hits + misses).where(hits + misses > 0)
     fig.add_scatter(
-        x=x,
+        x=frame["batch_id"],
         y=ratio,
         name="block-cache hit ratio",
         mode="lines+markers",
@@ -307,13 +329,6 @@ def rocksdb_internals(state: pd.DataFrame) -> go.Figure:
         row=3,
         col=1,
     )
-    finish(fig, title, "", "", height=620)
-    fig.update_layout(barmode="group")
-    fig.update_xaxes(title_text="batch id", row=3, col=1)
-    fig.update_yaxes(title_text="files", row=1, col=1)
-    fig.update_yaxes(title_text="ms (summed over partitions)", row=2, col=1)
-    fig.update_yaxes(title_text="hit ratio", tickformat=".0%", range=[0, 1.05], row=3, col=1)
-    return fig
 
 
 def snapshot_uploads(uploads: pd.DataFrame) -> go.Figure:

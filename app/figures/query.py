@@ -1,7 +1,7 @@
 """The Query page's figures: the batch timeline from ``offsets/`` and ``commits/``.
 
-Every builder takes the frame of ``app.queries.batches`` (one row per batch id) or a slice
-of it, and returns a Plotly figure; an empty frame gives a titled "no data" figure.
+Every builder takes the frame of ``stateglass.app.queries.batches`` (one row per batch id) or a
+slice of it, and returns a Plotly figure; an empty frame gives a titled "no data" figure.
 """
 
 from __future__ import annotations

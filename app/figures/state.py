@@ -1,8 +1,8 @@
 """The State page's figures: one operator's store, over its versions and partitions.
 
 State version V is written by batch V − 1; every hover names both (and the partition, where
-the point belongs to one). Builders take the frames of ``app.queries``; an empty frame gives a
-titled "no data" figure.
+the point belongs to one). Builders take the frames of ``stateglass.app.queries``; an empty
+frame gives a titled "no data" figure.
 """
 
 from __future__ import annotations
@@ -109,29 +109,7 @@ def keys_over_versions(
     )
     shown = list(grid.columns)
     if len(shown) > max_lines:
-        cells = grid.to_numpy(dtype="float64")
-        for bound, fill in (("max", None), ("min", "tonexty")):
-            values = grid.max(axis=1) if bound == "max" else grid.min(axis=1)
-            # Which partition holds the bound, so the hover can name it (NaN cells never do).
-            if bound == "max":
-                at = np.where(np.isnan(cells), -np.inf, cells).argmax(axis=1)
-            else:
-                at = np.where(np.isnan(cells), np.inf, cells).argmin(axis=1)
-            fig.add_scatter(
-                x=steps,
-                y=values.to_numpy(),
-                mode="lines",
-                fill=fill,
-                line={"width": 0},
-                fillcolor="rgba(76,120,168,0.2)",
-                name=f"min–max of {len(shown)} partitions",
-                showlegend=bound == "min",
-                customdata=np.column_stack([batches, grid.columns.to_numpy()[at]]),
-                hovertemplate="version %{x} (batch %{customdata[0]})<br>"
-                f"{bound} %{{y:,}} keys, in partition %{{customdata[1]}}<extra></extra>",
-                row=2,
-                col=1,
-            )
+        _add_band(fig, grid, steps, batches)
         last = grid.ffill().iloc[-1]
         shown = sorted(last.nlargest(max_lines).index)
     for partition in shown:
@@ -152,6 +130,33 @@ def keys_over_versions(
     fig.update_yaxes(title_text="keys", row=1, col=1)
     fig.update_yaxes(title_text="keys", row=2, col=1)
     return fig
+
+
+def _add_band(fig: go.Figure, grid: pd.DataFrame, steps: np.ndarray, batches: np.ndarray) -> None:
+    """The min–max band over every partition of a version × partition grid, lower panel."""
+    cells = grid.to_numpy(dtype="float64")
+    for bound, fill in (("max", None), ("min", "tonexty")):
+        values = grid.max(axis=1) if bound == "max" else grid.min(axis=1)
+        # Which partition holds the bound, so the hover can name it (NaN cells never do).
+        if bound == "max":
+            at = np.where(np.isnan(cells), -np.inf, cells).argmax(axis=1)
+        else:
+            at = np.where(np.isnan(cells), np.inf, cells).argmin(axis=1)
+        fig.add_scatter(
+            x=steps,
+            y=values.to_numpy(),
+            mode="lines",
+            fill=fill,
+            line={"width": 0},
+            fillcolor="rgba(76,120,168,0.2)",
+            name=f"min–max of {grid.shape[1]} partitions",
+            showlegend=bound == "min",
+            customdata=np.column_stack([batches, grid.columns.to_numpy()[at]]),
+            hovertemplate="version %{x} (batch %{customdata[0]})<br>"
+            f"{bound} %{{y:,}} keys, in partition %{{customdata[1]}}<extra></extra>",
+            row=2,
+            col=1,
+        )
 
 
 def bytes_by_kind(files: pd.DataFrame) -> go.Figure:

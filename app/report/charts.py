@@ -191,7 +191,7 @@ def store_charts(store: StoreData) -> ChartGroup:
     return ChartGroup(anchor=store.anchor, title=store.label, charts=tuple(charts), note=note)
 
 
-# ---- issue 11: growth attribution and restart cost ------------------------------------------
+# ---- growth attribution and restart cost ---------------------------------------------------
 
 
 def forensic_charts(store: StoreData) -> list[Chart]:

@@ -1,4 +1,4 @@
-"""The report's growth attribution and restart cost (issue 11), per store.
+"""The report's growth attribution and restart cost, per store.
 
 Restart cost comes from the database's file facts. Growth attribution reads the state itself
 (the last :data:`app.browse.growth.DEFAULT_WINDOW` versions, one partition at a time), so it

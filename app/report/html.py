@@ -206,7 +206,7 @@ def _store_numbers(store: StoreData) -> list[tuple[str, str]]:
     ]
 
 
-# ---- issue 11: growth attribution and restart cost ------------------------------------------
+# ---- growth attribution and restart cost ---------------------------------------------------
 
 
 def _forensic_numbers(store: StoreData) -> list[tuple[str, str]]:

@@ -39,7 +39,6 @@ def _table(header: list[str], rows: list[list[object]]) -> list[str]:
 
 def render(data: ReportData) -> str:
     """The summary as GitHub-flavoured Markdown."""
-    summary = data.summary
     out = [
         f"# StateGlass report: {md(data.name)} — {md(data.verdict)}",
         "",
@@ -47,41 +46,74 @@ def render(data: ReportData) -> str:
         f"Generated {data.generated_at:%Y-%m-%d %H:%M:%S} UTC"
         + (f", last collected {data.last_scan:%Y-%m-%d %H:%M:%S} UTC" if data.last_scan else "")
         + (f"; {md(data.as_of_note)}." if data.as_of_note else "."),
-        "",
-        f"## Health: {md(data.verdict)} ({md(summary)})",
-        "",
     ]
-    if data.findings:
-        rows: list[list[object]] = []
-        hints: dict[str, str] = {}
-        for group in finding_groups(data.findings):
-            for f in group.shown:
-                rows.append(
-                    [STATUS_ICON.get(f.status, f.status), f.title, finding_scope(f), f.finding]
-                )
-            if group.folded:
-                first = group.folded[0]
-                rows.append(
-                    [
-                        STATUS_ICON.get(first.status, first.status),
-                        first.title,
-                        f"{len(group.folded)} more",
-                        "… like the rows above (all of them are in the HTML report)",
-                    ]
-                )
-            for f in group.shown:
-                if f.status != "OK" and f.hint:
-                    hints.setdefault(f"**{md(f.title)}**: {md(f.hint)}", f.rule)
-        out += _table(["status", "check", "where", "finding"], rows)
-        if hints:
-            out += ["", "What to do:", ""]
-            out += [f"* {hint}" for hint in hints]
-    else:
-        out.append("No health findings.")
+    out += _health(data)
     out += ["", "## Key numbers", ""]
     out += _table(["", ""], [[k, v] for k, v in data.numbers])
-    out += ["", "## Operators", ""]
-    rows = []
+    out += _operators(data)
+    out += _forensics(data)
+    if not data.problems.empty:
+        out += ["", f"## Problems ({len(data.problems)} unreadable files)", ""]
+        out += _table(
+            ["file", "error", "message"],
+            [[r.path, r.kind, r.message] for r in data.problems.itertuples()],
+        )
+    out += [
+        "",
+        "_Made by StateGlass; charts are in the HTML report (`stateglass report -o r.html`)._",
+    ]
+    return "\n".join(out) + "\n"
+
+
+def _health(data: ReportData) -> list[str]:
+    """The verdict, one row per finding (a long group folded), and what to do."""
+    out = ["", f"## Health: {md(data.verdict)} ({md(data.summary)})", ""]
+    if not data.findings:
+        return [*out, "No health findings."]
+    rows: list[list[object]] = []
+    hints: dict[str, str] = {}
+    for group in finding_groups(data.findings):
+        for f in group.shown:
+            rows.append([STATUS_ICON.get(f.status, f.status), f.title, finding_scope(f), f.finding])
+        if group.folded:
+            first = group.folded[0]
+            rows.append(
+                [
+                    STATUS_ICON.get(first.status, first.status),
+                    first.title,
+                    f"{len(group.folded)} more",
+                    "… like the rows above (all of them are in the HTML report)",
+                ]
+            )
+        for f in group.shown:
+            if f.status != "OK" and f.hint:
+                hints.setdefault(f"**{md(f.title)}**: {md(f.hint)}", f.rule)
+    out += _table(["status", "check", "where", "finding"], rows)
+    if hints:
+        out += ["", "What to do:", ""]
+        out += [f"* {hint}" for hint in hints]
+    return out
+
+
+OPERATOR_COLUMNS = [
+    "operator",
+    "name",
+    "store",
+    "provider",
+    "partitions",
+    "versions",
+    "keys",
+    "on disk",
+    "skew",
+]
+
+
+def _operators(data: ReportData) -> list[str]:
+    """One row per store, where each store's history starts, and the schemas."""
+    out = ["", "## Operators", ""]
+    if not data.stores:
+        return [*out, "No stateful operator."]
+    rows: list[list[object]] = []
     for s in data.stores:
         span = s.version_range
         skew = s.skew_now
@@ -98,46 +130,18 @@ def render(data: ReportData) -> str:
                 "n/a" if skew is None else f"{skew:.2f}×",
             ]
         )
-    if rows:
-        out += _table(
-            [
-                "operator",
-                "name",
-                "store",
-                "provider",
-                "partitions",
-                "versions",
-                "keys",
-                "on disk",
-                "skew",
-            ],
-            rows,
-        )
-        # Where each store's history starts, and why: a partial history is said, not hidden.
-        out += [""] + [f"* {md(s.label)}: {md(s.history_note)}" for s in data.stores]
-        out += ["", "Schemas:", ""]
-        out += [
-            f"* {s.operator_id} {md(s.store_name)}: key {md(s.key_schema)}, "
-            f"value {md(s.value_schema)}"
-            for s in data.stores
-        ]
-    else:
-        out.append("No stateful operator.")
-    out += _forensics(data)
-    if not data.problems.empty:
-        out += ["", f"## Problems ({len(data.problems)} unreadable files)", ""]
-        out += _table(
-            ["file", "error", "message"],
-            [[r.path, r.kind, r.message] for r in data.problems.itertuples()],
-        )
+    out += _table(OPERATOR_COLUMNS, rows)
+    # Where each store's history starts, and why: a partial history is said, not hidden.
+    out += [""] + [f"* {md(s.label)}: {md(s.history_note)}" for s in data.stores]
+    out += ["", "Schemas:", ""]
     out += [
-        "",
-        "_Made by StateGlass; charts are in the HTML report (`stateglass report -o r.html`)._",
+        f"* {s.operator_id} {md(s.store_name)}: key {md(s.key_schema)}, value {md(s.value_schema)}"
+        for s in data.stores
     ]
-    return "\n".join(out) + "\n"
+    return out
 
 
-# ---- issue 11: growth attribution and restart cost ------------------------------------------
+# ---- growth attribution and restart cost ---------------------------------------------------
 
 
 def _forensics(data: ReportData) -> list[str]:

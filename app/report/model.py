@@ -62,7 +62,7 @@ class StoreData:
     sst: pd.DataFrame  # queries.sst_reuse
     disk: pd.DataFrame  # queries.disk_usage
     history: dict[str, Any] = field(default_factory=dict)  # queries.store_history
-    # Issue 11: growth attribution and restart cost (app/report/forensics.py).
+    # Growth attribution and restart cost (app/report/forensics.py).
     forensics: StoreForensics | None = None
 
     @property

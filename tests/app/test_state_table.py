@@ -17,7 +17,6 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from stateglass.app.arrow_types import unique_names
 from stateglass.app.browse.cells import cell_text
 from stateglass.app.browse.diff import compute_diff, diff_page
 from stateglass.app.browse.history import find_key_json, find_keys, key_history, numeric_columns
@@ -28,6 +27,7 @@ from stateglass.app.cli import main as cli
 from stateglass.collectors.checkpoint import Checkpoint
 from stateglass.collectors.errors import CheckpointError
 from stateglass.collectors.state import iter_raw_changes
+from stateglass.parsers.arrow_types import unique_names
 from stateglass.parsers.sparktypes import AtomicType, DataType, StructField, StructType
 from tests.app.conftest import SAMPLES, sample_checkpoints
 

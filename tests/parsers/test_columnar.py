@@ -2,9 +2,9 @@
 
 The Python decoder is the specification: for any rows of any schema the columnar decoder
 accepts, the Parquet written from its arrays reads back bit for bit as the Parquet written
-from the Python decoder's values (``stateglass.app.arrow_types.arrow_value``); for rows it refuses
-(None), the Python decoder is what runs. ``state --format parquet`` is checked end to end
-the same way, through a real sink, on both providers.
+from the Python decoder's values (``stateglass.parsers.arrow_types.arrow_value``); for rows
+it refuses (None), the Python decoder is what runs. ``state --format parquet`` is checked end
+to end the same way, through a real sink, on both providers.
 """
 
 from __future__ import annotations
@@ -20,14 +20,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from row_strategies import SCHEMAS, draw_row, struct_types
 
-from stateglass.app.arrow_types import arrow_type as app_arrow_type
-from stateglass.app.arrow_types import arrow_value
 from stateglass.app.columnar_output import columnar_partition, columnar_supported
 from stateglass.app.errors import AppError
 from stateglass.app.output import ParquetSink
 from stateglass.collectors.checkpoint import Checkpoint
 from stateglass.collectors.state import StateRequest, StateSource
 from stateglass.parsers import columnar
+from stateglass.parsers.arrow_types import arrow_type, arrow_value
 from stateglass.parsers.errors import ParseError
 from stateglass.parsers.sparktypes import (
     ArrayType,
@@ -95,7 +94,7 @@ def _read_back(table: pa.Table) -> Any:
 
 def _python_column(schema: StructType, rows: list[bytes]) -> pa.Array:
     decode, convert = row_decoder(schema), arrow_value(schema)
-    return pa.array([convert(decode(r)) for r in rows], type=app_arrow_type(schema))
+    return pa.array([convert(decode(r)) for r in rows], type=arrow_type(schema))
 
 
 def _assert_same_parquet(ours: pa.Array, theirs: pa.Array) -> None:
@@ -125,7 +124,7 @@ def test_columns_agree_with_the_python_decoder(case: Any) -> None:
         with pytest.raises(pa.ArrowInvalid, match="precision"):
             _python_column(schema, rows)
         return
-    assert columnar.arrow_type(schema) == app_arrow_type(schema)
+    assert ours.type == arrow_type(schema)
     _assert_same_parquet(ours, _python_column(schema, rows))
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import re
+from datetime import datetime
 
+import pandas as pd
 import pytest
 
 from stateglass.app.report import render_markdown
-from stateglass.app.report.markdown import cell
+from stateglass.app.report.markdown import cell, render
+from stateglass.app.report.model import ReportData
 from stateglass.collectors.db import read_query
 from stateglass.collectors.health import evaluate, worst
 from tests.report.conftest import SAMPLES, report_now
@@ -78,3 +81,30 @@ def test_summary_matches_the_database(report_db: str, name: str) -> None:
 def test_cells_keep_pipes_and_newlines_inside() -> None:
     assert cell("struct<a|b>\nx") == "struct\\<a\\|b\\> x"
     assert cell(None) == ""
+
+
+def test_a_checkpoint_without_findings_or_stores_says_so_in_each_section() -> None:
+    at = datetime(2026, 1, 2, 3, 4, 5)
+    data = ReportData(
+        db_path="db",
+        checkpoint="/data/<b>cp",
+        query_id="q",
+        generated_at=at,
+        as_of=at,
+        last_scan=None,
+        findings=(),
+        overview={},
+        batches=pd.DataFrame(),
+        inputs=pd.DataFrame(),
+        stores=(),
+        problems=pd.DataFrame(),
+        numbers=(("last committed batch", "7"),),
+    )
+    lines = render(data).splitlines()
+    assert lines[0] == "# StateGlass report: \\<b\\>cp — OK"
+    sections = [line for line in lines if line.startswith("## ")]
+    assert sections == ["## Health: OK (no checks ran)", "## Key numbers", "## Operators"]
+    after = {line: lines[i + 2] for i, line in enumerate(lines) if line in sections}
+    assert after["## Health: OK (no checks ran)"] == "No health findings."
+    assert after["## Operators"] == "No stateful operator."
+    assert "| last committed batch | 7 |" in lines

@@ -95,7 +95,7 @@ def render() -> None:
     state_ui.cache_note()
 
 
-# ---- the eviction audit's "overdue" filter (issue 11, point 2) -------------------------------
+# ---- the eviction audit's "overdue" filter -------------------------------------------------------
 
 
 def _overdue_filter(view: StateView, version: int, partition: int | None, limit: int) -> bool:

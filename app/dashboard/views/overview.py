@@ -278,7 +278,7 @@ def render() -> None:
     )
 
 
-# ---- Spark's progress events (issue 12) ------------------------------------------------------
+# ---- input rate and lag from Spark's progress events ---------------------------------------------
 
 
 def lag_trend(events: pd.DataFrame) -> str:

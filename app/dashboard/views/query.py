@@ -112,7 +112,7 @@ def _query(checkpoint: str) -> None:
             st.dataframe(problems, hide_index=True)
 
 
-# ---- Spark's progress events (issue 12) ------------------------------------------------------
+# ---- what Spark reported: the query's progress events --------------------------------------------
 
 
 def _progress(checkpoint: str) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pandas as pd
 import streamlit as st
 
 from stateglass.app import figures, queries
@@ -36,13 +39,31 @@ def _store(selection: context.StoreSelection) -> None:
     with st.spinner("Reading state history…"):
         versions = context.load(queries.partition_cells, *args)
         usage = context.load(queries.disk_usage, *args)
-        lag = context.load(queries.snapshot_lag, *args)
-        skew = context.load(queries.partition_skew, *args)
-        sst = context.load(queries.sst_reuse, *args)
         history = context.load(queries.store_history, *args)
     if versions.empty:
         st.info("No state versions collected for this store yet.")
         return
+    _headline(args, versions, usage, history)
+    st.caption(md(queries.history_note(history)))
+    _growth_charts(args, history)
+    _layout_charts(args)
+    state_forensics.render_growth(selection)
+    state_forensics.render_restart_cost(selection)
+    _progress(selection)
+    _eviction(selection)
+    with st.expander("Bytes on disk now, by kind"):
+        st.dataframe(
+            usage.assign(size=[context.human_bytes(b) for b in usage["bytes"]]),
+            hide_index=True,
+        )
+
+
+def _headline(
+    args: tuple[str, int, str], versions: pd.DataFrame, usage: pd.DataFrame, history: dict[str, Any]
+) -> None:
+    """The store's numbers at a glance: partitions, versions, keys, disk, skew, replay."""
+    lag = context.load(queries.snapshot_lag, *args)
+    skew = context.load(queries.partition_skew, *args)
     newest = versions.sort_values("version").groupby("partition_id").last()
     cols = st.columns(6)
     cols[0].metric("partitions", f"{versions['partition_id'].nunique():,}")
@@ -71,7 +92,9 @@ def _store(selection: context.StoreSelection) -> None:
         help="The most bytes one partition would read to restore its newest version.",
     )
 
-    st.caption(md(queries.history_note(history)))
+
+def _growth_charts(args: tuple[str, int, str], history: dict[str, Any]) -> None:
+    """Keys over versions, and where they sit: the partition × version heatmap."""
     _chart(
         context.figure(
             figures.keys_over_versions,
@@ -95,6 +118,11 @@ def _store(selection: context.StoreSelection) -> None:
             "version: keys, or bytes written (delta or changelog plus snapshot or zip).",
             f"heatmap_{metric}",
         )
+
+
+def _layout_charts(args: tuple[str, int, str]) -> None:
+    """How the state is spread and written: skew, key changes, bytes by kind, snapshot lag,
+    and for RocksDB the SST reuse."""
     left, right = st.columns(2)
     with left:
         _chart(
@@ -126,26 +154,16 @@ def _store(selection: context.StoreSelection) -> None:
             "since the last snapshot, and the bytes a cold load reads (snapshot plus deltas).",
             "snapshot_lag",
         )
-    if not sst.empty:
+    if not context.load(queries.sst_reuse, *args).empty:
         _chart(
             context.figure(figures.sst_upload_reuse, queries.sst_reuse, *args),
             "RocksDB: how much of each zip's SST data is new? Bytes uploaded with the version "
             "against bytes shared with the previous version's zip.",
             "sst_upload_reuse",
         )
-    # Issue 11: growth attribution and restart cost (app/dashboard/views/state_forensics.py).
-    state_forensics.render_growth(selection)
-    state_forensics.render_restart_cost(selection)
-    _progress(selection)
-    _eviction(selection)
-    with st.expander("Bytes on disk now, by kind"):
-        st.dataframe(
-            usage.assign(size=[context.human_bytes(b) for b in usage["bytes"]]),
-            hide_index=True,
-        )
 
 
-# ---- Spark's progress events (issue 12) ------------------------------------------------------
+# ---- what Spark reported: progress events of the store's operator ---------------------------
 
 
 def _progress(selection: context.StoreSelection) -> None:
@@ -205,7 +223,7 @@ def _progress(selection: context.StoreSelection) -> None:
         )
 
 
-# ---- the eviction audit (issue 11, point 2) --------------------------------------------------
+# ---- the eviction audit: keys Spark should already have evicted -----------------------------
 
 
 def _eviction(selection: context.StoreSelection) -> None:

@@ -1,9 +1,11 @@
-"""The State page's forensics (issue 11): growth attribution and restart cost.
+"""The State page's forensics: growth attribution and restart cost.
 
 Kept apart from ``state.py`` so each section is one function the page calls.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import pandas as pd
 import streamlit as st
@@ -138,6 +140,18 @@ def render_restart_cost(selection: context.StoreSelection) -> None:
         return
     provider, changelog, inferred = _settings(selection, facts, live)
     now = restart_cost.current_cost(live, facts)
+    _restart_now(now)
+    st.markdown("**What if**")
+    min_deltas, alt_changelog = _what_if_settings(provider, changelog, inferred)
+    alt = restart_cost.what_if(facts, provider, min_deltas, alt_changelog)
+    label = f"minDeltas {min_deltas}" + (
+        f", changelog {'on' if alt_changelog else 'off'}" if provider == "rocksdb" else ""
+    )
+    _compare(now, alt, label)
+
+
+def _restart_now(now: Sequence[restart_cost.PartitionCost]) -> None:
+    """What a restart loads today, summed over partitions, and the partitions it cannot load."""
     worst = restart_cost.slowest(now)
     cols = st.columns(4)
     cols[0].metric("files (all partitions)", f"{sum(c.files for c in now):,}")
@@ -157,7 +171,11 @@ def render_restart_cost(selection: context.StoreSelection) -> None:
             + ", ".join(f"p{c.partition} (version {c.missing[0]})" for c in broken[:10]),
             icon="🚫",
         )
-    st.markdown("**What if**")
+
+
+def _what_if_settings(provider: str, changelog: bool, inferred: int | None) -> tuple[int, bool]:
+    """The settings the user tries (minDeltasForSnapshot, changelog checkpointing), beside
+    the ones the files show now."""
     left, mid, right = st.columns(3)
     min_deltas = int(
         left.number_input(
@@ -191,15 +209,20 @@ def render_restart_cost(selection: context.StoreSelection) -> None:
             else ""
         )
     )
-    alt = restart_cost.what_if(facts, provider, min_deltas, alt_changelog)
-    label = f"minDeltas {min_deltas}" + (
-        f", changelog {'on' if alt_changelog else 'off'}" if provider == "rocksdb" else ""
-    )
+    return min_deltas, bool(alt_changelog)
+
+
+def _compare(
+    now: Sequence[restart_cost.PartitionCost],
+    alt: Sequence[restart_cost.PartitionCost],
+    label: str,
+) -> None:
+    """The restart now against the what-if: per partition, and the slowest of each."""
     now_frame, alt_frame = restart_cost.costs_frame(now), restart_cost.costs_frame(alt)
     st.plotly_chart(
         figures.restart_cost(now_frame, alt_frame, label), width="stretch", key="restart_cost"
     )
-    alt_worst = restart_cost.slowest(alt)
+    worst, alt_worst = restart_cost.slowest(now), restart_cost.slowest(alt)
     if worst is not None and alt_worst is not None:
         st.caption(
             f"Slowest partition now: p{worst.partition}, {context.human_bytes(worst.bytes)} in "

@@ -1,9 +1,17 @@
 """Spark types as Arrow types, and decoded state values as Arrow-ready Python values.
 
-Used by Parquet export: every column keeps its real type (nested structs, lists, maps,
-decimals, dates, timestamps) instead of a JSON string. Struct fields whose names repeat
-(aggregation buffers: ``sum``, ``sum``) get the suffixes ``_1``, ``_2``… that
-:func:`stateglass.parsers.sparkjson.to_python` uses, because Parquet needs unique names.
+The one mapping from Spark's types to Arrow's: Parquet export writes its columns with it, and
+the columnar decoder (:mod:`stateglass.parsers.columnar`) builds its arrays with it. Every
+column keeps its real type (nested structs, lists, maps, decimals, dates, timestamps) instead
+of a JSON string. Struct fields whose names repeat (aggregation buffers: ``sum``, ``sum``) get
+the suffixes ``_1``, ``_2``… that :func:`stateglass.parsers.sparkjson.to_python` uses, because
+Parquet needs unique names. pyarrow loads at the first call: collecting never needs it.
+
+Example::
+
+    >>> from stateglass.parsers.sparktypes import parse_datatype
+    >>> arrow_type(parse_datatype('{"type":"array","elementType":"long","containsNull":true}'))
+    ListType(list<item: int64>)
 """
 
 from __future__ import annotations
@@ -99,7 +107,8 @@ def arrow_type(dt: DataType) -> Any:
 
 
 def arrow_value(dt: DataType, time_zone: str = "UTC") -> Callable[[Any], Any]:
-    """Turn a value decoded by :mod:`parsers.unsaferow` into what Arrow takes for ``dt``."""
+    """Turn a value decoded by :mod:`stateglass.parsers.unsaferow` into what Arrow takes for
+    ``dt``."""
     if isinstance(dt, StructType):
         names = unique_names(dt.names)
         convs = [arrow_value(f.data_type, time_zone) for f in dt.fields]

@@ -1,0 +1,102 @@
+"""Read-only queries for the dashboard and the reports: database path in, DataFrame out.
+
+All the SQL the pages need lives in this package, on top of the views of ``collectors/db.py``
+where they exist, one module per concept:
+
+* :mod:`.connection`: the read-only connection, shared by a page's loads (:func:`session`);
+* :mod:`.checkpoints`: the collected checkpoints as a whole (the Overview), their stores and
+  problems;
+* :mod:`.store`: one state store over its versions and partitions (the State page);
+* :mod:`.batches`: the query's batches and the input each took from each source;
+* :mod:`.progress`: Spark's progress events, joined by the query id;
+* :mod:`.eviction`: the eviction audit;
+* :mod:`.restart`: what the restart-cost model reads.
+
+Pages and reports import the package and call what it names here. Times are naive UTC
+timestamps.
+
+Example::
+
+    from stateglass.app import queries
+    df = queries.state_versions("~/.stateglass/stateglass.duckdb", "/data/cp", 0, "default")
+"""
+
+from __future__ import annotations
+
+from stateglass.app.queries.batches import (
+    RATE_SECONDS,
+    batches,
+    input_from_offsets,
+    input_per_batch,
+    rate_rows,
+)
+from stateglass.app.queries.checkpoints import (
+    checkpoint_overview,
+    last_updated,
+    problems,
+    size_history,
+    stores,
+)
+from stateglass.app.queries.connection import STORE_WHERE, data_version, session
+from stateglass.app.queries.eviction import eviction_audit, eviction_rules
+from stateglass.app.queries.progress import (
+    DURATION_PARTS,
+    NO_PROGRESS,
+    ROCKSDB_METRICS,
+    progress,
+    progress_overview,
+    progress_sources,
+    progress_state,
+    snapshot_uploads,
+)
+from stateglass.app.queries.restart import live_state_files, restart_facts
+from stateglass.app.queries.store import (
+    bytes_by_kind,
+    disk_usage,
+    history_note,
+    partition_cells,
+    partition_skew,
+    snapshot_lag,
+    sst_reuse,
+    state_growth,
+    state_versions,
+    store_history,
+)
+
+__all__ = [
+    "DURATION_PARTS",
+    "NO_PROGRESS",
+    "RATE_SECONDS",
+    "ROCKSDB_METRICS",
+    "STORE_WHERE",
+    "batches",
+    "bytes_by_kind",
+    "checkpoint_overview",
+    "data_version",
+    "disk_usage",
+    "eviction_audit",
+    "eviction_rules",
+    "history_note",
+    "input_from_offsets",
+    "input_per_batch",
+    "last_updated",
+    "live_state_files",
+    "partition_cells",
+    "partition_skew",
+    "problems",
+    "progress",
+    "progress_overview",
+    "progress_sources",
+    "progress_state",
+    "rate_rows",
+    "restart_facts",
+    "session",
+    "size_history",
+    "snapshot_lag",
+    "snapshot_uploads",
+    "sst_reuse",
+    "state_growth",
+    "state_versions",
+    "store_history",
+    "stores",
+]

@@ -1,0 +1,133 @@
+"""The query's batches, and the input each batch took from each source.
+
+The offsets say where each source stood (decoded by :mod:`stateglass.parsers.offsets`); a
+file source's files are counted in its log (:mod:`stateglass.collectors.source_log`); rate
+sources count seconds, turned into rows where Spark's progress events say how many.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from stateglass.app.queries.connection import read_frame
+from stateglass.app.queries.progress import progress_sources
+from stateglass.collectors.source_log import files_per_log_batch
+from stateglass.parsers.offsets import (
+    FILE_LOG,
+    RATE_SECONDS,
+    batch_positions,
+    rate_source_rows,
+)
+
+
+def batches(db: str, checkpoint: str) -> pd.DataFrame:
+    """One row per batch of the checkpoint, with the metrics of the batch views.
+
+    Columns: batch_id, committed, batch_time (trigger time), watermark (NULL without one),
+    offsets_written_at, committed_at, duration_ms, interval_ms, delay_ms, source_offsets.
+    """
+    return read_frame(
+        db,
+        """
+        SELECT b.batch_id, b.committed,
+               CASE WHEN b.batch_timestamp_ms IS NOT NULL
+                    THEN epoch_ms(b.batch_timestamp_ms) END AS batch_time,
+               CASE WHEN b.watermark_ms > 0 THEN epoch_ms(b.watermark_ms) END AS watermark,
+               b.offsets_written_at, b.committed_at,
+               d.duration_ms, t.interval_ms, w.delay_ms, b.source_offsets
+        FROM batches b
+        LEFT JOIN batch_durations d USING (checkpoint, batch_id)
+        LEFT JOIN trigger_intervals t USING (checkpoint, batch_id)
+        LEFT JOIN watermark_delays w USING (checkpoint, batch_id)
+        WHERE b.checkpoint = ?
+        ORDER BY b.batch_id
+        """,
+        [checkpoint],
+    )
+
+
+def input_from_offsets(frame: pd.DataFrame, checkpoint: str | None = None) -> pd.DataFrame:
+    """Input per batch and source from the ``source_offsets`` column of :func:`batches`.
+
+    A batch's input is its offset minus the previous batch's. For a file source the files are
+    counted in the checkpoint's ``sources/`` log when ``checkpoint`` is readable (else the
+    batch is skipped). Columns: batch_id, source, amount, unit.
+    """
+    rows: list[dict[str, Any]] = []
+    previous: dict[str, float] = {}
+    file_counts: dict[str, dict[int, int]] = {}
+    for batch_id, raw in zip(frame["batch_id"], frame["source_offsets"], strict=True):
+        for sid, value, unit in batch_positions(raw):
+            before = previous.get(sid)
+            previous[sid] = value
+            if unit != FILE_LOG:
+                if before is not None:
+                    rows.append(_input_row(batch_id, sid, value - before, unit))
+                continue
+            if checkpoint is None:
+                continue
+            # Read the source log once per source (setdefault would read it every batch).
+            if sid not in file_counts:
+                file_counts[sid] = files_per_log_batch(checkpoint, sid)
+            counts = file_counts[sid]
+            start = -1 if before is None else int(before)
+            files = sum(counts.get(b, 0) for b in range(start + 1, int(value) + 1))
+            if counts:
+                rows.append(_input_row(batch_id, sid, files, "files"))
+    return pd.DataFrame(rows, columns=["batch_id", "source", "amount", "unit"])
+
+
+def _input_row(batch_id: Any, source_id: str, amount: float, unit: str) -> dict[str, Any]:
+    return {
+        "batch_id": int(batch_id),
+        "source": f"source {source_id}",
+        "amount": amount,
+        "unit": unit,
+    }
+
+
+def input_per_batch(db: str, checkpoint: str) -> pd.DataFrame:
+    """:func:`input_from_offsets` on the checkpoint's batches; a lone rate source in rows
+    where Spark's progress events give them (:func:`rate_rows`)."""
+    frame = input_from_offsets(batches(db, checkpoint), checkpoint)
+    if (frame["unit"] == RATE_SECONDS).any():
+        frame = rate_rows(frame, progress_sources(db, checkpoint))
+    return frame
+
+
+def _rate_source_rows(events: pd.DataFrame) -> dict[int, float]:
+    """numInputRows of the one rate source in each event's ``sources`` list, by batch id."""
+    out: dict[int, float] = {}
+    if "sources" not in events:
+        return out
+    for batch_id, raw in zip(events["batch_id"], events["sources"], strict=True):
+        rows = rate_source_rows(raw)
+        if rows is not None:
+            out[int(batch_id)] = rows  # a retried batch: the newest event wins
+    return out
+
+
+def rate_rows(inputs: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    """The rate source's seconds as rows, from each batch's ``numInputRows``.
+
+    The offsets count seconds; rows are rowsPerSecond × seconds, and the checkpoint does not
+    keep rowsPerSecond. Progress events count rows per source (``sources``: taken when the
+    query has one rate source, matched by its description) and for all sources together
+    (``num_input_rows``: taken when the query has one source); only for the batches they cover.
+    """
+    if events.empty:
+        return inputs
+    rate_ids = inputs.loc[inputs["unit"] == RATE_SECONDS, "source"].unique()
+    by_batch = _rate_source_rows(events) if len(rate_ids) == 1 else {}
+    if not by_batch:
+        if inputs["source"].nunique() != 1:
+            return inputs
+        rows = events.dropna(subset=["num_input_rows"]).drop_duplicates("batch_id", keep="last")
+        by_batch = dict(zip(rows["batch_id"].astype(int), rows["num_input_rows"], strict=True))
+    out = inputs.copy()
+    known = (out["unit"] == RATE_SECONDS) & out["batch_id"].isin(by_batch)
+    out.loc[known, "amount"] = out.loc[known, "batch_id"].map(by_batch).astype(float)
+    out.loc[known, "unit"] = "rows"
+    return out

@@ -1,0 +1,85 @@
+"""The read-only connection every query runs on, and the helpers the query modules share.
+
+Each call opens a read-only connection for one query (``collectors.db.reader``), which waits
+while a collector holds the write lock; inside :func:`session` the queries of a page share one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from stateglass.collectors.db import reader
+
+if TYPE_CHECKING:
+    import duckdb
+
+
+# What the pages show for a store: one frame, filtered in SQL by these three columns.
+STORE_WHERE = "checkpoint = ? AND operator_id = ? AND store_name = ?"
+
+
+class _Session:
+    """One read-only connection shared by the queries of a :func:`session`, opened lazily."""
+
+    def __init__(self, db: str) -> None:
+        self.db = os.path.abspath(os.path.expanduser(db))
+        self.stack = ExitStack()
+        self.conn: duckdb.DuckDBPyConnection | None = None
+
+    def connection(self) -> duckdb.DuckDBPyConnection:
+        if self.conn is None:
+            self.conn = self.stack.enter_context(reader(self.db))
+        return self.conn
+
+
+_SESSION: ContextVar[_Session | None] = ContextVar("stateglass_query_session", default=None)
+
+
+@contextmanager
+def session(db: str) -> Iterator[None]:
+    """Run the queries inside on one read-only connection: a page's loads open it once.
+
+    Opening costs tens of milliseconds on a big database; a page runs half a dozen queries.
+    The connection opens at the first query (none when every load is cached) and closes at
+    the end of the block, so a collector waits at most that long for its write lock.
+    """
+    shared = _Session(db)
+    token = _SESSION.set(shared)
+    try:
+        with shared.stack:
+            yield
+    finally:
+        _SESSION.reset(token)
+
+
+def read_frame(db: str, sql: str, params: Sequence[Any] = ()) -> pd.DataFrame:
+    """``sql`` on ``db`` as a DataFrame: on the :func:`session`'s connection when one is open
+    for this database, else on a connection of its own."""
+    shared = _SESSION.get()
+    if shared is not None and shared.db == os.path.abspath(os.path.expanduser(db)):
+        return shared.connection().execute(sql, list(params)).df()
+    with reader(db) as conn:
+        return conn.execute(sql, list(params)).df()
+
+
+def has_tables(db: str, *names: str) -> bool:
+    """Whether ``db`` has every table named: a database an older StateGlass wrote lacks the
+    newer tables (progress events, the eviction audit), and reads of them give empty frames."""
+    found = read_frame(db, "SELECT table_name FROM duckdb_tables()")
+    return set(names) <= set(found["table_name"])
+
+
+def data_version(db: str) -> float:
+    """Changes whenever a writer commits (the file or its WAL is touched): a cache key.
+
+    0.0 when the database does not exist yet.
+    """
+    db = os.path.expanduser(db)
+    stamps = [os.stat(p).st_mtime for p in (db, db + ".wal") if os.path.exists(p)]
+    return max(stamps, default=0.0)
