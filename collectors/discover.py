@@ -17,9 +17,9 @@ from __future__ import annotations
 import os
 import posixpath
 import time
-from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
 from stateglass.collectors.errors import CheckpointError, NotACheckpoint
@@ -45,6 +45,8 @@ class Limits:
     # Resolved folders the search must stay inside (a symlink may point anywhere): the
     # dashboard's allowed roots. Empty: anywhere.
     within: tuple[str, ...] = ()
+    # Folders listed at once: bounded, so that a search never floods an object store.
+    concurrency: int = 16
 
     def allows(self, ident: str) -> bool:
         if not self.within or "://" in ident:
@@ -130,52 +132,107 @@ def discover(
     warn: Warn | None = None,
     progress: Progress | None = None,
 ) -> Found:
-    """Checkpoints under ``root`` (not ``root`` itself), sorted, within ``limits``."""
+    """Checkpoints under ``root`` (not ``root`` itself), sorted, within ``limits``.
+
+    Breadth first, one depth at a time: the folders of a depth are listed
+    ``limits.concurrency`` at a time (an object store answers each LIST in tens of
+    milliseconds, so hundreds of prefixes one by one take minutes), then judged in their
+    sorted order, so what is found, warned and counted is what a serial walk gives.
+    """
     limits = limits or Limits()
     say: Warn = warn or (lambda _line: None)
     root = root.rstrip("/") or "/"
-    deadline = time.monotonic() + limits.max_seconds
-    found: list[str] = []
-    seen = {_identity(root)}
-    queue: deque[tuple[str, int]] = deque([(root, 0)])
-    listed = too_deep = 0
+    search = _Search(root, limits, time.monotonic() + limits.max_seconds)
+    search.seen.add(_identity(root))
+    level = [root]
+    pool = ThreadPoolExecutor(max(1, limits.concurrency), "stateglass-discover")
+    try:
+        for depth in range(limits.max_depth + 1):
+            if not level or search.stopped:
+                break
+            listings = pool.map(lambda path: _listing(fs, path), level)
+            level = search.judge(level, listings, depth, say, progress)
+    finally:
+        # A search stopped at a limit does not wait for the rest of its depth's listings.
+        pool.shutdown(wait=True, cancel_futures=True)
+    return Found(tuple(sorted(search.found)), search.listed, search.stopped, search.too_deep)
+
+
+def _listing(fs: FileSystem, path: str) -> tuple[list[tuple[str, bool]] | None, list[str]]:
+    """A folder's entries (None if it cannot be listed) and the warnings that came with them,
+    kept apart so that the walk, not the listing thread, says them in order."""
+    said: list[str] = []
+    try:
+        return entries(fs, path, said.append), said
+    except CheckpointError as exc:
+        return None, [*said, f"skipped {exc}"]
+
+
+@dataclass
+class _Search:
+    """What a search has found so far, and the folders it has seen."""
+
+    root: str
+    limits: Limits
+    deadline: float
+    found: list[str] = field(default_factory=list)
+    listed: int = 0
+    too_deep: int = 0
     stopped: str | None = None
-    while queue:
-        if time.monotonic() > deadline:
-            stopped = f"time limit of {limits.max_seconds:g} s"
-            break
-        path, depth = queue.popleft()
-        try:
-            names = entries(fs, path, say)
-        except CheckpointError as exc:
-            say(f"skipped {exc}")
-            continue
-        listed += 1
-        if progress is not None:
-            progress(listed, len(found))
-        if path != root and is_checkpoint(names):
-            rel = _relative(path, root)
-            if limits.included(rel):
-                found.append(path)
-                if len(found) >= limits.max_checkpoints:
-                    stopped = f"limit of {limits.max_checkpoints} checkpoints"
+    seen: set[str] = field(default_factory=set)
+
+    def judge(
+        self,
+        level: list[str],
+        listings: Iterable[tuple[list[tuple[str, bool]] | None, list[str]]],
+        depth: int,
+        say: Warn,
+        progress: Progress | None,
+    ) -> list[str]:
+        """The folders of the next depth, from this depth's listings (in ``level``'s order)."""
+        below: list[str] = []
+        for path, (names, said) in zip(level, listings, strict=True):
+            if time.monotonic() > self.deadline:
+                self.stopped = f"time limit of {self.limits.max_seconds:g} s"
+                break
+            for line in said:
+                say(line)
+            if names is None:
+                continue
+            self.listed += 1
+            if progress is not None:
+                progress(self.listed, len(self.found))
+            if path != self.root and is_checkpoint(names):
+                self._found(path)
+                if self.stopped:
                     break
-            continue  # never search inside a checkpoint
-        if depth >= limits.max_depth:
-            too_deep += sum(1 for _, is_dir in names if is_dir)
-            continue
+                continue  # never search inside a checkpoint
+            if depth >= self.limits.max_depth:
+                self.too_deep += sum(1 for _, is_dir in names if is_dir)
+                continue
+            below += self._children(path, names)
+        return below
+
+    def _found(self, path: str) -> None:
+        if self.limits.included(_relative(path, self.root)):
+            self.found.append(path)
+            if len(self.found) >= self.limits.max_checkpoints:
+                self.stopped = f"limit of {self.limits.max_checkpoints} checkpoints"
+
+    def _children(self, path: str, names: list[tuple[str, bool]]) -> list[str]:
+        children = []
         for name, is_dir in sorted(names):
             if not is_dir:
                 continue
             child = join(path, name)
-            if limits.excluded(_relative(child, root)):
+            if self.limits.excluded(_relative(child, self.root)):
                 continue
             ident = _identity(child)
-            if ident in seen or not limits.allows(ident):
+            if ident in self.seen or not self.limits.allows(ident):
                 continue
-            seen.add(ident)
-            queue.append((child, depth + 1))
-    return Found(tuple(sorted(found)), listed, stopped, too_deep)
+            self.seen.add(ident)
+            children.append(child)
+        return children
 
 
 def _relative(path: str, root: str) -> str:

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -177,9 +178,18 @@ def test_an_unreadable_folder_is_skipped_with_one_warning() -> None:
             for name in [".", *dirnames]:
                 os.chmod(os.path.join(dirpath, name), 0o755)
         os.chmod(fleet / "secret", 0o000)
+        # The namespace as installed, from links to the repository's folders: the system
+        # interpreter has no StateGlass of its own.
+        namespace = Path(top) / "path" / "stateglass"
+        namespace.mkdir(parents=True)
+        for layer in ("collectors", "parsers"):
+            (namespace / layer).symlink_to(ROOT / layer)
+        os.chmod(namespace.parent, 0o755)
+        os.chmod(namespace, 0o755)
         result = subprocess.run(
             [SYSTEM_PYTHON, "-c", FIND_AS_NOBODY, str(fleet)],
-            cwd=ROOT,
+            cwd=top,
+            env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(namespace.parent)},
             capture_output=True,
             text=True,
             timeout=60,
@@ -197,3 +207,30 @@ def test_an_unreadable_folder_is_skipped_with_one_warning() -> None:
 def test_samples_are_all_found() -> None:
     found = checkpoints_at(LOCAL, str(SAMPLES), Limits(max_depth=4))
     assert len(found) >= 10 and all(os.path.isdir(os.path.join(p, "offsets")) for p in found)
+
+
+class _MeetingFileSystem(ListingFileSystem):
+    """Each listing of a folder below the top waits until ``width`` listings are under way at
+    once: a serial walk cannot get past the first (its barrier breaks)."""
+
+    def __init__(self, top: str, width: int) -> None:
+        super().__init__()
+        self.top = top
+        self.meeting = threading.Barrier(width, timeout=30)
+
+    def names(self, path: str) -> list[tuple[str, bool]]:
+        if path != self.top:
+            self.meeting.wait()
+        return super().names(path)
+
+
+def test_the_folders_of_a_depth_are_listed_at_once(tmp_path: Path) -> None:
+    top = tmp_path / "bucket"
+    for team in ("a", "b", "c", "d"):
+        copy_sample("spark-4.3/agg-hdfs", top / team)
+    fs = _MeetingFileSystem(str(top), width=4)
+    found = discover(fs, str(top), Limits(max_depth=2, concurrency=4))
+    assert _rel(found.checkpoints, top) == [f"{t}/spark-4.3-agg-hdfs" for t in "abcd"]
+    # What a serial walk lists, in its order: the depths one after another, each sorted.
+    depth_1 = [str(top / t) for t in "abcd"]
+    assert sorted(fs.listed[1:5]) == depth_1 and fs.listed[0] == str(top)
