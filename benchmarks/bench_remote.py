@@ -172,17 +172,20 @@ def bench_fleet(client: Any, count: int) -> None:
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(put, range(count)))
     url = f"s3://{BUCKET}/fleet"
-    load = load_average()
-    REQUESTS.reset()
-    start = time.perf_counter()
-    found = discover(fs_for(url), url, Limits(max_checkpoints=count + 10, max_seconds=600))
-    wall = time.perf_counter() - start
-    print(f"\n### discovery under one prefix (load before {load})")
-    print(
-        f"{len(found.checkpoints)} of {count} checkpoints found in {wall:.2f} s with "
-        f"{REQUESTS.list} LIST, {REQUESTS.get} GET, {REQUESTS.head} HEAD "
-        f"({found.directories} directories listed)"
-    )
+    # Serial (one LIST at a time, as before discovery listed a depth at once) and the default.
+    for concurrency in (1, Limits().concurrency):
+        load = load_average()
+        REQUESTS.reset()
+        start = time.perf_counter()
+        limits = Limits(max_checkpoints=count + 10, max_seconds=600, concurrency=concurrency)
+        found = discover(fs_for(url), url, limits)
+        wall = time.perf_counter() - start
+        print(f"\n### discovery under one prefix, {concurrency} at once (load before {load})")
+        print(
+            f"{len(found.checkpoints)} of {count} checkpoints found in {wall:.2f} s with "
+            f"{REQUESTS.list} LIST, {REQUESTS.get} GET, {REQUESTS.head} HEAD "
+            f"({found.directories} directories listed)"
+        )
 
 
 def main() -> None:
