@@ -1,14 +1,274 @@
-"""Command-line arguments several subcommands share."""
+"""Command-line arguments several commands share: how they are declared, read and checked.
+
+Example::
+
+    p = subparsers.add_parser("state", help="the state of one store at a batch")
+    add_store_args(p)                 # CHECKPOINT, --operator, --store, … -o, --time-zone
+    request = store_request(args, args.batch_id)
+
+The remote storage options (``--storage-option``, ``--cache-dir``, …) go on every command the
+command table says reads checkpoints. Values given there win over the ``[storage]`` table of
+``--config``, which wins over defaults::
+
+    stateglass state s3://bucket/cp --storage-option profile=prod --verbose
+    stateglass collect abfss://cps@acct.dfs.core.windows.net/orders --config stateglass.toml
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
+from stateglass.app.errors import AppError
 from stateglass.collectors.locations import DEFAULT_DB
 
+if TYPE_CHECKING:
+    from stateglass.collectors.state import StateRequest
 
-def add_db_arg(p: argparse.ArgumentParser, what: str = "DuckDB history database") -> None:
+CHECKPOINT_HELP = (
+    "checkpoint directory or URL (s3://, gs://, abfss://, hdfs://): the query's checkpointLocation"
+)
+
+
+def add_db_arg(
+    p: argparse.ArgumentParser, what: str = "DuckDB history database", metavar: str = "PATH"
+) -> None:
     """``--db PATH``, defaulting to :data:`stateglass.collectors.locations.DEFAULT_DB`."""
     p.add_argument(
-        "--db", default=DEFAULT_DB, metavar="PATH", help=f"{what} (default: {DEFAULT_DB})"
+        "--db", default=DEFAULT_DB, metavar=metavar, help=f"{what} (default: {DEFAULT_DB})"
     )
+
+
+def add_store_args(p: argparse.ArgumentParser) -> None:
+    """Which store to read and how to print it: what ``state`` and ``changes`` share."""
+    p.add_argument("checkpoint", help=CHECKPOINT_HELP)
+    p.add_argument("--operator", type=int, default=0, metavar="ID", help="operator id (default 0)")
+    p.add_argument(
+        "--store",
+        default="default",
+        metavar="NAME",
+        help="store name as Spark names it: default, left-keyToNumValues, … (default: default)",
+    )
+    p.add_argument(
+        "--state-var",
+        default=None,
+        metavar="NAME",
+        help="transformWithState: the state variable to read (Spark's stateVarName)",
+    )
+    p.add_argument(
+        "--read-timers",
+        action="store_true",
+        help="transformWithState: read the registered timers (Spark's readRegisteredTimers)",
+    )
+    p.add_argument(
+        "--partition",
+        type=int,
+        action="append",
+        metavar="P",
+        help="only this partition (repeatable)",
+    )
+    p.add_argument(
+        "--format",
+        choices=("jsonl", "table", "parquet"),
+        default="jsonl",
+        help="jsonl: one JSON object per row, as Spark's toJSON (default); table; "
+        "parquet (needs -o)",
+    )
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument(
+        "--time-zone",
+        default="UTC",
+        metavar="TZ",
+        help="session time zone used to print timestamps, as spark.sql.session.timeZone "
+        "(default UTC)",
+    )
+
+
+def store_request(args: argparse.Namespace, batch_id: int | None = None) -> StateRequest:
+    """The :class:`StateRequest` that :func:`add_store_args`' arguments describe."""
+    from stateglass.collectors.state import StateRequest
+
+    return StateRequest(
+        operator_id=args.operator,
+        store_name=args.store,
+        batch_id=batch_id,
+        partitions=args.partition,
+        state_var=args.state_var,
+        read_timers=args.read_timers,
+        flatten=not getattr(args, "no_flatten", False),
+    )
+
+
+def add_collect_args(p: argparse.ArgumentParser) -> None:
+    """What ``collect`` and ``watch`` share: the paths, the database, the engine, discovery."""
+    from stateglass.app import discovery
+    from stateglass.collectors.engines import ENGINES
+
+    p.add_argument(
+        "checkpoints",
+        nargs="*",
+        metavar="PATH",
+        help="checkpoint directories or URLs, or folders of them (searched, see below); "
+        "none: only the --progress paths",
+    )
+    add_db_arg(p, "DuckDB database to write")
+    p.add_argument(
+        "--engine",
+        choices=sorted(ENGINES),
+        default="local",
+        help="local: this process (default); spark: one Spark task per store partition",
+    )
+    p.add_argument(
+        "--master",
+        default=None,
+        metavar="URL",
+        help="Spark master for --engine spark: local[N] (default local[*]), spark://HOST:PORT, "
+        "yarn or k8s://URL (see docs/spark-engine.md)",
+    )
+    p.add_argument(
+        "--no-eviction-audit",
+        dest="eviction_audit",
+        action="store_false",
+        help="skip the eviction audit (it decodes the event time of every key at every new "
+        "version of a store Spark evicts by event time; default: audit)",
+    )
+    discovery.add_arguments(p)
+    add_progress_arg(p)
+
+
+def add_progress_arg(p: argparse.ArgumentParser) -> None:
+    """``--progress PATH`` (repeatable): Spark's progress events."""
+    p.add_argument(
+        "--progress",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="also read streaming progress from PATH: a Spark event-log directory "
+        "(spark.eventLog.dir) or a StateGlassListener directory (repeatable)",
+    )
+
+
+def add_watch_args(p: argparse.ArgumentParser) -> None:
+    """How ``watch`` (and the dashboard's watcher) notices new batches."""
+    p.add_argument(
+        "--debounce",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="quiet time before a re-scan (default 1)",
+    )
+    p.add_argument(
+        "--poll-interval",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="how often URLs (and --poll paths) are checked for a new commit (default 10)",
+    )
+    p.add_argument(
+        "--poll",
+        action="store_true",
+        help="poll local paths too, instead of file system events (network mounts)",
+    )
+    p.add_argument("--verbose", action="store_true", help="print a line for every re-scan")
+
+
+def refuse_output_inside(output: str | None, roots: Iterable[str]) -> None:
+    """StateGlass never writes inside a checkpoint, not even where ``-o`` points."""
+    from stateglass.collectors.enclosing import enclosing_checkpoint
+
+    inside = enclosing_checkpoint(output, roots) if output is not None else None
+    if inside is not None:
+        raise AppError(f"{output}: is inside the checkpoint {inside}; write the output elsewhere")
+
+
+def refuse_db_inside(db: str, roots: Iterable[str]) -> None:
+    """The collector writes the database (and its WAL and log) next to ``db``: never inside a
+    checkpoint, one of ``roots`` or any other."""
+    from stateglass.collectors.enclosing import enclosing_checkpoint
+
+    inside = enclosing_checkpoint(db, roots)
+    if inside is not None:
+        raise AppError(
+            f"{db}: the database is inside the checkpoint {inside}; put it elsewhere (--db)"
+        )
+
+
+def add_storage_args(p: argparse.ArgumentParser) -> None:
+    """``--storage-option``, ``--cache-dir``, ``--cache-size``, ``--config`` and ``--verbose``."""
+    from stateglass.collectors.remote.cache import DEFAULT_CACHE_DIR
+
+    g = p.add_argument_group("remote storage (s3://, gs://, abfss://, hdfs://)")
+    g.add_argument(
+        "--storage-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="backend option (s3fs, adlfs, gcsfs), repeatable; a.b=v nests, JSON values parse "
+        "(e.g. endpoint_url=http://minio:9000, anon=true)",
+    )
+    g.add_argument(
+        "--cache-dir",
+        default=None,
+        metavar="DIR",
+        help=f"cache of immutable state files read remotely (default {DEFAULT_CACHE_DIR})",
+    )
+    g.add_argument(
+        "--cache-size",
+        default=None,
+        metavar="SIZE",
+        help="cache limit, least recently used out first: 2GiB (default), 500MB, 0 = off",
+    )
+    opts = {a for action in p._actions for a in action.option_strings}
+    if "--config" not in opts:
+        g.add_argument(
+            "--config",
+            default=None,
+            metavar="FILE",
+            help="TOML config file; its [storage] table sets the options above (the dashboard "
+            "also judges health with its rule sections, docs/health.md)",
+        )
+    if "--verbose" not in opts:
+        g.add_argument(
+            "--verbose",
+            action="store_true",
+            help="print the storage requests made (LIST/GET/HEAD) and cache hits on stderr",
+        )
+
+
+def apply_storage_args(args: argparse.Namespace) -> None:
+    """Configure this process's storage settings from :func:`add_storage_args`' arguments."""
+    from stateglass.collectors.remote.settings import (
+        StorageSettings,
+        configure,
+        from_config,
+        merge,
+        parse_options,
+        parse_size,
+    )
+    from stateglass.collectors.tomlfile import read_toml
+
+    table: dict[str, Any] = {}
+    if args.config:
+        table = from_config(*read_toml(args.config))
+    base = StorageSettings()
+    try:
+        options = merge(base.options, table.get("options", {}))
+        options = merge(options, parse_options(args.storage_option))
+        size_text = args.cache_size if args.cache_size is not None else table.get("cache_size")
+        cache_bytes = parse_size(size_text) if size_text is not None else base.cache_bytes
+    except ValueError as exc:
+        raise AppError(str(exc)) from exc
+    cache_dir = (
+        args.cache_dir or table.get("cache_dir") or base.cache_dir
+    )  # base: $STATEGLASS_CACHE_DIR
+    configure(StorageSettings(options, str(cache_dir), cache_bytes))
+
+
+def print_counts(args: argparse.Namespace) -> None:
+    """``--verbose``: the storage requests this command made, on stderr."""
+    if getattr(args, "verbose", False):
+        from stateglass.collectors.remote import COUNTS
+
+        print(f"stateglass: {COUNTS.line()}", file=sys.stderr)

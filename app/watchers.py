@@ -11,7 +11,7 @@ Example::
     registry.start(["/data/checkpoints/orders"])   # collect, then re-collect on every commit
     registry.stop_all()
 
-Run as ``python -m app.watchers --db DB --control FILE`` (what :class:`WatcherRegistry` does).
+The child runs ``python -m stateglass.app.watchers --db DB --control FILE``.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Sequence
+
+from stateglass.app.args import add_watch_args, refuse_db_inside
 
 # Paths a parent (``stateglass dashboard``) already watches, so the server does not add a
 # second watcher for them: os.pathsep-separated absolute paths.
@@ -52,26 +54,6 @@ def checkpoints_at(path: str, within: Sequence[str] = ()) -> list[str]:
         path = os.path.expanduser(path)
     path = canonical(path)  # a URL without user:password@ or query before anything sees it
     return find(fs_for(path), path, Limits(within=tuple(within)))
-
-
-def refuse_db_inside(db: str, roots: Iterable[str]) -> None:
-    """A one-line ``AppError`` when the database would be written inside one of ``roots``.
-
-    The collector writes the database (and its WAL and log) next to ``db``; StateGlass never
-    writes into a checkpoint.
-    """
-    from stateglass.app.errors import AppError
-    from stateglass.collectors.remote.urls import is_url
-
-    target = os.path.realpath(db)
-    for root in roots:
-        if is_url(root):
-            continue  # the database is a local file
-        real = os.path.realpath(root)
-        if os.path.commonpath([real, target]) == real:
-            raise AppError(
-                f"{db}: the database is inside the checkpoint {root}; put it elsewhere (--db)"
-            )
 
 
 class WatcherRegistry:
@@ -119,7 +101,6 @@ class WatcherRegistry:
     def start(self, paths: Iterable[str]) -> list[str]:
         """Hand the ``paths`` not watched yet to the one watcher child; returns those paths."""
         paths = list(paths)
-
         refuse_db_inside(self.db, paths)
         with self._lock:
             new = sorted({_canonical(p) for p in paths} - self._watched)
@@ -239,13 +220,13 @@ def _follow(control: ControlFile, add: Callable[[str], None], stop: threading.Ev
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from stateglass.app import collect_cmd
+    from stateglass.app.commands import watch
     from stateglass.collectors.errors import CollectorError
 
     parser = argparse.ArgumentParser(prog="python -m stateglass.app.watchers")
     parser.add_argument("--db", required=True)
     parser.add_argument("--control", required=True, help="file of paths to watch, one a line")
-    collect_cmd.add_watch_arguments(parser)
+    add_watch_args(parser)
     parser.add_argument(
         "--progress", action="append", default=[], help="a --progress path to poll (repeatable)"
     )
@@ -253,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop = threading.Event()
     threading.Thread(target=_stop_on_eof, args=(stop,), daemon=True).start()
     try:
-        return collect_cmd.serve(args, ControlFile(args.control), _follow, stop)
+        return watch.serve(args, ControlFile(args.control), _follow, stop)
     except CollectorError as exc:
         print(f"stateglass: error: {exc}", file=sys.stderr)
         return 2

@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from stateglass.collectors.db import Database, ProgressWrite
+from stateglass.collectors.enclosing import enclosing_checkpoint
 from stateglass.collectors.errors import BadProgressPath, CheckpointError, wrap_parse_error
 from stateglass.collectors.fs import LOCAL, FileSystem
 from stateglass.collectors.progress_schema import (
@@ -73,27 +74,16 @@ def _join(root: str, name: str) -> str:
     return posixpath.join(root, name) if "://" in root else os.path.join(root, name)
 
 
-def _is_checkpoint(fs: FileSystem, path: str) -> bool:
-    return fs.exists(_join(path, "metadata")) and (
-        fs.is_dir(_join(path, "offsets")) or fs.is_dir(_join(path, "commits"))
-    )
-
-
 def refuse_inside_checkpoint(fs: FileSystem, path: str) -> None:
     """``BadProgressPath`` when ``path`` is a checkpoint or lies inside one: event logs and
     listener files never belong there, and StateGlass never reads foreign files as state."""
-    current = path.rstrip("/") or "/"
-    while True:
-        if _is_checkpoint(fs, current):
-            raise BadProgressPath(
-                path,
-                f"is inside the checkpoint {current}; --progress takes an event-log or "
-                "listener directory outside any checkpoint",
-            )
-        parent = posixpath.dirname(current) if "://" in current else os.path.dirname(current)
-        if parent == current or not parent or parent.endswith("://"):
-            return
-        current = parent
+    inside = enclosing_checkpoint(path, fs=fs)
+    if inside is not None:
+        raise BadProgressPath(
+            path,
+            f"is inside the checkpoint {inside}; --progress takes an event-log or "
+            "listener directory outside any checkpoint",
+        )
 
 
 def check_path(fs: FileSystem, root: str) -> str:

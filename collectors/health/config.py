@@ -20,12 +20,11 @@ Example::
 from __future__ import annotations
 
 import dataclasses
-import os
-import tomllib
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from stateglass.collectors.errors import BadConfig
+from stateglass.collectors.tomlfile import read_toml
 from stateglass.parsers.limits import (
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MAX_RATIO,
@@ -298,16 +297,5 @@ def load_config(path: str | None) -> HealthConfig:
     """Read a TOML config file (None: every default). Bad files raise :class:`BadConfig`."""
     if path is None:
         return HealthConfig()
-    shown = os.path.abspath(os.path.expanduser(path))
-    try:
-        with open(shown, "rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError as exc:
-        raise BadConfig(shown, "no such config file") from exc
-    except IsADirectoryError as exc:
-        raise BadConfig(shown, "is a directory, expected a TOML file") from exc
-    except OSError as exc:
-        raise BadConfig(shown, f"cannot read ({exc.strerror or exc})") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise BadConfig(shown, f"not valid TOML: {exc}") from exc
+    data, shown = read_toml(path)
     return config_from_dict(data, shown)

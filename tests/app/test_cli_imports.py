@@ -1,9 +1,10 @@
-"""`stateglass collect` imports only what collecting needs (issue 14: with `--jobs 2` the
-start-up is serial, and it bounds the speed-up on 2 cores). Each case runs a fresh
-interpreter: in this test process everything is imported already."""
+"""`stateglass collect` imports only what collecting needs (with `--jobs 2` the start-up is
+serial, and it bounds the speed-up on 2 cores). Each case runs a fresh interpreter: in this
+test process everything is imported already."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -23,7 +24,8 @@ NOT_FOR_COLLECT = (
     "numpy",
     "duckdb",
     "importlib.metadata",
-    "stateglass.app.commands",
+    "stateglass.app.output",
+    "stateglass.app.parallel",
     "stateglass.app.report",
     "stateglass.collectors.progress",
 )
@@ -65,17 +67,32 @@ def test_help_still_lists_every_command() -> None:
         text=True,
         check=True,
     ).stdout
-    from stateglass.app.cli import _commands
+    from stateglass.app.commands import COMMANDS
 
-    listed = [name for name in _commands() if f"\n    {name} " in out or f"\n    {name}\n" in out]
-    assert listed == list(_commands())
+    names = [c.name for c in COMMANDS]
+    listed = [name for name in names if f"\n    {name} " in out or f"\n    {name}\n" in out]
+    assert listed == names
 
 
 def test_compat_labels_cover_every_status() -> None:
-    """compat_cmd spells the statuses out so that building the parser does not import the
+    """compat spells the statuses out so that building the parser does not import the
     rules: they must stay the rules' own."""
-    from stateglass.app.compat_cmd import _LABEL
+    from stateglass.app.commands.compat import _LABEL
     from stateglass.collectors.compat import rules
 
     statuses = {rules.SAME, rules.COMPATIBLE, rules.NEW, rules.NOTE, rules.CAVEAT, rules.REFUSE}
     assert set(_LABEL) == statuses
+
+
+def test_the_command_table_says_what_each_command_reads() -> None:
+    """Reading checkpoints brings the remote storage options; reading the database, --db."""
+    from stateglass.app.cli import build_parser
+    from stateglass.app.commands import COMMANDS, Reads
+
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(subparsers.choices) == [c.name for c in COMMANDS]
+    for command in COMMANDS:
+        options = {o for a in subparsers.choices[command.name]._actions for o in a.option_strings}
+        assert ("--storage-option" in options) == (Reads.CHECKPOINTS in command.reads), command
+        assert ("--db" in options) == (Reads.DATABASE in command.reads), command

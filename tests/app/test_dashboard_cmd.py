@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from stateglass.app.cli import main
-from stateglass.app.commands import _collect_for_dashboard
+from stateglass.app.commands.dashboard import _collect_for_dashboard
 from stateglass.collectors.db import read_query
 from tests.app.conftest import SAMPLES
 

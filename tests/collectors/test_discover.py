@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from stateglass.app import discovery
-from stateglass.app.commands import _collect_for_dashboard
+from stateglass.app.commands.dashboard import _collect_for_dashboard
 from stateglass.collectors.db import read_query
 from stateglass.collectors.discover import Limits, checkpoints_at, discover
 from stateglass.collectors.errors import NotACheckpoint

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from stateglass.app import collect_cmd
+from stateglass.app.commands import watch
 from stateglass.collectors.db import read_query
 from stateglass.collectors.errors import CheckpointError
 from stateglass.collectors.fs import LOCAL
@@ -94,7 +94,7 @@ def test_watch_poll_records_a_new_commit(tmp_path: Path, debounce: float) -> Non
         verbose=False,
     )
     stop = threading.Event()
-    thread = threading.Thread(target=collect_cmd.watch, args=(args, stop))
+    thread = threading.Thread(target=watch.run, args=(args, stop))
     thread.start()
     try:
         deadline = time.monotonic() + 90

@@ -120,7 +120,7 @@ def test_watch_polls_progress_while_the_log_grows(tmp_path: Path) -> None:
     import threading
     import time
 
-    from stateglass.app import collect_cmd
+    from stateglass.app.commands import watch
 
     directory, events_file, data, _ = _rolling_copy(tmp_path)
 
@@ -142,7 +142,7 @@ def test_watch_polls_progress_while_the_log_grows(tmp_path: Path) -> None:
         progress=[str(directory.parent)],
     )
     stop = threading.Event()
-    thread = threading.Thread(target=collect_cmd.watch, args=(args, stop))
+    thread = threading.Thread(target=watch.run, args=(args, stop))
     thread.start()
     try:
         expected = len(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from stateglass.app import collect_cmd
+from stateglass.app.commands import watch
 from stateglass.collectors.db import read_query
 from tests.collectors.helpers import copy_sample
 
@@ -30,7 +30,7 @@ def test_watch_rescans_after_new_files(tmp_path: Path, capsys: pytest.CaptureFix
         checkpoints=[str(cp_dir)], db=db_path, engine="local", master=None, debounce=0.2
     )
     stop = threading.Event()
-    thread = threading.Thread(target=collect_cmd.watch, args=(args, stop))
+    thread = threading.Thread(target=watch.run, args=(args, stop))
     thread.start()
     try:
         # A functional bound: generous, since CI machines are shared and slow.

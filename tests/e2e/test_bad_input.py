@@ -228,6 +228,27 @@ def test_unknown_time_zone(tmp_path: Path) -> None:
     assert_one_line_error(proc, "Mars/Olympus")
 
 
+@pytest.mark.parametrize("command", ["state", "changes", "report"])
+def test_output_inside_another_checkpoint_is_refused(tmp_path: Path, command: str) -> None:
+    """A checkpoint nobody named is still one: found by its layout, even through a symlink."""
+    cp, other = _copy("agg-hdfs", tmp_path), tmp_path / "other"
+    shutil.copytree(_sample("dedup-hdfs"), other)
+    (tmp_path / "reports").symlink_to(other / "state")
+    target = tmp_path / "reports" / ("out.md" if command == "report" else "out.jsonl")
+    extra = {"changes": ["--from", "0"], "report": ["--db", str(tmp_path / "sg.duckdb")]}
+    proc = run_cli(command, str(cp), *extra.get(command, []), "-o", str(target))
+    assert_one_line_error(proc, f"inside the checkpoint {other}")
+    assert not target.exists() and not (tmp_path / "sg.duckdb").exists()
+
+
+def test_a_database_inside_another_checkpoint_is_refused(tmp_path: Path) -> None:
+    cp, other = _copy("agg-hdfs", tmp_path), _copy("dedup-hdfs", tmp_path)
+    db = other / "state" / "sg.duckdb"
+    proc = run_cli("collect", str(cp), "--db", str(db))
+    assert_one_line_error(proc, f"inside the checkpoint {other}")
+    assert not db.exists()
+
+
 @pytest.mark.parametrize("command", ["state", "changes"])
 def test_output_inside_the_checkpoint_is_refused(tmp_path: Path, command: str) -> None:
     cp = _copy("agg-hdfs", tmp_path)
@@ -237,3 +258,20 @@ def test_output_inside_the_checkpoint_is_refused(tmp_path: Path, command: str) -
     proc = run_cli(command, str(cp), *extra, "-o", str(target))
     assert_one_line_error(proc, str(target))
     assert target.read_bytes() == before
+
+
+def test_a_bad_storage_config_is_one_line(tmp_path: Path) -> None:
+    config = tmp_path / "sg.toml"
+    config.write_text("[storage]\nbogus = 1\n")
+    proc = run_cli("info", _sample("agg-hdfs"), "--config", str(config))
+    assert_one_line_error(proc, f"{config}: unknown key 'bogus' in [storage]")
+    proc = run_cli(
+        "collect",
+        _sample("agg-hdfs"),
+        "--db",
+        str(tmp_path / "sg.duckdb"),
+        "--config",
+        str(tmp_path),
+    )
+    assert_one_line_error(proc, f"{tmp_path}: is a directory, expected a TOML file")
+    assert not (tmp_path / "sg.duckdb").exists()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from stateglass.app.collect_cmd import collect_progress
+from stateglass.app.collecting import collect_progress
 from stateglass.collectors.db import Database
 from stateglass.collectors.health import Finding, evaluate, load_config
 from stateglass.collectors.progress import check_location

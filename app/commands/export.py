@@ -54,32 +54,12 @@ def _sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _inside_checkpoint(path: str, known: list[str]) -> str | None:
-    """The checkpoint directory ``path`` would land in, if any (known, or by its layout)."""
-    real = os.path.realpath(path)
-    for root in known:
-        base = os.path.realpath(root)
-        if real == base or real.startswith(base.rstrip(os.sep) + os.sep):
-            return root
-    parent = os.path.dirname(real)
-    while True:
-        try:
-            names = set(os.listdir(parent))
-        except OSError:
-            names = set()  # an ancestor we may not list (mode 711) holds no checkpoint we know
-        if {"offsets", "commits"} & names or {"metadata", "state"} <= names:
-            return parent
-        up = os.path.dirname(parent)
-        if up == parent:
-            return None
-        parent = up
-
-
 def run(args: argparse.Namespace) -> int:
     """``stateglass export``: COPY one table or view (optionally one checkpoint's rows)."""
     import duckdb
 
     from stateglass.collectors.db import reader
+    from stateglass.collectors.enclosing import enclosing_checkpoint
 
     names = exportable()
     if args.table not in names:
@@ -110,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
             raise AppError(
                 f"{db_path}: has no {args.table!r} yet; run `stateglass collect` once to upgrade it"
             )
-        inside = _inside_checkpoint(out, known)
+        inside = enclosing_checkpoint(out, known)
         if inside is not None:
             raise OutputError(
                 f"{out}: inside the checkpoint {inside}; StateGlass never writes into a "

@@ -76,17 +76,17 @@ def _now(text: str | None) -> datetime | None:
 
 def _collect(checkpoint: str, db_path: str) -> str:
     """Scan ``checkpoint`` into the database (incremental, a progress bar only on a terminal)."""
-    from stateglass.app.collect_cmd import ProgressBar
+    from stateglass.app.collecting import ProgressBar
     from stateglass.collectors.checkpoint import Checkpoint
     from stateglass.collectors.db import Database
-    from stateglass.collectors.remote.urls import is_url
+    from stateglass.collectors.enclosing import enclosing_checkpoint
     from stateglass.collectors.scan import Scanner
 
     root = Checkpoint.open(checkpoint).root  # not a checkpoint: one line, exit 2
-    real = os.path.realpath(root)
-    if not is_url(root) and os.path.commonpath([real, os.path.realpath(db_path)]) == real:
-        # Collecting creates and writes the database: never inside the checkpoint.
-        raise AppError(f"{db_path}: --db is inside the checkpoint {root}; choose another path")
+    inside = enclosing_checkpoint(db_path, [root])
+    if inside is not None:
+        # Collecting creates and writes the database: never inside a checkpoint.
+        raise AppError(f"{db_path}: --db is inside the checkpoint {inside}; choose another path")
     Scanner(Database(db_path)).scan(root, ProgressBar(root))
     return root
 

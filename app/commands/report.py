@@ -46,11 +46,10 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``stateglass report``: collect (incrementally), then write the report ``-o`` names."""
-    from stateglass.app import collect_cmd
-    from stateglass.app.commands import _refuse_output_inside
+    from stateglass.app.args import refuse_output_inside
+    from stateglass.app.collecting import scan_all, scanner_for
     from stateglass.app.report import writer_for
     from stateglass.app.report.model import load_report
-    from stateglass.app.watchers import refuse_db_inside
     from stateglass.collectors.checkpoint import Checkpoint
     from stateglass.collectors.remote import canonical
 
@@ -59,14 +58,14 @@ def run(args: argparse.Namespace) -> int:
     cp = (
         Checkpoint.open(args.checkpoint) if args.collect else Checkpoint(canonical(args.checkpoint))
     )
-    _refuse_output_inside(cp, args.output)
+    refuse_output_inside(args.output, [cp.root])
     db_path = os.path.abspath(os.path.expanduser(args.db))
     if args.collect:
-        refuse_db_inside(db_path, [cp.root])
-        scanner, roots = collect_cmd._scanner(
+        # scanner_for refuses a database inside the checkpoint before it writes anything.
+        scanner, roots = scanner_for(
             argparse.Namespace(checkpoints=[cp.root], db=db_path, engine="local", master=None)
         )
-        collect_cmd._collect(scanner, roots)
+        scan_all(scanner, roots)
     data = load_report(db_path, cp.root)
     write(data, args.output)
     size = os.path.getsize(args.output)

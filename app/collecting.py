@@ -1,0 +1,111 @@
+"""What the commands that collect share: a scanner built from their arguments, the progress
+bar, the one-line summaries, and the ``--progress`` event logs.
+
+``collect``, ``watch``, ``dashboard``, ``report`` and ``check`` all collect checkpoints into
+the DuckDB database before they do anything else.
+
+Example::
+
+    scanner, roots = scanner_for(args)        # every path checked before anything is written
+    summaries, workers = scan_all(scanner, roots)
+    print(summary_line(summaries, scanner.db.path, workers), file=sys.stderr)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, TextIO
+
+from stateglass.app import discovery
+from stateglass.app.args import refuse_db_inside
+from stateglass.app.errors import AppError
+from stateglass.collectors.engines import get_engine
+
+if TYPE_CHECKING:
+    from stateglass.collectors.db import Database
+    from stateglass.collectors.scan import Scanner, ScanSummary
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr, drawn only when stderr is a terminal."""
+
+    def __init__(self, label: str, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.label = label
+        self.enabled = self.stream.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or total == 0:
+            return
+        width = 30
+        filled = width * done // total
+        self.stream.write(
+            f"\r{self.label[-40:]:<40} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}"
+        )
+        if done == total:
+            self.stream.write("\r" + " " * (width + 56) + "\r")
+        self.stream.flush()
+
+
+def scanner_for(args: argparse.Namespace) -> tuple[Scanner, list[str]]:
+    """The scanner ``args`` ask for and the checkpoints to scan, every path validated first:
+    a typo fails before anything is written."""
+    # Callers that build their own Namespace (the watcher child, tests) may leave it out.
+    args.progress = list(getattr(args, "progress", None) or [])
+    if getattr(args, "jobs", 1) < 0:
+        raise AppError(f"--jobs {args.jobs}: give 0 (one per core), 1 (none) or more")
+    if not args.checkpoints and not args.progress:
+        raise AppError("give at least one CHECKPOINT, or --progress PATH")
+    roots = discovery.find(args.checkpoints, args) if args.checkpoints else []
+    refuse_db_inside(args.db, roots)
+    if args.progress:
+        # Event-log parsing is imported only when asked for: `collect` starts faster.
+        from stateglass.collectors.progress import check_location
+
+        args.progress = [check_location(path) for path in args.progress]
+    return new_scanner(args), roots
+
+
+def new_scanner(args: argparse.Namespace) -> Scanner:
+    """A scanner writing ``args.db`` with the engine ``args`` name (default: local)."""
+    # DuckDB takes a tenth of a second to import: only commands that use it pay for it.
+    from stateglass.collectors.db import Database
+    from stateglass.collectors.scan import Scanner
+
+    # Without --jobs (watch, the dashboard's watcher) chains stay in-process: see add_jobs_arg
+    # in commands/collect.py.
+    jobs = getattr(args, "jobs", 1)
+    engine = get_engine(getattr(args, "engine", "local"), getattr(args, "master", None), jobs)
+    return Scanner(Database(args.db), engine, audit=getattr(args, "eviction_audit", True))
+
+
+def scan_all(scanner: Scanner, roots: list[str]) -> tuple[list[ScanSummary], int]:
+    """Each checkpoint scanned once; and the most worker processes a scan used."""
+    summaries, workers = [], 0
+    for root in roots:
+        summaries.append(scanner.scan(root, ProgressBar(root)))
+        workers = max(workers, getattr(scanner.engine, "last_workers", 0))
+    return summaries, workers
+
+
+def summary_line(summaries: list[ScanSummary], db_path: str, workers: int = 0) -> str:
+    """``collected N checkpoint(s) into DB: …``, the totals of ``summaries``."""
+    return (
+        f"collected {len(summaries)} checkpoint(s) into {db_path}: "
+        f"{sum(s.files_added for s in summaries)} new files, "
+        f"{sum(s.versions for s in summaries)} state versions, "
+        f"{sum(s.batches for s in summaries)} batches, "
+        f"{sum(s.problems for s in summaries)} problems"
+    ) + (f" (partitions counted in {workers} worker processes)" if workers else "")
+
+
+def collect_progress(db: Database, paths: list[str], quiet_when_empty: bool = False) -> None:
+    """Read the ``--progress`` paths into the database, one line each on stderr."""
+    if not paths:
+        return
+    from stateglass.collectors.progress import collect_all
+
+    for summary in collect_all(db, paths):
+        if summary.files_read or not quiet_when_empty:
+            print(summary.line(), file=sys.stderr, flush=True)
