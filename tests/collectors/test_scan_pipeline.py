@@ -21,7 +21,8 @@ from tests.collectors.helpers import ROOT, SAMPLES, copy_sample
 AGG_HDFS = "spark-4.3/agg-hdfs"
 PACKAGES = ("app", "collectors", "parsers")
 # The modules of the scan pipeline and the one writer.
-PIPELINE = ("scan.py", "scan_plan.py", "db.py", "facts.py", "errors.py", "watch.py")
+PIPELINE = ("scan.py", "scan_plan.py", "db.py", "facts.py", "errors.py", "progress.py")
+PIPELINE += ("listing.py", "watch.py")
 
 
 def _planned(counted: dict[tuple[int, str, int], set[int]], touched: frozenset[str]) -> list:
