@@ -82,3 +82,20 @@ def test_a_checkpoint_error_from_the_engine_is_filed_and_the_scan_goes_on(tmp_pa
         ("CorruptFile", "bad frame")
     ]
     assert read_query(db.path, "SELECT count(*) FROM batches")[0][0] > 0
+
+
+def test_a_file_that_is_not_a_database_is_a_database_error(tmp_path: Path) -> None:
+    path = tmp_path / "notes.duckdb"
+    path.write_bytes(b"not a database\n")
+    with pytest.raises(errors.DatabaseError, match="cannot open the database") as info:
+        read_query(str(path), "SELECT 1")
+    assert not isinstance(info.value, errors.CheckpointError)
+
+
+def test_metrics_say_the_database_is_down_rather_than_fail(tmp_path: Path) -> None:
+    from stateglass.app.metrics import UP_GAUGE, HistoryCollector
+
+    path = tmp_path / "notes.duckdb"
+    path.write_bytes(b"not a database\n")
+    families = list(HistoryCollector(str(path), lock_timeout_s=0.1).collect())
+    assert [(f.name, [s.value for s in f.samples]) for f in families] == [(UP_GAUGE, [0.0])]
