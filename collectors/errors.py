@@ -83,19 +83,6 @@ class UnsafeArchive(CheckpointError):
     """A zip entry would be written outside its directory."""
 
 
-class DatabaseError(CollectorError):
-    """StateGlass's own DuckDB file cannot be opened (not a DuckDB file, not readable)."""
-
-
-class DatabaseBusy(DatabaseError):
-    """The DuckDB database stayed locked by another process longer than the timeout."""
-
-
-class BadConfig(CollectorError):
-    """A config file is missing, not TOML, or has an unknown key or a bad value; or a
-    ``STATEGLASS_*`` environment variable has a bad value."""
-
-
 class StorageError(CollectorError):
     """The storage behind a URL failed; a scan stops and writes nothing."""
 
@@ -118,6 +105,19 @@ class NoSuchBucket(StorageError):
 
 class StorageUnavailable(StorageError):
     """The endpoint cannot be reached, the connection dropped, or throttling outlasted retries."""
+
+
+class DatabaseError(CollectorError):
+    """StateGlass's own DuckDB file cannot be opened (not a DuckDB file, not readable)."""
+
+
+class DatabaseBusy(DatabaseError):
+    """The DuckDB database stayed locked by another process longer than the timeout."""
+
+
+class BadConfig(CollectorError):
+    """A config file is missing, not TOML, or has an unknown key or a bad value; or a
+    ``STATEGLASS_*`` environment variable has a bad value."""
 
 
 class EngineError(CollectorError):
