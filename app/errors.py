@@ -6,7 +6,7 @@ Hierarchy::
     ├── OutputError          the output file cannot be written
     └── ReportError          a report cannot be made (unknown suffix, no Chromium for PDF)
 
-Collector errors (``collectors.errors.CheckpointError``) pass through unchanged: they already
+Collector errors (``collectors.errors.CollectorError``) pass through unchanged: they already
 name the file. The CLI turns both into one line on stderr and exit status 2.
 """
 

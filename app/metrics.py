@@ -31,7 +31,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from stateglass.collectors.db import reader
-from stateglass.collectors.errors import CheckpointError
+from stateglass.collectors.errors import CheckpointError, DatabaseError
 
 if TYPE_CHECKING:
     import duckdb
@@ -231,7 +231,7 @@ class HistoryCollector(Collector):
         )
         try:
             families, checkpoints = self._read()
-        except CheckpointError:
+        except (CheckpointError, DatabaseError):
             # A locked or unreadable database: say so in a gauge rather than a 500 page.
             up.add_metric([], 0)
             yield up
@@ -289,7 +289,7 @@ class HistoryCollector(Collector):
                 return kept[2]
             try:
                 findings = evaluate(self.db, checkpoint, config=self.config)
-            except CheckpointError:
+            except (CheckpointError, DatabaseError):
                 return {}  # e.g. removed between the two reads: no series this scrape
             worst: dict[str, int] = {}
             for f in findings:

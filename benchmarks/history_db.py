@@ -158,6 +158,8 @@ WHERE checkpoint = $cp AND version <= $last AND version + $last * _k <= $version
 
 
 def _build(checkpoint: str, target: pathlib.Path) -> None:
+    import duckdb
+
     from stateglass.collectors.db import Database
     from stateglass.collectors.scan import scan_checkpoint
 
@@ -169,7 +171,8 @@ def _build(checkpoint: str, target: pathlib.Path) -> None:
         "tiles": -(-VERSIONS // REAL_BATCHES) - 1,
         "versions": VERSIONS,
     }
-    with db.transaction() as conn:
+    # Tiling writes rows no scan would: straight to the file, the scan's writer closed.
+    with duckdb.connect(str(target)) as conn:
         for sql in (_TILE_VERSIONS, _TILE_BATCHES, _TILE_FILES):
             used = {k: v for k, v in params.items() if f"${k}" in sql}
             conn.execute(sql, used)

@@ -5,11 +5,17 @@ read-write, or any number of processes hold it read-only, never both. So nobody 
 open: the writer opens it for one short transaction and closes it, readers open it read-only
 for one query and close it, and both retry with backoff while the other side holds the lock.
 
+Writes go through one method per kind of write, each taking a frozen dataclass of rows and
+writing it in one transaction: :meth:`Database.record_scan` (:class:`ScanWrite`, one scan of a
+checkpoint) and :meth:`Database.write_progress` (:class:`ProgressWrite`, one read of progress
+files). :meth:`Database.known` and :meth:`Database.progress_files` tell a collector what earlier
+runs recorded, so that it reads only what changed. SQL that changes data lives in this module.
+
 Example::
 
     db = Database("stateglass.duckdb")
-    with db.transaction() as conn:
-        db.upsert(conn, "checkpoints", [{"checkpoint": "/cp", "query_id": "q", ...}])
+    known = db.known("/cp")  # what earlier scans of /cp recorded
+    db.record_scan(ScanWrite(root="/cp", now=now, checkpoint={...}, batch_offsets=[...]))
     rows = read_query("stateglass.duckdb", "SELECT * FROM batch_durations")
 """
 
@@ -21,11 +27,12 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 # The engine alone, without the `duckdb` package's Python layer (its relational API and a
 # version look-up through importlib.metadata): 0.12 CPU s at every start, a tenth of a whole
-# `collect` process on 2M keys (issue 14). The classes are the package's own
+# `collect` process on 2M keys. The classes are the package's own
 # (`duckdb.IOException is _duckdb.IOException`), so callers may catch either. A DuckDB that
 # no longer ships `_duckdb` gets the package.
 try:
@@ -33,7 +40,7 @@ try:
 except ImportError:  # pragma: no cover - duckdb is pinned in requirements.txt
     import duckdb  # type: ignore[no-redef]
 
-from stateglass.collectors.errors import CheckpointError, DatabaseBusy
+from stateglass.collectors.errors import DatabaseBusy, DatabaseError
 from stateglass.collectors.progress_schema import PROGRESS_TABLES
 
 SCHEMA_VERSION = 3
@@ -49,6 +56,84 @@ class ProgressWrite:
     snapshot_uploads: list[dict[str, Any]] = field(default_factory=list)
     runs: list[dict[str, Any]] = field(default_factory=list)
     files: list[dict[str, Any]] = field(default_factory=list)
+
+
+# (operator_id, store_name, partition_id): one store partition, the unit a chain reads.
+Chain = tuple[int, str, int]
+
+
+@dataclass(frozen=True)
+class KnownScan:
+    """What earlier scans recorded of one checkpoint, read by :meth:`Database.known`."""
+
+    # path -> (size, mtime) of the offsets/ and commits/ files
+    log_files: dict[str, tuple[int, float]]
+    # path -> (size, mtime) of the state files not purged yet
+    state_files: dict[str, tuple[int, float]]
+    # the versions counted so far, per store partition
+    versions: dict[Chain, set[int]]
+    # version -> live SST bytes of RocksDB versions, per store partition
+    sst_bytes_live: dict[Chain, dict[int, int]]
+    # batch -> its watermark
+    watermarks: dict[int, int | None]
+    # the files with a problem row
+    problem_paths: frozenset[str]
+
+
+@dataclass(frozen=True)
+class ScanWrite:
+    """Rows of one scan of one checkpoint, written together by :meth:`Database.record_scan`.
+
+    Rows are mappings of column -> value (see :data:`TABLES`). Besides rows it names what the
+    scan found gone (``logs_removed``, ``state_files_purged``) and which files it judged again
+    (``rejudged``): their old problem rows give way to ``problems``.
+    """
+
+    root: str
+    now: datetime
+    # Read at every scan, like schema files and operator metadata: its old problems give way.
+    metadata_path: str
+    # The checkpoints row; a checkpoint seen before keeps its first_seen.
+    checkpoint: dict[str, Any]
+    # Replace the checkpoint's operators when given (an unreadable metadata gives none).
+    operators: list[dict[str, Any]] = field(default_factory=list)
+    # offsets/N and commits/N arrive at different scans: each updates only its own columns.
+    batch_offsets: list[dict[str, Any]] = field(default_factory=list)
+    batch_commits: list[dict[str, Any]] = field(default_factory=list)
+    log_files: list[dict[str, Any]] = field(default_factory=list)
+    logs_removed: tuple[str, ...] = ()
+    state_files: list[dict[str, Any]] = field(default_factory=list)
+    state_files_purged: tuple[str, ...] = ()
+    state_versions: list[dict[str, Any]] = field(default_factory=list)
+    rejudged: tuple[str, ...] = ()
+    problems: list[dict[str, Any]] = field(default_factory=list)
+    sst_refs: list[dict[str, Any]] = field(default_factory=list)
+    # Spark's temporary files now; a path seen before keeps its first_seen.
+    temp_files: list[dict[str, Any]] = field(default_factory=list)
+    schema_files: list[dict[str, Any]] = field(default_factory=list)
+    eviction_rules: list[dict[str, Any]] = field(default_factory=list)
+    eviction_audit: list[dict[str, Any]] = field(default_factory=list)
+
+
+_OFFSET_COLUMNS = (
+    "batch_timestamp_ms,watermark_ms,offsets_written_at,source_offsets,provider,codec,"
+    "shuffle_partitions,state_format_versions"
+)
+_COMMIT_COLUMNS = "committed,committed_at,next_watermark_ms"
+# A checkpoint's first_seen, a schema digest's first_seen and first_batch: when it appeared.
+_CHECKPOINT_COLUMNS = "query_id,last_scan,pinned_conf"
+_SCHEMA_FILE_COLUMNS = "size_bytes,modified_at,last_seen"
+_RUN_COLUMNS = (
+    "query_id",
+    "run_id",
+    "name",
+    "app_id",
+    "started_at",
+    "terminated_at",
+    "exception",
+    "source",
+    "source_path",
+)
 
 
 # How long a writer or reader waits for the other side's lock before giving up.
@@ -199,10 +284,10 @@ TABLES: dict[str, str] = {
             PRIMARY KEY (checkpoint, path, kind)
         )
     """,
-    # Progress (issue 12): generated from the column lists in progress_schema.py, which also
+    # Streaming progress: generated from the column lists in progress_schema.py, which also
     # map each Spark field (durationMs part, RocksDB metric) to its column.
     **PROGRESS_TABLES,
-    # -- eviction audit (issue 11, point 2): collectors/eviction.py -------------------------
+    # -- eviction audit: collectors/eviction.py ---------------------------------------------
     "eviction_rules": """
         CREATE TABLE IF NOT EXISTS eviction_rules (
             checkpoint VARCHAR NOT NULL,
@@ -281,7 +366,7 @@ VIEWS: dict[str, str] = {
             PARTITION BY checkpoint, operator_id, store_name, partition_id
             ORDER BY version DESC) = 1
     """,
-    # Partial history (issue 10): Spark purges each partition's old files on its own
+    # Partial history: Spark purges each partition's old files on its own
     # schedule, so partitions of one store can start at different versions. A total (or a
     # skew) over partitions exists only at versions where every partition is known; elsewhere
     # it is NULL, drawn as a gap, never as a drop. The store has the larger of the partitions
@@ -351,7 +436,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "sst_refs": ("checkpoint", "operator_id", "store_name", "partition_id", "sst_file"),
     "temp_files": ("checkpoint", "path"),
     "schema_files": ("checkpoint", "path", "sha256"),
-    # Progress (issue 12): keyed by the query, not the checkpoint path, so an event log and a
+    # Progress: keyed by the query, not the checkpoint path, so an event log and a
     # listener directory of one query land on the same rows; both runs of a restart stay.
     "progress": ("query_id", "run_id", "batch_id"),
     "progress_state": ("query_id", "run_id", "batch_id", "operator_index"),
@@ -365,7 +450,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     ),
     "progress_runs": ("query_id", "run_id"),
     "progress_files": ("path",),
-    # Eviction audit (issue 11, point 2).
+    # Eviction audit.
     "eviction_rules": ("checkpoint", "operator_id", "store_name", "state_var"),
     "eviction_audit": (
         "checkpoint",
@@ -416,7 +501,7 @@ def _connect(path: str, read_only: bool, timeout_s: float) -> duckdb.DuckDBPyCon
             if not _is_lock_conflict(exc):
                 # Not a DuckDB file, or not readable: one line naming it, not a traceback.
                 first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                raise CheckpointError(path, f"cannot open the database ({first})") from exc
+                raise DatabaseError(path, f"cannot open the database ({first})") from exc
             if time.monotonic() >= deadline:
                 mode = "read" if read_only else "write"
                 raise DatabaseBusy(
@@ -443,6 +528,57 @@ def _column_types(conn: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]
     return _TYPES.get(table, {})
 
 
+def _upsert(
+    conn: duckdb.DuckDBPyConnection,
+    table: str,
+    rows: Sequence[Mapping[str, Any]],
+    on_conflict: str | None = None,
+) -> None:
+    """Insert ``rows`` into ``table``, replacing rows with the same primary key.
+
+    ``on_conflict`` instead names the columns to update when the key exists (the others
+    keep their values). Rows go in as one statement, each column one list parameter
+    cast to the table's type and unnested side by side: ``executemany`` is 100x slower,
+    and registering numpy arrays or an Arrow table would import numpy (0.1 s) or pandas
+    (0.7 s), which a short ``collect`` process pays for nothing. The cast to the column's
+    own type keeps DuckDB from guessing a type from the first values.
+    """
+    if not rows:
+        return
+    names = list(rows[0])
+    types = _column_types(conn, table)
+    unknown = [n for n in names if n not in types]
+    if unknown:
+        raise ValueError(f"{table} has no column {', '.join(unknown)}")
+    select = ", ".join(f"unnest(?::{types[n]}[]) AS {n}" for n in names)
+    values = [[r.get(n) for r in rows] for n in names]
+    if on_conflict is None:
+        conn.execute(f"INSERT OR REPLACE INTO {table} BY NAME SELECT {select}", values)
+    else:
+        keys = ", ".join(KEYS[table])
+        sets = ", ".join(f"{c} = excluded.{c}" for c in on_conflict.split(","))
+        conn.execute(
+            f"INSERT INTO {table} BY NAME SELECT {select} "
+            f"ON CONFLICT ({keys}) DO UPDATE SET {sets}",
+            values,
+        )
+
+
+def _delete_where(conn: duckdb.DuckDBPyConnection, table: str, where: Mapping[str, Any]) -> None:
+    clause = " AND ".join(f"{c} = ?" for c in where)
+    conn.execute(f"DELETE FROM {table} WHERE {clause}", list(where.values()))
+
+
+def _rows_by_chain(
+    rows: Sequence[tuple[Any, ...]],
+) -> dict[Chain, dict[int, Any]]:
+    """``(operator, store, partition, version, value)`` rows as chain -> version -> value."""
+    out: dict[Chain, dict[int, Any]] = {}
+    for op, store, part, version, value in rows:
+        out.setdefault((op, store, part), {})[version] = value
+    return out
+
+
 class Database:
     """The writer. One instance per process; transactions are short and serialized."""
 
@@ -451,7 +587,7 @@ class Database:
         self.lock_timeout_s = lock_timeout_s
         self._lock = threading.Lock()
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        with self.transaction() as conn:
+        with self._transaction() as conn:
             for ddl in TABLES.values():
                 conn.execute(ddl)
             found = conn.execute("SELECT max(version) FROM schema_info").fetchall()[0][0]
@@ -466,7 +602,7 @@ class Database:
                 conn.execute(view)
 
     @contextmanager
-    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+    def _transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A read-write connection inside BEGIN … COMMIT, closed afterwards (releasing the lock)."""
         with self._lock:
             conn = _connect(self.path, read_only=False, timeout_s=self.lock_timeout_s)
@@ -481,68 +617,62 @@ class Database:
             finally:
                 conn.close()
 
-    @staticmethod
-    def upsert(
-        conn: duckdb.DuckDBPyConnection,
-        table: str,
-        rows: Sequence[Mapping[str, Any]],
-        on_conflict: str | None = None,
-    ) -> None:
-        """Insert ``rows`` into ``table``, replacing rows with the same primary key.
+    # -- checkpoint scans ------------------------------------------------------------------
 
-        ``on_conflict`` instead names the columns to update when the key exists (the others
-        keep their values). Rows go in as one statement, each column one list parameter
-        cast to the table's type and unnested side by side: ``executemany`` is 100x slower,
-        and registering numpy arrays or an Arrow table would import numpy (0.1 s) or pandas
-        (0.7 s), which a short ``collect`` process pays for nothing (issue 14). The cast
-        to the column's own type keeps DuckDB from guessing a type from the first values.
-        """
-        if not rows:
-            return
-        names = list(rows[0])
-        types = _column_types(conn, table)
-        unknown = [n for n in names if n not in types]
-        if unknown:
-            raise ValueError(f"{table} has no column {', '.join(unknown)}")
-        select = ", ".join(f"unnest(?::{types[n]}[]) AS {n}" for n in names)
-        values = [[r.get(n) for r in rows] for n in names]
-        if on_conflict is None:
-            conn.execute(f"INSERT OR REPLACE INTO {table} BY NAME SELECT {select}", values)
-        else:
-            keys = ", ".join(KEYS[table])
-            sets = ", ".join(f"{c} = excluded.{c}" for c in on_conflict.split(","))
-            conn.execute(
-                f"INSERT INTO {table} BY NAME SELECT {select} "
-                f"ON CONFLICT ({keys}) DO UPDATE SET {sets}",
-                values,
+    def known(self, root: str) -> KnownScan:
+        """What earlier scans of the checkpoint ``root`` recorded (empty for a new one)."""
+        with self._transaction() as conn:
+
+            def rows(sql: str) -> list[tuple[Any, ...]]:
+                return conn.execute(sql, [root]).fetchall()
+
+            versions = rows(
+                "SELECT operator_id, store_name, partition_id, version, NULL "
+                "FROM state_versions WHERE checkpoint = ?"
+            )
+            live = rows(
+                "SELECT operator_id, store_name, partition_id, version, sst_bytes_live "
+                "FROM state_versions WHERE checkpoint = ? AND sst_bytes_live IS NOT NULL"
+            )
+            return KnownScan(
+                log_files={
+                    p: (s, m)
+                    for p, s, m in rows(
+                        "SELECT path, size_bytes, modified_at FROM log_files WHERE checkpoint = ?"
+                    )
+                },
+                state_files={
+                    p: (s, m)
+                    for p, s, m in rows(
+                        "SELECT path, size_bytes, modified_at FROM state_files "
+                        "WHERE checkpoint = ? AND NOT purged"
+                    )
+                },
+                versions={c: set(v) for c, v in _rows_by_chain(versions).items()},
+                sst_bytes_live=_rows_by_chain(live),
+                watermarks=dict(
+                    rows("SELECT batch_id, watermark_ms FROM batches WHERE checkpoint = ?")
+                ),
+                problem_paths=frozenset(
+                    p for (p,) in rows("SELECT path FROM problems WHERE checkpoint = ?")
+                ),
             )
 
-    @staticmethod
-    def delete_where(conn: duckdb.DuckDBPyConnection, table: str, where: Mapping[str, Any]) -> None:
-        clause = " AND ".join(f"{c} = ?" for c in where)
-        conn.execute(f"DELETE FROM {table} WHERE {clause}", list(where.values()))
+    def record_scan(self, write: ScanWrite) -> None:
+        """Write one scan of one checkpoint in one transaction: a scan is recorded whole or not
+        at all, so a failed write is scanned again next time."""
+        with self._transaction() as conn:
+            _record_checkpoint(conn, write)
+            _record_files(conn, write)
+            _record_problems(conn, write)
+            _record_facts(conn, write)
 
-    # -- eviction audit (issue 11, point 2) ------------------------------------------------
-
-    def write_eviction(
-        self,
-        conn: duckdb.DuckDBPyConnection,
-        root: str,
-        rules: Sequence[Mapping[str, Any]],
-        audit: Sequence[Mapping[str, Any]],
-    ) -> None:
-        """Inside a scan's transaction: the stores' eviction rules (replaced: they follow the
-        schemas) and the audit rows of the versions this scan counted."""
-        self.delete_where(conn, "eviction_rules", {"checkpoint": root})
-        self.upsert(conn, "eviction_rules", rules)
-        self.upsert(conn, "eviction_audit", audit)
-
-    # -- progress (issue 12) -------------------------------------------------------------
+    # -- progress --------------------------------------------------------------------------
 
     def progress_files(self, root: str) -> dict[str, dict[str, Any]]:
         """What is known of the files under one ``--progress`` root: path -> its
         ``progress_files`` row (size, mtime, where to resume, complete)."""
-        with self.transaction() as conn:
+        with self._transaction() as conn:
             cur = conn.execute("SELECT * FROM progress_files WHERE root = ?", [root])
             names = [d[0] for d in cur.description]
             return {row[0]: dict(zip(names, row, strict=True)) for row in cur.fetchall()}
@@ -550,40 +680,93 @@ class Database:
     def write_progress(self, batch: ProgressWrite) -> None:
         """Upsert one read of progress files in one transaction: the rows, the runs, and how
         far each file was read (so a failed write is re-read next time, never half-kept)."""
-        with self.transaction() as conn:
-            self.upsert(conn, "progress", batch.progress)
-            self.upsert(conn, "progress_state", batch.progress_state)
-            self.upsert(conn, "progress_snapshot_uploads", batch.snapshot_uploads)
-            # A run's start and end come from different events, possibly different reads:
-            # keep what an earlier read knew when this one does not say.
+        with self._transaction() as conn:
+            _upsert(conn, "progress", batch.progress)
+            _upsert(conn, "progress_state", batch.progress_state)
+            _upsert(conn, "progress_snapshot_uploads", batch.snapshot_uploads)
             for run in batch.runs:
-                conn.execute(
-                    "INSERT INTO progress_runs BY NAME SELECT ? AS query_id, ? AS run_id, "
-                    "? AS name, ? AS app_id, ? AS started_at, ? AS terminated_at, "
-                    "? AS exception, ? AS source, ? AS source_path "
-                    "ON CONFLICT (query_id, run_id) DO UPDATE SET "
-                    "name = coalesce(excluded.name, name), "
-                    "app_id = coalesce(excluded.app_id, app_id), "
-                    "started_at = coalesce(excluded.started_at, started_at), "
-                    "terminated_at = coalesce(excluded.terminated_at, terminated_at), "
-                    "exception = coalesce(excluded.exception, exception), "
-                    "source = excluded.source, source_path = excluded.source_path",
-                    [
-                        run.get(k)
-                        for k in (
-                            "query_id",
-                            "run_id",
-                            "name",
-                            "app_id",
-                            "started_at",
-                            "terminated_at",
-                            "exception",
-                            "source",
-                            "source_path",
-                        )
-                    ],
-                )
-            self.upsert(conn, "progress_files", batch.files)
+                _upsert_run(conn, run)
+            _upsert(conn, "progress_files", batch.files)
+
+
+def _record_checkpoint(conn: duckdb.DuckDBPyConnection, write: ScanWrite) -> None:
+    """The checkpoint's own row, its operators and its batches."""
+    _upsert(conn, "checkpoints", [write.checkpoint], on_conflict=_CHECKPOINT_COLUMNS)
+    if write.operators:
+        _delete_where(conn, "operators", {"checkpoint": write.root})
+        _upsert(conn, "operators", write.operators)
+    _upsert(conn, "batches", write.batch_offsets, on_conflict=_OFFSET_COLUMNS)
+    _upsert(conn, "batches", write.batch_commits, on_conflict=_COMMIT_COLUMNS)
+
+
+def _record_files(conn: duckdb.DuckDBPyConnection, write: ScanWrite) -> None:
+    """Log and state files as listed now, and the versions counted; history is never deleted:
+    a state file that went away is marked purged."""
+    _upsert(conn, "log_files", write.log_files)
+    for path in write.logs_removed:
+        _delete_where(conn, "log_files", {"checkpoint": write.root, "path": path})
+    _upsert(conn, "state_files", write.state_files)
+    if write.state_files_purged:
+        conn.executemany(
+            "UPDATE state_files SET purged = TRUE, purged_at = ? WHERE checkpoint = ? AND path = ?",
+            [[write.now, write.root, p] for p in write.state_files_purged],
+        )
+    _upsert(conn, "state_versions", write.state_versions)
+
+
+def _record_problems(conn: duckdb.DuckDBPyConnection, write: ScanWrite) -> None:
+    """This scan's verdicts replace the old ones on the files it judged again."""
+    if write.rejudged:
+        conn.execute(
+            "DELETE FROM problems WHERE checkpoint = ? AND list_contains(?::VARCHAR[], path)",
+            [write.root, list(write.rejudged)],
+        )
+    # `metadata`, schema files and operator metadata are read at every scan: this scan's
+    # problems with them replace the old ones (a repaired file loses its row).
+    conn.execute(
+        "DELETE FROM problems WHERE checkpoint = ? AND (path = ? "
+        "OR contains(path, '/_metadata/') OR contains(path, '/_stateSchema/'))",
+        [write.root, write.metadata_path],
+    )
+    _upsert(conn, "problems", write.problems)
+
+
+def _record_facts(conn: duckdb.DuckDBPyConnection, write: ScanWrite) -> None:
+    """What the health rules need beyond key counts, and the eviction audit."""
+    _upsert(conn, "sst_refs", write.sst_refs, on_conflict="last_version")
+    # Temp files are a snapshot of now: those renamed or deleted since the last scan go.
+    first_seen = dict(
+        conn.execute(
+            "SELECT path, first_seen FROM temp_files WHERE checkpoint = ?", [write.root]
+        ).fetchall()
+    )
+    _delete_where(conn, "temp_files", {"checkpoint": write.root})
+    _upsert(
+        conn,
+        "temp_files",
+        [{**r, "first_seen": first_seen.get(r["path"], r["first_seen"])} for r in write.temp_files],
+    )
+    _upsert(conn, "schema_files", write.schema_files, on_conflict=_SCHEMA_FILE_COLUMNS)
+    # Eviction rules follow the schemas: replaced. Audit rows are of the versions just counted.
+    _delete_where(conn, "eviction_rules", {"checkpoint": write.root})
+    _upsert(conn, "eviction_rules", write.eviction_rules)
+    _upsert(conn, "eviction_audit", write.eviction_audit)
+
+
+def _upsert_run(conn: duckdb.DuckDBPyConnection, run: Mapping[str, Any]) -> None:
+    """A run's start and end come from different events, possibly different reads: keep what
+    an earlier read knew when this one does not say."""
+    keep = ", ".join(
+        f"{c} = coalesce(excluded.{c}, {c})"
+        for c in ("name", "app_id", "started_at", "terminated_at", "exception")
+    )
+    conn.execute(
+        "INSERT INTO progress_runs BY NAME SELECT "
+        + ", ".join(f"? AS {c}" for c in _RUN_COLUMNS)
+        + f" ON CONFLICT (query_id, run_id) DO UPDATE SET {keep}, "
+        "source = excluded.source, source_path = excluded.source_path",
+        [run.get(c) for c in _RUN_COLUMNS],
+    )
 
 
 @contextmanager
@@ -599,10 +782,11 @@ def reader(
         conn.close()
 
 
-# The views issue 10 added or redefined: a database no writer of this version has opened yet
-# (served with `dashboard --db`, say) lacks them; a read-only connection may still create them
-# as temporary views, which shadow the stored ones for that connection only.
-_ISSUE10_VIEWS = ("store_totals", "partition_skew", "state_growth")
+# The partial-history views came (or changed) after the first databases were written: a database
+# no writer of this version has opened yet (served with `dashboard --db`, say) lacks them; a
+# read-only connection may still create them as temporary views, which shadow the stored ones
+# for that connection only.
+_PARTIAL_HISTORY_VIEWS = ("store_totals", "partition_skew", "state_growth")
 
 
 def _views_for_an_older_database(conn: duckdb.DuckDBPyConnection) -> None:
@@ -614,7 +798,7 @@ def _views_for_an_older_database(conn: duckdb.DuckDBPyConnection) -> None:
     ).fetchall()[0][0]
     if found or tables < 2:
         return
-    for name in _ISSUE10_VIEWS:
+    for name in _PARTIAL_HISTORY_VIEWS:
         conn.execute(VIEWS[name].replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW"))
 
 

@@ -1,36 +1,37 @@
-"""Errors raised while reading a checkpoint from disk.
+"""Errors the collectors raise, one branch per kind of problem.
 
 Hierarchy::
 
-    CheckpointError              one-line, user-facing: "<path>: <what is wrong>"
-    ├── NotACheckpoint           the path is missing or has no checkpoint layout
-    ├── CorruptFile              a file's bytes do not decode (wraps parsers.errors.ParseError)
-    ├── UnsupportedCheckpoint    a format version, codec or feature we do not read yet
-    ├── MissingVersion           a state version cannot be rebuilt from the files present
-    ├── NotFound                 an operator, store, partition or batch that is not there
-    ├── UnsafeArchive            a zip whose entries would escape their directory (zip-slip)
-    ├── DatabaseBusy             StateGlass's own DuckDB file stayed locked past the timeout
-    ├── BadConfig                a health-rules config file that cannot be used
+    CollectorError               one-line, user-facing: "<path or URL>: <what is wrong>"
+    ├── CheckpointError          something about the checkpoint itself
+    │   ├── NotACheckpoint       the path is missing or has no checkpoint layout
+    │   ├── CorruptFile          a file's bytes do not decode (wraps parsers.errors.ParseError)
+    │   ├── UnsupportedCheckpoint  a format version, codec or feature we do not read yet
+    │   ├── MissingVersion       a state version cannot be rebuilt from the files present
+    │   ├── NotFound             an operator, store, partition or batch that is not there
+    │   └── UnsafeArchive        a zip whose entries would escape their directory (zip-slip)
+    ├── StorageError             the storage behind a URL failed us; says nothing of the checkpoint
+    │   ├── BackendMissing       no client for the scheme (s3fs, adlfs, gcsfs, a Hadoop client)
+    │   ├── BadCredentials       credentials missing or rejected
+    │   ├── AccessDenied         credentials accepted, permission refused
+    │   ├── NoSuchBucket         the bucket or container does not exist
+    │   └── StorageUnavailable   unreachable, connection lost, or still throttled after retries
+    ├── DatabaseError            StateGlass's own DuckDB file cannot be opened
+    │   └── DatabaseBusy         it stayed locked by another process past the timeout
+    ├── BadConfig                a config file or environment variable that cannot be used
     ├── EngineError              the engine, not the checkpoint, failed (no pyspark or Java,
-                                 Spark master unreachable, executors missing a dependency);
-                                 a scan stops at once and records nothing
+    │                            Spark master unreachable, executors missing a dependency)
     └── BadProgressPath          a ``--progress`` PATH that is missing, not a directory, or
                                  inside a checkpoint
 
-    StorageError                 the storage behind a URL failed us; says nothing of the checkpoint
-    ├── BackendMissing           no client for the scheme (s3fs, adlfs, gcsfs, a Hadoop client)
-    ├── BadCredentials           credentials missing or rejected
-    ├── AccessDenied             credentials accepted, permission refused
-    ├── NoSuchBucket             the bucket or container does not exist
-    └── StorageUnavailable       unreachable, connection lost, or still throttled after retries
-
 Parser errors are wrapped here with the file's path, so a user always learns which file.
 
-A ``StorageError`` is not a ``CheckpointError`` on purpose: a scan records checkpoint errors as
-problems and goes on, but a storage error must abort the scan before anything is written, so
-that a half-read checkpoint is never recorded as scanned. Both share :class:`CollectorError`,
-the one-line ``"<path or URL>: <what is wrong>"`` a user sees. Messages never carry secrets:
-URLs are canonical (no ``user:password@``, no query) and option values are redacted.
+Only a ``CheckpointError`` is the checkpoint's fault: a scan records it as a problem row and
+goes on. Every other branch stops the scan before anything is written, so that a half-read
+checkpoint is never recorded as scanned and the next scan starts clean. A caller that shows
+errors to a user catches :class:`CollectorError`, the one line a user sees (the CLI exits with
+status 2 on it). Messages never carry secrets: URLs are canonical (no ``user:password@``, no
+query) and option values are redacted.
 """
 
 from __future__ import annotations
@@ -82,14 +83,6 @@ class UnsafeArchive(CheckpointError):
     """A zip entry would be written outside its directory."""
 
 
-class DatabaseBusy(CheckpointError):
-    """The DuckDB database stayed locked by another process longer than the timeout."""
-
-
-class BadConfig(CheckpointError):
-    """A health config file is missing, not TOML, or has an unknown key or a bad value."""
-
-
 class StorageError(CollectorError):
     """The storage behind a URL failed; a scan stops and writes nothing."""
 
@@ -114,11 +107,24 @@ class StorageUnavailable(StorageError):
     """The endpoint cannot be reached, the connection dropped, or throttling outlasted retries."""
 
 
-class EngineError(CheckpointError):
+class DatabaseError(CollectorError):
+    """StateGlass's own DuckDB file cannot be opened (not a DuckDB file, not readable)."""
+
+
+class DatabaseBusy(DatabaseError):
+    """The DuckDB database stayed locked by another process longer than the timeout."""
+
+
+class BadConfig(CollectorError):
+    """A config file is missing, not TOML, or has an unknown key or a bad value; or a
+    ``STATEGLASS_*`` environment variable has a bad value."""
+
+
+class EngineError(CollectorError):
     """The Spark engine could not run: ``path`` is the master (or the option) at fault."""
 
 
-class BadProgressPath(CheckpointError):
+class BadProgressPath(CollectorError):
     """A ``--progress`` path that cannot be an event-log or listener directory."""
 
 

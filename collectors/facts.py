@@ -1,22 +1,17 @@
 """Rows for the facts the health rules need beyond key counts: which SSTs each zip references,
-Spark's temporary files, and the schema files' history. Pure: the scan gathers the inputs,
-and writes the rows in its own transaction through :meth:`Database.upsert`.
+Spark's temporary files, and the schema files' history. Pure: the scan gathers the inputs and
+hands the rows to :meth:`Database.record_scan` in its :class:`~collectors.db.ScanWrite`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from stateglass.collectors.chains import ChainResult
 from stateglass.collectors.listing import Listing
 from stateglass.collectors.schemas import SchemaFile
-
-if TYPE_CHECKING:
-    import duckdb
-
-    from stateglass.collectors.db import Database
 
 
 def sst_ref_rows(root: str, results: Iterable[ChainResult]) -> list[dict[str, Any]]:
@@ -43,9 +38,8 @@ def sst_ref_rows(root: str, results: Iterable[ChainResult]) -> list[dict[str, An
     ]
 
 
-def temp_file_rows(
-    root: str, listing: Listing, first_seen: dict[str, datetime], now: datetime
-) -> list[dict[str, Any]]:
+def temp_file_rows(root: str, listing: Listing, now: datetime) -> list[dict[str, Any]]:
+    """Spark's temporary files as listed now (a path already known keeps its first_seen)."""
     return [
         {
             "checkpoint": root,
@@ -55,7 +49,7 @@ def temp_file_rows(
             "partition_id": f.partition_id,
             "size_bytes": f.stat.size,
             "modified_at": f.stat.mtime,
-            "first_seen": first_seen.get(path, now),
+            "first_seen": now,
         }
         for path, f in sorted(listing.temp_files.items())
     ]
@@ -92,32 +86,3 @@ def last_committed(listing: Listing, commits_dir: str) -> int | None:
         if p.startswith(commits_dir) and p.rsplit("/", 1)[-1].isdigit()
     ]
     return max(ids, default=None)
-
-
-def write_facts(
-    db: Database,
-    conn: duckdb.DuckDBPyConnection,
-    root: str,
-    listing: Listing,
-    results: Iterable[ChainResult],
-    schemas: Iterable[SchemaFile],
-    now: datetime,
-    last_batch: int | None,
-) -> None:
-    """Write this scan's facts inside the scan's write transaction."""
-    db.upsert(conn, "sst_refs", sst_ref_rows(root, results), on_conflict="last_version")
-    # Temp files are a snapshot of now: those renamed or deleted since the last scan go.
-    first_seen = dict(
-        conn.execute(
-            "SELECT path, first_seen FROM temp_files WHERE checkpoint = ?", [root]
-        ).fetchall()
-    )
-    db.delete_where(conn, "temp_files", {"checkpoint": root})
-    db.upsert(conn, "temp_files", temp_file_rows(root, listing, first_seen, now))
-    # A digest already known keeps its first_seen and first_batch: that is when it appeared.
-    db.upsert(
-        conn,
-        "schema_files",
-        schema_file_rows(root, schemas, now, last_batch),
-        on_conflict="size_bytes,modified_at,last_seen",
-    )

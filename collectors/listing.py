@@ -126,79 +126,96 @@ def list_checkpoint(
     SST keeps its size. Only the newest version of each directory is looked at again, since a
     retried batch may rewrite it.
     """
-    known = known or {}
+    # Logs first: a commits/N listed before the state files means they were all there.
+    logs = _log_files(cp)
+    lister = _Lister(cp, known or {})
+    for store in stores:
+        for partition in store.partitions:
+            lister.partition(store, partition)
+    return Listing(logs, lister.files, lister.dirs, lister.temps)
+
+
+def _log_files(cp: Checkpoint) -> dict[str, FileStat]:
     logs: dict[str, FileStat] = {}
     for log in ("offsets", "commits"):
         for f in cp.list_dir(log):
             if not f.is_dir and f.name.isdigit():
                 path = cp.path(log, f.name)
                 logs[path] = FileStat(path, f.size, f.mtime)
-    files: dict[str, StateFile] = {}
-    dirs: dict[str, tuple[FileInfo, ...]] = {}
-    temps: dict[str, StateFile] = {}
+    return logs
 
-    def temp(path: str, store: StoreInfo, partition: int) -> None:
-        info = cp.fs.stat(path)  # rare: the stat costs nothing overall
+
+class _Lister:
+    """The state files of one checkpoint, gathered one store partition at a time."""
+
+    def __init__(self, cp: Checkpoint, known: Mapping[str, tuple[int, float]]) -> None:
+        self.cp = cp
+        self.known = known
+        self.files: dict[str, StateFile] = {}
+        self.dirs: dict[str, tuple[FileInfo, ...]] = {}
+        self.temps: dict[str, StateFile] = {}
+
+    def partition(self, store: StoreInfo, partition: int) -> None:
+        """One store partition's directory: its state files, leftovers and ``SSTs/``."""
+        store_dir = self.cp.store_dir(store.operator_id, partition, store.store_name)
+        entries = _names(self.cp, store_dir)
+        parsed = {name: classify(name) for name, is_dir in entries if not is_dir}
+        for name in parsed:
+            if is_leftover(name):
+                self._temp(f"{store_dir}/{name}", store, partition)
+        newest = max((p[0] for p in parsed.values() if p and p[0] is not None), default=None)
+        infos = []
+        for name, kind in parsed.items():
+            if kind is None:
+                continue
+            # Concatenation: os.path.join per file would cost as much as the stat saved.
+            path = f"{store_dir}/{name}"
+            info = self._stat(path, name, reuse=kind[0] != newest)
+            if info is None:
+                continue
+            infos.append(info)
+            self._add(path, info, store, partition, kind)
+        self.dirs[store_dir] = tuple(infos)
+        if ("SSTs", True) in entries:
+            self._ssts(store_dir, store, partition)
+
+    def _ssts(self, store_dir: str, store: StoreInfo, partition: int) -> None:
+        for name, is_dir in _names(self.cp, self.cp.path(store_dir, "SSTs")):
+            if not is_dir and is_leftover(name):
+                self._temp(f"{store_dir}/SSTs/{name}", store, partition)
+            if is_dir or is_temporary(name) or not name.endswith(".sst"):
+                continue
+            path = f"{store_dir}/SSTs/{name}"
+            info = self._stat(path, name, reuse=True)  # SST names are unique: never rewritten
+            if info is not None:
+                self._add(path, info, store, partition, (None, "sst"))
+
+    def _add(
+        self,
+        path: str,
+        info: FileInfo,
+        store: StoreInfo,
+        partition: int,
+        kind: tuple[int | None, str],
+    ) -> None:
+        stat = FileStat(path, info.size, info.mtime)
+        self.files[path] = StateFile(
+            stat, store.operator_id, store.store_name, partition, kind[0], kind[1]
+        )
+
+    def _stat(self, path: str, name: str, reuse: bool) -> FileInfo | None:
+        if reuse and path in self.known:
+            size, mtime = self.known[path]
+            return FileInfo(name, False, size, mtime)
+        return self.cp.fs.stat(path)
+
+    def _temp(self, path: str, store: StoreInfo, partition: int) -> None:
+        info = self.cp.fs.stat(path)  # rare: the stat costs nothing overall
         if info is not None:
             stat = FileStat(path, info.size, info.mtime)
-            temps[path] = StateFile(
+            self.temps[path] = StateFile(
                 stat, store.operator_id, store.store_name, partition, None, "temp"
             )
-
-    def stat_of(path: str, name: str, reuse: bool) -> FileInfo | None:
-        if reuse and path in known:
-            size, mtime = known[path]
-            return FileInfo(name, False, size, mtime)
-        return cp.fs.stat(path)
-
-    for store in stores:
-        for partition in store.partitions:
-            store_dir = cp.store_dir(store.operator_id, partition, store.store_name)
-            entries = _names(cp, store_dir)
-            parsed = {name: classify(name) for name, is_dir in entries if not is_dir}
-            for name in parsed:
-                if is_leftover(name):
-                    temp(f"{store_dir}/{name}", store, partition)
-            newest = max((p[0] for p in parsed.values() if p and p[0] is not None), default=None)
-            infos = []
-            for name, kind in parsed.items():
-                if kind is None:
-                    continue
-                # Concatenation: os.path.join per file would cost as much as the stat saved.
-                path = f"{store_dir}/{name}"
-                info = stat_of(path, name, reuse=kind[0] != newest)
-                if info is None:
-                    continue
-                infos.append(info)
-                files[path] = StateFile(
-                    FileStat(path, info.size, info.mtime),
-                    store.operator_id,
-                    store.store_name,
-                    partition,
-                    kind[0],
-                    kind[1],
-                )
-            dirs[store_dir] = tuple(infos)
-            if ("SSTs", True) not in entries:
-                continue
-            for name, is_dir in _names(cp, cp.path(store_dir, "SSTs")):
-                if not is_dir and is_leftover(name):
-                    temp(f"{store_dir}/SSTs/{name}", store, partition)
-                if is_dir or is_temporary(name) or not name.endswith(".sst"):
-                    continue
-                path = f"{store_dir}/SSTs/{name}"
-                info = stat_of(path, name, reuse=True)  # SST names are unique: never rewritten
-                if info is None:
-                    continue
-                files[path] = StateFile(
-                    FileStat(path, info.size, info.mtime),
-                    store.operator_id,
-                    store.store_name,
-                    partition,
-                    None,
-                    "sst",
-                )
-    return Listing(logs, files, dirs, temps)
 
 
 @dataclass(frozen=True)

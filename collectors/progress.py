@@ -177,12 +177,24 @@ def _json(value: Any) -> str | None:
     return None if value is None else json.dumps(value, sort_keys=True, default=str)
 
 
-def progress_rows(
-    progress: eventlog.QueryProgress, source: str, source_path: str, app_id: str | None
-) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
-    """The ``progress`` row, ``progress_state`` rows and ``progress_snapshot_uploads`` rows of
-    one progress event."""
-    key = {"query_id": progress.query_id, "run_id": progress.run_id, "batch_id": progress.batch_id}
+def _kafka_lag(progress: eventlog.QueryProgress) -> dict[str, float | None]:
+    """The largest ``{avg,max,min}OffsetsBehindLatest`` over the sources (Kafka's only)."""
+    kafka: dict[str, list[float]] = {"avg": [], "max": [], "min": []}
+    for src in progress.sources:
+        for stat in kafka:
+            value = src.metrics.get(f"{stat}OffsetsBehindLatest")
+            if value is not None:
+                with contextlib.suppress(TypeError, ValueError):
+                    kafka[stat].append(float(value))
+    return {
+        f"kafka_{stat}_offsets_behind_latest": max(values, default=None)
+        for stat, values in kafka.items()
+    }
+
+
+def _progress_row(
+    progress: eventlog.QueryProgress, key: dict[str, Any], source: str, source_path: str
+) -> dict[str, Any]:
     row: dict[str, Any] = {
         **key,
         "name": progress.name,
@@ -197,13 +209,6 @@ def progress_rows(
     for part, value in progress.duration_ms.items():
         if part in DURATION_COLUMNS:
             row[DURATION_COLUMNS[part]] = value
-    kafka: dict[str, list[float]] = {"avg": [], "max": [], "min": []}
-    for src in progress.sources:
-        for stat in kafka:
-            value = src.metrics.get(f"{stat}OffsetsBehindLatest")
-            if value is not None:
-                with contextlib.suppress(TypeError, ValueError):
-                    kafka[stat].append(float(value))
     row.update(
         {
             "duration_ms": _json(dict(progress.duration_ms)),
@@ -211,64 +216,166 @@ def progress_rows(
             "event_time": _json(dict(progress.event_time)) if progress.event_time else None,
             "num_sources": len(progress.sources),
             "sources": _json([s.to_json() for s in progress.sources]),
-            "kafka_avg_offsets_behind_latest": max(kafka["avg"], default=None),
-            "kafka_max_offsets_behind_latest": max(kafka["max"], default=None),
-            "kafka_min_offsets_behind_latest": max(kafka["min"], default=None),
+            **_kafka_lag(progress),
             "sink": _json(progress.sink),
             "observed_metrics": _json(progress.observed_metrics),
             "source": source,
             "source_path": source_path,
-            "app_id": app_id,
         }
     )
+    return row
+
+
+def _state_row(op: eventlog.StateOperatorProgress, key: dict[str, Any]) -> dict[str, Any]:
+    """One stateful operator's ``progress_state`` row, its known custom metrics as columns."""
+    state: dict[str, Any] = {
+        **key,
+        "operator_name": op.operator_name,
+        "num_rows_total": op.num_rows_total,
+        "num_rows_updated": op.num_rows_updated,
+        "num_rows_removed": op.num_rows_removed,
+        "num_rows_dropped_by_watermark": op.num_rows_dropped_by_watermark,
+        "memory_used_bytes": op.memory_used_bytes,
+        "commit_time_ms": op.commit_time_ms,
+        "all_updates_time_ms": op.all_updates_time_ms,
+        "all_removals_time_ms": op.all_removals_time_ms,
+        "num_shuffle_partitions": op.num_shuffle_partitions,
+        "num_state_store_instances": op.num_state_store_instances,
+        "custom_metrics": _json(dict(op.custom_metrics)),
+    }
+    for column in (*dict.fromkeys(ROCKSDB_COLUMNS.values()), *HDFS_COLUMNS.values()):
+        state[column] = None
+    for metric, value in op.custom_metrics.items():
+        target = ROCKSDB_COLUMNS.get(metric) or HDFS_COLUMNS.get(metric)
+        if target is not None:
+            state[target] = value
+    uploaded = op.snapshot_last_uploaded
+    state["snapshot_last_uploaded"] = (
+        _json(
+            {
+                (str(p) if store == "default" else f"{p}/{store}"): version
+                for (p, store), version in sorted(uploaded.items())
+            }
+        )
+        if uploaded
+        else None
+    )
+    return state
+
+
+def progress_rows(
+    progress: eventlog.QueryProgress, source: str, source_path: str, app_id: str | None
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The ``progress`` row, ``progress_state`` rows and ``progress_snapshot_uploads`` rows of
+    one progress event."""
+    key = {"query_id": progress.query_id, "run_id": progress.run_id, "batch_id": progress.batch_id}
+    row = _progress_row(progress, key, source, source_path)
+    row["app_id"] = app_id
     states: list[dict[str, Any]] = []
     uploads: list[dict[str, Any]] = []
     for index, op in enumerate(progress.state_operators):
-        state: dict[str, Any] = {
-            **key,
-            "operator_index": index,
-            "operator_name": op.operator_name,
-            "num_rows_total": op.num_rows_total,
-            "num_rows_updated": op.num_rows_updated,
-            "num_rows_removed": op.num_rows_removed,
-            "num_rows_dropped_by_watermark": op.num_rows_dropped_by_watermark,
-            "memory_used_bytes": op.memory_used_bytes,
-            "commit_time_ms": op.commit_time_ms,
-            "all_updates_time_ms": op.all_updates_time_ms,
-            "all_removals_time_ms": op.all_removals_time_ms,
-            "num_shuffle_partitions": op.num_shuffle_partitions,
-            "num_state_store_instances": op.num_state_store_instances,
-            "custom_metrics": _json(dict(op.custom_metrics)),
-        }
-        for column in (*dict.fromkeys(ROCKSDB_COLUMNS.values()), *HDFS_COLUMNS.values()):
-            state[column] = None
-        for metric, value in op.custom_metrics.items():
-            target = ROCKSDB_COLUMNS.get(metric) or HDFS_COLUMNS.get(metric)
-            if target is not None:
-                state[target] = value
-        uploaded = op.snapshot_last_uploaded
-        state["snapshot_last_uploaded"] = (
-            _json(
-                {
-                    (str(p) if store == "default" else f"{p}/{store}"): version
-                    for (p, store), version in sorted(uploaded.items())
-                }
-            )
-            if uploaded
-            else None
-        )
-        states.append(state)
-        for (partition, store), version in sorted(uploaded.items()):
+        operator_key = {**key, "operator_index": index}
+        states.append(_state_row(op, operator_key))
+        for (partition, store), version in sorted(op.snapshot_last_uploaded.items()):
             uploads.append(
                 {
-                    **key,
-                    "operator_index": index,
+                    **operator_key,
                     "partition_id": partition,
                     "store_name": store,
                     "last_uploaded_version": version,
                 }
             )
     return row, states, uploads
+
+
+def _resume_point(before: dict[str, Any] | None, pf: ProgressFile) -> tuple[int, int, int] | None:
+    """Where reading ``pf`` resumes: (raw offset, text offset, events read so far); None when
+    it need not be read at all."""
+    if (
+        before is not None
+        and before["path"] == pf.path
+        and before["complete"]
+        and before["size_bytes"] == pf.size
+        and before["modified_at"] == pf.mtime
+    ):
+        return None
+    if before is not None and before["size_bytes"] == pf.size and not pf.complete:
+        return None  # a growing file that has not grown
+    if before is not None and before["size_bytes"] <= pf.size:
+        return before["raw_offset"], before["text_offset"], before["events_read"]
+    return 0, 0, 0
+
+
+def _file_row(
+    pf: ProgressFile, root: str, result: eventlog.ReadResult, events_read: int
+) -> dict[str, Any]:
+    """How far ``pf`` was read, so the next read resumes there."""
+    return {
+        "path": pf.path,
+        "root": root,
+        "size_bytes": pf.size,
+        "modified_at": pf.mtime,
+        "raw_offset": result.raw_offset,
+        "text_offset": result.text_offset,
+        "events_read": events_read + len(result.events),
+        # Complete only once every byte was decoded: a cut tail is read again.
+        "complete": pf.complete and result.ended,
+        "last_read": datetime.now(UTC).replace(tzinfo=None),
+    }
+
+
+class _Reading:
+    """The rows of one ``collect``: progress events as rows, and runs from start/end events."""
+
+    def __init__(self) -> None:
+        self.write = ProgressWrite()
+        self.runs: dict[tuple[str, str], dict[str, Any]] = {}
+        self.files_read = 0
+        self.events = 0
+
+    def add(self, pf: ProgressFile, events: Iterable[eventlog.StreamingEvent]) -> None:
+        for event in events:
+            if isinstance(event, eventlog.QueryProgress):
+                row, states, uploads = progress_rows(event, pf.source, pf.path, pf.app_id)
+                self.write.progress.append(row)
+                self.write.progress_state.extend(states)
+                self.write.snapshot_uploads.extend(uploads)
+                self.events += 1
+                continue
+            run = self.runs.setdefault(
+                (event.query_id, event.run_id),
+                {
+                    "query_id": event.query_id,
+                    "run_id": event.run_id,
+                    "app_id": pf.app_id,
+                    "source": pf.source,
+                    "source_path": pf.path,
+                },
+            )
+            if isinstance(event, eventlog.QueryStarted):
+                run.update(name=event.name, started_at=event.timestamp)
+            else:
+                run.update(
+                    terminated_at=event.timestamp or _file_time(pf.mtime),
+                    exception=event.exception,
+                )
+
+    def finished(self) -> ProgressWrite:
+        """The write, rows of one key kept once: progress rows repeat a run's key, and in one
+        write the last one counts."""
+        write = self.write
+        write.progress[:] = list({_key(r): r for r in write.progress}.values())
+        write.progress_state[:] = list(
+            {(*_key(r), r["operator_index"]): r for r in write.progress_state}.values()
+        )
+        write.snapshot_uploads[:] = list(
+            {
+                (*_key(r), r["operator_index"], r["partition_id"], r["store_name"]): r
+                for r in write.snapshot_uploads
+            }.values()
+        )
+        write.runs.extend(self.runs.values())
+        return write
 
 
 class ProgressCollector:
@@ -285,84 +392,23 @@ class ProgressCollector:
         """Read what is new under ``root`` and write it in one transaction."""
         root = self.check(root)
         known = self.db.progress_files(root)
-        write = ProgressWrite()
-        runs: dict[tuple[str, str], dict[str, Any]] = {}
-        read = events = 0
+        reading = _Reading()
         for pf in list_progress_files(self.fs, root):
             before = known.get(pf.path) or (
                 known.get(pf.previous_path) if pf.previous_path else None
             )
-            if (
-                before is not None
-                and before["path"] == pf.path
-                and before["complete"]
-                and before["size_bytes"] == pf.size
-                and before["modified_at"] == pf.mtime
-            ):
+            resume = _resume_point(before, pf)
+            if resume is None:
                 continue
-            if before is not None and before["size_bytes"] == pf.size and not pf.complete:
-                continue  # a growing file that has not grown
-            raw_offset = text_offset = events_read = 0
-            if before is not None and before["size_bytes"] <= pf.size:
-                raw_offset, text_offset = before["raw_offset"], before["text_offset"]
-                events_read = before["events_read"]
+            raw_offset, text_offset, events_read = resume
             result = self._read(pf, raw_offset, text_offset)
-            read += 1
-            for event in result.events:
-                if isinstance(event, eventlog.QueryProgress):
-                    row, states, uploads = progress_rows(event, pf.source, pf.path, pf.app_id)
-                    write.progress.append(row)
-                    write.progress_state.extend(states)
-                    write.snapshot_uploads.extend(uploads)
-                    events += 1
-                else:
-                    run = runs.setdefault(
-                        (event.query_id, event.run_id),
-                        {
-                            "query_id": event.query_id,
-                            "run_id": event.run_id,
-                            "app_id": pf.app_id,
-                            "source": pf.source,
-                            "source_path": pf.path,
-                        },
-                    )
-                    if isinstance(event, eventlog.QueryStarted):
-                        run.update(name=event.name, started_at=event.timestamp)
-                    else:
-                        run.update(
-                            terminated_at=event.timestamp or _file_time(pf.mtime),
-                            exception=event.exception,
-                        )
-            write.files.append(
-                {
-                    "path": pf.path,
-                    "root": root,
-                    "size_bytes": pf.size,
-                    "modified_at": pf.mtime,
-                    "raw_offset": result.raw_offset,
-                    "text_offset": result.text_offset,
-                    "events_read": events_read + len(result.events),
-                    # Complete only once every byte was decoded: a cut tail is read again.
-                    "complete": pf.complete and result.ended,
-                    "last_read": datetime.now(UTC).replace(tzinfo=None),
-                }
-            )
-        # Progress rows repeat a run's key: rows of the same key in one write keep the last.
-        write.progress[:] = list({_key(r): r for r in write.progress}.values())
-        write.progress_state[:] = list(
-            {(*_key(r), r["operator_index"]): r for r in write.progress_state}.values()
-        )
-        write.snapshot_uploads[:] = list(
-            {
-                (*_key(r), r["operator_index"], r["partition_id"], r["store_name"]): r
-                for r in write.snapshot_uploads
-            }.values()
-        )
-        for run in runs.values():
-            write.runs.append(run)
+            reading.files_read += 1
+            reading.add(pf, result.events)
+            reading.write.files.append(_file_row(pf, root, result, events_read))
+        write = reading.finished()
         if write.files:
             self.db.write_progress(write)
-        return ProgressSummary(root, read, events, len(runs))
+        return ProgressSummary(root, reading.files_read, reading.events, len(reading.runs))
 
     def _read(self, pf: ProgressFile, raw_offset: int, text_offset: int) -> eventlog.ReadResult:
         data = self.fs.read(pf.path)

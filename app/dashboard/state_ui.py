@@ -18,13 +18,13 @@ from stateglass.app.browse.views import StateView, batch_label, open_source, ver
 from stateglass.app.dashboard import context
 from stateglass.app.errors import AppError
 from stateglass.collectors.checkpoint import Checkpoint
-from stateglass.collectors.errors import CheckpointError
+from stateglass.collectors.errors import BadConfig, CheckpointError
 
 T = TypeVar("T")
 
 PAGE_SIZES = (25, 50, 100, 250, 500)
 # Errors a page shows as one line instead of a traceback.
-USER_ERRORS = (CheckpointError, AppError)
+USER_ERRORS = (CheckpointError, BadConfig, AppError)
 
 
 # Why Overview's key count exceeds one state variable's rows (transformWithState).

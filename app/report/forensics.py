@@ -17,7 +17,7 @@ from stateglass.app.browse.growth import GrowthAttribution, attribute_growth
 from stateglass.app.browse.views import StateView, views_of
 from stateglass.app.errors import AppError
 from stateglass.collectors.checkpoint import Checkpoint
-from stateglass.collectors.errors import CheckpointError, StorageError
+from stateglass.collectors.errors import BadConfig, CheckpointError, StorageError
 from stateglass.parsers.errors import ParseError
 
 
@@ -94,7 +94,7 @@ def _growth(
         view: StateView = next((v for v in views if not v.read_timers), views[0])
         return attribute_growth(view), ""
     # ParseError too: a cell that does not decode must cost the section, not the report.
-    except (CheckpointError, StorageError, AppError, ParseError) as exc:
+    except (CheckpointError, BadConfig, StorageError, AppError, ParseError) as exc:
         return None, f"growth attribution not available: {exc}"
 
 

@@ -262,7 +262,7 @@ class SparkEngine:
             )
             with watchdog or contextlib.nullcontext():
                 collected = job.collect()
-        except CheckpointError:
+        except (CheckpointError, EngineError):
             raise
         except Exception as exc:  # Py4JJavaError, PySparkException...: one line for the user
             if watchdog is not None and watchdog.fired:

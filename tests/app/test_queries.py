@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections import defaultdict
+from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
@@ -12,7 +13,7 @@ import pytest
 
 from stateglass.app import queries
 from stateglass.collectors.checkpoint import Checkpoint
-from stateglass.collectors.db import Database, read_query
+from stateglass.collectors.db import Database, ScanWrite, read_query
 from stateglass.parsers.logs import parse_file_source_log
 from tests.app.conftest import SAMPLES, sample_checkpoints
 
@@ -169,11 +170,10 @@ def test_data_version_moves_when_a_writer_commits(tmp_path: Path) -> None:
     assert queries.data_version(path) == before  # reading changes nothing
     read_query(path, "SELECT * FROM checkpoints")
     assert queries.data_version(path) == before
-    with db.transaction() as conn:
-        conn.execute(
-            "INSERT INTO checkpoints (checkpoint, query_id, first_seen, last_scan) "
-            "VALUES ('/cp', 'q', now()::TIMESTAMP, now()::TIMESTAMP)"
-        )
+    now = datetime.now()
+    row = {"checkpoint": "/cp", "query_id": "q", "first_seen": now, "last_scan": now}
+    row["pinned_conf"] = None
+    db.record_scan(ScanWrite(root="/cp", now=now, metadata_path="/cp/metadata", checkpoint=row))
     assert queries.data_version(path) > before
     assert queries.last_updated(path) is not None
 

@@ -4,9 +4,10 @@ column that starts with NULLs and small numbers must still take 64-bit values fu
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
-from stateglass.collectors.db import Database, read_query
+from stateglass.collectors.db import Database, ScanWrite, read_query
 
 
 def test_upsert_takes_big_numbers_after_a_sample_of_nulls(tmp_path: Path) -> None:
@@ -26,8 +27,22 @@ def test_upsert_takes_big_numbers_after_a_sample_of_nulls(tmp_path: Path) -> Non
         }
         for p in range(5002)
     ]
-    with db.transaction() as conn:
-        db.upsert(conn, "eviction_audit", rows)
+    now = datetime(2024, 1, 1)
+    db.record_scan(
+        ScanWrite(
+            root="/cp",
+            now=now,
+            metadata_path="/cp/metadata",
+            checkpoint={
+                "checkpoint": "/cp",
+                "query_id": None,
+                "first_seen": now,
+                "last_scan": now,
+                "pinned_conf": None,
+            },
+            eviction_audit=rows,
+        )
+    )
     assert read_query(db.path, "SELECT count(*), max(oldest_event_ms) FROM eviction_audit")[0] == (
         5002,
         1_704_067_500_000,

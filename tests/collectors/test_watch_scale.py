@@ -2,13 +2,13 @@
 checkpoint, an idle process between batches, and every commit recorded.
 
 The checkpoint is a real stream-stream join (four stores per partition) written by PySpark
-with many shuffle partitions. The issue's 2,000 partitions (10,000 directories) take Spark
-minutes per batch on a 2-core CI machine, so the first test uses ``PARTITIONS`` and asserts
-what makes the size irrelevant — the watcher's inotify watches do not grow with the
+with many shuffle partitions. The 2,000 partitions watch must scale to (10,000 directories)
+take Spark minutes per batch on a 2-core CI machine, so the first test uses ``PARTITIONS`` and
+asserts what makes the size irrelevant — the watcher's inotify watches do not grow with the
 directories — while ``benchmarks/bench_watch.py`` measures the full 2,000 × 4 checkpoint
 (docs/benchmarks.md). The second test runs ``watch`` on store directories tiled from the
 real join sample's files, its last two batches replayed into place as Spark writes them: 500
-in ``make test``, the issue's 10,000 as a ``benchmark`` case (``make bench-tests``), a minute
+in ``make test``, the full 10,000 as a ``benchmark`` case (``make bench-tests``), a minute
 or more of tiling and scanning that measures the size rather than checks other behaviour.
 """
 
@@ -319,14 +319,14 @@ def db_rows(db: str, sql: str) -> list[tuple[Any, ...]]:
     "partitions",
     [
         pytest.param(125, id="500-stores"),
-        # The issue's size: a measurement (first scan, replay latency), run by `make bench-tests`.
+        # The full size: a measurement (first scan, replay latency), run by `make bench-tests`.
         pytest.param(2500, id="10000-stores", marks=pytest.mark.benchmark),
     ],
 )
 def test_watch_on_tiled_store_directories(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], partitions: int
 ) -> None:
-    """``partitions`` × 4 stores (the issue's size: 2,500 × 4), from bytes Spark wrote.
+    """``partitions`` × 4 stores (at full size 2,500 × 4), from bytes Spark wrote.
 
     ``sample_checkpoints/spark-4.3/join-hdfs`` (a real PySpark stream-stream join, 4
     partitions, 12 batches, HDFS provider) tiled by :func:`tile_join`: every store directory

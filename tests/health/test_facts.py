@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import duckdb
+
 from stateglass.collectors.db import SCHEMA_VERSION, Database, read_query
 from tests.health.conftest import SAMPLES, collect, judge, statuses
 
@@ -35,7 +37,7 @@ def test_an_older_database_is_upgraded_and_its_zips_read_again(tmp_path: Path) -
     root = collect(db, ROCKS)
     versions = _count(db, "SELECT count(*) FROM state_versions")
     # Make it look like schema version 1: no reference facts.
-    with Database(str(db)).transaction() as conn:
+    with duckdb.connect(str(db)) as conn:
         for table in ("sst_refs", "temp_files", "schema_files"):
             conn.execute(f"DROP TABLE {table}")
         conn.execute("ALTER TABLE checkpoints DROP COLUMN pinned_conf")

@@ -1,4 +1,5 @@
-"""A database last opened by an older writer gets the issue-10 views on a read-only connection."""
+"""A database last opened by an older writer gets the partial-history views on a read-only
+connection."""
 
 from __future__ import annotations
 
