@@ -378,7 +378,7 @@ class Checkpoint:
             out.append(OperatorInfo(op, name, tuple(stores)))
         return out
 
-    # ---- compat (issue 11): what `stateglass compat` needs beyond the store list ----------
+    # ---- restart compatibility: what `stateglass compat` needs beyond the store list ----------
     def operator_metadata(self, operator_id: int) -> OperatorMetadata | None:
         """The operator metadata Spark's restart check reads (v1, or the newest committed v2)."""
         return self._operator_metadata(operator_id)

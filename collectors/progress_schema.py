@@ -1,4 +1,4 @@
-"""The progress tables (issue 12) and the map from Spark's progress fields to their columns.
+"""The progress tables and the map from Spark's progress fields to their columns.
 
 Spark's ``StreamingQueryProgress`` has open-ended maps (``durationMs``, ``customMetrics``). The
 parts every Spark 3.5–4.3 emits get a typed column each (listed once here, used both for the

@@ -68,13 +68,13 @@ RULES: dict[str, Rule] = {
         DamagedFiles(),
         Orphans(),
         SchemaDrift(),
-        # On Spark's progress events (issue 12): OK "not judged" without a progress source.
+        # On Spark's progress events: OK "not judged" without a progress source.
         FallingBehind(),
         LateRows(),
         CommitTime(),
         MemoryPerKey(),
         RocksdbStalls(),
-        # On the eviction audit (issue 11).
+        # On the eviction audit.
         StateLeak(),
     )
 }

@@ -129,7 +129,7 @@ class SchemaDriftConfig:
     enabled: bool = True
 
 
-# ---- rules on Spark's progress events (issue 12) ----
+# ---- rules on Spark's progress events ----
 
 
 @dataclass(frozen=True)
@@ -192,7 +192,7 @@ class RocksdbStallsConfig:
 
 @dataclass(frozen=True)
 class StateLeakConfig:
-    """The eviction audit (issue 11): keys Spark should already have evicted."""
+    """The eviction audit: keys Spark should already have evicted."""
 
     enabled: bool = True
     # WARN from this many overdue keys at the newest audited version; ERR from err_keys
@@ -239,13 +239,13 @@ class HealthConfig:
     orphans: OrphansConfig = field(default_factory=OrphansConfig)
     schema_drift: SchemaDriftConfig = field(default_factory=SchemaDriftConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
-    # ---- rules on Spark's progress events (issue 12) ----
+    # ---- rules on Spark's progress events ----
     falling_behind: FallingBehindConfig = field(default_factory=FallingBehindConfig)
     late_rows: LateRowsConfig = field(default_factory=LateRowsConfig)
     commit_time: CommitTimeConfig = field(default_factory=CommitTimeConfig)
     memory_per_key: MemoryPerKeyConfig = field(default_factory=MemoryPerKeyConfig)
     rocksdb_stalls: RocksdbStallsConfig = field(default_factory=RocksdbStallsConfig)
-    # ---- the eviction audit (issue 11) ----
+    # ---- the eviction audit ----
     state_leak: StateLeakConfig = field(default_factory=StateLeakConfig)
 
     def enabled(self, rule: str) -> bool:
