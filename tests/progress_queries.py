@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from tests.conftest import spark_conf
 
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -30,22 +31,6 @@ class Ran:
 
     checkpoint: Path
     events: list[dict[str, Any]]
-
-
-@contextmanager
-def conf(spark: Any, values: dict[str, str]) -> Iterator[None]:
-    """Session confs for one query start, restored afterwards (the session is shared)."""
-    old = {k: spark.conf.get(k, None) for k in values}
-    for k, v in values.items():
-        spark.conf.set(k, v)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
 
 
 def events_of(query: Any) -> list[dict[str, Any]]:
@@ -89,7 +74,7 @@ def windowed(
         "spark.sql.shuffle.partitions": "2",
         **(extra or {}),
     }
-    with conf(spark, settings):
+    with spark_conf(spark, settings):
         stream = (
             spark.readStream.schema("ts LONG, k INT, p STRING")
             .option("maxFilesPerTrigger", 1)
@@ -148,7 +133,7 @@ def compacting(spark: Any, base: Path) -> Ran:
         "spark.sql.streaming.stateStore.rocksdb.compactOnCommit": "true",
         "spark.sql.shuffle.partitions": "2",
     }
-    with conf(spark, settings):
+    with spark_conf(spark, settings):
         stream = spark.readStream.schema("k LONG").option("maxFilesPerTrigger", 1).json(str(src))
         query = (
             stream.groupBy("k")

@@ -33,7 +33,8 @@ from stateglass.app.report.markdown import render as render_markdown
 from stateglass.app.report.model import load_report
 from stateglass.collectors.db import Database
 from stateglass.collectors.scan import scan_checkpoint
-from tests.progress_queries import ROCKSDB, conf
+from tests.conftest import spark_conf
+from tests.progress_queries import ROCKSDB
 
 # One real query (8 batches) for the module; the Spark session may start here.
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -56,7 +57,7 @@ def _run_query(spark: Any, base: Path) -> Path:
         "spark.sql.streaming.minBatchesToRetain": "100",
         "spark.sql.shuffle.partitions": "3",
     }
-    with conf(spark, settings):
+    with spark_conf(spark, settings):
         query = (
             spark.readStream.schema("k STRING, n INT")
             .option("maxFilesPerTrigger", 1)

@@ -13,9 +13,9 @@ from decimal import Decimal
 from typing import Any
 
 from stateglass.app.cli import main as cli_main
+from tests.conftest import SAMPLES as SAMPLE_DIR
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SAMPLES = os.path.join(ROOT, "sample_checkpoints")
+SAMPLES = str(SAMPLE_DIR)
 
 
 def format_samples() -> list[str]:

@@ -9,8 +9,7 @@ minutes per file, and the watermarks are one minute behind.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import pytest
 
 from stateglass.collectors.db import Database
 from stateglass.collectors.scan import scan_checkpoint
+from tests.conftest import spark_conf
 
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 CONF = {
@@ -36,21 +36,6 @@ class Queries:
 
     db: str
     roots: dict[str, str]
-
-
-@contextmanager
-def _conf(spark: Any, conf: dict[str, str]) -> Iterator[None]:
-    old = {k: spark.conf.get(k, None) for k in conf}
-    for k, v in conf.items():
-        spark.conf.set(k, v)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
 
 
 def _rows(batch: int, side: str = "") -> list[dict[str, Any]]:
@@ -136,7 +121,7 @@ def queries(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Queries:
         "join_time_bound": ("append", lambda: join(bounded=True)),
     }
     # All at once: a batch costs mostly driver round trips, which the queries then share.
-    with _conf(spark, CONF):
+    with spark_conf(spark, CONF):
         running = [_start(base / name, mode, build) for name, (mode, build) in built.items()]
     for query in running:
         query.awaitTermination()
