@@ -10,6 +10,7 @@ Test modules import the plain helpers from here (``from tests.conftest import SA
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -46,6 +47,22 @@ def copy_checkpoint(src: Path | str, dst: Path) -> Path:
     """A private copy of a checkpoint (mtimes kept) for a test that changes or damages files."""
     shutil.copytree(src, dst, symlinks=True)
     return dst
+
+
+# File sources read ``maxFilesPerTrigger`` files at a time in modification-time order; files
+# written in the same millisecond tie, and Spark may then read batch 3 before batch 0.
+BATCH_FILES_MTIME = 1_700_000_000
+
+
+def write_batch_files(src: Path, batches: list[list[dict[str, Any]]]) -> Path:
+    """One JSON-lines file per batch, each a second newer than the last: the order Spark reads
+    them in (with ``maxFilesPerTrigger=1``, file N is batch N)."""
+    src.mkdir(parents=True, exist_ok=True)
+    for n, rows in enumerate(batches):
+        path = src / f"{n:03d}.json"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        os.utime(path, (BATCH_FILES_MTIME + n, BATCH_FILES_MTIME + n))
+    return src
 
 
 @contextmanager

@@ -8,7 +8,6 @@ Each returns its checkpoint and the ``StreamingQueryProgress`` JSON of every bat
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import spark_conf
+from tests.conftest import spark_conf, write_batch_files
 
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -35,15 +34,6 @@ class Ran:
 
 def events_of(query: Any) -> list[dict[str, Any]]:
     return [json.loads(p.json) for p in query.recentProgress]
-
-
-def write_files(src: Path, batches: list[list[dict[str, Any]]]) -> None:
-    """One JSON-lines file per batch, each a second newer than the last (the read order)."""
-    src.mkdir(parents=True)
-    for n, rows in enumerate(batches):
-        path = src / f"{n:03d}.json"
-        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        os.utime(path, (T0 + n, T0 + n))
 
 
 def steady_rows(batch: int, late: int = 0) -> list[dict[str, Any]]:
@@ -68,7 +58,7 @@ def windowed(
     """``groupBy(window(ts, 1 hour), k).agg(...)`` with a 10-minute watermark, HDFS state."""
     from pyspark.sql import functions as F
 
-    write_files(base / f"src-{name}", batches)
+    write_batch_files(base / f"src-{name}", batches)
     settings = {
         "spark.sql.streaming.stateStore.providerClass": HDFS,
         "spark.sql.shuffle.partitions": "2",
@@ -127,7 +117,7 @@ def compacting(spark: Any, base: Path) -> Ran:
         n = 8000 * (b + 1)
         batches.append([{"k": first + i} for i in range(n)])
         first += n
-    write_files(src, batches)
+    write_batch_files(src, batches)
     settings = {
         "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
         "spark.sql.streaming.stateStore.rocksdb.compactOnCommit": "true",

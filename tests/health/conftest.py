@@ -8,7 +8,6 @@ N is file N (deterministic, no rate source timing).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -20,7 +19,7 @@ import pytest
 from stateglass.collectors.db import Database, read_query
 from stateglass.collectors.health import Finding, HealthConfig, evaluate
 from stateglass.collectors.scan import scan_checkpoint
-from tests.conftest import ROOT, SAMPLES, copy_checkpoint, spark_conf
+from tests.conftest import ROOT, SAMPLES, copy_checkpoint, spark_conf, write_batch_files
 
 __all__ = ["ROOT", "SAMPLES", "copy_checkpoint"]
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
@@ -38,13 +37,6 @@ class Built:
     skew: Path  # one hot key whose collect_list holds most rows (4 partitions)
     # minBatchesToRetain=2, frequent maintenance; same types as ``unbounded``, other names
     retention: Path
-
-
-def _write_batches(src: Path, batches: list[list[dict[str, Any]]]) -> None:
-    src.mkdir(parents=True)
-    for n, rows in enumerate(batches):
-        with open(src / f"{n:03d}.json", "w") as fh:
-            fh.writelines(json.dumps(r) + "\n" for r in rows)
 
 
 def _run(spark: Any, src: Path, schema: str, build: Any, cp: Path, conf: dict[str, str]) -> None:
@@ -68,8 +60,8 @@ def built(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Built:
     base = tmp_path_factory.mktemp("health")
     # 6 batches of 200 new keys: 1,200 keys, never one removed.
     keys = [[{"k": b * 200 + i, "v": i} for i in range(200)] for b in range(6)]
-    _write_batches(base / "src-keys", keys)
-    _write_batches(base / "src-keys-5", keys[:5])
+    write_batch_files(base / "src-keys", keys)
+    write_batch_files(base / "src-keys-5", keys[:5])
     _run(
         spark,
         base / "src-keys",
@@ -103,7 +95,7 @@ def built(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Built:
         ]
         rows += [{"k": f"user-{b}-{i}", "p": "x"} for i in range(20)]
         skew.append(rows)
-    _write_batches(base / "src-skew", skew)
+    write_batch_files(base / "src-skew", skew)
     _run(
         spark,
         base / "src-skew",
