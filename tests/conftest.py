@@ -28,7 +28,17 @@ pytest_plugins = ["tests.progress_fixtures"]
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_checkpoints"
-CORPUS_TARBALL = ROOT.parent / "shared" / "fixtures" / "spark-checkpoints.tar.gz"
+# The corpus of real checkpoints lives in ``shared/`` beside the clone (CI: ``../shared``; a
+# worktree under ``wt/`` finds it one level further up).
+CORPUS_NAME = Path("shared") / "fixtures" / "spark-checkpoints.tar.gz"
+CORPUS_TARBALL = next(
+    (d / CORPUS_NAME for d in ROOT.parents if (d / CORPUS_NAME).exists()),
+    ROOT.parent / CORPUS_NAME,
+)
+CORPUS_MISSING = (
+    f"checkpoint corpus not found: {CORPUS_NAME} beside the clone or above it "
+    "(CI's fresh clone has ../shared)"
+)
 
 
 def sample_checkpoints() -> list[str]:
@@ -85,7 +95,7 @@ def spark_conf(spark: Any, conf: dict[str, str]) -> Iterator[None]:
 def fixture_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The ``out`` directory of the corpus: ``out/<version>/<scenario>/checkpoint``."""
     if not CORPUS_TARBALL.exists():
-        pytest.skip(f"checkpoint corpus not found at {CORPUS_TARBALL}")
+        pytest.fail(CORPUS_MISSING, pytrace=False)
     target = tmp_path_factory.mktemp("corpus")
     with tarfile.open(CORPUS_TARBALL) as tar:
         tar.extractall(target, filter="data")
