@@ -136,6 +136,7 @@ def spark() -> Iterator[Any]:
         .appName("stateglass-oracle")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.memory", "2g")
         .config("spark.log.level", "ERROR")
