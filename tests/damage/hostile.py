@@ -48,6 +48,21 @@ def copy_sample(name: str, dst: Path, version: str = "spark-4.3") -> Path:
     return copy_checkpoint(SAMPLES / version / name, dst / name)
 
 
+def blocked_on_fifo(pid: int) -> bool:
+    """Whether ``pid`` or a child of it is blocked opening a FIFO that has no writer (the
+    kernel's ``wait_for_partner``): a reader certainly mid-read, not merely started."""
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            parent = int(stat.rsplit(")", 1)[1].split()[1])
+            waiting = Path(f"/proc/{entry}/wchan").read_text().strip() == "wait_for_partner"
+            if waiting and pid in (int(entry), parent):
+                return True
+        except (OSError, ValueError, IndexError):  # the process ended meanwhile
+            continue
+    return False
+
+
 def store_files(cp: Path, suffix: str, op: int = 0, part: int = 0) -> list[Path]:
     """The files of store partition ``op/part`` ending in ``suffix``, by version."""
     return sorted(
