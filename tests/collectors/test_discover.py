@@ -177,9 +177,17 @@ def test_an_unreadable_folder_is_skipped_with_one_warning() -> None:
             for name in [".", *dirnames]:
                 os.chmod(os.path.join(dirpath, name), 0o755)
         os.chmod(fleet / "secret", 0o000)
+        # The system interpreter has no stateglass installed: the namespace, as links.
+        namespace = Path(top) / "path" / "stateglass"
+        namespace.mkdir(parents=True)
+        for layer in ("collectors", "parsers"):
+            (namespace / layer).symlink_to(ROOT / layer)
+        os.chmod(namespace.parent, 0o755)
+        os.chmod(namespace, 0o755)
         result = subprocess.run(
             [SYSTEM_PYTHON, "-c", FIND_AS_NOBODY, str(fleet)],
             cwd=ROOT,
+            env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(namespace.parent)},
             capture_output=True,
             text=True,
             timeout=60,
