@@ -36,7 +36,7 @@ test: lint typecheck pytest
 # The fidelity tests against Spark and the renderer's tests without the compiled extension.
 test-pure: install
 	STATEGLASS_PURE=1 $(BIN)/pytest tests/e2e/test_fidelity.py tests/e2e/test_corpus_fidelity.py \
-		tests/parsers/test_sparkjson.py tests/parsers/test_columnar.py
+		tests/parsers/test_sparkjson.py tests/parsers/test_columnar.py tests/parsers/test_speedups_build.py
 
 # demo.toml: the samples are finished runs, so the stalled-query rule is off for them.
 run: install

@@ -1,14 +1,22 @@
-"""Shared fixtures: the corpus of real Spark checkpoints (unpacked once per test session), every
-sample checkpoint collected once into one database, and one SparkSession for the whole test
-session (Spark's own reader is the oracle; the Spark engine runs on it too)."""
+"""Shared fixtures and helpers, defined once for the whole suite: the sample checkpoints' paths
+and private copies of them, the corpus of real Spark checkpoints (unpacked once per test
+session), every sample checkpoint collected once into one database, and one SparkSession for
+the whole test session (Spark's own reader is the oracle; the Spark engine runs on it too)
+with ``spark_conf`` to change its settings for one query.
+
+Test modules import the plain helpers from here (``from tests.conftest import SAMPLES``):
+``tests`` is a package, so no test folder can shadow an installed library of the same name.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
 import tarfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,23 +26,80 @@ import pytest
 # Real queries' progress events (issue 12), run only when a test asks for them.
 pytest_plugins = ["tests.progress_fixtures"]
 
-CORPUS_TARBALL = (
-    Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "spark-checkpoints.tar.gz"
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "sample_checkpoints"
+# The corpus of real checkpoints lives in ``shared/`` beside the clone (CI: ``../shared``; a
+# worktree under ``wt/`` finds it one level further up).
+CORPUS_NAME = Path("shared") / "fixtures" / "spark-checkpoints.tar.gz"
+CORPUS_TARBALL = next(
+    (d / CORPUS_NAME for d in ROOT.parents if (d / CORPUS_NAME).exists()),
+    ROOT.parent / CORPUS_NAME,
 )
+CORPUS_MISSING = (
+    f"checkpoint corpus not found: {CORPUS_NAME} beside the clone or above it "
+    "(CI's fresh clone has ../shared)"
+)
+
+
+def sample_checkpoints() -> list[str]:
+    """Every sample checkpoint's path (``sample_checkpoints/**``), sorted."""
+    from stateglass.app.catalog import find_checkpoints
+
+    return find_checkpoints(str(SAMPLES))
+
+
+def sample_id(path: str) -> str:
+    """A sample's path under ``sample_checkpoints/``: readable test ids."""
+    return os.path.relpath(path, SAMPLES)
+
+
+def copy_checkpoint(src: Path | str, dst: Path) -> Path:
+    """A private copy of a checkpoint (mtimes kept) for a test that changes or damages files."""
+    shutil.copytree(src, dst, symlinks=True)
+    return dst
+
+
+# File sources read ``maxFilesPerTrigger`` files at a time in modification-time order; files
+# written in the same millisecond tie, and Spark may then read batch 3 before batch 0.
+BATCH_FILES_MTIME = 1_700_000_000
+
+
+def write_batch_files(src: Path, batches: list[list[dict[str, Any]]]) -> Path:
+    """One JSON-lines file per batch, each a second newer than the last: the order Spark reads
+    them in (with ``maxFilesPerTrigger=1``, file N is batch N)."""
+    src.mkdir(parents=True, exist_ok=True)
+    for n, rows in enumerate(batches):
+        path = src / f"{n:03d}.json"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        os.utime(path, (BATCH_FILES_MTIME + n, BATCH_FILES_MTIME + n))
+    return src
+
+
+@contextmanager
+def spark_conf(spark: Any, conf: dict[str, str]) -> Iterator[None]:
+    """Set session confs for one query start, then restore them (the session is shared)."""
+    old = {k: spark.conf.get(k, None) for k in conf}
+    for k, v in conf.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
 
 
 @pytest.fixture(scope="session")
 def fixture_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The ``out`` directory of the corpus: ``out/<version>/<scenario>/checkpoint``."""
     if not CORPUS_TARBALL.exists():
-        pytest.skip(f"checkpoint corpus not found at {CORPUS_TARBALL}")
+        pytest.fail(CORPUS_MISSING, pytrace=False)
     target = tmp_path_factory.mktemp("corpus")
     with tarfile.open(CORPUS_TARBALL) as tar:
         tar.extractall(target, filter="data")
     return target / "out"
-
-
-SAMPLES = Path(__file__).resolve().parents[1] / "sample_checkpoints"
 
 
 @dataclass(frozen=True)
@@ -50,15 +115,11 @@ class SamplesDb:
 def all_samples_db(tmp_path_factory: pytest.TempPathFactory) -> SamplesDb:
     """Collected once per test session: the app, collector, report and eviction tests only
     read it (a test that writes makes its own)."""
-    from stateglass.app.catalog import find_checkpoints
     from stateglass.collectors.db import Database
     from stateglass.collectors.scan import scan_checkpoint
 
     db = Database(str(tmp_path_factory.mktemp("samples-db") / "samples.duckdb"))
-    roots = {
-        os.path.relpath(path, SAMPLES): scan_checkpoint(db, path).checkpoint
-        for path in find_checkpoints(str(SAMPLES))
-    }
+    roots = {sample_id(path): scan_checkpoint(db, path).checkpoint for path in sample_checkpoints()}
     return SamplesDb(db.path, roots)
 
 
@@ -75,6 +136,7 @@ def spark() -> Iterator[Any]:
         .appName("stateglass-oracle")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.memory", "2g")
         .config("spark.log.level", "ERROR")
@@ -96,7 +158,7 @@ def progress_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         pytest.skip("no Java: install openjdk-17 to run the Spark progress tests")
     out = tmp_path_factory.mktemp("progress") / "run"
-    script = Path(__file__).resolve().parents[1] / "sample_checkpoints" / "progress_query.py"
+    script = SAMPLES / "progress_query.py"
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
     done = subprocess.run(
         [

@@ -8,14 +8,14 @@ Each returns its checkpoint and the ``StreamingQueryProgress`` JSON of every bat
 from __future__ import annotations
 
 import json
-import os
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from tests.conftest import spark_conf, write_batch_files
 
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -32,33 +32,8 @@ class Ran:
     events: list[dict[str, Any]]
 
 
-@contextmanager
-def conf(spark: Any, values: dict[str, str]) -> Iterator[None]:
-    """Session confs for one query start, restored afterwards (the session is shared)."""
-    old = {k: spark.conf.get(k, None) for k in values}
-    for k, v in values.items():
-        spark.conf.set(k, v)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
-
-
 def events_of(query: Any) -> list[dict[str, Any]]:
     return [json.loads(p.json) for p in query.recentProgress]
-
-
-def write_files(src: Path, batches: list[list[dict[str, Any]]]) -> None:
-    """One JSON-lines file per batch, each a second newer than the last (the read order)."""
-    src.mkdir(parents=True)
-    for n, rows in enumerate(batches):
-        path = src / f"{n:03d}.json"
-        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        os.utime(path, (T0 + n, T0 + n))
 
 
 def steady_rows(batch: int, late: int = 0) -> list[dict[str, Any]]:
@@ -83,13 +58,13 @@ def windowed(
     """``groupBy(window(ts, 1 hour), k).agg(...)`` with a 10-minute watermark, HDFS state."""
     from pyspark.sql import functions as F
 
-    write_files(base / f"src-{name}", batches)
+    write_batch_files(base / f"src-{name}", batches)
     settings = {
         "spark.sql.streaming.stateStore.providerClass": HDFS,
         "spark.sql.shuffle.partitions": "2",
         **(extra or {}),
     }
-    with conf(spark, settings):
+    with spark_conf(spark, settings):
         stream = (
             spark.readStream.schema("ts LONG, k INT, p STRING")
             .option("maxFilesPerTrigger", 1)
@@ -142,13 +117,13 @@ def compacting(spark: Any, base: Path) -> Ran:
         n = 8000 * (b + 1)
         batches.append([{"k": first + i} for i in range(n)])
         first += n
-    write_files(src, batches)
+    write_batch_files(src, batches)
     settings = {
         "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
         "spark.sql.streaming.stateStore.rocksdb.compactOnCommit": "true",
         "spark.sql.shuffle.partitions": "2",
     }
-    with conf(spark, settings):
+    with spark_conf(spark, settings):
         stream = spark.readStream.schema("k LONG").option("maxFilesPerTrigger", 1).json(str(src))
         query = (
             stream.groupBy("k")

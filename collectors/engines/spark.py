@@ -87,7 +87,11 @@ def _session(master: str | None) -> Any:
         ) from exc
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         raise EngineError("--engine spark", "no Java found: install a JDK 17+ or set JAVA_HOME")
-    builder = SparkSession.builder.appName("stateglass-collect")
+    # Spark's console progress bar ("[Stage 0:> (0 + 1) / 4]") would be printed around, and
+    # after, the one-line error a failed collect ends with: stderr is ours to keep readable.
+    builder = SparkSession.builder.appName("stateglass-collect").config(
+        "spark.ui.showConsoleProgress", "false"
+    )
     # Under spark-submit the gateway exists already and --master was given there.
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
     if master or (SparkSession.getActiveSession() is None and not submitted):

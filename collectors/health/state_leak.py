@@ -8,8 +8,13 @@ Built on the eviction audit (``eviction_rules`` / ``eviction_audit``, written by
 * overdue keys at the newest audited version (keys matching Spark's eviction predicate at
   the watermark of the batch that wrote it): WARN, naming how many and where;
 * a join side evicted by a time bound: WARN when not one value was ever removed although the
-  oldest value has been older than the watermark for ``min_versions`` versions (a join
-  condition without a time range on the event times).
+  watermark has passed the oldest value by more than the store's retained range at
+  ``min_versions`` versions (a join condition without a time range on the event times).
+  The time bound is not in the checkpoint, and until Spark first evicts, a healthy join with
+  a wide bound looks exactly like one without: being behind the watermark is not yet
+  evidence. The retained range is how far behind the watermark the oldest value already was
+  when it first fell behind; only versions where the oldest value is further behind than
+  that count.
 """
 
 from __future__ import annotations
@@ -153,15 +158,21 @@ class StateLeak:
         )[0][0]
         if not rows:
             return None, None
-        behind = [r for r in rows if r[1] is not None and r[2] and r[1] < r[2]]
         if removed:
             return None, f"{label}: {removed:,} values evicted by the join's time bound"
-        if len(behind) >= max(ctx.config.state_leak.min_versions, 1):
-            last = behind[-1]
+        behind = [r for r in rows if r[1] is not None and r[2] and r[1] < r[2]]
+        retained = behind[0][2] - behind[0][1] if behind else 0
+        evidence = [r for r in behind if r[2] - r[1] > retained]
+        if len(evidence) >= max(ctx.config.state_leak.min_versions, 1):
+            last = evidence[-1]
             text = (
                 f"{label}: no value ever removed in {len(rows)} versions, though the oldest "
-                f"value ({_ms(last[1])} UTC) is behind the watermark ({_ms(last[2])} UTC) "
-                f"at {len(behind)} of them"
+                f"value ({_ms(last[1])} UTC) is behind the watermark ({_ms(last[2])} UTC) by "
+                f"more than the {retained / 1000:,.0f} s the store already held when it first "
+                f"fell behind, at {len(evidence)} of them"
             )
             return text, None
-        return None, f"{label}: no value removed yet ({len(rows)} versions, too few to judge)"
+        return None, (
+            f"{label}: no value removed yet ({len(rows)} versions; the watermark has not "
+            f"passed the oldest value by more than the retained range long enough to judge)"
+        )

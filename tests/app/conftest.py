@@ -8,19 +8,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from stateglass.app.catalog import find_checkpoints
 from stateglass.app.dashboard.context import DB_ENV
 from tests.conftest import SamplesDb
-
-SAMPLES = Path(__file__).resolve().parents[2] / "sample_checkpoints"
-
-
-def sample_checkpoints() -> list[str]:
-    return find_checkpoints(str(SAMPLES))
 
 
 @pytest.fixture(scope="session")

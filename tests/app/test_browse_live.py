@@ -18,7 +18,7 @@ from stateglass.app.dashboard import state_ui
 from stateglass.app.dashboard.context import DB_ENV
 from stateglass.collectors.db import Database
 from stateglass.collectors.scan import scan_checkpoint
-from tests.app.conftest import SAMPLES
+from tests.conftest import SAMPLES
 
 TIMEOUT_S = 60
 HELD_BACK = range(8, 12)  # batch ids; state versions 9..12

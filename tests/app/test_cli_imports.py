@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.app.conftest import SAMPLES
+from tests.conftest import SAMPLES
 
 # Heavy modules a collect never needs: the dashboard, figures and reports (streamlit, plotly,
 # pandas), Spark, Arrow, numpy (the writer binds plain lists), the `duckdb` package's Python

@@ -18,9 +18,7 @@ import pytest
 from stateglass.app.cli import main
 from stateglass.app.commands.dashboard import _collect_for_dashboard
 from stateglass.collectors.db import read_query
-from tests.app.conftest import SAMPLES
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.conftest import ROOT, SAMPLES
 
 
 def test_not_a_checkpoint_is_one_line_and_writes_nothing(

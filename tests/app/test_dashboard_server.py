@@ -23,8 +23,8 @@ import pytest
 
 from stateglass.app.cli import main
 from stateglass.app.dashboard.server import exposure_warning
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 # Names and addresses that stay on this machine.
 LOCAL = {"127.0.0.1", "localhost", "::1", "0.0.0.0", "::", "None", ""}
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -13,9 +12,10 @@ import pytest
 from stateglass.app import figures, queries
 from stateglass.app.figures._common import time_unit
 from stateglass.app.figures.state import _grid
+from tests.conftest import SAMPLES
 
-ROCKS = str(Path(__file__).resolve().parents[2] / "sample_checkpoints" / "spark-4.3" / "agg-rocks")
-HDFS = str(Path(__file__).resolve().parents[2] / "sample_checkpoints" / "spark-4.3" / "agg-hdfs")
+ROCKS = str(SAMPLES / "spark-4.3" / "agg-rocks")
+HDFS = str(SAMPLES / "spark-4.3" / "agg-hdfs")
 STORE = (0, "default")
 
 Builder = Callable[[str], go.Figure]

@@ -28,6 +28,7 @@ from stateglass.app.report import render_html, render_markdown
 from stateglass.collectors.db import Database
 from stateglass.collectors.scan import scan_checkpoint
 from tests.app.test_browser import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, _free_port
+from tests.conftest import write_batch_files
 
 LINK = "[orders](https:evil.example)"
 IMAGE = "<img src=x onerror=alert(1)>"
@@ -43,11 +44,10 @@ PAGES = ["overview", "health", "query", "state", "browse", "diff", "key_history"
 def hostile_checkpoint(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
     """Two micro-batches of a streaming aggregation, checkpointed under the payload name."""
     base = tmp_path_factory.mktemp("hostile")
-    src = base / "input"
-    src.mkdir()
-    for batch in range(2):
-        rows = [{"k": k, "n": batch * 10 + i} for i, k in enumerate(KEY_VALUES)]
-        (src / f"{batch:03d}.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    src = write_batch_files(
+        base / "input",
+        [[{"k": k, "n": batch * 10 + i} for i, k in enumerate(KEY_VALUES)] for batch in range(2)],
+    )
     checkpoint = base / "team" / NAME
     stream = spark.readStream.schema("k STRING, n INT").option("maxFilesPerTrigger", 1)
     query = (

@@ -19,7 +19,7 @@ from stateglass.app.browse.store import PartitionCache, iter_partitions, key_jso
 from stateglass.app.browse.views import StateView, identity_width, open_source, versions, views_of
 from stateglass.collectors.checkpoint import Checkpoint
 from stateglass.parsers.partitioning import key_partition
-from tests.app.conftest import SAMPLES, sample_checkpoints
+from tests.conftest import SAMPLES, sample_checkpoints
 
 # Stores whose key is exactly what the shuffle hashes (strings, timestamps, a window struct;
 # a join's keyWithIndexToValue adds an index to it, a session window's key is hashed

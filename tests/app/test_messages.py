@@ -23,7 +23,7 @@ from stateglass.app.browse.views import StateView
 from stateglass.app.cli import build_parser
 from stateglass.app.cli import main as cli
 from stateglass.collectors.errors import MissingVersion
-from tests.app.conftest import SAMPLES
+from tests.conftest import SAMPLES
 
 AGG_HDFS = SAMPLES / "spark-4.3" / "agg-hdfs"
 AGG_ROCKS_CL = SAMPLES / "spark-4.3" / "agg-rocks-cl"

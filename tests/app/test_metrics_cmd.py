@@ -22,9 +22,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from stateglass.app.metrics import METRIC_NAMES
 from stateglass.collectors.db import read_query
 from tests import progress_queries as pq
+from tests.conftest import ROOT
 from tests.progress_fixtures import collect_run
 
-ROOT = Path(__file__).resolve().parents[2]
 GRAFANA = ROOT / "docs" / "grafana" / "stateglass.json"
 METRICS = (sys.executable, "-m", "stateglass.app.cli", "metrics")
 

@@ -25,7 +25,7 @@ from stateglass.app.escape import md
 from stateglass.collectors.db import Database
 from stateglass.collectors.health import evaluate, worst
 from stateglass.collectors.scan import scan_checkpoint
-from tests.app.conftest import SAMPLES
+from tests.conftest import SAMPLES
 
 FLEET = 500
 ORIGINALS = ["dedup-hdfs", "agg-rocks", "join-hdfs", "session-rocks-cl", "stateless", "broken"]

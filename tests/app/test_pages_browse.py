@@ -16,7 +16,7 @@ from stateglass.app.dashboard.context import DB_ENV
 from stateglass.app.escape import md
 from stateglass.collectors.db import Database
 from stateglass.collectors.scan import scan_checkpoint
-from tests.app.conftest import SAMPLES
+from tests.conftest import SAMPLES
 
 TIMEOUT_S = 60
 AGG = str(SAMPLES / "spark-4.3" / "agg-hdfs")

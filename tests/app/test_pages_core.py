@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from stateglass.app import allowed
 from stateglass.app.escape import md
 from stateglass.collectors.db import read_query
-from tests.app.conftest import SAMPLES
+from tests.conftest import SAMPLES
 
 MAIN = str(Path(__file__).resolve().parents[2] / "app" / "dashboard" / "main.py")
 TIMEOUT_S = 60

@@ -13,7 +13,6 @@ the others start at version 5. No total over partitions may be given for version
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
 from collections.abc import Iterator
@@ -33,7 +32,8 @@ from stateglass.app.report.markdown import render as render_markdown
 from stateglass.app.report.model import load_report
 from stateglass.collectors.db import Database
 from stateglass.collectors.scan import scan_checkpoint
-from tests.progress_queries import ROCKSDB, conf
+from tests.conftest import spark_conf, write_batch_files
+from tests.progress_queries import ROCKSDB
 
 # One real query (8 batches) for the module; the Spark session may start here.
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -44,19 +44,18 @@ TIMEOUT_S = 60
 
 
 def _run_query(spark: Any, base: Path) -> Path:
-    src = base / "src"
-    src.mkdir()
-    for n in range(BATCHES):
-        # More keys each batch, spread over the 3 partitions by their hash.
-        rows = [{"k": f"key-{i}", "n": n} for i in range(10 * (n + 1))]
-        (src / f"{n:03d}.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    # More keys each batch, spread over the 3 partitions by their hash.
+    src = write_batch_files(
+        base / "src",
+        [[{"k": f"key-{i}", "n": n} for i in range(10 * (n + 1))] for n in range(BATCHES)],
+    )
     settings = {
         "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "false",
         "spark.sql.streaming.minBatchesToRetain": "100",
         "spark.sql.shuffle.partitions": "3",
     }
-    with conf(spark, settings):
+    with spark_conf(spark, settings):
         query = (
             spark.readStream.schema("k STRING, n INT")
             .option("maxFilesPerTrigger", 1)

@@ -15,7 +15,7 @@ from stateglass.app import queries
 from stateglass.collectors.checkpoint import Checkpoint
 from stateglass.collectors.db import Database, ScanWrite, read_query
 from stateglass.parsers.logs import parse_file_source_log
-from tests.app.conftest import SAMPLES, sample_checkpoints
+from tests.conftest import SAMPLES, sample_checkpoints
 
 HDFS = str(SAMPLES / "spark-4.3" / "agg-hdfs")
 ROCKS = str(SAMPLES / "spark-4.3" / "agg-rocks")

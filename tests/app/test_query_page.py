@@ -12,7 +12,7 @@ import pandas as pd
 from stateglass.app import figures, queries
 from stateglass.collectors.db import Database
 from stateglass.collectors.scan import scan_checkpoint
-from tests.app.conftest import SAMPLES
+from tests.conftest import SAMPLES
 
 
 def test_batch_duration_without_durations_says_why(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ from stateglass.collectors.errors import CheckpointError
 from stateglass.collectors.state import iter_raw_changes
 from stateglass.parsers.arrow_types import unique_names
 from stateglass.parsers.sparktypes import AtomicType, DataType, StructField, StructType
-from tests.app.conftest import SAMPLES, sample_checkpoints
+from tests.conftest import SAMPLES, sample_checkpoints
 
 
 def _views() -> list[Any]:

@@ -4,34 +4,23 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
-from stateglass.app.catalog import find_checkpoints
 from stateglass.collectors.db import read_query
 from stateglass.collectors.fs import LOCAL, FileInfo
+from tests.conftest import ROOT, SAMPLES, copy_checkpoint, sample_checkpoints, sample_id
 
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLES = ROOT / "sample_checkpoints"
+__all__ = ["ROOT", "SAMPLES", "sample_id"]
+sample_paths = sample_checkpoints
 # Columns that record when a scan ran, not what it found.
 CLOCK_COLUMNS = {"first_seen", "last_scan", "seen_at", "purged_at"}
 TABLES = ("checkpoints", "batches", "operators", "state_files", "state_versions", "problems")
 
 
-def sample_paths() -> list[str]:
-    return find_checkpoints(str(SAMPLES))
-
-
-def sample_id(path: str) -> str:
-    return os.path.relpath(path, SAMPLES)
-
-
 def copy_sample(name: str, target: Path) -> Path:
     """A private copy of ``sample_checkpoints/<name>`` (tests that change files use it)."""
-    dst = target / name.replace("/", "-")
-    shutil.copytree(SAMPLES / name, dst, symlinks=True)
-    return dst
+    return copy_checkpoint(SAMPLES / name, target / name.replace("/", "-"))
 
 
 class CountingFileSystem:

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.collectors.helpers import SAMPLES, all_tables, copy_sample
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.conftest import ROOT
 
 
 def collect(paths: list[str], db: Path, jobs: str) -> str:

@@ -14,7 +14,7 @@ import pytest
 
 from stateglass.app.browse.views import StateView, open_source, versions, views_of
 from stateglass.collectors.checkpoint import Checkpoint
-from tests.app.conftest import sample_checkpoints
+from tests.conftest import sample_checkpoints
 
 
 def _views() -> list[object]:

@@ -9,8 +9,9 @@ import duckdb
 
 from stateglass.collectors.db import Database, read_query
 from stateglass.collectors.scan import scan_checkpoint
+from tests.conftest import SAMPLES
 
-AGG = Path(__file__).resolve().parents[2] / "sample_checkpoints" / "spark-4.3" / "agg-hdfs"
+AGG = SAMPLES / "spark-4.3" / "agg-hdfs"
 
 
 def test_old_views_are_shadowed_by_the_complete_version_ones(tmp_path: Path) -> None:

@@ -283,6 +283,8 @@ READER = textwrap.dedent(
         read_query(db, "SELECT count(*) FROM state_versions", timeout_s=30)
         read_query(db, "SELECT * FROM state_growth", timeout_s=30)
         ok += 1
+        if ok == 1:  # the writer starts once the reader is reading
+            open(stop + ".reading", "w").close()
     print(ok)
     """
 )
@@ -300,7 +302,11 @@ def test_dashboard_reads_while_the_writer_writes(tmp_path: Path) -> None:
         cwd=str(Path(__file__).resolve().parents[2]),
     )
     try:
-        time.sleep(0.5)
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "stop.reading").exists():
+            assert reader.poll() is None, reader.communicate()[1]
+            assert time.monotonic() < deadline, "the reader never read"
+            time.sleep(0.05)
         for path in sample_paths():
             scan_checkpoint(db, path)
         # Scan copies (new checkpoints to the database) to write more while the reader reads.

@@ -115,6 +115,7 @@ def test_executors_missing_a_compiled_dependency(spark_cluster: Cluster, tmp_pat
     assert " has no module '" in line, line
     assert "spark-engine.md" in line, line
     assert "Traceback" not in proc.stderr
+    assert "[Stage" not in proc.stderr  # Spark's progress bar, drawn around our error
     assert table(db, "state_versions") == [] and table(db, "checkpoints") == []
 
 

@@ -30,13 +30,13 @@ from typing import Any
 import pytest
 
 from stateglass.collectors.db import read_query
+from tests.conftest import ROOT, SAMPLES
 
 # 8 partitions × 4 stores already hold ten times the 3 watches; the tiled 500- and
 # 10,000-store cases below cover the size.
 PARTITIONS = 8
 IDLE_S = 3.0
 MAX_IDLE_CPU = 0.05
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def write_side(src: Path, side: str, batch: int) -> None:
@@ -191,7 +191,7 @@ def test_watch_stays_idle_and_records_every_commit(
 
 # --- 500 or 10,000 store directories, tiled from a real join checkpoint --------------------
 
-JOIN_SAMPLE = ROOT / "sample_checkpoints" / "spark-4.3" / "join-hdfs"
+JOIN_SAMPLE = SAMPLES / "spark-4.3" / "join-hdfs"
 REPLAYED = (10, 11)  # batches held back, then put in place while `watch` runs
 STORES = 4
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 import struct
 import subprocess
 import sys
@@ -29,9 +28,10 @@ from stateglass.parsers.compression.lz4 import (
     METHOD_RAW,
     XXH32_SEED,
 )
+from tests.conftest import ROOT, SAMPLES, copy_checkpoint
 
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLES = ROOT / "sample_checkpoints"
+__all__ = ["ROOT", "SAMPLES"]
+
 # spark.io.compression.lz4.blockSize (default 32 KiB, any power of two up to 32 MiB): with
 # 1 MiB blocks a 64-byte record repeated to 1 GiB takes ~4 MiB.
 BLOCK_SIZE = 1 << 20
@@ -45,10 +45,22 @@ MAX_TMP = 1 << 20
 
 def copy_sample(name: str, dst: Path, version: str = "spark-4.3") -> Path:
     """A private copy of the real PySpark-written sample ``version/name``."""
-    src = SAMPLES / version / name
-    target = dst / name
-    shutil.copytree(src, target)
-    return target
+    return copy_checkpoint(SAMPLES / version / name, dst / name)
+
+
+def blocked_on_fifo(pid: int) -> bool:
+    """Whether ``pid`` or a child of it is blocked opening a FIFO that has no writer (the
+    kernel's ``wait_for_partner``): a reader certainly mid-read, not merely started."""
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            parent = int(stat.rsplit(")", 1)[1].split()[1])
+            waiting = Path(f"/proc/{entry}/wchan").read_text().strip() == "wait_for_partner"
+            if waiting and pid in (int(entry), parent):
+                return True
+        except (OSError, ValueError, IndexError):  # the process ended meanwhile
+            continue
+    return False
 
 
 def store_files(cp: Path, suffix: str, op: int = 0, part: int = 0) -> list[Path]:

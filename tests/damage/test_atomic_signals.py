@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 from stateglass.app.atomic import replacing
-from tests.damage.hostile import ROOT, copy_sample, delta_without_snapshot, store_files
+from tests.damage.hostile import (
+    ROOT,
+    blocked_on_fifo,
+    copy_sample,
+    delta_without_snapshot,
+    store_files,
+)
 
 
 def cli(*args: str, **kw: object) -> subprocess.CompletedProcess[str]:
@@ -119,7 +125,7 @@ def test_signal_mid_read_leaves_no_temp_dir(tmp_path: Path, sig: signal.Signals)
     )
     try:
         _wait_for(lambda: any(n.startswith("stateglass-") for n in os.listdir(tmpdir)))
-        time.sleep(0.5)  # the other worker reads partitions 0, 2 and 3 meanwhile
+        _wait_for(lambda: blocked_on_fifo(proc.pid))
         assert proc.poll() is None
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)

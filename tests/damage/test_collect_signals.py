@@ -8,13 +8,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from stateglass.collectors.db import read_query
-from tests.damage.hostile import ROOT, copy_sample, store_files
+from tests.damage.hostile import ROOT, blocked_on_fifo, copy_sample, store_files
 from tests.damage.test_atomic_signals import _wait_for
 
 CASES = [
@@ -59,7 +58,7 @@ def test_signal_mid_collect_leaves_nothing(
     )
     try:
         _wait_for(lambda: any(n.startswith("stateglass-collect-") for n in os.listdir(tmpdir)))
-        time.sleep(0.5)  # the other worker counts partitions 0, 2 and 3 meanwhile
+        _wait_for(lambda: blocked_on_fifo(proc.pid))
         assert proc.poll() is None
         if group:
             os.killpg(proc.pid, sig)

@@ -13,9 +13,9 @@ from decimal import Decimal
 from typing import Any
 
 from stateglass.app.cli import main as cli_main
+from tests.conftest import SAMPLES as SAMPLE_DIR
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SAMPLES = os.path.join(ROOT, "sample_checkpoints")
+SAMPLES = str(SAMPLE_DIR)
 
 
 def format_samples() -> list[str]:
@@ -51,11 +51,60 @@ def multiset(lines: list[str]) -> Counter[str]:
     return Counter(canonical(line) for line in lines if line.strip())
 
 
+def assert_same_rows(got: list[str], expected: list[str]) -> None:
+    """Our rows are Spark's, as multisets; two empty answers prove nothing and fail."""
+    assert expected, "Spark returned no rows: an empty-versus-empty match is not a check"
+    assert len(got) == len(expected)
+    assert multiset(got) == multiset(expected)
+
+
 def _reader(spark: Any, options: dict[str, Any]) -> Any:
     reader = spark.read.format("statestore")
     for name, value in options.items():
         reader = reader.option(name, value)
     return reader
+
+
+def spark_stores(spark: Any, checkpoint: str) -> set[tuple[int, str]]:
+    """``(operator id, store name)`` of every state store Spark's own ``state-metadata``
+    source lists for ``checkpoint``: what the oracle must cover, not what our reader found."""
+    df = spark.read.format("state-metadata").load(checkpoint)
+    return {(int(r["operatorId"]), str(r["stateStoreName"])) for r in df.collect()}
+
+
+VERSION_FILES = (".delta", ".snapshot", ".zip", ".changelog")
+
+
+def layout_stores(checkpoint: str) -> set[tuple[int, str]]:
+    """``(operator id, store name)`` from the directory layout alone (``state/<op>/0/`` holds
+    the default store's version files, or one folder per named store), for checkpoints whose
+    writer (Spark before 4.0) left no operator metadata for ``state-metadata`` to list."""
+    found: set[tuple[int, str]] = set()
+    state = os.path.join(checkpoint, "state")
+    for op in filter(str.isdigit, os.listdir(state)):
+        part = os.path.join(state, op, "0")
+        entries = os.listdir(part)
+        if any(e.endswith(VERSION_FILES) and not e.startswith(".") for e in entries):
+            found.add((int(op), "default"))
+            continue
+        found |= {
+            (int(op), e)
+            for e in entries
+            if os.path.isdir(os.path.join(part, e)) and not e.startswith(("_", "."))
+        }
+    return found
+
+
+def operator_metadata(checkpoint: str) -> list[str]:
+    """The operator metadata files Spark 4 writes (``state/<op>/_metadata/...``)."""
+    state = os.path.join(checkpoint, "state")
+    return [
+        os.path.join(root, f)
+        for op in os.listdir(state)
+        for root, _, files in os.walk(os.path.join(state, op, "_metadata"))
+        for f in files
+        if not f.startswith(".")
+    ]
 
 
 def spark_state(

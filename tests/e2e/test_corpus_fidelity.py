@@ -28,7 +28,7 @@ import pytest
 
 from stateglass.app.cli import main as cli_main
 from stateglass.collectors.checkpoint import Checkpoint
-from tests.conftest import CORPUS_TARBALL
+from tests.conftest import CORPUS_MISSING, CORPUS_TARBALL
 from tests.e2e.oracle import multiset, spark_state, state_reads
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -49,7 +49,7 @@ EMPTY = {"3.5.9b/fmgws-hdfs"}
 def _corpus_names() -> list[str]:
     """``<version>/<scenario>`` of every checkpoint in the tarball (read at collection)."""
     if not CORPUS_TARBALL.exists():
-        return []
+        raise FileNotFoundError(CORPUS_MISSING)
     names: set[str] = set()
     with tarfile.open(CORPUS_TARBALL) as tar:
         for member in tar:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -17,8 +16,8 @@ from stateglass.collectors.db import Database
 from stateglass.collectors.health import Finding, evaluate, load_config
 from stateglass.collectors.progress import check_location
 from stateglass.collectors.scan import scan_checkpoint
+from tests.conftest import SAMPLES
 
-SAMPLES = Path(__file__).resolve().parents[2] / "sample_checkpoints"
 DEMO = SAMPLES / "demo"
 CONFIG = SAMPLES / "demo.toml"
 EVENTLOG = SAMPLES / "eventlogs" / "demo"

@@ -19,10 +19,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from stateglass.app.cli import main as cli_main
+from tests.conftest import SAMPLES as ALL_SAMPLES
 
 pytestmark = pytest.mark.spark
 
-SAMPLES = Path(__file__).resolve().parents[2] / "sample_checkpoints" / "spark-4.3"
+SAMPLES = ALL_SAMPLES / "spark-4.3"
 
 
 def _leaf_rows(table: pa.Table) -> list[str]:

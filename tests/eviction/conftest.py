@@ -1,16 +1,17 @@
-"""Real queries built to leak state, and healthy ones, run once per module on the shared
+"""Real queries built to leak state, and healthy ones, run once per test session on the shared
 ``spark`` fixture and collected into one database (the eviction audit, issue 11).
 
 Every query reads a few small JSON files, one per batch (``maxFilesPerTrigger=1``,
 ``availableNow``), with 4 shuffle partitions and no no-data batches: event time advances five
-minutes per file, and the watermarks are one minute behind.
+minutes per file, and the watermarks are one minute behind. Five batches: a join without a
+time bound is judged by ``state_leak`` once the watermark has passed its oldest value by more
+than the range the store held, at three versions. ``join_wide_bound`` is a healthy join early
+in its life: a two-hour bound, four batches, nothing evicted yet.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import pytest
 
 from stateglass.collectors.db import Database
 from stateglass.collectors.scan import scan_checkpoint
+from tests.conftest import spark_conf, write_batch_files
 
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 CONF = {
@@ -26,7 +28,8 @@ CONF = {
     "spark.sql.streaming.stateStore.providerClass": HDFS,
     "spark.sql.shuffle.partitions": "4",
 }
-BATCHES = 4
+BATCHES = 5
+EARLY_BATCHES = 4
 SCHEMA = "k STRING, id BIGINT, ts TIMESTAMP"
 
 
@@ -36,21 +39,6 @@ class Queries:
 
     db: str
     roots: dict[str, str]
-
-
-@contextmanager
-def _conf(spark: Any, conf: dict[str, str]) -> Iterator[None]:
-    old = {k: spark.conf.get(k, None) for k in conf}
-    for k, v in conf.items():
-        spark.conf.set(k, v)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
 
 
 def _rows(batch: int, side: str = "") -> list[dict[str, Any]]:
@@ -67,12 +55,8 @@ def _rows(batch: int, side: str = "") -> list[dict[str, Any]]:
     ]
 
 
-def _write(src: Path, side: str = "") -> Path:
-    src.mkdir(parents=True)
-    for n in range(BATCHES):
-        with open(src / f"{n:03d}.json", "w") as fh:
-            fh.writelines(json.dumps(r) + "\n" for r in _rows(n, side))
-    return src
+def _write(src: Path, side: str = "", batches: int = BATCHES) -> Path:
+    return write_batch_files(src, [_rows(n, side) for n in range(batches)])
 
 
 def _start(cp: Path, mode: str, build: Callable[[], Any]) -> Any:
@@ -86,13 +70,17 @@ def _start(cp: Path, mode: str, build: Callable[[], Any]) -> Any:
     )
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def queries(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Queries:
     from pyspark.sql import functions as F
 
     base = tmp_path_factory.mktemp("eviction")
     one = _write(base / "src")
     left_src, right_src = _write(base / "left", "l"), _write(base / "right", "l")
+    early = (
+        _write(base / "early-left", "l", EARLY_BATCHES),
+        _write(base / "early-right", "l", EARLY_BATCHES),
+    )
 
     def stream(src: Path = one) -> Any:
         return spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(src))
@@ -100,16 +88,16 @@ def queries(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Queries:
     def watermarked(src: Path = one) -> Any:
         return stream(src).withWatermark("ts", "1 minute")
 
-    def join(bounded: bool) -> Any:
-        left = watermarked(left_src).select(
+    def join(bound: str | None, sources: tuple[Path, Path] = (left_src, right_src)) -> Any:
+        left = watermarked(sources[0]).select(
             F.col("k").alias("lk"), F.col("id").alias("lid"), F.col("ts").alias("lts")
         )
-        right = watermarked(right_src).select(
+        right = watermarked(sources[1]).select(
             F.col("k").alias("rk"), F.col("id").alias("rid"), F.col("ts").alias("rts")
         )
         cond = F.col("lk") == F.col("rk")
-        if bounded:
-            cond = cond & F.expr("lts BETWEEN rts - INTERVAL 1 MINUTE AND rts + INTERVAL 1 MINUTE")
+        if bound:
+            cond = cond & F.expr(f"lts BETWEEN rts - INTERVAL {bound} AND rts + INTERVAL {bound}")
         return left.join(right, cond)
 
     built: dict[str, tuple[str, Callable[[], Any]]] = {
@@ -117,7 +105,7 @@ def queries(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Queries:
         "agg_no_watermark": ("update", lambda: stream().groupBy("k").count()),
         "agg_watermark_not_in_key": ("update", lambda: watermarked().groupBy("k").count()),
         "dedup_no_watermark": ("append", lambda: stream().dropDuplicates(["id"])),
-        "join_no_time_bound": ("append", lambda: join(bounded=False)),
+        "join_no_time_bound": ("append", lambda: join(None)),
         # Complete output mode never evicts: the windows stay, overdue.
         "window_agg_complete": (
             "complete",
@@ -133,10 +121,11 @@ def queries(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Queries:
             "append",
             lambda: watermarked().dropDuplicatesWithinWatermark(["id"]),
         ),
-        "join_time_bound": ("append", lambda: join(bounded=True)),
+        "join_time_bound": ("append", lambda: join("1 MINUTE")),
+        "join_wide_bound": ("append", lambda: join("2 HOURS", early)),
     }
     # All at once: a batch costs mostly driver round trips, which the queries then share.
-    with _conf(spark, CONF):
+    with spark_conf(spark, CONF):
         running = [_start(base / name, mode, build) for name, (mode, build) in built.items()]
     for query in running:
         query.awaitTermination()

@@ -14,11 +14,10 @@ from stateglass.collectors.db import Database, read_query
 from stateglass.collectors.eviction import audit_store, store_rules
 from stateglass.collectors.health import evaluate
 from stateglass.collectors.scan import scan_checkpoint
-from tests.conftest import SamplesDb
+from tests.conftest import SAMPLES, SamplesDb
 
 pytestmark = pytest.mark.slow
 
-SAMPLES = Path(__file__).resolve().parents[2] / "sample_checkpoints"
 # Sample -> (store or timer variable, kind of rule).
 KINDS = {
     "spark-4.3/agg-hdfs": {"default": "window"},

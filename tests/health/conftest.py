@@ -8,11 +8,7 @@ N is file N (deterministic, no rate source timing).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -23,9 +19,9 @@ import pytest
 from stateglass.collectors.db import Database, read_query
 from stateglass.collectors.health import Finding, HealthConfig, evaluate
 from stateglass.collectors.scan import scan_checkpoint
+from tests.conftest import ROOT, SAMPLES, copy_checkpoint, spark_conf, write_batch_files
 
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLES = ROOT / "sample_checkpoints"
+__all__ = ["ROOT", "SAMPLES", "copy_checkpoint"]
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 BATCH_CONF = {
     "spark.sql.streaming.noDataMicroBatches.enabled": "false",
@@ -43,31 +39,8 @@ class Built:
     retention: Path
 
 
-@contextmanager
-def _conf(spark: Any, conf: dict[str, str]) -> Iterator[None]:
-    """Set session confs for one query start, then restore them (the session is shared)."""
-    old = {k: spark.conf.get(k, None) for k in conf}
-    for k, v in conf.items():
-        spark.conf.set(k, v)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
-
-
-def _write_batches(src: Path, batches: list[list[dict[str, Any]]]) -> None:
-    src.mkdir(parents=True)
-    for n, rows in enumerate(batches):
-        with open(src / f"{n:03d}.json", "w") as fh:
-            fh.writelines(json.dumps(r) + "\n" for r in rows)
-
-
 def _run(spark: Any, src: Path, schema: str, build: Any, cp: Path, conf: dict[str, str]) -> None:
-    with _conf(spark, {**BATCH_CONF, **conf}):
+    with spark_conf(spark, {**BATCH_CONF, **conf}):
         stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(str(src))
         query = (
             build(stream)
@@ -87,8 +60,8 @@ def built(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Built:
     base = tmp_path_factory.mktemp("health")
     # 6 batches of 200 new keys: 1,200 keys, never one removed.
     keys = [[{"k": b * 200 + i, "v": i} for i in range(200)] for b in range(6)]
-    _write_batches(base / "src-keys", keys)
-    _write_batches(base / "src-keys-5", keys[:5])
+    write_batch_files(base / "src-keys", keys)
+    write_batch_files(base / "src-keys-5", keys[:5])
     _run(
         spark,
         base / "src-keys",
@@ -122,7 +95,7 @@ def built(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Built:
         ]
         rows += [{"k": f"user-{b}-{i}", "p": "x"} for i in range(20)]
         skew.append(rows)
-    _write_batches(base / "src-skew", skew)
+    write_batch_files(base / "src-skew", skew)
     _run(
         spark,
         base / "src-skew",
@@ -132,12 +105,6 @@ def built(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Built:
         {"spark.sql.shuffle.partitions": "4"},
     )
     return Built(base / "unbounded", base / "skew", base / "retention")
-
-
-def copy_checkpoint(src: Path, dst: Path) -> Path:
-    """A private copy (mtimes kept) for tests that damage a checkpoint."""
-    shutil.copytree(src, dst, symlinks=True)
-    return dst
 
 
 def collect(db_path: Path | str, checkpoint: Path | str) -> str:

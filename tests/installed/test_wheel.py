@@ -24,11 +24,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import ROOT, SAMPLES
 from tests.remote.servers import env_for, free_port, upload_tree
 
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "sample_checkpoints" / "spark-4.3" / "agg-hdfs"
-ROCKS = ROOT / "sample_checkpoints" / "spark-4.3" / "agg-rocks-cl"
+SAMPLE = SAMPLES / "spark-4.3" / "agg-hdfs"
+ROCKS = SAMPLES / "spark-4.3" / "agg-rocks-cl"
 INSTALL_TIMEOUT_S = 900.0
 # A guard against a hung server, not a wait: the loop below returns as soon as it answers.
 DASHBOARD_DEADLINE_S = 120.0

@@ -23,10 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus_files import member_names
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from rocksdb_restore import open_read_only, restore
 
 from stateglass.parsers.avro import avro_row_decoder, java_hash_map_order, min_bytes_for_precision
 from stateglass.parsers.changelog import parse_changelog
@@ -54,6 +52,8 @@ from stateglass.parsers.sparktypes import (
 from stateglass.parsers.state_rows import RowCodec, StoreSpec
 from stateglass.parsers.unsaferow import make_decimal
 from stateglass.parsers.unsafewriter import unscaled
+from tests.parsers.corpus_files import member_names
+from tests.parsers.rocksdb_restore import open_read_only, restore
 
 FAST = settings(max_examples=150, deadline=None, database=None)
 DATA = Path(__file__).with_name("data")

@@ -17,9 +17,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from row_strategies import NULLS, SCHEMAS, ZONES, draw_row, struct_types
-from state_encoders import encode_lz4, encode_records
-from test_speedups import Outcome, _damaged, _mutate_row, outcome
 
 from stateglass.collectors.checkpoint import Checkpoint
 from stateglass.collectors.state import StateRequest, StateSource
@@ -31,12 +28,12 @@ from stateglass.parsers.sparkjson import (
 )
 from stateglass.parsers.sparktypes import AtomicType, StructField, StructType
 from stateglass.parsers.unsafewriter import encode_row
+from tests.conftest import SAMPLES
+from tests.parsers.compiled import Outcome, _damaged, _mutate_row, compiled_speedups, outcome
+from tests.parsers.row_strategies import NULLS, SCHEMAS, ZONES, draw_row, struct_types
+from tests.parsers.state_encoders import encode_lz4, encode_records
 
-pytest.importorskip(
-    "stateglass.parsers._speedups",
-    reason="compiled speedups not built or disabled with STATEGLASS_PURE=1",
-    exc_type=ImportError,
-)
+compiled_speedups()
 
 Records = list[tuple[bytes, bytes | None]]
 
@@ -236,8 +233,6 @@ def test_files_that_are_not_bytes_are_a_type_error() -> None:
 
 
 # ------------------------------------------------------------------ real stores on disk
-
-SAMPLES = Path(__file__).resolve().parents[2] / "sample_checkpoints"
 
 
 def _hdfs_reader(cp: Path, partition: int = 0) -> tuple[Any, StructType, StructType]:

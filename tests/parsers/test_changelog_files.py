@@ -8,7 +8,6 @@ import struct
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from state_encoders import encode_changelog, with_key_checksum, with_value_checksum, write_utf
 
 from stateglass.parsers.changelog import (
     Changelog,
@@ -26,6 +25,12 @@ from stateglass.parsers.errors import (
     ParseError,
     Truncated,
     UnsupportedFormat,
+)
+from tests.parsers.state_encoders import (
+    encode_changelog,
+    with_key_checksum,
+    with_value_checksum,
+    write_utf,
 )
 
 FAST = settings(max_examples=80, deadline=None, database=None)

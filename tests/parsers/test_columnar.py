@@ -18,7 +18,6 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from row_strategies import SCHEMAS, draw_row, struct_types
 
 from stateglass.app.columnar_output import columnar_partition, columnar_supported
 from stateglass.app.errors import AppError
@@ -38,6 +37,9 @@ from stateglass.parsers.sparktypes import (
 from stateglass.parsers.state_rows import RowCodec, StoreSpec
 from stateglass.parsers.unsaferow import row_decoder
 from stateglass.parsers.unsafewriter import encode_row
+from tests.conftest import SAMPLES
+from tests.parsers.compiled import _mutate_row
+from tests.parsers.row_strategies import SCHEMAS, draw_row, struct_types
 
 FAST = settings(max_examples=120, deadline=None, database=None)
 COLUMNAR_SCHEMAS = [s for s in SCHEMAS if columnar.supported(s)]
@@ -128,16 +130,6 @@ def test_columns_agree_with_the_python_decoder(case: Any) -> None:
     _assert_same_parquet(ours, _python_column(schema, rows))
 
 
-def _mutate(row: bytes, data: st.DataObject) -> bytes:
-    out = bytearray(row)
-    if not out or data.draw(st.booleans()):
-        return bytes(out[: data.draw(st.integers(0, len(out)))])
-    for _ in range(data.draw(st.integers(1, 3))):
-        at = data.draw(st.integers(0, len(out) - 1))
-        out[at] = data.draw(st.sampled_from([0, 1, 0x20, 0x7F, 0x80, 0xC3, 0xED, 0xFF]))
-    return bytes(out)
-
-
 @FAST
 @given(case=rows_of(), data=st.data())
 def test_damaged_rows_go_to_the_python_decoder_or_agree(case: Any, data: st.DataObject) -> None:
@@ -145,7 +137,7 @@ def test_damaged_rows_go_to_the_python_decoder_or_agree(case: Any, data: st.Data
     if not rows:
         return
     at = data.draw(st.integers(0, len(rows) - 1))
-    rows[at] = _mutate(rows[at], data)
+    rows[at] = _mutate_row(rows[at], data)
     ours = columnar.decode_struct(schema, pa.array(rows, type=pa.large_binary()))
     if ours is None:
         return  # the Python decoder runs: it repairs, raises, or Arrow refuses its values
@@ -237,7 +229,7 @@ def test_parquet_output_is_the_python_paths(
     if partitions and partitions[-1] and data.draw(st.booleans()):
         # One damaged row: that partition goes row by row, the others stay columnar.
         k, v = partitions[-1][0]
-        partitions[-1][0] = (k, v[:1] + _mutate(v[1:], data))
+        partitions[-1][0] = (k, v[:1] + _mutate_row(v[1:], data))
     tmp = tmp_path_factory.mktemp("pq")
     fast = _write(codec, partitions, tmp / "fast.parquet", fast=True)
     slow = _write(codec, partitions, tmp / "slow.parquet", fast=False)
@@ -249,8 +241,6 @@ def test_parquet_output_is_the_python_paths(
 
 
 # ------------------------------------------------------------- real Spark checkpoints
-
-SAMPLES = Path(__file__).resolve().parents[2] / "sample_checkpoints"
 
 
 def _sample_stores() -> list[Any]:

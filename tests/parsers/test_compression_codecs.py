@@ -12,13 +12,6 @@ import pytest
 import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from state_encoders import (
-    LZ4_END_BLOCK,
-    SNAPPY_HEADER,
-    encode_lz4,
-    encode_lzf,
-    encode_snappy,
-)
 
 from stateglass.parsers.compression import CODECS, decompress, get_codec
 from stateglass.parsers.compression import lz4 as lz4_codec
@@ -31,6 +24,13 @@ from stateglass.parsers.errors import (
     ParseError,
     Truncated,
     UnsupportedFormat,
+)
+from tests.parsers.state_encoders import (
+    LZ4_END_BLOCK,
+    SNAPPY_HEADER,
+    encode_lz4,
+    encode_lzf,
+    encode_snappy,
 )
 
 FAST = settings(max_examples=60, deadline=None, database=None)

@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import pytest
-from corpus_files import checkpoints
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,6 +24,7 @@ from stateglass.parsers.logs import (
     parse_file_source_log,
     valid_batches,
 )
+from tests.parsers.corpus_files import checkpoints
 
 CONF_V1 = (
     '{"spark.sql.streaming.stateStore.providerClass":'

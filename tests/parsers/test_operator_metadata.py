@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
-from corpus_files import files
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stateglass.parsers.errors import CorruptData, ParseError, Truncated, UnsupportedFormat
 from stateglass.parsers.operator_metadata import OperatorMetadata, StoreInfo
+from tests.parsers.corpus_files import files
 
 KNOWN_OPERATORS = {
     "stateStoreSave",

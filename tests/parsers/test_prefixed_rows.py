@@ -12,22 +12,17 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from row_strategies import SCHEMAS, ZONES, draw_row
-from test_speedups import Outcome, _mutate_row, outcome
 
 from stateglass.parsers.sparkjson import state_lines_encoder, state_prefixed_blob_encoder
 from stateglass.parsers.sparktypes import StructType
 from stateglass.parsers.state_rows import RowCodec, StoreSpec
 from stateglass.parsers.unsafewriter import encode_row
+from tests.parsers.compiled import Outcome, _mutate_row, compiled_speedups, outcome
+from tests.parsers.row_strategies import SCHEMAS, ZONES, draw_row
 
-pytest.importorskip(
-    "stateglass.parsers._speedups",
-    reason="compiled speedups not built or disabled with STATEGLASS_PURE=1",
-    exc_type=ImportError,
-)
+compiled_speedups()
 
 
 @st.composite

@@ -8,7 +8,6 @@ import struct
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from state_encoders import encode_lz4, encode_records, with_key_checksum, with_single_checksum
 
 from stateglass.parsers.compression import decompress
 from stateglass.parsers.errors import ChecksumMismatch, CorruptData, ParseError, Truncated
@@ -19,6 +18,12 @@ from stateglass.parsers.records import (
     strip_hdfs_row_checksum,
 )
 from stateglass.parsers.rowchecksum import CRC32C_IMPLEMENTATION, crc32c, crc32c_python
+from tests.parsers.state_encoders import (
+    encode_lz4,
+    encode_records,
+    with_key_checksum,
+    with_single_checksum,
+)
 
 FAST = settings(max_examples=80, deadline=None, database=None)
 

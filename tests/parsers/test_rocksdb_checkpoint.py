@@ -8,7 +8,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from corpus_files import files
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +19,7 @@ from stateglass.parsers.rocksdb_checkpoint import (
     SstFile,
     check_zip_entries,
 )
+from tests.parsers.corpus_files import files
 
 META_3X = (
     b'v1\n{"sstFiles":[{"localFileName":"000030.sst","dfsSstFileName":"000030-e6b8.sst",'

@@ -17,11 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus_files import member_names, readable_id
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from rocksdb_restore import open_read_only, restore
-from unsaferow_lite import decode_row, row_size_ok
 
 from stateglass.parsers.errors import (
     ChecksumMismatch,
@@ -51,6 +48,9 @@ from stateglass.parsers.rocksdb_encoding import (
 from stateglass.parsers.rowchecksum import crc32c
 from stateglass.parsers.schema_file import ColumnFamilySchema, StateSchemaFile
 from stateglass.parsers.sparktypes import AtomicType, StructField, StructType
+from tests.parsers.corpus_files import member_names, readable_id
+from tests.parsers.rocksdb_restore import open_read_only, restore
+from tests.parsers.unsaferow_lite import decode_row, row_size_ok
 
 # ---------------------------------------------------------------------------------------------
 # Test-only encoders (Spark's side of the format)

@@ -8,13 +8,13 @@ import struct
 from pathlib import Path
 
 import pytest
-from corpus_files import files
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stateglass.parsers.errors import CorruptData, ParseError, Truncated, UnsupportedFormat
 from stateglass.parsers.schema_file import StateSchemaFile, decode_modified_utf8
 from stateglass.parsers.sparktypes import StructType, parse_datatype
+from tests.parsers.corpus_files import files
 
 # ---------------------------------------------------------------------------------------------
 # A test-only writer with DataOutputStream conventions, to build inputs and round-trip them.

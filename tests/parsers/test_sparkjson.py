@@ -20,8 +20,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from spark_values import schema_and_row
-from test_unsaferow import latest_rows
 
 from stateglass.parsers.errors import CorruptData, UnsupportedFormat
 from stateglass.parsers.javatext import (
@@ -54,6 +52,8 @@ from stateglass.parsers.sparktypes import (
 )
 from stateglass.parsers.unsaferow import CalendarInterval, row_decoder
 from stateglass.parsers.unsafewriter import encode_row
+from tests.parsers.spark_values import schema_and_row
+from tests.parsers.test_unsaferow import latest_rows
 
 DATA = Path(__file__).with_name("data")
 

@@ -2,23 +2,18 @@
 
 Python is the specification: on any input the compiled record splitter and JSON renderer
 must give the same records, the same bytes, or the same error (type, offset, message). The
-whole module is skipped when the extension is not built (or ``STATEGLASS_PURE=1``); the
-rest of the suite then runs on the Python code alone.
+module fails when the extension should have been built but was not (see
+``tests/parsers/compiled.py``), and skips only with ``STATEGLASS_PURE=1`` or without a C
+compiler; the rest of the suite then runs on the Python code alone.
 """
 
 from __future__ import annotations
 
-import os
-import struct
-import subprocess
-import sys
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from row_strategies import ZONES, state_rows, struct_types
-from state_encoders import encode_records
 
 from stateglass.parsers import records as records_module
 from stateglass.parsers.errors import ParseError, UnsupportedFormat
@@ -36,53 +31,19 @@ from stateglass.parsers.sparktypes import (
     StructType,
 )
 from stateglass.parsers.unsafewriter import encode_row
+from tests.parsers.compiled import Outcome, _damaged, _mutate_row, compiled_speedups, outcome
+from tests.parsers.row_strategies import ZONES, state_rows, struct_types
+from tests.parsers.state_encoders import encode_records
 
-_speedups = pytest.importorskip(
-    "stateglass.parsers._speedups",
-    reason="compiled speedups not built (`pip install -e .` builds them; needs a C "
-    "compiler) or disabled with STATEGLASS_PURE=1",
-    exc_type=ImportError,  # STATEGLASS_PURE=1 raises a plain ImportError on purpose
-)
+_speedups = compiled_speedups()
 
 FAST = settings(max_examples=150, deadline=None, database=None)
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-Outcome = tuple[str, Any]
-
-
-def outcome(fn: Any, *args: Any, **kwargs: Any) -> Outcome:
-    """``("ok", result)`` or ``("error", (type, offset, message))``: what a call amounts to."""
-    try:
-        return "ok", fn(*args, **kwargs)
-    except ParseError as exc:
-        return "error", (type(exc), exc.offset, str(exc))
-
 
 # ------------------------------------------------------------------------------ records
 
 keys = st.binary(max_size=40)
 values = st.integers(0, 12).flatmap(lambda n: st.binary(min_size=8 * n, max_size=8 * n))
 changes = st.lists(st.tuples(keys, st.one_of(st.none(), values, st.binary(max_size=30))))
-
-
-def _damaged(stream: bytes, data: st.DataObject) -> bytes:
-    """A stream cut short, grown, or with a few bytes overwritten (sizes included)."""
-    how = data.draw(st.sampled_from(["cut", "flip", "append", "size"]))
-    if how == "cut" or not stream:
-        return stream[: data.draw(st.integers(0, max(0, len(stream) - 1)))]
-    if how == "append":
-        return stream + data.draw(st.binary(min_size=1, max_size=8))
-    out = bytearray(stream)
-    if how == "size":
-        # A size field set to something odd: -2, -1, huge, or a bit too long.
-        at = data.draw(st.integers(0, max(0, len(out) - 4)))
-        size = data.draw(st.sampled_from([-2, -1, 0, 7, 2**31 - 1, -(2**31)]))
-        out[at : at + 4] = struct.pack(">i", size)
-        return bytes(out)
-    for _ in range(data.draw(st.integers(1, 4))):
-        at = data.draw(st.integers(0, len(out) - 1))
-        out[at] = data.draw(st.integers(0, 255))
-    return bytes(out)
 
 
 @FAST
@@ -208,16 +169,6 @@ def check_valid_rows(case: Any, pid: int, zone: str = "UTC") -> None:
     assert compiled_blob(key, value, pairs, pid, zone) == expected
 
 
-def _mutate_row(row: bytes, data: st.DataObject) -> bytes:
-    out = bytearray(row)
-    if not out or data.draw(st.booleans()):
-        return bytes(out[: data.draw(st.integers(0, len(out)))])
-    for _ in range(data.draw(st.integers(1, 3))):
-        at = data.draw(st.integers(0, len(out) - 1))
-        out[at] = data.draw(st.sampled_from([0, 1, 0x20, 0x7F, 0x80, 0xC3, 0xED, 0xFF]))
-    return bytes(out)
-
-
 @settings(max_examples=200, deadline=None, database=None)
 @given(case=state_rows(), data=st.data(), zone=ZONES)
 def test_rendering_agrees_on_damaged_rows(case: Any, data: st.DataObject, zone: str) -> None:
@@ -315,19 +266,6 @@ def test_plan_codes_need_their_functions() -> None:
         _speedups.compile_plan(((b'"d":', 8, None, None, 0, b""),), ())
     with pytest.raises(ValueError, match="unknown plan type code"):
         _speedups.compile_plan(((b'"d":', 99, None, None, 0, b""),), ())
-
-
-def test_pure_python_can_be_forced() -> None:
-    env = {**os.environ, "STATEGLASS_PURE": "1"}
-    probe = (
-        "import stateglass.parsers.records as r, stateglass.parsers.sparkjson as j; "
-        "print(r._speedups, j._speedups)"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["None", "None"]
 
 
 def test_python_text_that_fails_hands_the_row_back() -> None:

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from spark_values import schema_and_row
 
 from stateglass.parsers.compression import decompress
 from stateglass.parsers.errors import CorruptData, UnsupportedFormat
@@ -29,6 +28,7 @@ from stateglass.parsers.sparktypes import (
 )
 from stateglass.parsers.unsaferow import CalendarInterval, VariantVal, row_decoder
 from stateglass.parsers.unsafewriter import encode_row
+from tests.parsers.spark_values import schema_and_row
 
 
 def struct_of(*fields: tuple[str, DataType]) -> StructType:

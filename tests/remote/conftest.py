@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import SAMPLES
 from tests.remote.servers import env_for
 
-SAMPLES = Path(__file__).resolve().parents[2] / "sample_checkpoints"
 # Every provider and shape once: HDFS (with Spark's .crc sidecars kept), RocksDB changelog
 # checkpointing, a stream-stream join (four stores), transformWithState (state variables).
 REMOTE_SAMPLES = (

@@ -11,9 +11,8 @@ import sys
 from pathlib import Path
 
 from tests.collectors.helpers import all_tables
+from tests.conftest import ROOT
 from tests.remote.conftest import S3
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_collect_jobs_2_matches_jobs_1(s3: S3, tmp_path: Path) -> None:

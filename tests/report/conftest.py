@@ -4,20 +4,11 @@ session's ``all_samples_db``)."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import pytest
 
-from stateglass.app.catalog import find_checkpoints
 from stateglass.collectors.db import read_query
 from tests.conftest import SamplesDb
-
-SAMPLES = Path(__file__).resolve().parents[2] / "sample_checkpoints"
-SAMPLE_PATHS = find_checkpoints(str(SAMPLES))
-
-
-def sample_id(path: str) -> str:
-    return str(Path(path).relative_to(SAMPLES))
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ import pytest
 
 from stateglass.app.cli import main
 from stateglass.collectors.db import read_query
-from tests.report.conftest import SAMPLES
+from tests.conftest import SAMPLES
 
 
 @pytest.fixture

@@ -19,8 +19,9 @@ import pytest
 
 from stateglass.app.report import render_html
 from stateglass.app.report.pdf import BROWSER_FLAGS
+from tests.conftest import sample_id
 from tests.e2e.oracle import format_samples
-from tests.report.conftest import report_now, sample_id
+from tests.report.conftest import report_now
 
 CHROMIUM = "/usr/bin/chromium"
 LOCAL_SCHEMES = ("file:", "data:", "blob:")

@@ -14,7 +14,8 @@ from stateglass.app.report.markdown import cell, render
 from stateglass.app.report.model import ReportData
 from stateglass.collectors.db import read_query
 from stateglass.collectors.health import evaluate, worst
-from tests.report.conftest import SAMPLES, report_now
+from tests.conftest import SAMPLES
+from tests.report.conftest import report_now
 
 CASES = ["spark-4.3/join-hdfs", "spark-4.3/agg-rocks-cl", "spark-3.5/agg-hdfs"]
 

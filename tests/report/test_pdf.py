@@ -8,7 +8,8 @@ import pytest
 
 from stateglass.app.cli import main
 from stateglass.app.report import pdf, write_report
-from tests.report.conftest import SAMPLES, report_now
+from tests.conftest import SAMPLES
+from tests.report.conftest import report_now
 
 
 def test_pdf_is_printed(report_db: str, tmp_path: Path) -> None:

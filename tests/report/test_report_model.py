@@ -19,7 +19,7 @@ from stateglass.app.report.charts import (
     store_charts,
 )
 from stateglass.app.report.model import StoreData, load_report
-from tests.report.conftest import SAMPLES
+from tests.conftest import SAMPLES
 
 
 @dataclass(frozen=True)
