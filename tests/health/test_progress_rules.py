@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import os
 from pathlib import Path
 from typing import Any
 
@@ -112,26 +111,28 @@ def test_memory_per_key_quiet_on_fixed_values(tmp_path: Path, steady_run: pq.Ran
 
 # ---- commit_time ----------------------------------------------------------------------------
 
-# The test store is small: its commits grow from hundreds of milliseconds to a few seconds
-# (compaction 46 ms -> 1.3 s over 7 batches on a loaded 2-core machine), not by minutes.
-SENSITIVE = HealthConfig(
-    commit_time=dataclasses.replace(HealthConfig().commit_time, min_ms=50, warn_factor=1.4)
+# How much a real query's commits grow depends on the machine (compaction 46 ms -> 1.3 s over 7
+# batches on one loaded 2-core machine, far less on another): the rule is judged at thresholds
+# any growth crosses, and at thresholds no growth of this size reaches.
+GROWING = HealthConfig(
+    commit_time=dataclasses.replace(HealthConfig().commit_time, min_ms=0, warn_factor=1.0)
+)
+TOLERANT = HealthConfig(
+    commit_time=dataclasses.replace(HealthConfig().commit_time, min_ms=0, warn_factor=1000.0)
 )
 
 
-@pytest.mark.skipif(
-    os.environ.get("CI") == "true",
-    reason="how much a real query's commit time grows depends on the machine: it reached the "
-    "rule's threshold on a developer machine but not in two full-suite runs; not yet reliable",
-)
 def test_commit_time_warns_when_commits_grow(tmp_path: Path, compacting_run: pq.Ran) -> None:
     compaction = [
         e["stateOperators"][0]["customMetrics"]["rocksdbCommitCompactLatency"]
         for e in compacting_run.events
     ]
     assert compaction[-1] > 4 * compaction[1], "each commit compacted a bigger store"
-    findings = judge(tmp_path, compacting_run, SENSITIVE)
+    findings = judge(tmp_path, compacting_run, GROWING)
     assert status(findings, "commit_time") == "WARN", findings["commit_time"]
+    (tmp_path / "tolerant").mkdir()
+    calm = judge(tmp_path / "tolerant", compacting_run, TOLERANT)
+    assert status(calm, "commit_time") == "OK", calm["commit_time"]
 
 
 def test_commit_time_quiet_on_a_steady_store(tmp_path: Path, steady_run: pq.Ran) -> None:
