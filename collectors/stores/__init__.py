@@ -1,8 +1,16 @@
 """One module per state store provider; each rebuilds the raw key/value bytes of a version.
 
-The registry maps a provider name (``hdfs``, ``rocksdb``) to its reader class, which follows
-:class:`~stateglass.collectors.stores.base.StoreReader`. A new provider is one new module and
-one entry here; nothing outside this package asks which reader it holds.
+The registry maps a provider name to its reader class, which follows
+:class:`~stateglass.collectors.stores.base.StoreReader`. The name is the offset log's
+``providerClass`` as :attr:`OffsetSeq.provider <stateglass.parsers.logs.OffsetSeq.provider>`
+gives it: ``hdfs``, ``rocksdb``, or a custom provider's class name. A new provider is one new
+module and one entry here; nothing outside this package asks which reader it holds.
+
+Example::
+
+    reader = open_store(StoreContext(LOCAL, "/cp/state/0/0"), "hdfs")
+    for version in reader.versions():
+        print(version, len(reader.load_keys(version)))
 """
 
 from __future__ import annotations
