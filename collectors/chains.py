@@ -18,16 +18,12 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from stateglass.collectors.errors import CheckpointError
 from stateglass.collectors.fs import LOCAL, FileInfo, FileSystem
 from stateglass.collectors.limits import active
 from stateglass.collectors.stores import StoreContext, StoreReader, open_store
-from stateglass.collectors.stores.base import Change
-from stateglass.collectors.stores.hdfs import HdfsStoreReader
-from stateglass.collectors.stores.rocksdb import RocksDBStoreReader
 from stateglass.parsers.limits import DecodeLimits
 
 
@@ -49,7 +45,8 @@ class ChainTask:
     unique_ids: tuple[tuple[int, str], ...] = ()
     # Versions below this one are already in the database and unchanged.
     from_version: int = 1
-    # RocksDB zips record numKeys; it equals the row count only without column families.
+    # A full version's recorded key count (RocksDB's zip numKeys) equals the row count only
+    # without column families.
     trust_zip_num_keys: bool = True
     # Decompression limits of the driver, carried to Spark executors (docs/limits.md).
     limits: DecodeLimits = field(default_factory=active)
@@ -57,6 +54,20 @@ class ChainTask:
     @property
     def chain(self) -> tuple[int, str, int]:
         return self.operator_id, self.store_name, self.partition_id
+
+    def open_reader(self, fs: FileSystem) -> StoreReader:
+        """The store reader of this chain: the scan's listing, codec, unique ids and limits."""
+        ctx = StoreContext(
+            fs=fs,
+            store_dir=self.store_dir,
+            files=self.files,
+            codec=self.codec,
+            row_checksum=self.row_checksum,
+            merge_delimiter=self.merge_delimiter,
+            unique_ids=dict(self.unique_ids),
+            limits=self.limits,
+        )
+        return open_store(ctx, self.provider)
 
 
 @dataclass(frozen=True)
@@ -93,191 +104,105 @@ class ChainResult:
     problems: tuple[ChainProblem, ...] = field(default=())
 
 
-def _hdfs_files(reader: StoreReader) -> tuple[set[int], set[int]]:
-    assert isinstance(reader, HdfsStoreReader)
-    return set(reader.deltas), set(reader.snapshots)
+class _Problems:
+    """A chain's unreadable files, one per (path, kind): the chain goes on past them."""
+
+    def __init__(self) -> None:
+        self.found: dict[tuple[str, str], ChainProblem] = {}
+
+    def add(self, exc: CheckpointError) -> None:
+        kind = type(exc).__name__
+        self.found.setdefault((exc.path, kind), ChainProblem(exc.path, kind, exc.why))
+
+    def all(self) -> tuple[ChainProblem, ...]:
+        return tuple(self.found.values())
 
 
-def _rocksdb_files(reader: StoreReader) -> tuple[set[int], set[int]]:
-    assert isinstance(reader, RocksDBStoreReader)
-    return set(reader.changelogs), set(reader.zips)
+class _ChainWalk:
+    """Counts versions in ascending order, keeping only the key set of the last one counted."""
 
+    def __init__(
+        self, reader: StoreReader, versions: list[int], trust_num_keys: bool, problems: _Problems
+    ) -> None:
+        self.reader = reader
+        self.rebuildable = set(versions)
+        self.change_versions = reader.change_versions()
+        self.full_versions = sorted(reader.full_versions())
+        self.trust_num_keys = trust_num_keys
+        self.problems = problems
+        self.keys: set[bytes] | None = None
+        self.keys_version: int | None = None
 
-# provider -> (versions with change data, versions with a full snapshot)
-VERSION_FILES: dict[str, Callable[[StoreReader], tuple[set[int], set[int]]]] = {
-    "hdfs": _hdfs_files,
-    "rocksdb": _rocksdb_files,
-}
+    def forget(self) -> None:
+        self.keys, self.keys_version = None, None
 
-
-def apply_changes(keys: set[bytes], changes: Iterable[Change]) -> tuple[int, int, int]:
-    """Apply delta/changelog records to ``keys`` in place; ``(added, updated, removed)``.
-
-    Set semantics, as Spark's loaders: a put of a present key is an update, a delete of an
-    absent key changes nothing, and a list-state merge adds the key if it is absent.
-    """
-    added = updated = removed = 0
-    for change_type, key, _ in changes:
-        if change_type == "delete":
-            if key in keys:
-                keys.discard(key)
-                removed += 1
-        elif key in keys:
-            updated += 1
+    def count(self, version: int) -> VersionCount:
+        """Key counts of ``version``, the key set then kept for ``version + 1``."""
+        added = updated = removed = None
+        num_keys: int | None = None
+        if version in self.change_versions:
+            keys = self._keys_before(version)
+            if keys is not None:
+                added, updated, removed = self.reader.apply_keys(keys, version)
+            else:
+                keys = self.reader.load_keys(version)
+        elif self.trust_num_keys and version in self.full_versions:
+            num_keys = self.reader.recorded_num_keys(version)
+            keys = None if num_keys is not None else self.reader.load_keys(version)
         else:
-            keys.add(key)
-            added += 1
-    return added, updated, removed
+            keys = self.reader.load_keys(version)
+        if num_keys is None:
+            assert keys is not None
+            num_keys = len(keys)
+        self.keys, self.keys_version = keys, (version if keys is not None else None)
+        return VersionCount(version, num_keys, added, updated, removed, *self._files(version))
 
+    def _keys_before(self, version: int) -> set[bytes] | None:
+        """The key set of ``version - 1``, or None when it cannot be rebuilt."""
+        if self.keys_version == version - 1:
+            return self.keys
+        prev = version - 1
+        try:
+            return self.reader.load_keys(prev) if prev == 0 or prev in self.rebuildable else None
+        except CheckpointError as exc:
+            # Fall back to this version's own snapshot, if it has one.
+            self.problems.add(exc)
+            return None
 
-def apply_records(
-    keys: set[bytes], records: list[tuple[bytes, bytes | None]]
-) -> tuple[int, int, int]:
-    """:func:`apply_changes` for a whole delta file of ``(key, value or None)`` records.
-
-    Same result, at C speed: when no key is both put and deleted in the file, the order of
-    its records does not matter, so the file is applied as two set operations. Otherwise
-    (rare: a key removed and re-added within one batch) it falls back to record order.
-    """
-    puts = [k for k, v in records if v is not None]
-    if len(puts) == len(records):
-        before = len(keys)
-        keys.update(puts)
-        added = len(keys) - before
-        return added, len(puts) - added, 0
-    deletes = {k for k, v in records if v is None}
-    put_set = set(puts)
-    if not deletes.isdisjoint(put_set):
-        return apply_changes(
-            keys, (("delete", k, None) if v is None else ("update", k, v) for k, v in records)
-        )
-    removed = len(keys)
-    keys.difference_update(deletes)
-    removed -= len(keys)
-    before = len(keys)
-    keys.update(put_set)
-    added = len(keys) - before
-    return added, len(puts) - added, removed
-
-
-def apply_key_sets(
-    keys: set[bytes], puts: list[bytes], deletes: list[bytes]
-) -> tuple[int, int, int]:
-    """Apply a delta whose removed keys are never also put in it: order does not matter."""
-    removed = len(keys)
-    if deletes:
-        keys.difference_update(deletes)
-    removed -= len(keys)
-    before = len(keys)
-    keys.update(puts)
-    added = len(keys) - before
-    return added, len(puts) - added, removed
-
-
-def _change_counts(reader: StoreReader, keys: set[bytes], version: int) -> tuple[int, int, int]:
-    if isinstance(reader, HdfsStoreReader):
-        # The hot loop of a scan: a delta's keys, values never sliced out, applied in bulk.
-        puts, deletes, ordered = reader.delta_keys(version)
-        if ordered:
-            return apply_key_sets(keys, puts, deletes)
-        return apply_records(keys, reader._records(reader.deltas[version], allow_deletes=True))
-    return apply_changes(keys, reader.changes(version))
+    def _files(
+        self, version: int
+    ) -> tuple[int | None, int | None, int | None, tuple[str, ...] | None]:
+        """Bytes of the shared files a full version references, those new since the previous
+        full version, how many it shares with it, and their names; all None otherwise."""
+        if version not in self.full_versions:
+            return None, None, None, None
+        shared = self.reader.shared_files(version)
+        if shared is None:
+            return None, None, None, None
+        earlier = [v for v in self.full_versions if v < version]
+        before = (self.reader.shared_files(earlier[-1]) or {}) if earlier else {}
+        uploaded = sum(size for name, size in shared.items() if name not in before)
+        reused = sum(1 for name in shared if name in before)
+        return sum(shared.values()), uploaded, reused, tuple(sorted(shared))
 
 
 def compute_chain(task: ChainTask, fs: FileSystem = LOCAL) -> ChainResult:
     """Count keys of every version >= ``task.from_version`` the files of the chain can rebuild."""
-    ctx = StoreContext(
-        fs=fs,
-        store_dir=task.store_dir,
-        files=task.files,
-        codec=task.codec,
-        row_checksum=task.row_checksum,
-        merge_delimiter=task.merge_delimiter,
-        unique_ids=dict(task.unique_ids),
-        limits=task.limits,
-    )
-    problems: dict[tuple[str, str], ChainProblem] = {}
-
-    def problem(exc: CheckpointError) -> None:
-        problems.setdefault(
-            (exc.path, type(exc).__name__), ChainProblem(exc.path, type(exc).__name__, exc.why)
-        )
-
+    problems = _Problems()
     try:
-        reader = open_store(ctx, task.provider)
+        reader = task.open_reader(fs)
         versions = reader.versions()
     except CheckpointError as exc:
-        problem(exc)
-        return ChainResult(task, (), tuple(problems.values()))
-    change_versions, full_versions = VERSION_FILES[task.provider](reader)
-    rebuildable = set(versions)
-
-    def load_keys(version: int) -> set[bytes]:
-        if isinstance(reader, HdfsStoreReader):
-            return reader.load_keys(version)
-        return set() if version == 0 else {k for k, _ in reader.load(version)}
-
+        problems.add(exc)
+        return ChainResult(task, (), problems.all())
+    walk = _ChainWalk(reader, versions, task.trust_zip_num_keys, problems)
     out: list[VersionCount] = []
-    keys: set[bytes] | None = None
-    keys_version: int | None = None
-    zip_ssts: dict[int, dict[str, int]] = {}
-
-    def ssts_of(version: int) -> dict[str, int]:
-        if version not in zip_ssts:
-            assert isinstance(reader, RocksDBStoreReader)
-            meta = reader.zip_metadata(version)
-            zip_ssts[version] = (
-                {s.dfs_sst_file_name: s.size_bytes for s in meta.sst_files} if meta else {}
-            )
-        return zip_ssts[version]
-
     for version in versions:
         if version < task.from_version:
             continue
         try:
-            added = updated = removed = None
-            num_keys: int | None = None
-            if version in change_versions:
-                if keys_version != version - 1:
-                    prev = version - 1
-                    try:
-                        keys = load_keys(prev) if prev == 0 or prev in rebuildable else None
-                    except CheckpointError as exc:
-                        # Fall back to this version's own snapshot, if it has one.
-                        problem(exc)
-                        keys = None
-                if keys is not None:
-                    added, updated, removed = _change_counts(reader, keys, version)
-                else:
-                    keys = load_keys(version)
-            elif (
-                task.provider == "rocksdb" and task.trust_zip_num_keys and version in full_versions
-            ):
-                assert isinstance(reader, RocksDBStoreReader)
-                meta = reader.zip_metadata(version)
-                keys, num_keys = None, meta.num_keys if meta else 0
-            else:
-                keys = load_keys(version)
-            if num_keys is None:
-                assert keys is not None
-                num_keys = len(keys)
-            keys_version = version if keys is not None else None
-            live = uploaded = reused = None
-            names: tuple[str, ...] | None = None
-            if task.provider == "rocksdb" and version in full_versions:
-                ssts = ssts_of(version)
-                earlier = [z for z in full_versions if z < version]
-                before = ssts_of(max(earlier)) if earlier else {}
-                live = sum(ssts.values())
-                uploaded = sum(size for name, size in ssts.items() if name not in before)
-                reused = sum(1 for name in ssts if name in before)
-                names = tuple(sorted(ssts))
-            out.append(
-                VersionCount(
-                    version, num_keys, added, updated, removed, live, uploaded, reused, names
-                )
-            )
+            out.append(walk.count(version))
         except CheckpointError as exc:
-            problem(exc)
-            keys, keys_version = None, None
-    return ChainResult(task, tuple(out), tuple(problems.values()))
+            problems.add(exc)
+            walk.forget()
+    return ChainResult(task, tuple(out), problems.all())

@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from stateglass.collectors.errors import CheckpointError, NotACheckpoint, NotFound, wrap_parse_error
 from stateglass.collectors.fs import LOCAL, FileInfo, FileSystem
+from stateglass.collectors.stores import READERS
 from stateglass.parsers.errors import ParseError
 from stateglass.parsers.logs import CommitMetadata, OffsetSeq, StreamMetadata, batch_id_of
 from stateglass.parsers.operator_metadata import OperatorMetadata
@@ -307,14 +308,15 @@ class Checkpoint:
         return here or path
 
     def _provider(self, operator_id: int, partitions: list[int], store_name: str) -> str:
+        """The registered provider whose files the store's first partition holds, else the
+        offset log's (a short name, or the class name of a custom provider)."""
         if partitions:
             for f in self.list_dir(self.store_dir(operator_id, partitions[0], store_name)):
-                if f.name.endswith((".delta", ".snapshot")):
-                    return HDFS
-                if f.name.endswith((".zip", ".changelog")) or f.name == "SSTs":
-                    return ROCKSDB
+                for provider, reader in READERS.items():
+                    if reader.classify(f.name) is not None or f.name == reader.SHARED_DIR:
+                        return provider
         conf = self.readable_conf
-        return conf.provider if conf is not None and conf.provider in (HDFS, ROCKSDB) else HDFS
+        return conf.provider if conf is not None and conf.provider in READERS else HDFS
 
     @cached_property
     def operators(self) -> list[OperatorInfo]:

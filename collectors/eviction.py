@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from stateglass.collectors.chains import VERSION_FILES, ChainTask
+from stateglass.collectors.chains import ChainTask
 from stateglass.collectors.checkpoint import Checkpoint, StoreInfo
 from stateglass.collectors.errors import CheckpointError
 from stateglass.collectors.eviction_rules import (
@@ -32,12 +32,12 @@ from stateglass.collectors.eviction_rules import (
     EvictionRule,
     eviction_rules,
 )
-from stateglass.collectors.stores import StoreContext, StoreReader, open_store
+from stateglass.collectors.stores import StoreReader
 from stateglass.parsers.errors import ParseError
 
 if TYPE_CHECKING:
     # Imported when a store is audited: the row codecs are not needed by a collect of
-    # stores without event-time eviction (issue 14, `collect`'s start-up).
+    # stores without event-time eviction (`collect`'s start-up).
     from stateglass.collectors.state import StateSource
 
 
@@ -147,9 +147,8 @@ def audit_store(
     for partition, wanted in sorted(versions.items()):
         try:
             task = (tasks or {}).get(partition)
-            reader = _reader(cp, task) if task else source.reader(partition)
-            provider = task.provider if task else source.store.provider
-            for version, items in _replay(reader, provider, timer, sorted(wanted)):
+            reader = task.open_reader(cp.fs) if task else source.reader(partition)
+            for version, items in _replay(reader, timer, sorted(wanted)):
                 rows.append(_row(rule, partition, version, items, watermarks.get(version - 1)))
         except CheckpointError as exc:
             problems.append(exc)
@@ -183,27 +182,12 @@ def _row(
     )
 
 
-def _reader(cp: Checkpoint, task: ChainTask) -> StoreReader:
-    """The store reader the chain used: same files, codec, unique ids and limits."""
-    ctx = StoreContext(
-        fs=cp.fs,
-        store_dir=task.store_dir,
-        files=task.files,
-        codec=task.codec,
-        row_checksum=task.row_checksum,
-        merge_delimiter=task.merge_delimiter,
-        unique_ids=dict(task.unique_ids),
-        limits=task.limits,
-    )
-    return open_store(ctx, task.provider)
-
-
 def _replay(
-    reader: StoreReader, provider: str, timer: _Timer, wanted: list[int]
+    reader: StoreReader, timer: _Timer, wanted: list[int]
 ) -> Iterator[tuple[int, dict[bytes, int | None]]]:
     """``key -> event time`` of the partition at each wanted version, replaying changes."""
     rebuildable = set(reader.versions())
-    change_versions, _ = VERSION_FILES[provider](reader)
+    change_versions = reader.change_versions()
     items: dict[bytes, int | None] | None = None
     at: int | None = None
     for version in wanted:

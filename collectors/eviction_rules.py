@@ -24,14 +24,14 @@ transformWithState          timers: expiry timestamp        ``ts < wm`` (millis)
 
 Example::
 
-    rule = eviction_rule(store, has_watermark=True)
+    [rule] = eviction_rules(0, "stateStoreSave", "default", key_schema, value_schema, True)
     if rule.audited:
         overdue = rule.is_overdue(rule.event_time(key_row, value_row), watermark_ms)
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -145,6 +145,33 @@ def _base(name: str) -> str:
     return name.split(" (", 1)[0]
 
 
+@dataclass(frozen=True)
+class _Store:
+    """What the rule of one store is derived from."""
+
+    operator_id: int
+    operator_name: str
+    store_name: str
+    key_schema: StructType | None
+    value_schema: StructType | None
+    has_watermark: bool
+    time_mode: str | None
+    state_var_names: Sequence[str]
+    join_row_schema: StructType | None
+
+    def rule(self, kind: str, **kw: Any) -> EvictionRule:
+        return EvictionRule(self.operator_id, self.store_name, self.operator_name, kind, **kw)
+
+    def never(self, cause: str, fix: str) -> EvictionRule:
+        return self.rule(NEVER, cause=cause, fix=fix)
+
+    def never_evicted(
+        self, with_watermark: tuple[str, str], without: tuple[str, str]
+    ) -> list[EvictionRule]:
+        """A store Spark never evicts: the (cause, fix) that fits whether a watermark ran."""
+        return [self.never(*(with_watermark if self.has_watermark else without))]
+
+
 def eviction_rules(
     operator_id: int,
     operator_name: str,
@@ -160,129 +187,158 @@ def eviction_rules(
 
     ``join_row_schema``: for a join store, the value schema of its side's
     ``keyWithIndexToValue`` (the input row; ``keyToNumValues`` holds only a count)."""
+    store = _Store(
+        operator_id,
+        operator_name,
+        store_name,
+        key_schema,
+        value_schema,
+        has_watermark,
+        time_mode,
+        state_var_names,
+        join_row_schema,
+    )
     name = _base(operator_name)
+    derive = _RULES.get(name)
+    if derive is None and name.startswith("transformWithState"):
+        derive = _timer_rules
+    if derive is None:
+        return [
+            store.rule(NOT_AUDITED, cause=f"operator {operator_name} does not evict by event time")
+        ]
+    return derive(store)
 
-    def rule(kind: str, **kw: Any) -> EvictionRule:
-        return EvictionRule(operator_id, store_name, operator_name, kind, **kw)
 
-    def never(cause: str, fix: str) -> EvictionRule:
-        return rule(NEVER, cause=cause, fix=fix)
+def _aggregation_rules(store: _Store) -> list[EvictionRule]:
+    key_schema = store.key_schema
+    at = _watermarked(key_schema)
+    found = _time_path(key_schema, at) if key_schema is not None and at is not None else None
+    if found:
+        return [store.rule(WINDOW, path=found[0], field=found[1])]
+    return store.never_evicted(
+        (
+            "the query has a watermark, but the grouping key holds no watermarked "
+            "column: Spark evicts aggregation state only by a key column",
+            "group by window(<event-time column>, ...) or by the watermarked column "
+            "itself, e.g. groupBy(window('ts', '10 minutes'), ...)",
+        ),
+        (
+            "no watermark: an aggregation keeps every group forever",
+            "add withWatermark('<event-time column>', '<delay>') and group by a window "
+            "of that column",
+        ),
+    )
 
-    if name == "stateStoreSave":
-        at = _watermarked(key_schema)
-        found = _time_path(key_schema, at) if key_schema is not None and at is not None else None
+
+def _session_rules(store: _Store) -> list[EvictionRule]:
+    value_schema = store.value_schema
+    at = _watermarked(value_schema)
+    if value_schema is not None and at is not None:
+        found = _time_path(value_schema, at)
         if found:
-            return [rule(WINDOW, path=found[0], field=found[1])]
-        if has_watermark:
-            return [
-                never(
-                    "the query has a watermark, but the grouping key holds no watermarked "
-                    "column: Spark evicts aggregation state only by a key column",
-                    "group by window(<event-time column>, ...) or by the watermarked column "
-                    "itself, e.g. groupBy(window('ts', '10 minutes'), ...)",
-                )
-            ]
-        return [
-            never(
-                "no watermark: an aggregation keeps every group forever",
-                "add withWatermark('<event-time column>', '<delay>') and group by a window "
-                "of that column",
-            )
-        ]
-    if name == "sessionWindowStateStoreSaveExec":
-        at = _watermarked(value_schema)
-        if value_schema is not None and at is not None:
-            found = _time_path(value_schema, at)
-            if found:
-                return [rule(SESSION, side="value", path=found[0], field=found[1])]
-        return [rule(NOT_AUDITED, cause="no watermarked session window in the value schema")]
-    if name == "dedupe":
-        at = _watermarked(key_schema)
-        if key_schema is not None and at is not None and _is_time(key_schema.fields[at]):
-            return [rule(DEDUP, path=(at,), field=key_schema.fields[at].name)]
-        if has_watermark:
-            return [
-                never(
-                    "the query has a watermark, but the event-time column is not among the "
-                    "dropDuplicates columns: Spark evicts dedup state only by a key column",
-                    "add the event-time column to dropDuplicates(...), or use "
-                    "dropDuplicatesWithinWatermark(...)",
-                )
-            ]
-        return [
-            never(
-                "no watermark: dropDuplicates keeps every key it has seen forever",
-                "add withWatermark('<event-time column>', '<delay>') and include that column "
-                "in dropDuplicates(...), or use dropDuplicatesWithinWatermark(...)",
-            )
-        ]
-    if name == "dedupeWithinWatermark":
-        return [rule(DEDUP_WITHIN, side="value", path=(0,), field="expiresAtMicros")]
-    if name == "symmetricHashJoin":
-        if key_schema is None and value_schema is None:
-            # Join state formats 3 and 4 keep the four stores as column families of one.
-            return [
-                rule(
-                    NOT_AUDITED,
-                    cause="join state in column families (state format 3 or 4) is not audited",
-                )
-            ]
-        rows = join_row_schema if join_row_schema is not None else value_schema
-        return [_join_rule(rule, never, store_name, key_schema, rows, has_watermark)]
-    if name in ("flatMapGroupsWithState", "applyInPandasWithState"):
-        if value_schema is not None and "timeoutTimestamp" in value_schema.names:
-            at = value_schema.names.index("timeoutTimestamp")
-            if has_watermark:
-                return [
-                    rule(TIMEOUT, side="value", path=(at,), unit="ms", field="timeoutTimestamp")
-                ]
-        return [
-            rule(
-                NOT_AUDITED,
-                cause="state is removed by the user's function (no event-time timeout audited: "
-                "processing-time or no timeout, or no watermark)",
-            )
-        ]
-    if name.startswith("transformWithState"):
-        if time_mode == "EventTime" and EVENT_TIMERS in state_var_names:
-            return [
-                rule(
-                    TIMERS, path=(1,), unit="ms", field="expiryTimestampMs", state_var=EVENT_TIMERS
-                )
-            ]
-        return [
-            rule(
-                NOT_AUDITED,
-                cause=f"time mode {time_mode or 'None'}: no event-time timers to audit "
-                "(state is removed by the processor or its TTL)",
-            )
-        ]
-    return [rule(NOT_AUDITED, cause=f"operator {operator_name} does not evict by event time")]
+            return [store.rule(SESSION, side="value", path=found[0], field=found[1])]
+    return [store.rule(NOT_AUDITED, cause="no watermarked session window in the value schema")]
 
 
-def _join_rule(
-    rule: Any,
-    never: Any,
-    store_name: str,
-    key_schema: StructType | None,
-    value_schema: StructType | None,
-    has_watermark: bool,
-) -> EvictionRule:
+def _dedup_rules(store: _Store) -> list[EvictionRule]:
+    key_schema = store.key_schema
+    at = _watermarked(key_schema)
+    if key_schema is not None and at is not None and _is_time(key_schema.fields[at]):
+        return [store.rule(DEDUP, path=(at,), field=key_schema.fields[at].name)]
+    return store.never_evicted(
+        (
+            "the query has a watermark, but the event-time column is not among the "
+            "dropDuplicates columns: Spark evicts dedup state only by a key column",
+            "add the event-time column to dropDuplicates(...), or use "
+            "dropDuplicatesWithinWatermark(...)",
+        ),
+        (
+            "no watermark: dropDuplicates keeps every key it has seen forever",
+            "add withWatermark('<event-time column>', '<delay>') and include that column "
+            "in dropDuplicates(...), or use dropDuplicatesWithinWatermark(...)",
+        ),
+    )
+
+
+def _dedup_within_rules(store: _Store) -> list[EvictionRule]:
+    return [store.rule(DEDUP_WITHIN, side="value", path=(0,), field="expiresAtMicros")]
+
+
+def _join_rules(store: _Store) -> list[EvictionRule]:
+    if store.key_schema is None and store.value_schema is None:
+        # Join state formats 3 and 4 keep the four stores as column families of one.
+        return [
+            store.rule(
+                NOT_AUDITED,
+                cause="join state in column families (state format 3 or 4) is not audited",
+            )
+        ]
+    rows = store.join_row_schema if store.join_row_schema is not None else store.value_schema
+    return [_join_rule(store, rows)]
+
+
+def _timeout_rules(store: _Store) -> list[EvictionRule]:
+    value_schema = store.value_schema
+    if value_schema is not None and "timeoutTimestamp" in value_schema.names:
+        at = value_schema.names.index("timeoutTimestamp")
+        if store.has_watermark:
+            return [
+                store.rule(TIMEOUT, side="value", path=(at,), unit="ms", field="timeoutTimestamp")
+            ]
+    return [
+        store.rule(
+            NOT_AUDITED,
+            cause="state is removed by the user's function (no event-time timeout audited: "
+            "processing-time or no timeout, or no watermark)",
+        )
+    ]
+
+
+def _timer_rules(store: _Store) -> list[EvictionRule]:
+    if store.time_mode == "EventTime" and EVENT_TIMERS in store.state_var_names:
+        return [
+            store.rule(
+                TIMERS, path=(1,), unit="ms", field="expiryTimestampMs", state_var=EVENT_TIMERS
+            )
+        ]
+    return [
+        store.rule(
+            NOT_AUDITED,
+            cause=f"time mode {store.time_mode or 'None'}: no event-time timers to audit "
+            "(state is removed by the processor or its TTL)",
+        )
+    ]
+
+
+# Operator name (as the state metadata writes it) -> how its stores are evicted.
+_RULES: dict[str, Callable[[_Store], list[EvictionRule]]] = {
+    "stateStoreSave": _aggregation_rules,
+    "sessionWindowStateStoreSaveExec": _session_rules,
+    "dedupe": _dedup_rules,
+    "dedupeWithinWatermark": _dedup_within_rules,
+    "symmetricHashJoin": _join_rules,
+    "flatMapGroupsWithState": _timeout_rules,
+    "applyInPandasWithState": _timeout_rules,
+}
+
+
+def _join_rule(store: _Store, value_schema: StructType | None) -> EvictionRule:
     """One side of a stream-stream join (``getOneSideStateWatermarkPredicate``).
 
     Join keys are stored as ``field0..`` without metadata; a key of the watermarked column's
     type is taken as the watermarked join key (Spark's case 1: a key predicate).
     """
+    store_name, key_schema = store.store_name, store.key_schema
     at = _watermarked(value_schema)
     side = store_name.split("-", 1)[0]
     if at is None or value_schema is None:
-        if has_watermark:
-            return never(
+        if store.has_watermark:
+            return store.never(
                 f"the {side} input has no watermark: its join state is never evicted",
                 f"add withWatermark(...) on the {side} input and a time-range condition "
                 "on both event times to the join",
             )
-        return never(
+        return store.never(
             "no watermark: a stream-stream join keeps every row of both sides forever",
             "add withWatermark(...) on both inputs and a time-range condition on their "
             "event times (e.g. l.ts BETWEEN r.ts - INTERVAL 10 MINUTES AND r.ts)",
@@ -295,9 +351,9 @@ def _join_rule(
             ):
                 found = _time_path(key_schema, i)
                 if found:
-                    return rule(JOIN_KEY, path=found[0], field=f"key {found[1]}")
+                    return store.rule(JOIN_KEY, path=found[0], field=f"key {found[1]}")
     if store_name in JOIN_VALUE_STORES:
         found = _time_path(value_schema, at)
         if found:
-            return rule(JOIN_VALUE, side="value", path=found[0], field=found[1])
-    return rule(JOIN_VALUE, side="value", field=wm_field.name)
+            return store.rule(JOIN_VALUE, side="value", path=found[0], field=found[1])
+    return store.rule(JOIN_VALUE, side="value", field=wm_field.name)

@@ -16,12 +16,10 @@ from functools import lru_cache
 from stateglass.collectors.checkpoint import Checkpoint, StoreInfo
 from stateglass.collectors.errors import NotACheckpoint
 from stateglass.collectors.fs import FileInfo
-from stateglass.collectors.stores.hdfs import parse_hdfs_name
-from stateglass.collectors.stores.rocksdb import parse_rocksdb_name
 
-# Kinds of state files; ``sst`` files are shared by versions and have no version of their own.
-CHANGE_KINDS = frozenset({"delta", "changelog"})
-FULL_KINDS = frozenset({"snapshot", "zip"})
+# Kinds of state files, from the providers' readers; ``sst`` files are shared by versions and
+# have no version of their own.
+from stateglass.collectors.stores import CHANGE_KINDS, FULL_KINDS, classify_name
 
 
 @dataclass(frozen=True)
@@ -82,13 +80,7 @@ def classify(name: str) -> tuple[int | None, str] | None:
     """``(version, kind)`` of a file in a store directory; None when it is not a state file."""
     if is_temporary(name):
         return None
-    hdfs = parse_hdfs_name(name)
-    if hdfs is not None:
-        return hdfs
-    rocks = parse_rocksdb_name(name)
-    if rocks is not None:
-        return rocks[0], rocks[2]
-    return None
+    return classify_name(name)
 
 
 def is_leftover(name: str) -> bool:

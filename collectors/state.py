@@ -30,7 +30,6 @@ from stateglass.collectors.errors import (
 )
 from stateglass.collectors.stores import StoreContext, StoreReader, open_store
 from stateglass.collectors.stores.base import Change
-from stateglass.collectors.stores.hdfs import HdfsStoreReader
 from stateglass.parsers.errors import ParseError, UnsupportedFormat
 from stateglass.parsers.state_rows import (
     LIST_STATE,
@@ -195,14 +194,11 @@ class StateSource:
         return var.name, var.kind
 
     def _cf_id(self, name: str) -> int:
-        """Virtual column family ids live only in the zips' metadata: ask the newest one."""
+        """The id of column family ``name``, from the first partition whose files record it."""
         for partition in self.partitions:
-            reader = self.reader(partition)
-            zips = getattr(reader, "zips", {})
-            for version in sorted(zips, reverse=True):
-                meta = reader.zip_metadata(version)  # type: ignore[attr-defined]
-                if meta is not None and name in meta.column_family_mapping:
-                    return int(meta.column_family_mapping[name])
+            found = self.reader(partition).column_family_id(name)
+            if found is not None:
+                return found
         raise NotFound(
             self.cp.store_dir(self.store.operator_id, 0, self.store.store_name),
             f"state variable {name!r} has no column family in any retained zip",
@@ -241,13 +237,10 @@ class StateSource:
             raise self.explain_missing(version, exc) from exc
 
     def chain_data(self, partition: int, version: int) -> tuple[bytes | None, list[bytes]] | None:
-        """An HDFS partition's decompressed files for ``version`` (see
-        ``HdfsStoreReader.chain_data``); None for other providers."""
-        reader = self.reader(partition)
-        if not isinstance(reader, HdfsStoreReader):
-            return None
+        """The decompressed files that make ``version`` of ``partition``, for a compiled merge
+        (see :meth:`StoreReader.chain_data`); None where the provider's files are not that."""
         try:
-            return reader.chain_data(version)
+            return self.reader(partition).chain_data(version)
         except MissingVersion as exc:
             raise self.explain_missing(version, exc) from exc
 

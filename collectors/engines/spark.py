@@ -43,6 +43,7 @@ from stateglass.collectors.engines.memfs import MemoryFileSystem
 from stateglass.collectors.engines.ship import shipped_zip
 from stateglass.collectors.errors import CheckpointError, EngineError
 from stateglass.collectors.fs import FileInfo, FileSystem
+from stateglass.collectors.stores import shared_dir
 
 DEFAULT_MASTER = "local[*]"
 # A master that does not answer a TCP connect within this long is reported, not waited for.
@@ -145,9 +146,10 @@ def _ship(sc: Any) -> str:
 
 
 def _sst_listing(task: ChainTask, fs: FileSystem) -> tuple[FileInfo, ...] | None:
-    if task.provider != "rocksdb":
+    shared = shared_dir(task.provider)
+    if shared is None:
         return None
-    sst_dir = f"{task.store_dir.rstrip('/')}/SSTs"
+    sst_dir = f"{task.store_dir.rstrip('/')}/{shared}"
     if not fs.is_dir(sst_dir):
         return None
     return tuple(

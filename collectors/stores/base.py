@@ -1,4 +1,26 @@
-"""The interface every provider's reader implements, and what it needs to know."""
+"""The interface every provider's reader implements, and what it needs to know.
+
+A provider is one module here with one :class:`StoreReader` class, and one entry in
+``READERS`` (:mod:`stateglass.collectors.stores`). Callers (the key-count chain, ``state``,
+the eviction audit) only ever hold a ``StoreReader``; they never ask which one. A reader
+answers, for one store partition directory:
+
+=============================== ===========================================================
+question                        methods
+=============================== ===========================================================
+which versions exist            :meth:`versions` (rebuildable), :meth:`change_versions`
+                                (a delta or changelog), :meth:`full_versions` (a snapshot
+                                or zip)
+the state at a version          :meth:`load`, :meth:`load_keys`, :meth:`lookup`,
+                                :meth:`chain_data` (files for the compiled merge, or None)
+the changes of a version        :meth:`changes`, :meth:`apply_keys` (counts, set semantics)
+counts without reading rows     :meth:`recorded_num_keys` (None: rows must be read)
+what it stores where            :meth:`classify` (a file name's version and kind),
+                                :meth:`shared_files` (files a full version references
+                                outside its own, e.g. RocksDB's ``SSTs/``),
+                                :meth:`column_family_id`
+=============================== ===========================================================
+"""
 
 from __future__ import annotations
 
@@ -6,7 +28,7 @@ import os
 import posixpath
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, TypeVar
+from typing import ClassVar, Literal, Protocol, TypeVar
 
 from stateglass.collectors.errors import wrap_parse_error
 from stateglass.collectors.fs import FileInfo, FileSystem
@@ -60,10 +82,58 @@ class StoreContext:
 class StoreReader(Protocol):
     """Rebuilds raw (key, value) bytes of one store partition at a state version."""
 
+    # File kinds (:meth:`classify`) holding one version's changes, and a whole version.
+    CHANGE_KIND: ClassVar[str]
+    FULL_KIND: ClassVar[str]
+    # A subdirectory of files shared by many versions (RocksDB's ``SSTs``), or None.
+    SHARED_DIR: ClassVar[str | None]
+
     def __init__(self, ctx: StoreContext) -> None: ...
+
+    @staticmethod
+    def classify(name: str) -> tuple[int, str] | None:
+        """``(version, kind)`` of a file name of this provider's; None for any other name."""
+        ...
 
     def versions(self) -> list[int]:
         """Versions whose state can be rebuilt from the files present."""
+        ...
+
+    def change_versions(self) -> set[int]:
+        """Versions with change data of their own (a delta or changelog file)."""
+        ...
+
+    def full_versions(self) -> set[int]:
+        """Versions with a whole copy of the state (a snapshot or zip file)."""
+        ...
+
+    def load_keys(self, version: int) -> set[bytes]:
+        """The keys of ``version`` (what counting keys needs; values may stay unread)."""
+        ...
+
+    def apply_keys(self, keys: set[bytes], version: int) -> tuple[int, int, int]:
+        """Apply ``version``'s change data to ``keys`` (those of ``version - 1``) in place,
+        with Spark's set semantics (:mod:`.keysets`); ``(added, updated, removed)``."""
+        ...
+
+    def recorded_num_keys(self, version: int) -> int | None:
+        """The key count a full version records about itself; None when the rows must be
+        counted (no such record, or no full version)."""
+        ...
+
+    def shared_files(self, version: int) -> dict[str, int] | None:
+        """Name -> bytes of the files in :attr:`SHARED_DIR` that full ``version``
+        references; None for a provider that shares no file between versions."""
+        ...
+
+    def column_family_id(self, name: str) -> int | None:
+        """The id of virtual column family ``name``, from the newest full version that
+        records it; None when none does."""
+        ...
+
+    def chain_data(self, version: int) -> tuple[bytes | None, list[bytes]] | None:
+        """The decompressed snapshot (or None) and deltas that make ``version``, for a
+        compiled merge of record streams; None when it does not apply."""
         ...
 
     def load(self, version: int) -> Iterator[tuple[bytes, bytes]]:

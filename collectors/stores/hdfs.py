@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Sequence
 from functools import lru_cache
+from typing import ClassVar
 
 from stateglass.collectors.errors import MissingVersion
 from stateglass.collectors.stores.base import Change, StoreContext
+from stateglass.collectors.stores.keysets import apply_key_sets, apply_records
 from stateglass.parsers.compression import decompress
 from stateglass.parsers.records import read_record_keys, read_records
 
@@ -41,6 +43,14 @@ CHAIN_HOLD_FACTOR = 3
 class HdfsStoreReader:
     """Reads one HDFS-backed store partition directory."""
 
+    CHANGE_KIND: ClassVar[str] = "delta"
+    FULL_KIND: ClassVar[str] = "snapshot"
+    SHARED_DIR: ClassVar[str | None] = None
+
+    @staticmethod
+    def classify(name: str) -> tuple[int, str] | None:
+        return parse_hdfs_name(name)
+
     def __init__(self, ctx: StoreContext) -> None:
         self.ctx = ctx
         self.deltas: dict[int, str] = {}
@@ -64,6 +74,21 @@ class HdfsStoreReader:
             else:
                 readable = -1
         return out
+
+    def change_versions(self) -> set[int]:
+        return set(self.deltas)
+
+    def full_versions(self) -> set[int]:
+        return set(self.snapshots)
+
+    def recorded_num_keys(self, version: int) -> int | None:
+        return None  # a snapshot is a bare record stream: its rows must be counted
+
+    def shared_files(self, version: int) -> dict[str, int] | None:
+        return None
+
+    def column_family_id(self, name: str) -> int | None:
+        return None  # the HDFS provider has no column families
 
     def _chain(self, version: int) -> tuple[str | None, list[str]]:
         """The snapshot to start from (or None for empty) and the deltas to apply after it."""
@@ -208,18 +233,15 @@ class HdfsStoreReader:
                 )
             )
         for name in deltas:
-            version_of = int(name.split(".", 1)[0])
-            puts, deletes, ordered = self.delta_keys(version_of)
-            if ordered:
-                keys.difference_update(deletes)
-                keys.update(puts)
-            else:
-                for k, v in self._records(name, allow_deletes=True):
-                    if v is None:
-                        keys.discard(k)
-                    else:
-                        keys.add(k)
+            self.apply_keys(keys, int(name.split(".", 1)[0]))
         return keys
+
+    def apply_keys(self, keys: set[bytes], version: int) -> tuple[int, int, int]:
+        # The hot loop of a scan: a delta's keys, values never sliced out, applied in bulk.
+        puts, deletes, ordered = self.delta_keys(version)
+        if ordered:
+            return apply_key_sets(keys, puts, deletes)
+        return apply_records(keys, self._records(self.deltas[version], allow_deletes=True))
 
     def delta_keys(self, version: int) -> tuple[list[bytes], list[bytes], bool]:
         """``(put keys, removed keys, ordered)`` of ``version``'s delta, values unread.

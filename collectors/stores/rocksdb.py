@@ -16,10 +16,12 @@ import tempfile
 import zipfile
 import zlib
 from collections.abc import Callable, Collection, Iterator, Sequence
+from typing import ClassVar
 
 from stateglass.collectors.errors import CheckpointError, CorruptFile, MissingVersion, UnsafeArchive
 from stateglass.collectors.fs import LOCAL
 from stateglass.collectors.stores.base import Change, ChangeType, StoreContext
+from stateglass.collectors.stores.keysets import apply_changes
 from stateglass.parsers.changelog import Changelog, parse_changelog, unwrap_delete_key
 from stateglass.parsers.compression import decompress
 from stateglass.parsers.errors import ParseError
@@ -39,11 +41,27 @@ def parse_rocksdb_name(name: str) -> tuple[int, str | None, str] | None:
     return int(version), (unique_id or None), ext
 
 
+def classify_rocksdb_name(name: str) -> tuple[int, str] | None:
+    """``(version, "zip"|"changelog")`` for Spark's file names, else None."""
+    parsed = parse_rocksdb_name(name)
+    return None if parsed is None else (parsed[0], parsed[2])
+
+
 class RocksDBStoreReader:
     """Reads one RocksDB store partition directory."""
 
+    CHANGE_KIND: ClassVar[str] = "changelog"
+    FULL_KIND: ClassVar[str] = "zip"
+    SHARED_DIR: ClassVar[str | None] = "SSTs"
+
+    @staticmethod
+    def classify(name: str) -> tuple[int, str] | None:
+        return classify_rocksdb_name(name)
+
     def __init__(self, ctx: StoreContext) -> None:
         self.ctx = ctx
+        # Zip metadata by version: a scan asks for a zip's key count and its SSTs.
+        self._metadata: dict[int, RocksDBCheckpointMetadata | None] = {}
         # version -> {unique_id or None: file name}
         self.zips: dict[int, dict[str | None, str]] = {}
         self.changelogs: dict[int, dict[str | None, str]] = {}
@@ -234,10 +252,48 @@ class RocksDBStoreReader:
             yield _CHANGE_TYPES[rec.kind], key, rec.value
 
     def zip_metadata(self, version: int) -> RocksDBCheckpointMetadata | None:
-        name = self._pick(self.zips, version)
-        if name is None:
+        """The metadata of ``version``'s zip; None without a zip of the committed id."""
+        if version not in self._metadata:
+            name = self._pick(self.zips, version)
+            self._metadata[version] = None if name is None else _read_zip_metadata(self.ctx, name)
+        return self._metadata[version]
+
+    # ---- what the protocol asks beyond rows -------------------------------------------------
+
+    def change_versions(self) -> set[int]:
+        return set(self.changelogs)
+
+    def full_versions(self) -> set[int]:
+        return set(self.zips)
+
+    def load_keys(self, version: int) -> set[bytes]:
+        return set() if version == 0 else {k for k, _ in self.load(version)}
+
+    def apply_keys(self, keys: set[bytes], version: int) -> tuple[int, int, int]:
+        return apply_changes(keys, self.changes(version))
+
+    def recorded_num_keys(self, version: int) -> int | None:
+        # numKeys counts the rows of every column family: the caller knows whether it has any.
+        if version not in self.zips:
             return None
-        return _read_zip_metadata(self.ctx, name)
+        meta = self.zip_metadata(version)
+        return meta.num_keys if meta else 0
+
+    def shared_files(self, version: int) -> dict[str, int] | None:
+        meta = self.zip_metadata(version) if version in self.zips else None
+        return {s.dfs_sst_file_name: s.size_bytes for s in meta.sst_files} if meta else {}
+
+    def column_family_id(self, name: str) -> int | None:
+        # Virtual column family ids live only in the zips' metadata: ask the newest first.
+        for version in sorted(self.zips, reverse=True):
+            meta = self.zip_metadata(version)
+            mapping = meta.column_family_mapping if meta is not None else None
+            if mapping and name in mapping:
+                return int(mapping[name])
+        return None
+
+    def chain_data(self, version: int) -> tuple[bytes | None, list[bytes]] | None:
+        return None  # zips and SSTs are no record stream for the compiled merge
 
 
 # zipfile's ways of saying an archive is damaged: a bad directory or CRC (BadZipFile), a

@@ -106,7 +106,7 @@ def table(db_path: str, name: str, checkpoint_prefix: str | None = None) -> list
     return sorted(out, key=repr)
 
 
-# ---- issue 14: every table of a database, for `collect --jobs` parity ---------------------
+# ---- every table of a database, for `collect --jobs` parity -------------------------------
 WALL_CLOCK_COLUMNS = CLOCK_COLUMNS | {"last_seen"}
 
 

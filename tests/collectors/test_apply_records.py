@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stateglass.collectors.chains import apply_changes, apply_key_sets, apply_records
+from stateglass.collectors.stores.keysets import apply_changes, apply_key_sets, apply_records
 
 KEYS = st.sampled_from([b"a", b"b", b"c", b"d", b"e", b"f"])
 RECORDS = st.lists(st.tuples(KEYS, st.one_of(st.none(), st.just(b"v"))), max_size=30)

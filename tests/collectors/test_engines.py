@@ -112,7 +112,7 @@ class TestLocalEngine(EngineConformance):
 
 
 class TestLocalEngineJobs(EngineConformance):
-    """``collect --jobs 2`` (issue 14): chains in two forked worker processes."""
+    """``collect --jobs 2``: chains in two forked worker processes."""
 
     @pytest.fixture(scope="class")
     @classmethod

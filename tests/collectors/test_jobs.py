@@ -1,4 +1,4 @@
-"""``collect --jobs N`` (issue 14): chains in forked workers, the very tables of ``--jobs 1``.
+"""``collect --jobs N``: chains in forked workers, the very tables of ``--jobs 1``.
 
 The collects run as ``stateglass`` processes: a fork copies only the forking thread, so the
 engine keeps chains in-process when other threads run, as they may in a pytest process.

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from stateglass.collectors.chains import apply_changes
 from stateglass.collectors.listing import (
     FileStat,
     StateFile,
@@ -13,6 +12,7 @@ from stateglass.collectors.listing import (
     is_temporary,
     version_file_stats,
 )
+from stateglass.collectors.stores.keysets import apply_changes
 from stateglass.collectors.watch import Debouncer, checkpoint_of, is_whole
 
 

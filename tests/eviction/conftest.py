@@ -1,5 +1,5 @@
 """Real queries built to leak state, and healthy ones, run once per test session on the shared
-``spark`` fixture and collected into one database (the eviction audit, issue 11).
+``spark`` fixture and collected into one database (the eviction audit).
 
 Every query reads a few small JSON files, one per batch (``maxFilesPerTrigger=1``,
 ``availableNow``), with 4 shuffle partitions and no no-data batches: event time advances five
