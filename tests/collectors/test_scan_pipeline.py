@@ -21,8 +21,6 @@ from tests.collectors.helpers import ROOT, SAMPLES, copy_sample
 AGG_HDFS = "spark-4.3/agg-hdfs"
 PACKAGES = ("app", "collectors", "parsers")
 # The modules of the scan pipeline and the one writer.
-PIPELINE = ("scan.py", "scan_plan.py", "db.py", "facts.py", "errors.py", "progress.py")
-PIPELINE += ("listing.py", "watch.py")
 
 
 def _planned(counted: dict[tuple[int, str, int], set[int]], touched: frozenset[str]) -> list:
@@ -134,15 +132,3 @@ def test_the_writer_hands_no_connection_out() -> None:
     public = {name for name in vars(Database) if not name.startswith("_")}
     assert {"known", "record_scan", "progress_files", "write_progress"} <= public
     assert public.isdisjoint({"transaction", "upsert", "delete_where", "connection"})
-
-
-@pytest.mark.parametrize("module", PIPELINE)
-def test_pipeline_functions_stay_short(module: str) -> None:
-    tree = ast.parse((ROOT / "collectors" / module).read_text())
-    long = [
-        (node.name, (node.end_lineno or 0) - node.lineno + 1)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-        and (node.end_lineno or 0) - node.lineno + 1 >= 80
-    ]
-    assert long == []
