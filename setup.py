@@ -31,7 +31,7 @@ setup(
         "stateglass.docs": "docs",
     },
     package_data={
-        "stateglass.parsers": ["*.pyi", "py.typed"],
+        "stateglass.parsers": ["*.pyi"],
         "stateglass.docs": ["*.md", "grafana/*.json"],
     },
     ext_modules=[

@@ -5,9 +5,11 @@ event logs. A path is inside a checkpoint when it is one, or lies below one, tha
 
 - one of the ``known`` roots (local paths compared after resolving symlinks on both sides,
   URLs in their canonical spelling), or
-- any directory on the way up laid out as a checkpoint: ``offsets/`` or ``commits/``, or a
-  ``metadata`` file beside ``state/`` (a checkpoint whose logs are gone). This finds the
-  checkpoints nobody named, on the path's own file system: local, or behind a URL.
+- any directory on the way up laid out as a checkpoint: the ``metadata`` file Spark writes
+  first when a query starts, beside ``offsets/``, ``commits/`` or ``state/`` (a checkpoint
+  whose logs are gone). A project folder that merely has a ``commits/`` folder is not one.
+  This finds the checkpoints nobody named, on the path's own file system: local, or behind
+  a URL.
 
 A local path is never inside a remote checkpoint, nor a URL inside a local one.
 
@@ -80,6 +82,6 @@ def _by_layout(fs: FileSystem, directories: Iterable[str]) -> str | None:
         except CheckpointError:
             # Missing, a file, or not ours to list (mode 711): no checkpoint we could know.
             continue
-        if is_checkpoint(names) or {("metadata", False), ("state", True)} <= set(names):
+        if ("metadata", False) in names and (is_checkpoint(names) or ("state", True) in names):
             return directory
     return None

@@ -115,10 +115,10 @@ class ForkedPool:
         if not first:
             return "a worker process died; stopped, try fewer --jobs"
         pid, code = first[0]
-        if code < 0:
-            name = signal.Signals(-code).name
-            cause = ", perhaps by the kernel for want of memory" if -code == signal.SIGKILL else ""
-            how = f"was killed by {name}{cause}"
-        else:
-            how = f"exited with status {code}"
-        return f"a worker process ({pid}) {how}; stopped, try fewer --jobs"
+        if code < 0 and -code == signal.SIGKILL:
+            return (
+                f"a worker process ({pid}) was killed by SIGKILL, perhaps by the kernel for "
+                "want of memory; stopped, try fewer --jobs"
+            )
+        how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with {code}"
+        return f"a worker process ({pid}) was {how}; stopped"

@@ -41,7 +41,7 @@ from stateglass.collectors.engines.hadoop import (
 )
 from stateglass.collectors.engines.memfs import MemoryFileSystem
 from stateglass.collectors.engines.ship import shipped_zip
-from stateglass.collectors.errors import CheckpointError, EngineError
+from stateglass.collectors.errors import CheckpointError, CollectorError, EngineError
 from stateglass.collectors.fs import FileInfo, FileSystem
 from stateglass.collectors.stores import shared_dir
 
@@ -268,8 +268,8 @@ class SparkEngine:
             )
             with watchdog or contextlib.nullcontext():
                 collected = job.collect()
-        except (CheckpointError, EngineError):
-            raise
+        except CollectorError:
+            raise  # ours already: one line of the right kind
         except Exception as exc:  # Py4JJavaError, PySparkException...: one line for the user
             if watchdog is not None and watchdog.fired:
                 raise EngineError(

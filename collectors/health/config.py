@@ -200,8 +200,12 @@ class StateLeakConfig:
     warn_keys: int = 1
     err_keys: int = 0
     # A join side with a watermark but no removal: judged after this many versions whose
-    # oldest value is older than the watermark.
+    # oldest value is behind the watermark by more than join_max_bound_s.
     min_versions: int = 3
+    # The widest time bound a join is taken to have (the bound is in the query plan, not in
+    # the checkpoint): until the watermark is this far past a side's oldest value, a side
+    # that has removed nothing may be a healthy join early in its life.
+    join_max_bound_s: float = 86_400.0
 
 
 @dataclass(frozen=True)

@@ -160,19 +160,31 @@ class StateLeak:
             return None, None
         if removed:
             return None, f"{label}: {removed:,} values evicted by the join's time bound"
-        behind = [r for r in rows if r[1] is not None and r[2] and r[1] < r[2]]
-        retained = behind[0][2] - behind[0][1] if behind else 0
-        evidence = [r for r in behind if r[2] - r[1] > retained]
-        if len(evidence) >= max(ctx.config.state_leak.min_versions, 1):
+        c = ctx.config.state_leak
+        bound_ms = c.join_max_bound_s * 1000
+        lags = [r[2] - r[1] for r in rows if r[1] is not None and r[2]]
+        evidence = [r for r in rows if r[1] is not None and r[2] and r[2] - r[1] > bound_ms]
+        if len(evidence) >= max(c.min_versions, 1):
             last = evidence[-1]
             text = (
                 f"{label}: no value ever removed in {len(rows)} versions, though the oldest "
                 f"value ({_ms(last[1])} UTC) is behind the watermark ({_ms(last[2])} UTC) by "
-                f"more than the {retained / 1000:,.0f} s the store already held when it first "
-                f"fell behind, at {len(evidence)} of them"
+                f"more than {_span(bound_ms)}, the widest time bound a join is taken to have "
+                f"(state_leak.join_max_bound_s), at {len(evidence)} of them"
             )
             return text, None
+        lag = f"; the watermark is {_span(max(lags))} past the oldest value" if lags else ""
         return None, (
-            f"{label}: no value removed yet ({len(rows)} versions; the watermark has not "
-            f"passed the oldest value by more than the retained range long enough to judge)"
+            f"{label}: no value removed yet ({len(rows)} versions{lag}): a join whose time "
+            f"bound is up to {_span(bound_ms)} has evicted nothing yet either"
         )
+
+
+def _span(ms: float) -> str:
+    """A duration for a sentence: seconds up to two minutes, then minutes, then hours."""
+    seconds = ms / 1000
+    if seconds < 120:
+        return f"{seconds:,.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:,.0f} min"
+    return f"{seconds / 3600:,.0f} h"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import builtins
 import copy
 import posixpath
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -50,6 +51,17 @@ class RequestCounts:
             f"({self.bytes_read / 1e6:,.1f} MB downloaded); cache: {self.cache_hits} hits"
         )
 
+    def add(self, kind: str, n: int = 1) -> None:
+        """Count ``n`` of ``kind`` (``list``, ``get``…): threads list at once (discovery)."""
+        with _COUNTS_LOCK:
+            setattr(self, kind, getattr(self, kind) + n)
+
+    def fetching(self, url: str) -> None:
+        """A state file's GET: a second one of the same file is what the cache must prevent."""
+        with _COUNTS_LOCK:
+            self.refetched += url in self.fetched
+            self.fetched.add(url)
+
     def merge(self, other: RequestCounts) -> None:
         """Add ``other``'s counts (a worker process's) to these."""
         self.list += other.list
@@ -66,6 +78,8 @@ class RequestCounts:
         self.fetched.clear()
 
 
+# Not a field: the counts cross to and from worker processes by pickle, and a lock does not.
+_COUNTS_LOCK = threading.Lock()
 COUNTS = RequestCounts()
 
 
@@ -148,19 +162,18 @@ class ObjectFileSystem:
             key = cache_key(url, meta.size, meta.mtime, meta.etag)
             data = self._cache.get(key)
             if data is not None:
-                COUNTS.cache_hits += 1
+                COUNTS.add("cache_hits")
                 return data
-        COUNTS.get += 1
+        COUNTS.add("get")
         try:
             data = self._call(url, lambda: self._fs.cat_file(self._key(url)))
         except FileNotFoundError as exc:
             raise CheckpointError(url, "file disappeared (purged by Spark?)") from exc
         except IsADirectoryError as exc:
             raise CheckpointError(url, "is a directory, expected a file") from exc
-        COUNTS.bytes_read += len(data)
+        COUNTS.add("bytes_read", len(data))
         if cacheable:
-            COUNTS.refetched += url in COUNTS.fetched
-            COUNTS.fetched.add(url)
+            COUNTS.fetching(url)
         if key is not None and self._cache is not None and len(data) == self._meta_size(url):
             self._cache.put(key, data)
         return bytes(data)
@@ -207,7 +220,7 @@ class ObjectFileSystem:
             raise wrapped from exc
 
     def _ls(self, url: str) -> builtins.list[FileInfo]:
-        COUNTS.list += 1
+        COUNTS.add("list")
         try:
             entries = self._call(url, lambda: self._fs.ls(self._key(url), detail=True))
         except FileNotFoundError as exc:
@@ -231,7 +244,7 @@ class ObjectFileSystem:
         return out
 
     def _head(self, url: str) -> _Meta | None:
-        COUNTS.head += 1
+        COUNTS.add("head")
         try:
             entry = self._call(url, lambda: self._fs.info(self._key(url)))
         except (FileNotFoundError, NotADirectoryError):

@@ -61,7 +61,18 @@ def test_a_checkpoint_whose_logs_are_gone_is_still_one(tmp_path: Path) -> None:
 
 
 def test_a_folder_named_like_a_log_file_does_not_count(tmp_path: Path) -> None:
+    (tmp_path / "metadata").write_text("{}")
     (tmp_path / "commits").write_text("not a directory")
     assert enclosing_checkpoint(str(tmp_path / "out.jsonl")) is None
     (tmp_path / "offsets").mkdir()
     assert enclosing_checkpoint(str(tmp_path / "out.jsonl")) == str(tmp_path)
+
+
+def test_a_project_with_a_commits_folder_is_not_a_checkpoint(tmp_path: Path) -> None:
+    """A repository's ``commits/`` or a report folder's ``offsets/`` is not Spark's: without
+    the ``metadata`` Spark writes first, ``-o`` and ``--db`` may go there."""
+    project = tmp_path / "proj"
+    (project / "commits").mkdir(parents=True)
+    (project / "offsets").mkdir()
+    (project / "reports").mkdir()
+    assert enclosing_checkpoint(str(project / "reports" / "out.jsonl")) is None

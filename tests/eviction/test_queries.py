@@ -4,6 +4,7 @@ reader (``spark.read.format("statestore")``) filtered by Spark's predicate."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from stateglass.app.browse.views import StateView
 from stateglass.collectors.checkpoint import Checkpoint
 from stateglass.collectors.db import read_query
 from stateglass.collectors.eviction import audit_store, store_rules
-from stateglass.collectors.health import evaluate
+from stateglass.collectors.health import HealthConfig, evaluate
 from tests.eviction.conftest import Queries
 
 pytestmark = pytest.mark.slow
@@ -40,8 +41,16 @@ HEALTHY = {
 }
 
 
+# The rows' event times span minutes, so a join side is judged against a widest time bound
+# of one minute rather than the default day (tests/eviction/test_join_evidence.py).
+MINUTE_BOUND = HealthConfig(
+    state_leak=dataclasses.replace(HealthConfig().state_leak, join_max_bound_s=60)
+)
+
+
 def _leak_findings(q: Queries, name: str) -> list[Any]:
-    return [f for f in evaluate(q.db, q.roots[name]) if f.rule == "state_leak"]
+    findings = evaluate(q.db, q.roots[name], config=MINUTE_BOUND)
+    return [f for f in findings if f.rule == "state_leak"]
 
 
 @pytest.mark.parametrize("name", sorted(LEAKS))

@@ -28,8 +28,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from parsers.compression import decompress  # noqa: E402
-from parsers.records import iter_records  # noqa: E402
+from stateglass.parsers.compression import decompress  # noqa: E402
+from stateglass.parsers.records import iter_records  # noqa: E402
 
 OUT = Path(__file__).with_name("json_golden.json")
 CORPUS_OUT = Path(__file__).with_name("corpus_json_golden.json")
