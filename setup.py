@@ -21,7 +21,7 @@ def _packages() -> list[str]:
         found += [f"stateglass.{layer}"]
         found += [f"stateglass.{layer}.{sub}" for sub in find_packages(layer)]
     # The docs the CLI points to, and the Grafana dashboard, travel in the wheel as data.
-    return [*found, "stateglass.docs"]
+    return [*found, "stateglass.docs", "stateglass.docs.grafana"]
 
 
 setup(
@@ -32,7 +32,8 @@ setup(
     },
     package_data={
         "stateglass.parsers": ["*.pyi"],
-        "stateglass.docs": ["*.md", "grafana/*.json"],
+        "stateglass.docs": ["*.md"],
+        "stateglass.docs.grafana": ["*.json"],
     },
     ext_modules=[
         Extension(
