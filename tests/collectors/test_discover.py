@@ -21,6 +21,7 @@ from stateglass.collectors.db import read_query
 from stateglass.collectors.discover import Limits, checkpoints_at, discover
 from stateglass.collectors.errors import NotACheckpoint
 from stateglass.collectors.fs import LOCAL
+from tests.collectors.cluster import VENV_SITE
 from tests.collectors.helpers import ROOT, SAMPLES, ListingFileSystem, copy_sample
 
 
@@ -166,7 +167,7 @@ print(json.dumps([found, warnings]))
 )
 def test_an_unreadable_folder_is_skipped_with_one_warning() -> None:
     """Root reads everything, so the search runs as ``nobody``, with the system interpreter
-    (ours may live in root's home); discovery needs nothing beyond the standard library."""
+    (ours may live in root's home), with the namespace and this venv's packages on its path."""
     top = tempfile.mkdtemp(prefix="sg-unreadable-")
     fleet = Path(top) / "fleet"
     try:
@@ -189,7 +190,11 @@ def test_an_unreadable_folder_is_skipped_with_one_warning() -> None:
         result = subprocess.run(
             [SYSTEM_PYTHON, "-c", FIND_AS_NOBODY, str(fleet)],
             cwd=top,
-            env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(namespace.parent)},
+            env={
+                "PATH": os.environ.get("PATH", ""),
+                # Our dependencies (lz4…, which opening a checkpoint imports) from this venv.
+                "PYTHONPATH": os.pathsep.join([str(namespace.parent), VENV_SITE]),
+            },
             capture_output=True,
             text=True,
             timeout=60,

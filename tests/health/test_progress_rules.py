@@ -111,25 +111,24 @@ def test_memory_per_key_quiet_on_fixed_values(tmp_path: Path, steady_run: pq.Ran
 
 # ---- commit_time ----------------------------------------------------------------------------
 
-# How much a real query's commits grow depends on the machine (compaction 46 ms -> 1.3 s over 7
-# batches on one loaded 2-core machine, far less on another): the rule is judged at thresholds
-# any growth crosses, and at thresholds no growth of this size reaches.
-GROWING = HealthConfig(
-    commit_time=dataclasses.replace(HealthConfig().commit_time, min_ms=0, warn_factor=1.0)
+# How much a real query's commits grow depends on the machine: compaction went from 46 ms to
+# 1.3 s over 7 batches on one loaded 2-core machine and from 59 to 140 ms in a CI run. So the
+# rule is judged on the real query's events at thresholds below and far above any ratio its
+# medians can have, and must read both ways.
+ANY_GROWTH = HealthConfig(
+    commit_time=dataclasses.replace(HealthConfig().commit_time, min_ms=0, warn_factor=1e-6)
 )
 TOLERANT = HealthConfig(
-    commit_time=dataclasses.replace(HealthConfig().commit_time, min_ms=0, warn_factor=1000.0)
+    commit_time=dataclasses.replace(HealthConfig().commit_time, min_ms=0, warn_factor=1e6)
 )
 
 
-def test_commit_time_warns_when_commits_grow(tmp_path: Path, compacting_run: pq.Ran) -> None:
-    compaction = [
-        e["stateOperators"][0]["customMetrics"]["rocksdbCommitCompactLatency"]
-        for e in compacting_run.events
-    ]
-    assert compaction[-1] > 4 * compaction[1], "each commit compacted a bigger store"
-    findings = judge(tmp_path, compacting_run, GROWING)
+def test_commit_time_reads_a_real_querys_commits(tmp_path: Path, compacting_run: pq.Ran) -> None:
+    rows = [e["stateOperators"][0]["numRowsTotal"] for e in compacting_run.events]
+    assert rows[-1] > rows[1], "each commit wrote a bigger store"
+    findings = judge(tmp_path, compacting_run, ANY_GROWTH)
     assert status(findings, "commit_time") == "WARN", findings["commit_time"]
+    assert "median commit" in findings["commit_time"][0].finding
     (tmp_path / "tolerant").mkdir()
     calm = judge(tmp_path / "tolerant", compacting_run, TOLERANT)
     assert status(calm, "commit_time") == "OK", calm["commit_time"]
