@@ -182,9 +182,8 @@ def test_moving_the_version_changes_the_table(page: Any, server: str) -> None:
 
 def test_opening_a_diff(page: Any, server: str) -> None:
     _open(page, f"{server}/diff")
-    metrics = page.locator('[data-testid="stMetric"]')
-    metrics.first.wait_for()
-    text = page.inner_text("body")
+    # Streamlit draws the metrics one by one as the script runs: wait for each, not the first.
     for kind in ("Keys added", "Keys removed", "Keys changed"):
-        assert kind in text
+        metric = page.locator('[data-testid="stMetric"]', has_text=kind)
+        metric.first.wait_for(timeout=TIMEOUT_MS)
     assert page.locator('[data-testid="stTab"]').count() >= 3
