@@ -203,7 +203,7 @@ def _replay(
                     continue
                 old = items.get(key)
                 # A list-state merge adds an element: the key's oldest element decides.
-                if change_type == "merge" and key in items and old is not None and ts is not None:
+                if change_type == "append" and key in items and old is not None and ts is not None:
                     ts = min(ts, old)
                 items[key] = ts
         else:
