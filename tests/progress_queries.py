@@ -114,7 +114,7 @@ def compacting(spark: Any, base: Path) -> Ran:
     first = 0
     batches = []
     for b in range(7):
-        n = 8000 * (b + 1)
+        n = 2000 * (b + 1)
         batches.append([{"k": first + i} for i in range(n)])
         first += n
     write_batch_files(src, batches)

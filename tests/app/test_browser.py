@@ -107,13 +107,19 @@ def _open(page: Any, url: str) -> None:
     _settle(page)
 
 
+# Streamlit's own end-to-end tests wait for this: the app says its script is not running, and
+# no element is still the stale one of an earlier run (the frontend marks those).
+SCRIPT_DONE = """() => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    return app !== null && app.getAttribute('data-test-script-state') === 'notRunning'
+        && !document.querySelector('[data-testid="stStatusWidget"]')
+        && !document.querySelector('[data-stale="true"]');
+}"""
+
+
 def _settle(page: Any) -> None:
     """Wait until Streamlit has finished running the script, then fail on an exception box."""
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
-        timeout=TIMEOUT_MS,
-    )
-    page.wait_for_timeout(300)
+    page.wait_for_function(SCRIPT_DONE, timeout=TIMEOUT_MS)
     boxes = page.locator('[data-testid="stException"]')
     assert boxes.count() == 0, boxes.first.inner_text()
 

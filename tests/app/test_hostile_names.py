@@ -27,7 +27,7 @@ from stateglass.app.escape import md
 from stateglass.app.report import render_html, render_markdown
 from stateglass.collectors.db import Database
 from stateglass.collectors.scan import scan_checkpoint
-from tests.app.test_browser import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, _free_port
+from tests.app.test_browser import CHROMIUM, CHROMIUM_ARGS, SCRIPT_DONE, TIMEOUT_MS, _free_port
 from tests.conftest import write_batch_files
 
 LINK = "[orders](https:evil.example)"
@@ -259,10 +259,7 @@ def _settled(page: Any) -> None:
     page.wait_for_selector('[data-testid="stApp"]')
     # The script has run once the sidebar's picker or the Overview's card names the checkpoint.
     page.wait_for_function(f"(t) => {_SHOWN_TEXT}.includes(t)", arg=LINK, timeout=TIMEOUT_MS)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=TIMEOUT_MS
-    )
-    page.wait_for_timeout(500)
+    page.wait_for_function(SCRIPT_DONE, timeout=TIMEOUT_MS)
     boxes = page.locator('[data-testid="stException"]')
     assert boxes.count() == 0, boxes.first.inner_text()
 

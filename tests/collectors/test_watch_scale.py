@@ -108,6 +108,31 @@ def idle_cpu(pid: int, seconds: float = IDLE_S) -> float:
     return (cpu_seconds(pid) - before) / (time.monotonic() - start)
 
 
+def runnable(pid: int) -> bool:
+    """Whether a thread of the process runs or waits for a core (state R in /proc)."""
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat", "rb") as fh:
+                if fh.read().rsplit(b")", 1)[1].split()[0] == b"R":
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def quiet(pid: int, still_s: float = 0.3, within_s: float = 60.0) -> None:
+    """Wait until no thread of the process has run, or waited to run, for ``still_s``: its
+    scan has ended (on a loaded machine a busy thread may get no CPU time, but it is R)."""
+    deadline = time.monotonic() + within_s
+    last, since = cpu_seconds(pid), time.monotonic()
+    while time.monotonic() - since < still_s:
+        assert time.monotonic() < deadline, f"still busy after {within_s:.0f} s"
+        time.sleep(0.05)
+        now = cpu_seconds(pid)
+        if now != last or runnable(pid):
+            last, since = now, time.monotonic()
+
+
 def inotify_watches(pid: int) -> int:
     """inotify watches the process holds (one ``inotify wd:`` line each in its fdinfo)."""
     total = 0
@@ -172,7 +197,7 @@ def test_watch_stays_idle_and_records_every_commit(
         while committed(db) != {0, 1, 2} and time.monotonic() < deadline + 120:
             time.sleep(0.1)
         assert committed(db) == {0, 1, 2}
-        time.sleep(1.0)  # the scan of the last commit ends
+        quiet(watcher.pid)  # the scan of the last commit ends
         second_idle = idle_cpu(watcher.pid)
         assert inotify_watches(watcher.pid) == 3
     finally:
@@ -375,7 +400,7 @@ def test_watch_on_tiled_store_directories(
         first_scan_s = time.monotonic() - t1
         assert committed(db) == set(range(REPLAYED[0]))
         assert inotify_watches(watcher.pid) == 3
-        time.sleep(1.0)
+        quiet(watcher.pid)
         first_idle = idle_cpu(watcher.pid, 4.0)
         # Back to back, as Spark starts the next batch once a commit is written.
         t2 = time.monotonic()
@@ -388,7 +413,7 @@ def test_watch_on_tiled_store_directories(
             assert time.monotonic() - t2 < 180, f"committed: {sorted(committed(db))}"
             time.sleep(0.1)
         replay_s, latency_s = time.monotonic() - t2, time.monotonic() - last_commit
-        time.sleep(1.0)  # the scan of the last commit ends
+        quiet(watcher.pid)  # the scan of the last commit ends
         second_idle = idle_cpu(watcher.pid, 4.0)
         assert inotify_watches(watcher.pid) == 3
     finally:

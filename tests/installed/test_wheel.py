@@ -66,8 +66,10 @@ class Venv:
         return env
 
     def pip(self, *args: str) -> None:
+        # --no-compile: pip would byte-compile every dependency's modules (thousands of files)
+        # up front; Python writes the bytecode of what the tests import on first import.
         proc = subprocess.run(
-            [self.python, "-m", "pip", "--disable-pip-version-check", *args],
+            [self.python, "-m", "pip", "--disable-pip-version-check", *args, "--no-compile"],
             cwd=self.home,
             env=self.env(),
             capture_output=True,
