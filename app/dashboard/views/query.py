@@ -72,10 +72,18 @@ def _query(checkpoint: str) -> None:
         help="Batch time minus the watermark the last batch ran with.",
     )
 
+    for row in batches[batches["partitions_before"].notna()].itertuples(index=False):
+        st.info(
+            f"Batch {int(row.batch_id)} is a repartition: Spark moved the state from "
+            f"{int(row.partitions_before)} to {int(row.shuffle_partitions)} partitions "
+            "(spark._streamingCheckpointManager.repartition, Spark 4.2+); it read no input.",
+            icon="🔀",
+        )
     _chart(
         context.figure(figures.batch_timeline, queries.batches, checkpoint),
         "How long each batch took, from writing its offsets to writing its commit; red "
-        "crosses are pending batches. Spikes point at slow state, skew or input bursts. "
+        "crosses are pending batches, a dotted line a repartition. Spikes point at slow "
+        "state, skew or input bursts. "
         "Clock: the files' modification times (the only one that sees a batch end; a copied "
         "or cloned checkpoint has none worth reading).",
         "batch_timeline",
