@@ -400,6 +400,16 @@ def iter_raw_changes(
         raise NotFound(cp.path("commits"), f"--from must be >= 0, got {from_batch}")
     if from_batch > last:
         raise NotFound(cp.path("commits"), f"--from {from_batch} is after --to {last}: swap them")
+    for move in cp.repartitions:
+        if from_batch <= move.batch_id <= last:
+            # Spark's change feed fails there too (no changelog is written for that version).
+            raise MissingVersion(
+                cp.path("offsets", str(move.batch_id)),
+                f"batch {move.batch_id} is a repartition ({move.partitions_before} → "
+                f"{move.partitions_after} partitions): Spark wrote the state anew, with no "
+                f"change records; read changes up to {move.batch_id - 1} or from "
+                f"{move.batch_id + 1}, or the state at batch {move.batch_id}",
+            )
     held = {batch: set(source.partitions_for(batch)) for batch in range(from_batch, last + 1)}
     for partition in sorted(set().union(*held.values())):
         for batch in range(from_batch, last + 1):
