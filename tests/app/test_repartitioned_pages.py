@@ -62,9 +62,8 @@ def test_key_history_follows_the_key_into_its_new_partition(tmp_path: Path) -> N
     ref = find_key_json(view, found, moved[0], cache=PartitionCache(1 << 20))
     assert ref is not None
     table = key_history(view, ref, found)
-    partitions = dict(
-        zip(table.column("version").to_pylist(), table.column("partition_id").to_pylist())
-    )
+    columns = table.column("version").to_pylist(), table.column("partition_id").to_pylist()
+    partitions = dict(zip(*columns, strict=True))
     statuses = table.column("status").to_pylist()
     for version in found:
         rows = [r for r in per_batch[version - 1] if json.dumps(r["key"]) == moved[0]]
