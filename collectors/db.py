@@ -818,19 +818,27 @@ def reader(
 # no writer of this version has opened yet (served with `dashboard --db`, say) lacks them; a
 # read-only connection may still create them as temporary views, which shadow the stored ones
 # for that connection only.
+# ``repartitions`` came later still: a database written before it has the others, and the
+# per-version partition counts of ``store_totals`` and ``snapshot_lag`` come with it.
 _PARTIAL_HISTORY_VIEWS = ("store_totals", "partition_skew", "state_growth")
+_REPARTITION_VIEWS = ("repartitions", "snapshot_lag", *_PARTIAL_HISTORY_VIEWS)
 
 
 def _views_for_an_older_database(conn: duckdb.DuckDBPyConnection) -> None:
-    found = conn.execute(
-        "SELECT count(*) FROM duckdb_views() WHERE view_name = 'store_totals'"
-    ).fetchall()[0][0]
+    found = {
+        name
+        for (name,) in conn.execute(
+            "SELECT view_name FROM duckdb_views() WHERE view_name IN ('store_totals', "
+            "'repartitions')"
+        ).fetchall()
+    }
     tables = conn.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE table_name IN ('state_versions', 'operators')"
+        "SELECT count(*) FROM duckdb_tables() "
+        "WHERE table_name IN ('state_versions', 'operators', 'batches')"
     ).fetchall()[0][0]
-    if found or tables < 2:
+    if found == {"store_totals", "repartitions"} or tables < 3:
         return
-    for name in _PARTIAL_HISTORY_VIEWS:
+    for name in _REPARTITION_VIEWS:
         conn.execute(VIEWS[name].replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW"))
 
 
