@@ -62,26 +62,14 @@ class Gauge:
 
 # Keys are summed at the newest version where every partition of the store has a count: a
 # partition whose scan failed, or history collected from a partial copy, must not make the
-# total drop. The number of partitions is the larger of what the operator metadata says and
-# what was ever seen.
+# total drop. The store_totals view knows how many partitions each version has (a repartition
+# changes it).
 _STATE_KEYS_SQL = """
-    WITH seen AS (
-        SELECT checkpoint, operator_id, store_name, count(DISTINCT partition_id) AS n
-        FROM state_versions GROUP BY ALL
-    ),
-    per_version AS (
-        SELECT checkpoint, operator_id, store_name, version,
-               sum(num_keys) AS keys, count(*) AS known
-        FROM state_versions WHERE num_keys IS NOT NULL GROUP BY ALL
-    )
-    SELECT v.checkpoint, CAST(v.operator_id AS VARCHAR) AS operator_id, v.store_name, v.keys,
-           v.version
-    FROM per_version v
-    JOIN seen s USING (checkpoint, operator_id, store_name)
-    LEFT JOIN operators o USING (checkpoint, operator_id, store_name)
-    WHERE v.known >= greatest(s.n, coalesce(o.num_partitions, 0))
+    SELECT checkpoint, CAST(operator_id AS VARCHAR) AS operator_id, store_name,
+           num_keys AS keys, version
+    FROM store_totals WHERE complete
     QUALIFY row_number() OVER (
-        PARTITION BY v.checkpoint, v.operator_id, v.store_name ORDER BY v.version DESC) = 1
+        PARTITION BY checkpoint, operator_id, store_name ORDER BY version DESC) = 1
 """
 
 # The newest progress event of each checkpoint's query (joined by the metadata query id).

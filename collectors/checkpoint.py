@@ -23,6 +23,7 @@ from stateglass.collectors.stores import READERS
 from stateglass.parsers.errors import ParseError
 from stateglass.parsers.logs import CommitMetadata, OffsetSeq, StreamMetadata, batch_id_of
 from stateglass.parsers.operator_metadata import OperatorMetadata
+from stateglass.parsers.repartition import Repartition, find_repartitions, partitions_at
 from stateglass.parsers.schema_file import ColumnFamilySchema, StateSchemaFile
 from stateglass.parsers.sparktypes import StructType
 
@@ -229,6 +230,40 @@ class Checkpoint:
                 continue
         return None
 
+    # ---- partition counts: a property of a version, not of the store -----------------------
+
+    @cached_property
+    def repartitions(self) -> list[Repartition]:
+        """Spark's offline repartitions (4.2+) among the retained offset-log entries."""
+        entries = {}
+        for batch in self.offset_batch_ids:
+            try:
+                entries[batch] = self.offsets(batch)
+            except CheckpointError:
+                continue  # a damaged entry is a problem of its own; its neighbours still tell
+        return find_repartitions(entries)
+
+    def partition_count_at(self, batch_id: int) -> int | None:
+        """The state partition count of the version ``batch_id`` wrote: its own offsets
+        entry's ``spark.sql.shuffle.partitions`` (Spark sizes every state store by it), or,
+        when that entry is gone, the newest count unless a later repartition changed it."""
+        if batch_id in self.offset_batch_ids:
+            try:
+                own = self.offsets(batch_id).shuffle_partitions
+            except CheckpointError:
+                own = None
+            if own is not None:
+                return own
+        conf = self.readable_conf
+        return partitions_at(batch_id, self.repartitions, conf.shuffle_partitions if conf else None)
+
+    def partitions_at(self, operator_id: int, batch_id: int) -> list[int]:
+        """The partitions holding ``operator_id``'s state at ``batch_id``: those below the
+        batch's partition count (all on disk when it is unknown)."""
+        on_disk = self.partitions(operator_id)
+        count = self.partition_count_at(batch_id)
+        return on_disk if count is None else [p for p in on_disk if p < count]
+
     # ---- operators and stores -----------------------------------------------------------
 
     def operator_ids(self) -> list[int]:
@@ -350,15 +385,8 @@ class Checkpoint:
                     if meta
                     else None
                 )
-                conf = self.readable_conf
-                num_partitions = (
-                    info.num_partitions
-                    if info is not None
-                    else (
-                        conf.shuffle_partitions
-                        if conf and conf.shuffle_partitions
-                        else len(partitions)
-                    )
+                num_partitions = self._num_partitions(
+                    info.num_partitions if info else None, len(partitions)
                 )
                 cfs = schema.column_families if schema else ()
                 time_mode, state_vars = _tws_properties(meta)
@@ -379,6 +407,20 @@ class Checkpoint:
                 )
             out.append(OperatorInfo(op, name, tuple(stores)))
         return out
+
+    def _num_partitions(self, from_metadata: int | None, on_disk: int) -> int:
+        """The store's partition count now: the last committed batch's, which a repartition
+        changes, before the operator metadata's ``numPartitions`` (v1 keeps the first count).
+        An uncommitted entry does not count: a repartition that failed leaves one behind."""
+        last = self.last_committed_batch
+        count = self.partition_count_at(last) if last is not None else None
+        if count is None and last is None and self.readable_conf is not None:
+            count = self.readable_conf.shuffle_partitions
+        if count:
+            return count
+        if from_metadata is not None:
+            return from_metadata
+        return on_disk
 
     # ---- restart compatibility: what `stateglass compat` needs beyond the store list ----------
     def operator_metadata(self, operator_id: int) -> OperatorMetadata | None:

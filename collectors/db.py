@@ -357,20 +357,47 @@ VIEWS: dict[str, str] = {
                batch_timestamp_ms - watermark_ms AS delay_ms
         FROM batches WHERE watermark_ms IS NOT NULL AND watermark_ms > 0
     """,
+    # A batch that only moved the state into another partition count: Spark 4.2+'s offline
+    # repartition copies the previous offsets entry and changes spark.sql.shuffle.partitions
+    # (the same test as parsers/repartition.py, on the recorded offsets).
+    "repartitions": """
+        CREATE OR REPLACE VIEW repartitions AS
+        SELECT checkpoint, batch_id, partitions_before, shuffle_partitions AS partitions_after
+        FROM (
+            SELECT checkpoint, batch_id, shuffle_partitions, source_offsets,
+                   lag(batch_id) OVER w AS previous_batch,
+                   lag(shuffle_partitions) OVER w AS partitions_before,
+                   lag(source_offsets) OVER w AS previous_offsets
+            FROM batches WINDOW w AS (PARTITION BY checkpoint ORDER BY batch_id)
+        )
+        WHERE previous_batch = batch_id - 1 AND partitions_before <> shuffle_partitions
+          AND source_offsets IS NOT DISTINCT FROM previous_offsets
+    """,
+    # Each partition at its newest version, among the partitions the store has now: those a
+    # repartition dropped keep their last version but are never loaded again.
     "snapshot_lag": """
         CREATE OR REPLACE VIEW snapshot_lag AS
-        SELECT checkpoint, operator_id, store_name, partition_id,
-               version AS latest_version, versions_since_snapshot, replay_bytes
-        FROM state_versions
+        WITH newest AS (
+            SELECT checkpoint, operator_id, store_name, max(version) AS newest_version
+            FROM state_versions GROUP BY ALL
+        )
+        SELECT v.checkpoint, v.operator_id, v.store_name, v.partition_id,
+               v.version AS latest_version, v.versions_since_snapshot, v.replay_bytes
+        FROM state_versions v
+        JOIN newest n USING (checkpoint, operator_id, store_name)
+        LEFT JOIN batches b ON b.checkpoint = v.checkpoint AND b.batch_id = n.newest_version - 1
+        WHERE b.shuffle_partitions IS NULL OR v.partition_id < b.shuffle_partitions
         QUALIFY row_number() OVER (
-            PARTITION BY checkpoint, operator_id, store_name, partition_id
-            ORDER BY version DESC) = 1
+            PARTITION BY v.checkpoint, v.operator_id, v.store_name, v.partition_id
+            ORDER BY v.version DESC) = 1
     """,
     # Partial history: Spark purges each partition's old files on its own
     # schedule, so partitions of one store can start at different versions. A total (or a
     # skew) over partitions exists only at versions where every partition is known; elsewhere
-    # it is NULL, drawn as a gap, never as a drop. The store has the larger of the partitions
-    # the operator metadata names and the partitions ever seen (app/metrics.py does the same).
+    # it is NULL, drawn as a gap, never as a drop. A version has the partition count of the
+    # batch that wrote it (a repartition changes it); without that batch's offsets, the store
+    # has the larger of the partitions the operators table names and the partitions ever seen
+    # (app/metrics.py does the same).
     "store_totals": """
         CREATE OR REPLACE VIEW store_totals AS
         WITH expected AS (
@@ -390,23 +417,28 @@ VIEWS: dict[str, str] = {
                    sum(coalesce(delta_bytes, 0) + coalesce(snapshot_bytes, 0)) AS bytes,
                    max(num_keys) AS max_keys, median(num_keys) AS median_keys
             FROM state_versions GROUP BY checkpoint, operator_id, store_name, version
+        ),
+        at_version AS (
+            SELECT p.*, coalesce(b.shuffle_partitions, e.partitions) AS partitions
+            FROM per_version p JOIN expected e USING (checkpoint, operator_id, store_name)
+            LEFT JOIN batches b ON b.checkpoint = p.checkpoint AND b.batch_id = p.version - 1
         )
         SELECT p.checkpoint, p.operator_id, p.store_name, p.version,
-               p.version - 1 AS batch_id, p.known_partitions, e.partitions,
-               p.known_partitions >= e.partitions AS complete,
-               CASE WHEN p.known_partitions >= e.partitions THEN p.num_keys END AS num_keys,
-               CASE WHEN p.known_partitions >= e.partitions THEN p.keys_added END AS keys_added,
-               CASE WHEN p.known_partitions >= e.partitions THEN p.keys_updated END
+               p.version - 1 AS batch_id, p.known_partitions, p.partitions,
+               p.known_partitions >= p.partitions AS complete,
+               CASE WHEN p.known_partitions >= p.partitions THEN p.num_keys END AS num_keys,
+               CASE WHEN p.known_partitions >= p.partitions THEN p.keys_added END AS keys_added,
+               CASE WHEN p.known_partitions >= p.partitions THEN p.keys_updated END
                    AS keys_updated,
-               CASE WHEN p.known_partitions >= e.partitions THEN p.keys_removed END
+               CASE WHEN p.known_partitions >= p.partitions THEN p.keys_removed END
                    AS keys_removed,
-               CASE WHEN p.known_partitions >= e.partitions THEN p.delta_bytes END
+               CASE WHEN p.known_partitions >= p.partitions THEN p.delta_bytes END
                    AS delta_bytes,
-               CASE WHEN p.known_partitions >= e.partitions THEN p.bytes END AS bytes,
-               CASE WHEN p.known_partitions >= e.partitions THEN p.max_keys END AS max_keys,
-               CASE WHEN p.known_partitions >= e.partitions THEN p.median_keys END
+               CASE WHEN p.known_partitions >= p.partitions THEN p.bytes END AS bytes,
+               CASE WHEN p.known_partitions >= p.partitions THEN p.max_keys END AS max_keys,
+               CASE WHEN p.known_partitions >= p.partitions THEN p.median_keys END
                    AS median_keys
-        FROM per_version p JOIN expected e USING (checkpoint, operator_id, store_name)
+        FROM at_version p
     """,
     "partition_skew": """
         CREATE OR REPLACE VIEW partition_skew AS
@@ -786,19 +818,27 @@ def reader(
 # no writer of this version has opened yet (served with `dashboard --db`, say) lacks them; a
 # read-only connection may still create them as temporary views, which shadow the stored ones
 # for that connection only.
+# ``repartitions`` came later still: a database written before it has the others, and the
+# per-version partition counts of ``store_totals`` and ``snapshot_lag`` come with it.
 _PARTIAL_HISTORY_VIEWS = ("store_totals", "partition_skew", "state_growth")
+_REPARTITION_VIEWS = ("repartitions", "snapshot_lag", *_PARTIAL_HISTORY_VIEWS)
 
 
 def _views_for_an_older_database(conn: duckdb.DuckDBPyConnection) -> None:
-    found = conn.execute(
-        "SELECT count(*) FROM duckdb_views() WHERE view_name = 'store_totals'"
-    ).fetchall()[0][0]
+    found = {
+        name
+        for (name,) in conn.execute(
+            "SELECT view_name FROM duckdb_views() WHERE view_name IN ('store_totals', "
+            "'repartitions')"
+        ).fetchall()
+    }
     tables = conn.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE table_name IN ('state_versions', 'operators')"
+        "SELECT count(*) FROM duckdb_tables() "
+        "WHERE table_name IN ('state_versions', 'operators', 'batches')"
     ).fetchall()[0][0]
-    if found or tables < 2:
+    if found == {"store_totals", "repartitions"} or tables < 3:
         return
-    for name in _PARTIAL_HISTORY_VIEWS:
+    for name in _REPARTITION_VIEWS:
         conn.execute(VIEWS[name].replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW"))
 
 

@@ -223,7 +223,7 @@ def overdue_examples(
     source = _source(cp, rule, None)
     codec = source.row_codec
     out: list[tuple[int, Any, Any, int]] = []
-    for partition in source.partitions:
+    for partition in source.partitions_for(version - 1):
         with source.decoding(partition):
             for key, value in source.load(partition, version):
                 if rule.kind == TIMERS:

@@ -83,13 +83,44 @@ class StateSource:
                     cp.store_dir(request.operator_id, unknown[0], request.store_name),
                     f"no partition {unknown[0]} (partitions: 0..{self.store.num_partitions - 1})",
                 )
-        self.partitions = sorted(wanted) if wanted is not None else list(self.store.partitions)
+        # A repartition (Spark 4.2+) changes the partition count from one batch to the next:
+        # the partitions of the batch asked for, not every directory there is.
+        self.partitions = (
+            sorted(wanted) if wanted is not None else self.partitions_for(request.batch_id)
+        )
         conf = cp.conf
         self.codec_name = conf.codec if conf else "lz4"
         self.row_checksum = conf.row_checksum if conf else False
         merge_v = conf.merge_operator_version if conf else None
         self.merge_delimiter = b"" if merge_v == 2 else b","
         self.encoding_format = conf.encoding_format if conf else "unsaferow"
+
+    def partitions_for(self, batch_id: int | None) -> list[int]:
+        """The store's partitions at ``batch_id`` (None: the last committed batch), or the
+        partitions asked for; every partition on disk when no batch is committed."""
+        if self.request.partitions is not None:
+            return sorted(self.request.partitions)
+        if batch_id is None:
+            batch_id = self.cp.last_committed_batch
+            if batch_id is None:
+                return list(self.store.partitions)
+        return self.cp.partitions_at(self.store.operator_id, batch_id)
+
+    def all_partitions(self) -> list[int]:
+        """Every partition directory of the store, or the partitions asked for."""
+        if self.request.partitions is not None:
+            return sorted(self.request.partitions)
+        return list(self.store.partitions)
+
+    def readable_versions(self) -> list[int]:
+        """State versions whose every partition (at that version's count) can be rebuilt."""
+        per_partition = {p: set(self.reader(p).versions()) for p in self.all_partitions()}
+        candidates = sorted(set().union(*per_partition.values())) if per_partition else []
+        return [
+            v
+            for v in candidates
+            if all(v in per_partition.get(p, ()) for p in self.partitions_for(v - 1))
+        ]
 
     @cached_property
     def row_codec(self) -> RowCodec:
@@ -279,13 +310,18 @@ class StateSource:
 
     def oldest_readable_batch(self) -> int | None:
         """The oldest batch whose state every partition can still rebuild (None: none can)."""
-        firsts = []
-        for partition in self.partitions:
+        firsts: dict[int, int] = {}
+        for partition in self.all_partitions():
             versions = self.reader(partition).versions()
-            if not versions:
-                return None
-            firsts.append(versions[0])
-        return max(firsts) - 1 if firsts else None
+            if versions:
+                firsts[partition] = versions[0]
+        # Partitions a repartition added start at it, and those it dropped end there: a
+        # batch counts only the partitions of its own time.
+        for version in sorted(set(firsts.values())):
+            wanted = self.partitions_for(version - 1)
+            if wanted and all(p in firsts and firsts[p] <= version for p in wanted):
+                return version - 1
+        return None
 
     def explain_missing(self, version: int, exc: MissingVersion) -> MissingVersion:
         """Say in batches, not files, why ``version`` cannot be read, when Spark purged it."""
@@ -348,9 +384,9 @@ RawChange = tuple[int, str, int, bytes, "bytes | None"]
 
 def iter_raw_state(source: StateSource, batch_id: int | None) -> Iterator[RawItem]:
     """``(partition, key bytes, value bytes)`` as stored, at state version batch id + 1."""
-    version = source.cp.resolve_batch(batch_id) + 1
-    for partition in source.partitions:
-        for key, value in source.load(partition, version):
+    batch = source.cp.resolve_batch(batch_id)
+    for partition in source.partitions_for(batch):
+        for key, value in source.load(partition, batch + 1):
             yield partition, key, value
 
 
@@ -364,7 +400,20 @@ def iter_raw_changes(
         raise NotFound(cp.path("commits"), f"--from must be >= 0, got {from_batch}")
     if from_batch > last:
         raise NotFound(cp.path("commits"), f"--from {from_batch} is after --to {last}: swap them")
-    for partition in source.partitions:
+    for move in cp.repartitions:
+        if from_batch <= move.batch_id <= last:
+            # Spark's change feed fails there too (no changelog is written for that version).
+            raise MissingVersion(
+                cp.path("offsets", str(move.batch_id)),
+                f"batch {move.batch_id} is a repartition ({move.partitions_before} → "
+                f"{move.partitions_after} partitions): Spark wrote the state anew, with no "
+                f"change records; read changes up to {move.batch_id - 1} or from "
+                f"{move.batch_id + 1}, or the state at batch {move.batch_id}",
+            )
+    held = {batch: set(source.partitions_for(batch)) for batch in range(from_batch, last + 1)}
+    for partition in sorted(set().union(*held.values())):
         for batch in range(from_batch, last + 1):
+            if partition not in held[batch]:
+                continue  # before or after a repartition, the partition held no state
             for change_type, key, value in source.changes(partition, batch + 1):
                 yield batch, change_type, partition, key, value

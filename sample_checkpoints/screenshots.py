@@ -1,10 +1,11 @@
 """Take the README's screenshots of the dashboard on the demo stories (``docs/screenshots/``).
 
-Starts ``stateglass dashboard`` on a fresh temporary database of ``sample_checkpoints/demo``
-and ``spark-4.3/tws-rocks-cl`` (with the demo's event log and ``demo.toml``, as ``make run``
-does), visits every page in Debian's Chromium through Playwright, writes one PNG per shot,
-then stops the server. The shots (page, story, what is selected) are fixed in :data:`SHOTS`,
-so a re-run after a merge redraws the same pictures with the code of the day.
+Starts ``stateglass dashboard`` on a fresh temporary database of ``sample_checkpoints/demo``,
+``spark-4.3/tws-rocks-cl`` and ``spark-4.2/repart-agg-up-cl`` (with the demo's event log and
+``demo.toml``, as ``make run`` does), visits every page in Debian's Chromium through
+Playwright, writes one PNG per shot, then stops the server. The shots (page, story, what is
+selected) are fixed in :data:`SHOTS`, so a re-run after a merge redraws the same pictures
+with the code of the day.
 
 Usage (from the repository root, after ``make install``)::
 
@@ -34,6 +35,8 @@ EVENTLOGS = HERE / "eventlogs" / "demo"
 CONFIG = HERE / "demo.toml"
 # The transformWithState story is a version-tagged sample, shown beside the demo.
 TWS = HERE / "spark-4.3" / "tws-rocks-cl"
+# A checkpoint Spark 4.2 repartitioned (3 → 5 partitions at batch 3), for its own shots.
+REPARTITIONED = HERE / "spark-4.2" / "repart-agg-up-cl"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -85,6 +88,8 @@ SHOTS = (
     Shot("browse.png", "browse", "skewed-join", "left-keyWithIndexToValue", 1200),
     Shot("diff.png", "diff", "unbounded-state", height=1200),
     Shot("key_history.png", "key-history", "tws-rocks-cl", height=1300),
+    Shot("state_repartitioned.png", "state", "repart-agg-up-cl", height=1900, charts=3),
+    Shot("health_repartitioned.png", "health", "repart-agg-up-cl", height=1300),
 )
 
 
@@ -92,6 +97,7 @@ def start_dashboard(db: Path, port: int) -> subprocess.Popen[bytes]:
     """``stateglass dashboard`` on the demo, as ``make run`` starts it, on 127.0.0.1:port."""
     command = [
         *[sys.executable, "-m", "stateglass.app.cli", "dashboard", str(DEMO), str(TWS)],
+        str(REPARTITIONED),
         *["--db", str(db), "--port", str(port), "--headless"],
         *["--progress", str(EVENTLOGS), "--config", str(CONFIG)],
     ]

@@ -33,6 +33,7 @@ from stateglass.app.browse.store import (
 )
 from stateglass.app.browse.table import decode_rows, flattener, last
 from stateglass.app.browse.views import StateView, identity_width, open_source
+from stateglass.app.errors import AppError
 from stateglass.collectors.errors import MissingVersion
 from stateglass.collectors.state import StateSource
 from stateglass.parsers.state_rows import Row
@@ -167,7 +168,15 @@ def iter_diff(
     """
     keyed = view.keyed(open_source(view).row_codec)
     source = open_source(keyed)
-    partitions = source.partitions if partition is None else [partition]
+    held = source.partitions_for(after - 1)
+    if held != source.partitions_for(before - 1):
+        # Keys moved between partitions: a partition-by-partition diff would call every
+        # moved key added in one and removed in another.
+        raise AppError(
+            f"versions {before} and {after} lie on both sides of a repartition (Spark moved "
+            "the keys to another partition count): compare versions on one side of it"
+        )
+    partitions = held if partition is None else [partition]
     known = _RECENT.get((keyed, before, after, partition))
     if known is not None:
         yield 1.0, known

@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow.compute as pc
 
 from stateglass.app.browse.cells import Flattener, cell_text
-from stateglass.app.browse.store import PartitionData, read_partition
+from stateglass.app.browse.store import PartitionData, partition_data, read_partition
 from stateglass.app.browse.table import last
 from stateglass.app.browse.views import StateView, identity_width, open_source, versions
 from stateglass.app.errors import AppError
@@ -204,12 +204,15 @@ def iter_growth(
     base, steps = window_versions(versions(keyed), window)
     newest = steps[-1] if steps else base
     keys = _Keys(source)
-    total_work = 2 * len(source.partitions) or 1
+    groups = _groups(source, [base, *steps])
+    total_work = 2 * len(groups) or 1
     ranked, new_keys, keys_total, approximate = yield from _rank_new_values(
-        source, keys, (base, newest), top, total_work
+        source, keys, (base, newest), top, total_work, groups
     )
     stride = max(1, -(-keys_total // max(1, share_sample)))
-    chosen = yield from _count_chosen(source, keys, (base, steps), ranked, stride, total_work)
+    chosen = yield from _count_chosen(
+        source, keys, (base, steps), ranked, stride, total_work, groups
+    )
     contributors = tuple(
         Contributor(
             f,
@@ -238,8 +241,36 @@ def iter_growth(
     )
 
 
+def _groups(source: StateSource, versions: list[int]) -> list[tuple[int, ...]]:
+    """What is compared version against version: each partition on its own, or, when a
+    repartition (Spark 4.2+) falls inside the window and keys moved between partitions, the
+    whole store as one."""
+    held = {tuple(source.partitions_for(v - 1)) for v in versions if v > 0}
+    if len(held) <= 1:
+        return [(p,) for p in source.partitions]
+    return [tuple(sorted(set().union(*held)))]
+
+
+def _read(source: StateSource, version: int, group: tuple[int, ...]) -> PartitionData:
+    """One partition at ``version``, or the store's partitions at it as one."""
+    if len(group) == 1:
+        return read_partition(source, version, group[0])
+    items = [
+        item
+        for p in source.partitions_for(version - 1)
+        if p in group
+        for item in source.load_items(p, version)
+    ]
+    return partition_data(source, group[0], items)
+
+
 def _rank_new_values(
-    source: StateSource, keys: _Keys, span: tuple[int, int], top: int, total_work: int
+    source: StateSource,
+    keys: _Keys,
+    span: tuple[int, int],
+    top: int,
+    total_work: int,
+    groups: list[tuple[int, ...]],
 ) -> Generator[Progress, None, tuple[Ranked, int, int, bool]]:
     """First pass, base against newest: the ``top`` (field, value)s of the new keys.
 
@@ -250,9 +281,9 @@ def _rank_new_values(
     counters: list[Counter[str]] = [Counter() for _ in keys.fields]
     approximate = False
     new_keys = keys_total = 0
-    for n, p in enumerate(source.partitions, start=1):
-        before = read_partition(source, base, p) if base > 0 else None
-        after = read_partition(source, newest, p)
+    for n, group in enumerate(groups, start=1):
+        before = _read(source, base, group) if base > 0 else None
+        after = _read(source, newest, group)
         keys_total += after.num_items
         items = _added_items(before, after)
         new_keys += len(items)
@@ -282,21 +313,21 @@ def _count_chosen(
     ranked: Ranked,
     stride: int,
     total_work: int,
+    groups: list[tuple[int, ...]],
 ) -> Generator[Progress, None, _Chosen]:
     """Second pass, version against version: keys added per step for each top value, and
     how common each is among (every ``stride``-th of) the keys at the newest version."""
     base, steps = window
-    partitions = source.partitions
     chosen = _Chosen(
         per_step=np.zeros((len(ranked), len(steps)), dtype=np.int64),
         added_all=np.zeros(len(steps), dtype=np.int64),
         at_newest=np.zeros(len(ranked), dtype=np.int64),
         keys_now=0,
     )
-    for n, p in enumerate(partitions, start=len(partitions) + 1):
-        previous = read_partition(source, base, p) if base > 0 else None
+    for n, group in enumerate(groups, start=len(groups) + 1):
+        previous = _read(source, base, group) if base > 0 else None
         for s, version in enumerate(steps):
-            current = read_partition(source, version, p)
+            current = _read(source, version, group)
             items = _added_items(previous, current)
             chosen.added_all[s] += len(items)
             if ranked:

@@ -68,9 +68,8 @@ def find_keys(
     keyed = view.keyed(open_source(view).row_codec)
     source = open_source(keyed)
     found: list[KeyRef] = []
-    for data in iter_partitions(
-        keyed, version, source.partitions, search=bool(search), cache=cache, jobs=jobs
-    ):
+    held = source.partitions_for(version - 1)  # a repartition changes them
+    for data in iter_partitions(keyed, version, held, search=bool(search), cache=cache, jobs=jobs):
         rows = matching_rows(data, search)
         items = range(data.num_items) if rows is None else rows
         for item in items[: limit - len(found)]:
@@ -106,21 +105,27 @@ def find_key_json(
     hint = max(strings, key=len) if strings else ""
     # Spark's hash partitioning names the key's partition: look there first (every
     # version), elsewhere only when it is not there (a key type not covered, a store keyed
-    # otherwise), so a pasted key costs one partition, not the store.
-    home = _home_partition(source, wanted)
-    groups = [source.partitions]
-    if home is not None:
-        groups = [[home], [p for p in source.partitions if p != home]]
-    for partitions in groups:
-        for version in sorted(versions, reverse=True):
-            ref = _find_in(keyed, version, partitions, wanted, hint, cache, jobs)
+    # otherwise), so a pasted key costs one partition, not the store. A repartition moves
+    # the key: each version has its own partitions and its own home.
+    newest_first = sorted(versions, reverse=True)
+    homes = {v: _home_partition(source, wanted, source.partitions_for(v - 1)) for v in versions}
+    for version in newest_first:
+        home = homes[version]
+        if home is not None:
+            ref = _find_in(keyed, version, [home], wanted, hint, cache, jobs)
             if ref is not None:
                 return ref
+    for version in newest_first:
+        others = [p for p in source.partitions_for(version - 1) if p != homes[version]]
+        ref = _find_in(keyed, version, others, wanted, hint, cache, jobs)
+        if ref is not None:
+            return ref
     return None
 
 
-def _home_partition(source: StateSource, wanted: Any) -> int | None:
-    """The partition Spark's shuffle sends this key to, when the key's types allow."""
+def _home_partition(source: StateSource, wanted: Any, partitions: Sequence[int]) -> int | None:
+    """The partition Spark's shuffle sends this key to among ``partitions`` (the store's at
+    one version), when the key's types allow."""
     codec = source.row_codec
     key = wanted
     if identity_width(codec) != 1:
@@ -130,8 +135,8 @@ def _home_partition(source: StateSource, wanted: Any) -> int | None:
     schema = codec.columns[0][1]  # the grouping key (map and timer keys add a second part)
     if not isinstance(schema, StructType):
         return None
-    home = key_partition(schema, key, source.store.num_partitions)
-    return home if home in source.partitions else None
+    home = key_partition(schema, key, len(partitions))
+    return home if home in partitions else None
 
 
 def _find_in(
@@ -191,20 +196,21 @@ def iter_history(
     flat = flattener(tuple(codec.columns))
     width = 1 + sum(len(leaves) for _, leaves in flat.groups[: identity_width(codec)])
     names = flat.names[width:]
-    columns: dict[str, list[Any]] = {n: [] for n in ["batch_id", "version", "status", *names]}
+    columns: dict[str, list[Any]] = {
+        n: [] for n in ["batch_id", "version", "status", "partition_id", *names]
+    }
     previous: bytes | None = None
     ordered = sorted(versions)
-    found = source.lookup(ref.partition, (ref.key,), ordered)
-    for n, (version, values) in enumerate(found, start=1):
-        value = values.get(ref.key)
+    for n, (version, partition, value) in enumerate(_lookups(source, ref, ordered), start=1):
         columns["batch_id"].append(version - 1)
         columns["version"].append(version)
         columns["status"].append(_status(n == 1, previous, value))
+        columns["partition_id"].append(partition)
         if value is None:
             cells: list[Any] = [None] * len(names)
         else:
             data = PartitionData(
-                ref.partition,
+                partition,
                 pa.array([ref.key], type=pa.large_binary()),
                 pa.array([value], type=pa.large_binary()),
             )
@@ -214,12 +220,43 @@ def iter_history(
             columns[name].append(cell)
         previous = value
         yield n / len(ordered), None
-    types = [pa.int64(), pa.int64(), pa.string(), *flat.types[width:]]
+    types = [pa.int64(), pa.int64(), pa.string(), pa.int64(), *flat.types[width:]]
     table = pa.table(
         [pa.array(v, type=t) for v, t in zip(columns.values(), types, strict=True)],
         names=list(columns),
     )
     yield 1.0, table
+
+
+def _lookups(
+    source: StateSource, ref: KeyRef, ordered: list[int]
+) -> Iterator[tuple[int, int, bytes | None]]:
+    """``(version, partition, value or None)`` of the key at each version, ascending.
+
+    A repartition (Spark 4.2+) moves the key to another partition: each run of versions
+    with one partition count is looked up in the key's partition there (all of that run's
+    partitions when its types do not say which).
+    """
+    eras: list[tuple[list[int], list[int]]] = []
+    for version in ordered:
+        held = source.partitions_for(version - 1)
+        if eras and eras[-1][0] == held:
+            eras[-1][1].append(version)
+        else:
+            eras.append((held, [version]))
+    for held, era in eras:
+        candidates = [ref.partition]
+        if len(eras) > 1:
+            home = _home_partition(source, _normal(ref.label), held)
+            candidates = [home] if home is not None else held
+        found: dict[int, tuple[int, bytes]] = {}
+        for partition in candidates:
+            for version, values in source.lookup(partition, (ref.key,), era):
+                if ref.key in values and version not in found:
+                    found[version] = (partition, values[ref.key])
+        for version in era:
+            partition, value = found.get(version, (candidates[0], None))
+            yield version, partition, value
 
 
 def _status(first: bool, previous: bytes | None, value: bytes | None) -> str:
@@ -256,7 +293,7 @@ def key_history(view: StateView, ref: KeyRef, versions: Sequence[int], **kwargs:
 
 def numeric_columns(table: pa.Table) -> list[str]:
     """Value columns of a history table that hold numbers (and some of them non-null)."""
-    skip = {"batch_id", "version", "status"}
+    skip = {"batch_id", "version", "status", "partition_id"}
     return [
         f.name
         for f in table.schema

@@ -84,7 +84,7 @@ def overdue_page(
     picked: list[tuple[int, Any]] = []
     times: list[str] = []
     scanned = found = 0
-    partitions = source.partitions if partition is None else [partition]
+    partitions = source.partitions_for(version - 1) if partition is None else [partition]
     for p in partitions:
         with source.decoding(p):
             for key, value in source.load(p, version):

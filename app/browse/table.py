@@ -117,7 +117,8 @@ def iter_page(
 ) -> Iterator[PageUpdate]:
     """Progress while partitions are read; the last update has the page and the total."""
     source = open_source(request.view)
-    partitions = source.partitions if request.partition is None else [request.partition]
+    held = source.partitions_for(request.version - 1)  # a repartition changes them
+    partitions = held if request.partition is None else [request.partition]
     size = max(1, min(request.page_size, MAX_PAGE_SIZE))
     offset = request.offset
     kwargs = {} if cache is None else {"cache": cache}

@@ -121,9 +121,7 @@ def open_source(view: StateView) -> StateSource:
 
 def versions(view: StateView) -> list[int]:
     """State versions every partition of the view can be rebuilt at (as ``stateglass info``)."""
-    source = open_source(view)
-    per_partition = [set(source.reader(p).versions()) for p in source.partitions]
-    return sorted(set.intersection(*per_partition)) if per_partition else []
+    return open_source(view).readable_versions()
 
 
 def batch_label(version: int) -> str:

@@ -29,8 +29,7 @@ def store_summary(cp: Checkpoint, store: StoreInfo) -> dict[str, Any]:
     from stateglass.collectors.state import StateRequest, StateSource
 
     source = StateSource(cp, StateRequest(store.operator_id, store.store_name, state_var=""))
-    per_partition = [set(source.reader(p).versions()) for p in source.partitions]
-    common = sorted(set.intersection(*per_partition)) if per_partition else []
+    common = source.readable_versions()
     return {
         "operator_id": store.operator_id,
         "operator_name": store.operator_name,
@@ -101,6 +100,15 @@ def run(args: argparse.Namespace) -> int:
         "last_committed_batch": cp.last_committed_batch,
         "codec": conf.codec if conf else None,
         "shuffle_partitions": conf.shuffle_partitions if conf else None,
+        "repartitions": [
+            {
+                "batch_id": r.batch_id,
+                "before": r.partitions_before,
+                "after": r.partitions_after,
+                "committed": r.batch_id in cp.commit_batch_ids,
+            }
+            for r in cp.repartitions
+        ],
         "stores": [store_summary(cp, s) for s in cp.stores()],
     }
     if args.json:
@@ -121,6 +129,9 @@ def _print_text(cp: Checkpoint, summary: dict[str, Any]) -> None:
     if pending:
         print(f"pending      {ranges(pending)} (offsets written, not committed)")
     print(f"codec        {summary['codec']}; shuffle partitions {summary['shuffle_partitions']}")
+    for r in summary["repartitions"]:
+        what = "repartition" if r["committed"] else "repartition, not committed"
+        print(f"partitions   {r['before']} → {r['after']} at batch {r['batch_id']} ({what})")
     if not summary["stores"]:
         print("state        none (stateless query)")
     for s in summary["stores"]:

@@ -59,7 +59,29 @@ def batch_timeline(batches: pd.DataFrame) -> go.Figure:
             hovertemplate="batch %{x}: pending, offsets written, no commit yet"
             "<br>triggered %{customdata[0]}<extra></extra>",
         )
+    mark_repartitions(fig, batches)
     return finish(fig, title, "batch id", f"duration ({unit})")
+
+
+def mark_repartitions(fig: go.Figure, batches: pd.DataFrame) -> None:
+    """A dotted line at each repartition batch (Spark 4.2+), labelled with the counts.
+
+    Columns: ``batch_id``, ``partitions_before``, ``shuffle_partitions`` (optional: a frame
+    without them has no repartition to mark).
+    """
+    if "partitions_before" not in batches.columns:
+        return
+    moved = batches[batches["partitions_before"].notna()]
+    for row in moved.itertuples(index=False):
+        fig.add_vline(
+            x=int(row.batch_id),
+            line_dash="dot",
+            line_color="#F58518",
+            annotation_text=(
+                f"repartition {int(row.partitions_before)} → {int(row.shuffle_partitions)}"
+            ),
+            annotation_position="top",
+        )
 
 
 def trigger_intervals(batches: pd.DataFrame) -> go.Figure:

@@ -55,15 +55,26 @@ def _grid(frame: pd.DataFrame, value: str, index: str, columns: str) -> pd.DataF
     return pd.DataFrame(grid, index=pd.Index(row_keys, name=index), columns=col_keys)
 
 
-def complete_total(grid: pd.DataFrame, partitions: int | None = None) -> np.ndarray:
+# The partitions a store has: one count, or (version, count) pairs where a repartition
+# changed it (``store_history``'s ``partitions_by_version``).
+Partitions = int | tuple[tuple[int, int], ...] | None
+
+
+def complete_total(grid: pd.DataFrame, partitions: Partitions = None) -> np.ndarray:
     """Row sums of a version × partition grid, NaN where any partition is unknown.
 
     The ``store_totals`` rule in figure form: a total over some partitions would draw as a
     drop (or, once they all appear, a jump) that never happened; NaN breaks the line instead.
+    With a count per version, a version needs its own partitions only.
     """
     cells = grid.to_numpy(dtype="float64")
     known = (~np.isnan(cells)).sum(axis=1)
-    needed = max(grid.shape[1], partitions or 0)
+    if isinstance(partitions, tuple):
+        counts = dict(partitions)
+        widest = max(grid.shape[1], *counts.values())
+        needed = np.array([counts.get(int(v), widest) for v in grid.index], dtype="int64")
+    else:
+        needed = np.full(len(grid), max(grid.shape[1], partitions or 0), dtype="int64")
     total = np.nansum(cells, axis=1)
     return np.where(known >= needed, total, np.nan)
 
@@ -71,7 +82,7 @@ def complete_total(grid: pd.DataFrame, partitions: int | None = None) -> np.ndar
 def keys_over_versions(
     versions: pd.DataFrame,
     max_lines: int = MAX_PARTITION_LINES,
-    partitions: int | None = None,
+    partitions: Partitions = None,
 ) -> go.Figure:
     """Keys in the store per version: the total on top, per partition below.
 

@@ -26,7 +26,9 @@ def batches(db: str, checkpoint: str) -> pd.DataFrame:
     """One row per batch of the checkpoint, with the metrics of the batch views.
 
     Columns: batch_id, committed, batch_time (trigger time), watermark (NULL without one),
-    offsets_written_at, committed_at, duration_ms, interval_ms, delay_ms, source_offsets.
+    offsets_written_at, committed_at, duration_ms, interval_ms, delay_ms, source_offsets,
+    shuffle_partitions, and partitions_before (the count before, for a repartition batch;
+    NULL for any other).
     """
     return read_frame(
         db,
@@ -36,8 +38,10 @@ def batches(db: str, checkpoint: str) -> pd.DataFrame:
                     THEN epoch_ms(b.batch_timestamp_ms) END AS batch_time,
                CASE WHEN b.watermark_ms > 0 THEN epoch_ms(b.watermark_ms) END AS watermark,
                b.offsets_written_at, b.committed_at,
-               d.duration_ms, t.interval_ms, w.delay_ms, b.source_offsets
+               d.duration_ms, t.interval_ms, w.delay_ms, b.source_offsets,
+               b.shuffle_partitions, r.partitions_before
         FROM batches b
+        LEFT JOIN repartitions r USING (checkpoint, batch_id)
         LEFT JOIN batch_durations d USING (checkpoint, batch_id)
         LEFT JOIN trigger_intervals t USING (checkpoint, batch_id)
         LEFT JOIN watermark_delays w USING (checkpoint, batch_id)

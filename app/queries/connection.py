@@ -22,6 +22,13 @@ if TYPE_CHECKING:
 
 # What the pages show for a store: one frame, filtered in SQL by these three columns.
 STORE_WHERE = "checkpoint = ? AND operator_id = ? AND store_name = ?"
+# The partitions a store has at its newest version (as STORE_WHERE, the store's three
+# parameters follow): a repartition that lowered the count leaves the higher partitions' last
+# files behind, and a restart never loads them again.
+NOW_PARTITIONS = f"""partition_id < coalesce((
+    SELECT b.shuffle_partitions FROM batches b
+    WHERE b.checkpoint = ? AND b.batch_id = (
+        SELECT max(version) - 1 FROM state_versions WHERE {STORE_WHERE})), 2147483647)"""
 
 
 class _Session:

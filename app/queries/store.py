@@ -14,7 +14,10 @@ def store_history(db: str, checkpoint: str, operator_id: int, store_name: str) -
 
     Keys: ``first`` / ``last`` (any partition), ``first_complete`` / ``last_complete``
     (every partition known, the range totals are drawn over; ``None`` if no such version),
-    ``partitions`` (expected), ``earliest`` (partition -> its first collected version).
+    ``partitions`` (expected at the newest version), ``earliest`` (partition -> its first
+    collected version), ``repartitions`` ((batch, before, after) of each) and
+    ``partitions_by_version`` (``(version, count)`` pairs when a repartition changed the
+    count, else None).
     """
     rows = read_frame(
         db,
@@ -31,11 +34,22 @@ def store_history(db: str, checkpoint: str, operator_id: int, store_name: str) -
         f"""
         SELECT min(version) FILTER (WHERE complete) AS first_complete,
                max(version) FILTER (WHERE complete) AS last_complete,
-               max(partitions) AS partitions
+               arg_max(partitions, version) AS partitions
         FROM store_totals WHERE {STORE_WHERE}
         """,
         [checkpoint, operator_id, store_name],
     ).iloc[0]
+    counts = read_frame(
+        db,
+        f"SELECT version, partitions FROM store_totals WHERE {STORE_WHERE} ORDER BY version",
+        [checkpoint, operator_id, store_name],
+    )
+    moves = read_frame(
+        db,
+        "SELECT batch_id, partitions_before, partitions_after FROM repartitions "
+        "WHERE checkpoint = ? ORDER BY batch_id",
+        [checkpoint],
+    )
 
     def _int(value: Any) -> int | None:
         return None if pd.isna(value) else int(value)
@@ -49,7 +63,22 @@ def store_history(db: str, checkpoint: str, operator_id: int, store_name: str) -
         "earliest": dict(
             zip(rows["partition_id"].astype(int), rows["first"].astype(int), strict=True)
         ),
+        "repartitions": [tuple(int(x) for x in r) for r in moves.itertuples(index=False)],
+        # Per version where a repartition changed the count (see figures.complete_total).
+        "partitions_by_version": (
+            tuple((int(v), int(n)) for v, n in counts.itertuples(index=False))
+            if not moves.empty
+            else None
+        ),
     }
+
+
+def repartition_note(history: dict[str, Any]) -> str:
+    """``partitions 3 → 5 at batch 3 (repartition)``, one per repartition; "" without any."""
+    return "; ".join(
+        f"partitions {before} → {after} at batch {batch} (repartition)"
+        for batch, before, after in history.get("repartitions", ())
+    )
 
 
 def history_note(history: dict[str, Any]) -> str:
@@ -74,6 +103,9 @@ def history_note(history: dict[str, Any]) -> str:
             f"history from version {first_complete}: earlier versions were purged by Spark "
             "before the first collect"
         )
+    moved = repartition_note(history)
+    if moved:
+        text += f"; {moved}"
     ahead = {p: v for p, v in history["earliest"].items() if v < first_complete}
     if ahead:
         parts = ", ".join(f"partition {p} from {v}" for p, v in sorted(ahead.items())[:4])

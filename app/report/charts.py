@@ -91,7 +91,13 @@ def query_charts(data: ReportData) -> ChartGroup:
     b = data.batches
     committed = b[b["committed"].astype(bool)]
     durations, step = largest_per_run(committed, "batch_id", "duration_ms", MAX_COLUMNS)
-    timeline = pd.concat([durations, b[~b["committed"].astype(bool)]]).sort_values("batch_id")
+    # Pending and repartition batches are always shown, whatever the sampling kept.
+    moved = b[b["partitions_before"].notna()] if "partitions_before" in b.columns else b[:0]
+    timeline = (
+        pd.concat([durations, b[~b["committed"].astype(bool)], moved])
+        .drop_duplicates("batch_id")
+        .sort_values("batch_id")
+    )
     intervals, _ = largest_per_run(b, "batch_id", "interval_ms", MAX_COLUMNS)
     delays, _ = largest_per_run(b[b["watermark"].notna()], "batch_id", "delay_ms", MAX_COLUMNS)
     inputs, _ = largest_per_run(data.inputs, "batch_id", "amount", MAX_COLUMNS, by=["source"])
@@ -109,7 +115,8 @@ def query_charts(data: ReportData) -> ChartGroup:
             Chart(
                 figures.batch_timeline(timeline),
                 "How long each batch took from writing its offsets to its commit; a red × "
-                "marks a batch whose offsets are written but which has not committed.",
+                "marks a batch whose offsets are written but which has not committed, a "
+                "dotted line a repartition (the state moved to another partition count).",
             ),
             Chart(
                 figures.trigger_intervals(intervals),
@@ -153,7 +160,11 @@ def store_charts(store: StoreData) -> ChartGroup:
         )
     charts = [
         Chart(
-            figures.keys_over_versions(cells, partitions=store.history.get("partitions")),
+            figures.keys_over_versions(
+                cells,
+                partitions=store.history.get("partitions_by_version")
+                or store.history.get("partitions"),
+            ),
             "Is the state growing without bound? Keys in the store at each version, in all "
             "partitions and per partition.",
         ),

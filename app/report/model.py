@@ -409,6 +409,15 @@ def key_numbers(data: ReportData) -> tuple[tuple[str, str], ...]:
         ),
         ("unreadable files (problems)", fmt_int(_int(o, "problems"))),
     ]
+    if "partitions_before" in b.columns:
+        moved = b[b["partitions_before"].notna()]
+        numbers += [
+            (
+                f"repartition (batch {int(r.batch_id)})",
+                f"partitions {int(r.partitions_before)} → {int(r.shuffle_partitions)}",
+            )
+            for r in moved.itertuples(index=False)
+        ]
     return tuple(numbers)
 
 

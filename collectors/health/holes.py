@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from stateglass.collectors.health.base import ERR, OK, WARN, Context, Finding
-from stateglass.collectors.health.versions import gaps, live_chain_files, rebuildable
+from stateglass.collectors.health.versions import (
+    PartitionCounts,
+    gaps,
+    live_chain_files,
+    rebuildable,
+)
 from stateglass.collectors.text import ranges
 
 
@@ -34,11 +39,14 @@ class Holes:
             # One finding per store, led by its first worst partition: 200 broken partitions
             # are one problem, not 200 rows.
             bad: list[tuple[str, int, str]] = []
-            parts = range(store.num_partitions or 0)
+            counts = PartitionCounts.of(ctx, store.num_partitions or 0)
+            parts = range(counts.most())
             for part in parts:
                 files = chains.get((store.operator_id, store.store_name, part))
+                # A partition a repartition dropped needs only the versions up to it.
+                own_last = counts.last_batch_of(part, last) if last is not None else None
                 if files is None:
-                    if needed:
+                    if needed and part < (store.num_partitions or 0):
                         text = (
                             f"partition {part} has no state files, but batch {last} is "
                             f"committed (needs version {needed})"
@@ -46,7 +54,7 @@ class Holes:
                         bad.append((ERR, part, text))
                     continue
                 checked += 1
-                found = self._partition(part, files.change, files.full, last)
+                found = self._partition(part, files.change, files.full, own_last)
                 if found is not None:
                     bad.append(found)
             if not bad:

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from stateglass.collectors.health.base import OK, WARN, Context, Finding
-from stateglass.collectors.health.versions import bad_state_files, live_chain_files
+from stateglass.collectors.health.versions import (
+    PartitionCounts,
+    bad_state_files,
+    live_chain_files,
+)
 from stateglass.collectors.text import ranges
 
 MIN_BATCHES_CONF = "spark.sql.streaming.minBatchesToRetain"
@@ -31,14 +35,19 @@ class Retention:
             return [ctx.finding(self, OK, "no batch committed yet")]
         chains = live_chain_files(ctx)
         # Batch B reads state version B + 1, in every partition of every store.
-        readable: set[int] | None = None
+        # A repartition changes the partitions a batch needs: count each batch's own.
+        readable: set[int] = set(range(last + 1))
         for store in ctx.stores:
-            parts = range(store.num_partitions or 0)
-            for part in parts:
+            counts = PartitionCounts.of(ctx, store.num_partitions or 0)
+            per_part = []
+            for part in range(counts.most()):
                 files = chains.get((store.operator_id, store.store_name, part))
-                versions = files.readable() if files else set()
-                batches = {v - 1 for v in versions if 1 <= v <= last + 1}
-                readable = batches if readable is None else readable & batches
+                per_part.append({v - 1 for v in files.readable()} if files else set())
+            readable = {
+                b
+                for b in readable
+                if all(b in per_part[p] for p in range(min(counts.at(b), len(per_part))))
+            }
         # Restarting from (or reading) batch B also needs its offsets/B and commits/B.
         logs: dict[str, set[int]] = {"offsets": set(), "commits": set()}
         bad = bad_state_files(ctx)
@@ -49,7 +58,7 @@ class Retention:
             kind = folder.rpartition("/")[2]
             if kind in logs and name.isdigit():
                 logs[kind].add(int(name))
-        readable = (readable or set()) & logs["offsets"] & logs["commits"]
+        readable = readable & logs["offsets"] & logs["commits"]
         expected = min(retain, last + 1)
         recent = {b for b in readable if b > last - expected}
         text = (

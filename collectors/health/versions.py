@@ -118,3 +118,38 @@ def gaps(versions: Iterable[int], lo: int, hi: int) -> list[int]:
     """Versions in ``lo..hi`` missing from ``versions``."""
     have = set(versions)
     return [v for v in range(lo, hi + 1) if v not in have]
+
+
+@dataclass(frozen=True)
+class PartitionCounts:
+    """State partitions per batch, from each batch's ``spark.sql.shuffle.partitions``: a
+    repartition (Spark 4.2+) changes the count, so a partition can start or end at it."""
+
+    by_batch: dict[int, int]
+    default: int
+
+    @classmethod
+    def of(cls, ctx: Context, default: int) -> PartitionCounts:
+        rows = ctx.rows(
+            "SELECT batch_id, shuffle_partitions FROM batches "
+            "WHERE checkpoint = ? AND shuffle_partitions IS NOT NULL"
+        )
+        return cls({b: n for b, n in rows}, default)
+
+    def at(self, batch: int) -> int:
+        """The count at ``batch``; a batch whose offsets are gone takes the next known one's."""
+        if batch in self.by_batch:
+            return self.by_batch[batch]
+        later = [b for b in self.by_batch if b > batch]
+        return self.by_batch[min(later)] if later else self.default
+
+    def most(self) -> int:
+        """The largest count any batch had: every partition directory the store can have."""
+        return max([self.default, *self.by_batch.values()])
+
+    def last_batch_of(self, partition: int, last: int) -> int | None:
+        """The newest batch up to ``last`` whose state has ``partition`` (None: none has)."""
+        for batch in sorted((b for b in self.by_batch if b <= last), reverse=True):
+            if partition < self.by_batch[batch]:
+                return batch
+        return last if partition < self.default else None

@@ -101,13 +101,24 @@ def server(samples_db: str) -> Iterator[Server]:
 
 
 def expected_state_keys(db: str) -> dict[tuple[str, str, str], float]:
-    """Keys per store at its newest version where every partition is counted, from raw rows."""
+    """Keys per store at its newest version where every partition is counted, from raw rows.
+
+    A version written after a repartition (Spark 4.2+) needs the partitions of its own batch
+    (``batches.shuffle_partitions``), not every directory the store ever had."""
     rows = read_query(
         db,
         "SELECT v.checkpoint, v.operator_id, v.store_name, v.partition_id, v.version, "
         "v.num_keys, o.num_partitions FROM state_versions v LEFT JOIN operators o "
         "USING (checkpoint, operator_id, store_name)",
     )
+    own = {
+        (cp, batch + 1): n
+        for cp, batch, n in read_query(
+            db, "SELECT checkpoint, batch_id, shuffle_partitions FROM batches"
+        )
+        if n is not None
+    }
+    moved = {cp for (cp,) in read_query(db, "SELECT DISTINCT checkpoint FROM repartitions")}
     counts: dict[tuple[str, str, str], dict[int, dict[int, int]]] = defaultdict(
         lambda: defaultdict(dict)
     )
@@ -122,7 +133,11 @@ def expected_state_keys(db: str) -> dict[tuple[str, str, str], float]:
     out = {}
     for key, by_version in counts.items():
         need = max(len(partitions[key]), declared[key])
-        whole = [v for v, parts in by_version.items() if len(parts) >= need]
+        whole = [
+            v
+            for v, parts in by_version.items()
+            if len(parts) >= (own[(key[0], v)] if key[0] in moved else need)
+        ]
         if whole:
             out[key] = float(sum(by_version[max(whole)].values()))
     return out

@@ -116,6 +116,7 @@ def test_overview_watches_a_new_checkpoint(tmp_path: Path, monkeypatch: pytest.M
         pytest.param("spark-4.3/agg-hdfs", id="4.3-agg-hdfs"),
         pytest.param("spark-3.5/agg-rocks", id="3.5-agg-rocks"),
         pytest.param("spark-4.3/session-rocks-cl", id="4.3-session-rocks-cl"),
+        pytest.param("spark-4.2/repart-agg-up-cl", id="4.2-repartitioned"),
     ],
 )
 def test_query_page(samples_db: str, checkpoint: str) -> None:
@@ -131,6 +132,14 @@ def test_query_page(samples_db: str, checkpoint: str) -> None:
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["batches"] == f"{batches:,}"
     assert metrics["pending"] == "0"
+    notes = [i.value for i in at.info if "is a repartition" in i.value]
+    if "repart" in checkpoint:
+        assert notes == [
+            "Batch 3 is a repartition: Spark moved the state from 3 to 5 partitions "
+            "(spark._streamingCheckpointManager.repartition, Spark 4.2+); it read no input."
+        ]
+    else:
+        assert notes == []
 
 
 @pytest.mark.parametrize(

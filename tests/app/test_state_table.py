@@ -281,9 +281,12 @@ def test_diff_is_what_the_change_feed_did(view: StateView, cache: PartitionCache
     # The last five steps: RocksDB restores make each version cost tens of milliseconds.
     for after in found[-5:]:
         before = after - 1
+        held = source.partitions_for(after - 1)
+        if held != source.partitions_for(before - 1):
+            continue  # a repartition: keys moved, and it wrote no change records
         result = compute_diff(view, before, after, cache=cache, jobs=1)
         expected = {"added": 0, "removed": 0, "changed": 0}
-        for partition in source.partitions:
+        for partition in held:
             old = {k: v for k, v in source.reader(partition).load(before) if codec.rows(k, v)}
             new = dict(old)
             one = source.__class__(source.cp, keyed.request([partition]))

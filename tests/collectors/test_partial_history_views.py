@@ -24,3 +24,14 @@ def test_old_views_are_shadowed_by_the_complete_version_ones(tmp_path: Path) -> 
     assert read_query(db, "SELECT count(*), count(num_keys) FROM state_growth") == [(12, 12)]
     assert read_query(db, "SELECT count(*) FROM partition_skew WHERE skew > 0") == [(12,)]
     assert read_query(db, "SELECT bool_and(complete) FROM store_totals") == [(True,)]
+
+
+def test_a_database_without_the_repartitions_view_gets_it(tmp_path: Path) -> None:
+    """Written before the repartitions view: a reader makes it, and the views that use
+    per-version partition counts, as temporary views."""
+    db = str(tmp_path / "older.duckdb")
+    scan_checkpoint(Database(db), str(AGG))
+    with duckdb.connect(db) as conn:
+        conn.execute("DROP VIEW repartitions")
+    assert read_query(db, "SELECT count(*) FROM repartitions") == [(0,)]
+    assert read_query(db, "SELECT bool_and(complete) FROM store_totals") == [(True,)]

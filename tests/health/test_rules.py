@@ -25,6 +25,9 @@ from tests.health.conftest import (
 pytestmark = pytest.mark.spark
 
 SAMPLE_NAMES = sorted(os.path.relpath(p.parent, SAMPLES) for p in SAMPLES.glob("spark-*/*/commits"))
+# The repartitioned samples' queries keep every key on purpose (no watermark, so a key's
+# partition can be followed across the repartition): state_leak says so, rightly.
+KEEPS_EVERY_KEY = {n for n in SAMPLE_NAMES if os.path.basename(n).startswith("repart-")}
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +52,9 @@ def test_every_rule_is_ok_on_a_healthy_sample(samples_db: Path, name: str) -> No
     found = judge(samples_db, str(SAMPLES / name))
     assert set(found) == set(RULES)
     bad = [(f.rule, f.status, f.finding) for fs in found.values() for f in fs if f.status != "OK"]
+    if name in KEEPS_EVERY_KEY:
+        assert {(rule, status) for rule, status, _ in bad} == {("state_leak", "WARN")}
+        return
     assert bad == []
 
 

@@ -97,8 +97,14 @@ def render() -> None:
     if table is None:
         return
     present = sum(1 for s in table.column("status").to_pylist() if s not in ("absent", "removed"))
+    moves = list(dict.fromkeys(table.column("partition_id").to_pylist()))
+    where = (
+        f"Partition {ref.partition}"
+        if len(moves) < 2
+        else "Partitions " + " → ".join(map(str, moves)) + " (a repartition moved the key)"
+    )
     st.caption(
-        f"Partition {ref.partition}; present in {present} of {len(options)} retained "
+        f"{where}; present in {present} of {len(options)} retained "
         f"version(s). Status: {STATUS_HELP}."
     )
     df = state_ui.frame(collapse_absent(table))

@@ -72,10 +72,12 @@ def _query(checkpoint: str) -> None:
         help="Batch time minus the watermark the last batch ran with.",
     )
 
+    _repartition_notes(batches)
     _chart(
         context.figure(figures.batch_timeline, queries.batches, checkpoint),
         "How long each batch took, from writing its offsets to writing its commit; red "
-        "crosses are pending batches. Spikes point at slow state, skew or input bursts. "
+        "crosses are pending batches, a dotted line a repartition. Spikes point at slow "
+        "state, skew or input bursts. "
         "Clock: the files' modification times (the only one that sees a batch end; a copied "
         "or cloned checkpoint has none worth reading).",
         "batch_timeline",
@@ -163,3 +165,14 @@ def _progress(checkpoint: str) -> None:
         "operators dropped because they arrived later than the watermark (lost results).",
         "watermark_late_rows",
     )
+
+
+def _repartition_notes(batches: pd.DataFrame) -> None:
+    """One line per repartition batch: Spark moved the state to another partition count."""
+    for row in batches[batches["partitions_before"].notna()].itertuples(index=False):
+        st.info(
+            f"Batch {int(row.batch_id)} is a repartition: Spark moved the state from "
+            f"{int(row.partitions_before)} to {int(row.shuffle_partitions)} partitions "
+            "(spark._streamingCheckpointManager.repartition, Spark 4.2+); it read no input.",
+            icon="🔀",
+        )

@@ -100,7 +100,7 @@ def _growth_charts(args: tuple[str, int, str], history: dict[str, Any]) -> None:
             figures.keys_over_versions,
             queries.partition_cells,
             *args,
-            partitions=history.get("partitions"),
+            partitions=history.get("partitions_by_version") or history.get("partitions"),
         ),
         "Is the state growing without bound? Keys at each version (batch + 1): the sum over "
         "partitions (a gap where some partition is unknown), and each partition (with many "
