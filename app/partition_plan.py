@@ -36,6 +36,7 @@ from stateglass.app.browse.views import StateView, views_of
 from stateglass.app.errors import AppError
 from stateglass.app.repartition_keys import (
     Refused,
+    no_schema,
     partition_key,
     partition_key_rule,
     unsupported_provider,
@@ -244,6 +245,11 @@ def plan_partitions(
     refusals = checkpoint_refusals(cp)
     disk = stored = 0
     for store in stores:
+        if store.key_schema is None and not store.column_families:
+            refusals.append(
+                (f"{store.operator_id}/{store.store_name}", no_schema(store.operator_name))
+            )
+            continue
         for i, view in enumerate(views_of(store, cp.root)):
             try:
                 plan, on_disk = _plan_view(cp, store, view, partitions, batch + 1, i == 0)

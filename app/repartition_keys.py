@@ -18,12 +18,14 @@ sessionWindowStateStoreSaveExec  the key without its last field, the session
                                  (``DropLastNFieldsStatePartitionKeyExtractor``, 1)
 symmetricHashJoin                ``*-keyToNumValues``: the whole key; ``*-keyWithIndexToValue``:
                                  without the last field, the index; join state format 4's
-                                 ``keyWithTsToValues``/``tsWithKey``: refused
-                                 (``IllegalArgumentException: Unsupported join store name``)
+                                 ``*-keyWithTsToValues``/``*-tsWithKey``: the whole key (the
+                                 compiled 4.3 code; apache/spark's source once said "TODO")
 transformWithState*              ValueState, ListState: the whole key; MapState and the timers
                                  (``*_keyToTimestamp``): field 0, the grouping key struct
 anything else                    refused: ``STATE_REPARTITION_INVALID_CHECKPOINT
-                                 .UNSUPPORTED_STATEFUL_OPERATOR``
+                                 .UNSUPPORTED_STATEFUL_OPERATOR``; an operator without a state
+                                 schema file (``globalLimit``) fails before, when Spark's
+                                 reader reads it: ``STDS_FAILED_TO_READ_STATE_SCHEMA``
 ===============================  ==============================================================
 
 Hashing one struct column is hashing its fields in turn from seed 42, which is what the
@@ -61,6 +63,8 @@ _WHOLE_KEY_OPERATORS = frozenset(
 TWS_OPERATORS = frozenset(
     {"transformWithStateExec", "transformWithStateInPandasExec", "transformWithStateInPySparkExec"}
 )
+# Operators whose state has no schema file: Spark's reader fails on them first.
+NO_SCHEMA_FILE_OPERATORS = frozenset({"globalLimit"})
 HDFS_PROVIDER_CLASS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 
 
@@ -93,10 +97,9 @@ def partition_key_rule(operator_name: str, store_name: str, state_kind: str | No
             return WHOLE_KEY
         if store_name.endswith("keyWithIndexToValue"):
             return DROP_LAST
-        raise Refused(
-            f"IllegalArgumentException: Unsupported join store name: {store_name} "
-            "(join state format 4 cannot be repartitioned by Spark 4.3)"
-        )
+        if store_name.endswith(("keyWithTsToValues", "tsWithKey")):
+            return WHOLE_KEY
+        raise Refused(f"IllegalArgumentException: Unsupported join store name: {store_name}")
     if operator_name in TWS_OPERATORS:
         if state_kind in (VALUE_STATE, LIST_STATE):
             return WHOLE_KEY
@@ -106,10 +109,21 @@ def partition_key_rule(operator_name: str, store_name: str, state_kind: str | No
             "[STATE_REPARTITION_INVALID_CHECKPOINT.UNSUPPORTED_TRANSFORM_WITH_STATE_VARIABLE_TYPE]"
             f" Unsupported transformWithState variable type {state_kind} ({store_name})"
         )
+    if operator_name in NO_SCHEMA_FILE_OPERATORS:
+        raise Refused(no_schema(operator_name))
     raise Refused(
         "[STATE_REPARTITION_INVALID_CHECKPOINT.UNSUPPORTED_STATEFUL_OPERATOR] Unsupported "
         f"stateful operator {operator_name}. Please use a checkpoint with supported stateful "
         "operators."
+    )
+
+
+def no_schema(operator_name: str) -> str:
+    """Spark's reason for an operator whose state has no schema file (``globalLimit``)."""
+    return (
+        "[STDS_FAILED_TO_READ_STATE_SCHEMA] Failed to read the state schema "
+        f"({operator_name} writes no state schema file; Spark's repartition reads every "
+        "store with the state reader, which needs one)"
     )
 
 

@@ -137,17 +137,20 @@ def plan_text(plan: Plan) -> str:
         if s.unhashed:
             lines.append(f"  {s.unhashed:,} keys of a type the planner cannot hash are left out")
     slow = plan.slowest_restart
-    if slow is not None:
+    if not plan.stores:
+        lines.append("no store can be planned")
+    elif slow is not None:
         lines.append(
             f"\nslowest restart: partition {slow.partition}, about {fmt_bytes(slow.bytes)} on "
             "disk (the one snapshot the rewrite writes; size estimated from the bytes on disk "
             "per stored byte now)"
         )
-    lines.append(
-        f"rewrite: about {plan.rewrite_seconds:.0f} s for {fmt_bytes(plan.total_bytes)} of "
-        f"state — an estimate, {REWRITE_MODEL.overhead_s:g} s + "
-        f"{fmt_bytes(REWRITE_MODEL.bytes_per_s)}/s, {REWRITE_MODEL.basis}"
-    )
+    if plan.stores:
+        lines.append(
+            f"rewrite: about {plan.rewrite_seconds:.0f} s for {fmt_bytes(plan.total_bytes)} of "
+            f"state — an estimate, {REWRITE_MODEL.overhead_s:g} s + "
+            f"{fmt_bytes(REWRITE_MODEL.bytes_per_s)}/s, {REWRITE_MODEL.basis}"
+        )
     for where, why in plan.refusals:
         lines.append(f"Spark would refuse to repartition ({where}): {why}")
     return "\n".join(lines) + "\n"

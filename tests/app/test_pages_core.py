@@ -180,7 +180,6 @@ def test_state_page(samples_db: str, checkpoint: str, store: str, rocksdb: bool)
     assert charts(at) == 6 + rocksdb + FORENSIC_CHARTS + audited
 
 
-
 @pytest.mark.parametrize(
     ("checkpoint", "refused"),
     [
@@ -207,6 +206,7 @@ def test_state_page_plans_a_repartition(samples_db: str, checkpoint: str, refuse
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["rewrite time (estimate)"].endswith(" s")
     assert metrics["slowest restart after"].startswith("p")
+
 
 def test_pages_without_a_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STATEGLASS_DB", str(tmp_path / "none.duckdb"))
