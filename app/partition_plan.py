@@ -39,6 +39,7 @@ from stateglass.app.repartition_keys import (
     no_schema,
     partition_key,
     partition_key_rule,
+    shuffle_mismatch,
     unsupported_provider,
 )
 from stateglass.app.restart_cost import PartitionCost, slowest
@@ -92,6 +93,7 @@ class StorePlan:
     current_keys: tuple[int, ...]  # per current partition
     current_bytes: tuple[int, ...]
     unhashed: int = 0  # keys of a type the hash does not cover (none in practice)
+    warning: str | None = None  # the planned layout does not follow the query's shuffle
 
     @property
     def skew(self) -> float | None:
@@ -318,6 +320,7 @@ def _plan_view(
         current_keys=tuple(now_keys),
         current_bytes=tuple(now_sizes),
         unhashed=unhashed,
+        warning=shuffle_mismatch(operator, view.state_var or store.store_name),
     )
     return plan, on_disk
 

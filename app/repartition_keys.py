@@ -18,8 +18,9 @@ sessionWindowStateStoreSaveExec  the key without its last field, the session
                                  (``DropLastNFieldsStatePartitionKeyExtractor``, 1)
 symmetricHashJoin                ``*-keyToNumValues``: the whole key; ``*-keyWithIndexToValue``:
                                  without the last field, the index; join state format 4's
-                                 ``*-keyWithTsToValues``/``*-tsWithKey``: the whole key (the
-                                 compiled 4.3 code; apache/spark's source once said "TODO")
+                                 ``*-keyWithTsToValues``/``*-tsWithKey``: the whole key, event
+                                 time included (the compiled 4.3 code; apache/spark's source
+                                 once said "TODO"): see :func:`shuffle_mismatch`
 transformWithState*              ValueState, ListState: the whole key; MapState and the timers
                                  (``*_keyToTimestamp``): field 0, the grouping key struct
 anything else                    refused: ``STATE_REPARTITION_INVALID_CHECKPOINT
@@ -116,6 +117,27 @@ def partition_key_rule(operator_name: str, store_name: str, state_kind: str | No
         f"stateful operator {operator_name}. Please use a checkpoint with supported stateful "
         "operators."
     )
+
+
+def shuffle_mismatch(operator_name: str, store_name: str) -> str | None:
+    """Why keys of this store would not sit where the query's shuffle sends their rows after
+    Spark's repartition, or None when they would.
+
+    Join state format 4 keys are ``(join key…, event time)`` and Spark 4.3 hashes all of it,
+    while the join's shuffle hashes the join key alone: measured on a real repartition (5
+    partitions), Spark's reader finds the rows where the whole-key hash says, not where the
+    join key's does.
+    """
+    if operator_name == "symmetricHashJoin" and store_name.endswith(
+        ("keyWithTsToValues", "tsWithKey")
+    ):
+        return (
+            "Spark 4.3 hashes the join key and the event time together here (join state "
+            "format 4), while the query's shuffle sends rows by the join key alone: after the "
+            "repartition, one join key's buffered rows lie in several partitions, most of them "
+            "not the one its new rows go to"
+        )
+    return None
 
 
 def no_schema(operator_name: str) -> str:

@@ -98,6 +98,7 @@ def plan_json(plan: Plan) -> dict[str, Any]:
                 "current_bytes": list(s.current_bytes),
                 "current_skew": s.current_skew,
                 "unhashed_keys": s.unhashed,
+                "warning": s.warning,
             }
             for s in plan.stores
         ],
@@ -136,6 +137,8 @@ def plan_text(plan: Plan) -> str:
             lines.append(f"  {p:>9}  {k:>12,}  {b:>12,}")
         if s.unhashed:
             lines.append(f"  {s.unhashed:,} keys of a type the planner cannot hash are left out")
+        if s.warning:
+            lines.append(f"  warning: {s.warning}")
     slow = plan.slowest_restart
     if not plan.stores:
         lines.append("no store can be planned")

@@ -91,6 +91,8 @@ def _store_plan(plan: Plan, store: StorePlan) -> None:
             ),
         ]
     )
+    if store.warning:
+        st.warning(md(store.warning), icon="⚠️")
     st.plotly_chart(figures.partition_plan(frame), width="stretch", key=f"plan_{store.label}")
     with st.expander("Planned partitions"):
         st.dataframe(
