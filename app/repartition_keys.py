@@ -50,7 +50,7 @@ from stateglass.parsers.state_rows import LIST_STATE, MAP_STATE, TIMER_STATE, VA
 
 WHOLE_KEY = "whole key"
 DROP_LAST = "key without its last field"
-FIRST_FIELD = "the key's first field (grouping key)"
+FIRST_FIELD = "key's first field (the grouping key)"
 
 _WHOLE_KEY_OPERATORS = frozenset(
     {

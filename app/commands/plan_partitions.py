@@ -152,7 +152,7 @@ def plan_text(plan: Plan) -> str:
         lines.append(
             f"rewrite: about {plan.rewrite_seconds:.0f} s for {fmt_bytes(plan.total_bytes)} of "
             f"state — an estimate, {REWRITE_MODEL.overhead_s:g} s + "
-            f"{fmt_bytes(REWRITE_MODEL.bytes_per_s)}/s, {REWRITE_MODEL.basis}"
+            f"{REWRITE_MODEL.bytes_per_s / 1e6:.1f} MB/s, {REWRITE_MODEL.basis}"
         )
     for where, why in plan.refusals:
         lines.append(f"Spark would refuse to repartition ({where}): {why}")

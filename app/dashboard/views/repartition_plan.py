@@ -63,8 +63,8 @@ def render(selection: context.StoreSelection) -> None:
     cols[1].metric(
         "rewrite time (estimate)",
         f"{plan.rewrite_seconds:.0f} s",
-        help=f"{REWRITE_MODEL.overhead_s:g} s + {context.human_bytes(REWRITE_MODEL.bytes_per_s)}"
-        f"/s of stored state: {REWRITE_MODEL.basis}",
+        help=f"{REWRITE_MODEL.overhead_s:g} s + {REWRITE_MODEL.bytes_per_s / 1e6:.1f} MB/s of "
+        f"stored state: {REWRITE_MODEL.basis}",
     )
 
 
