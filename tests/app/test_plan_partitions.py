@@ -207,3 +207,36 @@ def test_json_and_text_agree(
     text = capsys.readouterr().out
     assert "an estimate" in text and "slowest restart: partition" in text
     assert os.path.basename(str(checkpoints["join"])) in text
+
+
+def test_row_hash_is_sparks_for_every_covered_type(spark: Any) -> None:
+    """``row_partition`` of decoded values against Spark's ``pmod(hash(…), n)`` (Murmur3,
+    seed 42: the shuffle's hash), for the types no sample key has."""
+    from decimal import Decimal
+
+    from stateglass.parsers.partitioning import row_partition
+    from stateglass.parsers.sparktypes import AtomicType, DecimalType, StructField, StructType
+
+    cases = [
+        ("CAST(1.5 AS DOUBLE)", AtomicType("double"), 1.5),
+        ("CAST(-0.0 AS DOUBLE)", AtomicType("double"), -0.0),
+        ("CAST(2.25 AS FLOAT)", AtomicType("float"), 2.25),
+        ("CAST(-7 AS TINYINT)", AtomicType("byte"), -7),
+        ("CAST(123.45 AS DECIMAL(10,2))", DecimalType(10, 2), Decimal("123.45")),
+        (
+            "CAST(-98765432109876543210.5 AS DECIMAL(30,1))",
+            DecimalType(30, 1),
+            Decimal("-98765432109876543210.5"),
+        ),
+        ("X'00FF10'", AtomicType("binary"), b"\x00\xff\x10"),
+        ("DATE'2024-02-29'", AtomicType("date"), 19782),
+        ("TIMESTAMP_NTZ'2024-01-01 00:00:01'", AtomicType("timestamp_ntz"), 1704067201000000),
+        ("true", AtomicType("boolean"), True),
+        ("'héllo'", AtomicType("string"), "héllo"),
+    ]
+    n = 7
+    exprs = ", ".join(f"pmod(hash({sql}), {n})" for sql, _, _ in cases)
+    (row,) = spark.sql(f"SELECT {exprs}").collect()
+    for (sql, data_type, value), expected in zip(cases, row, strict=True):
+        schema = StructType((StructField("c", data_type),))
+        assert row_partition(schema, (value,), n) == expected, sql
