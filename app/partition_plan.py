@@ -254,7 +254,9 @@ def plan_partitions(
             continue
         for i, view in enumerate(views_of(store, cp.root)):
             try:
-                plan, on_disk = _plan_view(cp, store, view, partitions, batch + 1, i == 0)
+                plan, on_disk = _plan_view(
+                    cp, store, view, (current, partitions), batch + 1, i == 0
+                )
             except Refused as exc:
                 refusals.append((f"{store.operator_id}/{view.label}", str(exc)))
                 continue
@@ -276,12 +278,18 @@ def _plan_view(
     cp: Checkpoint,
     store: StoreInfo,
     view: StateView,
-    partitions: int,
+    counts: tuple[int, int],
     version: int,
     count_disk: bool,
 ) -> tuple[StorePlan, int]:
-    """One view's plan, and (``count_disk``: once per store, whose views share the files)
-    the bytes on disk its current partitions load at ``version``."""
+    """One view's plan from ``counts`` = (current, planned) partitions, and (``count_disk``:
+    once per store, whose views share the files) the bytes on disk its current partitions
+    load at ``version``.
+
+    Only the current partitions are read: after an earlier scale-down, directories of
+    higher partitions remain, without the versions since (Spark reads
+    ``spark.sql.shuffle.partitions`` of the batch, not the directories)."""
+    current, partitions = counts
     source = StateSource(cp, view.request())
     codec = source.row_codec
     operator = store.operator_name.removesuffix(INFERRED)
@@ -289,7 +297,7 @@ def _plan_view(
     keys, sizes = [0] * partitions, [0] * partitions
     now_keys, now_sizes = [], []
     unhashed = on_disk = 0
-    for part in source.partitions:
+    for part in [p for p in source.partitions if p < current]:
         n = size = 0
         with source.decoding(part):
             for key, value, row in _keyed_items(source, part, version):
