@@ -13,6 +13,7 @@ Examples::
     stateglass export --table state_versions -o versions.parquet
     stateglass metrics --db ~/.stateglass/stateglass.duckdb   # /metrics on 127.0.0.1:9108
     stateglass compat /data/checkpoints/orders /tmp/orders-staging   # exit 0 restarts, 1 refused
+    stateglass plan-partitions /data/checkpoints/orders --partitions 16   # before a repartition
 
 Each command is a module of :mod:`stateglass.app.commands`, listed in its table.
 Errors print one line on stderr and exit with status 2 (``check`` also exits 2 for ERR).

@@ -14,16 +14,21 @@ Example::
 
 Only the types whose hash is a plain function of the JSON value are covered (strings,
 integers, booleans, timestamps, dates, structs of them): anything else gives None, and the
-caller looks in every partition.
+caller looks in every partition. :func:`row_partition` does the same for a decoded key row
+(positional values, as :mod:`stateglass.parsers.unsaferow` gives them), and covers binary,
+floating point and decimal columns too.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import struct
+from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
 from stateglass.parsers.javatext import _fmix, _mix, murmur3_hash_bytes
-from stateglass.parsers.sparktypes import AtomicType, DataType, StructType
+from stateglass.parsers.sparktypes import AtomicType, DataType, DecimalType, StructType
 
 SEED = 42
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -113,4 +118,71 @@ def key_partition(schema: StructType, key: dict[str, Any], num_partitions: int) 
     return signed % num_partitions  # Python's % is Spark's pmod for a positive divisor
 
 
-__all__ = ["hash_int", "hash_long", "key_partition"]
+# Decimal.MAX_LONG_DIGITS: up to this precision Spark hashes the unscaled long.
+_MAX_LONG_DIGITS = 18
+_STRINGS = {"string", "binary"}
+
+
+def _hash_decoded(value: Any, data_type: DataType, seed: int) -> int:
+    """``Murmur3HashFunction.hash`` of one decoded value (``unsaferow``'s Python values)."""
+    if value is None:
+        return seed & 0xFFFFFFFF
+    if isinstance(data_type, StructType):
+        h = seed
+        for f, v in zip(data_type.fields, value, strict=True):
+            h = _hash_decoded(v, f.data_type, h)
+        return h & 0xFFFFFFFF
+    if isinstance(data_type, DecimalType) and isinstance(value, Decimal):
+        unscaled = int(value.scaleb(data_type.scale))
+        if data_type.precision <= _MAX_LONG_DIGITS:
+            return hash_long(unscaled, seed)
+        # BigInteger.toByteArray: minimal two's complement, big-endian.
+        size = (unscaled + (unscaled < 0)).bit_length() // 8 + 1
+        return murmur3_hash_bytes(unscaled.to_bytes(size, "big", signed=True), seed) & 0xFFFFFFFF
+    if not isinstance(data_type, AtomicType):
+        raise _Unsupported
+    name = data_type.name
+    if name in _STRINGS:
+        data = value.encode("utf-8") if isinstance(value, str) else bytes(value)
+        return murmur3_hash_bytes(data, seed) & 0xFFFFFFFF
+    if name == "boolean":
+        return hash_int(1 if value else 0, seed)
+    if name in _INTS or name == "date":
+        return hash_int(int(value), seed)
+    if name in _LONGS or name in _MICROS:
+        return hash_long(int(value), seed)
+    if name == "float":
+        # Spark hashes -0.0 as 0.0 and every NaN as Java's canonical NaN.
+        bits = 0 if value == 0 else struct.unpack("<i", struct.pack("<f", value))[0]
+        return hash_int(0x7FC00000 if value != value else bits, seed)
+    if name == "double":
+        bits = 0 if value == 0 else struct.unpack("<q", struct.pack("<d", value))[0]
+        return hash_long(0x7FF8000000000000 if value != value else bits, seed)
+    raise _Unsupported
+
+
+def row_partition(schema: StructType, row: Sequence[Any], num_partitions: int) -> int | None:
+    """The partition of a decoded key row (one value per field of ``schema``), or None when
+    a type is not covered (arrays, maps, intervals, variants)."""
+    if num_partitions <= 0:
+        return None
+    try:
+        h = _hash_decoded(tuple(row), schema, SEED)
+    except (_Unsupported, TypeError, ValueError):
+        return None
+    signed = h - (1 << 32) if h >> 31 else h
+    return signed % num_partitions
+
+
+def covers(data_type: DataType) -> bool:
+    """Whether :func:`row_partition` can hash every value of ``data_type``."""
+    if isinstance(data_type, StructType):
+        return all(covers(f.data_type) for f in data_type.fields)
+    if isinstance(data_type, DecimalType):
+        return True
+    return isinstance(data_type, AtomicType) and data_type.name in (
+        _STRINGS | _INTS | _LONGS | _MICROS | {"boolean", "date", "float", "double"}
+    )
+
+
+__all__ = ["covers", "hash_int", "hash_long", "key_partition", "row_partition"]

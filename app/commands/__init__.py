@@ -41,8 +41,9 @@ class Command:
     reads: Reads
 
     def module(self) -> CommandModule:
-        """``stateglass.app.commands.<name>``, imported on first use."""
-        return cast(CommandModule, importlib.import_module(f"{__name__}.{self.name}"))
+        """``stateglass.app.commands.<name>`` (``-`` spelled ``_``), imported on first use."""
+        module = self.name.replace("-", "_")
+        return cast(CommandModule, importlib.import_module(f"{__name__}.{module}"))
 
 
 # In the order ``stateglass --help`` lists them.
@@ -58,5 +59,6 @@ COMMANDS = (
     Command("export", Reads.DATABASE),
     Command("metrics", Reads.DATABASE),
     Command("compat", Reads.CHECKPOINTS),
+    Command("plan-partitions", Reads.CHECKPOINTS),
 )
 COMMANDS_BY_NAME = {c.name: c for c in COMMANDS}

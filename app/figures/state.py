@@ -369,3 +369,24 @@ def sst_upload_reuse(sst: pd.DataFrame) -> go.Figure:
     fig.update_layout(barmode="stack")
     fig.update_yaxes(**BYTES_TICKS)
     return finish(fig, title, "state version (batch id + 1)", "SST bytes, all partitions")
+
+
+def partition_plan(keys: pd.DataFrame) -> go.Figure:
+    """Keys per partition now and under a planned partition count, side by side.
+
+    Columns: ``layout`` (``now (3)``, ``planned (8)``), ``partition_id``, ``keys``.
+    """
+    title = "Keys per partition: now and planned"
+    if is_empty(keys, ["layout", "partition_id", "keys"]):
+        return empty_figure(title)
+    fig = go.Figure()
+    for layout in dict.fromkeys(keys["layout"]):
+        part = keys[keys["layout"] == layout].sort_values("partition_id")
+        fig.add_bar(
+            x=part["partition_id"],
+            y=numeric(part, "keys"),
+            name=layout,
+            hovertemplate=f"{layout}<br>partition %{{x}}<br>%{{y:,}} keys<extra></extra>",
+        )
+    fig.update_layout(barmode="group", bargap=0.15)
+    return finish(fig, title, "partition", "keys")

@@ -18,7 +18,7 @@ from stateglass.app.browse.history import find_key_json
 from stateglass.app.browse.store import PartitionCache, iter_partitions, key_json_renderer
 from stateglass.app.browse.views import StateView, identity_width, open_source, versions, views_of
 from stateglass.collectors.checkpoint import Checkpoint
-from stateglass.parsers.partitioning import key_partition
+from stateglass.parsers.partitioning import key_partition, row_partition
 from tests.conftest import SAMPLES, sample_checkpoints
 
 # Stores whose key is exactly what the shuffle hashes (strings, timestamps, a window struct;
@@ -55,6 +55,8 @@ def test_computed_partition_is_where_spark_put_the_key(view: StateView) -> None:
             if home is not None:
                 computed += 1
                 wrong += home != data.partition
+                # The decoded row hashes as its JSON does (the repartition planner's path).
+                assert row_partition(codec.columns[0][1], row[0], n) == home
     name = Path(view.checkpoint).name
     if name.startswith(SHUFFLE_KEYED) or view.store_name.endswith("-keyToNumValues"):
         assert computed, "every key type here is covered: none was computed"

@@ -189,6 +189,34 @@ def test_state_page(samples_db: str, checkpoint: str, store: str, rocksdb: bool)
     assert charts(at) == 6 + rocksdb + FORENSIC_CHARTS + audited
 
 
+@pytest.mark.parametrize(
+    ("checkpoint", "refused"),
+    [
+        pytest.param("spark-4.3/agg-rocks", False, id="rocksdb"),
+        pytest.param("spark-4.3/agg-hdfs", True, id="hdfs-refused"),
+    ],
+)
+def test_state_page_plans_a_repartition(samples_db: str, checkpoint: str, refused: bool) -> None:
+    """The planner section reads the store only when asked, then shows the plan, or Spark's
+    reason to refuse an HDFS-provider checkpoint."""
+    at = AppTest.from_function(_page, args=("state",), default_timeout=TIMEOUT_S)
+    at.session_state["sg_checkpoint"] = checkpoint_of(checkpoint)
+    at.session_state["sg_store"] = "0 stateStoreSave / default"
+    at.run()
+    before = charts(at)
+    at.number_input(key="sg_plan_partitions").set_value(5)
+    at.button(key="sg_plan_go").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    if refused:
+        assert any("UNSUPPORTED_PROVIDER" in e.value.replace("\\", "") for e in at.error)
+        assert charts(at) == before
+        return
+    assert charts(at) == before + 1
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["rewrite time (estimate)"].endswith(" s")
+    assert metrics["slowest restart after"].startswith("p")
+
+
 def test_pages_without_a_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STATEGLASS_DB", str(tmp_path / "none.duckdb"))
     for name in ("overview", "query", "state"):

@@ -9,7 +9,7 @@ import streamlit as st
 
 from stateglass.app import figures, queries
 from stateglass.app.dashboard import context
-from stateglass.app.dashboard.views import state_forensics
+from stateglass.app.dashboard.views import repartition_plan, state_forensics
 from stateglass.app.escape import md, md_code
 
 HEATMAPS = {"keys": "num_keys", "bytes written": "bytes"}
@@ -49,6 +49,7 @@ def _store(selection: context.StoreSelection) -> None:
     _layout_charts(args)
     state_forensics.render_growth(selection)
     state_forensics.render_restart_cost(selection)
+    repartition_plan.render(selection)
     _progress(selection)
     _eviction(selection)
     with st.expander("Bytes on disk now, by kind"):

@@ -1,0 +1,107 @@
+"""The State page's repartition planner: the selected store under another partition count.
+
+Reads the store's state at the last committed batch (only when asked: it reads every key),
+and shows what ``stateglass plan-partitions`` prints: keys per partition now and planned,
+skew, the slowest restart and the estimated rewrite time, or Spark's reason to refuse.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from stateglass.app import figures
+from stateglass.app.dashboard import context
+from stateglass.app.errors import AppError
+from stateglass.app.escape import md
+from stateglass.app.partition_plan import REWRITE_MODEL, Plan, StorePlan, plan_partitions
+from stateglass.collectors.checkpoint import Checkpoint
+from stateglass.collectors.errors import CollectorError
+
+
+@st.cache_data(ttl=600, max_entries=32, show_spinner=False)
+def _plan(checkpoint: str, operator_id: int, store_name: str, n: int, stamp: int | None) -> Plan:
+    # ``stamp`` (the last committed batch) is only part of the key: a new batch replans.
+    cp = Checkpoint.open(checkpoint)
+    return plan_partitions(cp, n, operator_id=operator_id, store_name=store_name)
+
+
+def render(selection: context.StoreSelection) -> None:
+    """The planner section: a partition count, a button, and the plan."""
+    st.subheader("Repartition planner: what N partitions would hold")
+    st.caption(
+        "Spark 4.2+ can change a stopped query's partition count "
+        "(`spark._streamingCheckpointManager.repartition`, RocksDB provider only). This "
+        "sends every key of the last committed batch where Spark's repartition would send it."
+    )
+    left, right = st.columns([1, 3])
+    n = int(left.number_input("partitions", 1, 100_000, 8, key="sg_plan_partitions"))
+    if not right.button("Plan", key="sg_plan_go"):
+        return
+    try:
+        stamp = Checkpoint.open(selection.checkpoint).last_committed_batch
+        with st.spinner("Reading every key of the store…"):
+            plan = _plan(
+                selection.checkpoint, selection.operator_id, selection.store_name, n, stamp
+            )
+    except (AppError, CollectorError) as exc:
+        st.error(md(str(exc)), icon="🚫")
+        return
+    for where, why in plan.refusals:
+        st.error(md(f"Spark would refuse to repartition ({where}): {why}"), icon="🚫")
+    for store in plan.stores:
+        _store_plan(plan, store)
+    slow = plan.slowest_restart
+    cols = st.columns(2)
+    if slow is not None:
+        cols[0].metric(
+            "slowest restart after",
+            f"p{slow.partition}",
+            help=f"about {context.human_bytes(slow.bytes)} on disk: the one snapshot the "
+            "rewrite writes (estimated from the bytes on disk per stored byte now)",
+        )
+    cols[1].metric(
+        "rewrite time (estimate)",
+        f"{plan.rewrite_seconds:.0f} s",
+        help=f"{REWRITE_MODEL.overhead_s:g} s + {REWRITE_MODEL.bytes_per_s / 1e6:.1f} MB/s of "
+        f"stored state: {REWRITE_MODEL.basis}",
+    )
+
+
+def _store_plan(plan: Plan, store: StorePlan) -> None:
+    st.markdown(
+        md(
+            f"**{store.label}** ({store.operator_name}, hashes the {store.rule}): skew "
+            f"{_ratio(store.current_skew)} now → {_ratio(store.skew)} with {plan.partitions}"
+        )
+    )
+    now = f"now ({plan.current_partitions})"
+    planned = f"planned ({plan.partitions})"
+    frame = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "layout": now,
+                    "partition_id": range(len(store.current_keys)),
+                    "keys": store.current_keys,
+                }
+            ),
+            pd.DataFrame(
+                {"layout": planned, "partition_id": range(len(store.keys)), "keys": store.keys}
+            ),
+        ]
+    )
+    if store.warning:
+        st.warning(md(store.warning), icon="⚠️")
+    st.plotly_chart(figures.partition_plan(frame), width="stretch", key=f"plan_{store.label}")
+    with st.expander("Planned partitions"):
+        st.dataframe(
+            pd.DataFrame(
+                {"partition": range(len(store.keys)), "keys": store.keys, "bytes": store.bytes}
+            ),
+            hide_index=True,
+        )
+
+
+def _ratio(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}×"
