@@ -282,7 +282,8 @@ class Scanner:
             batches=logs.batches,
             chains=len(tasks),
             versions=len(write.state_versions),
-            problems=len(write.problems),
+            # Damaged files: one file may have several problem rows (a checksum and a decoder).
+            problems=len({p["path"] for p in write.problems}),
         )
 
     def _load(self, path: str) -> Observed:
