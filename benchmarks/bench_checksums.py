@@ -35,16 +35,18 @@ from stateglass.collectors.listing import list_checkpoint
 from stateglass.collectors.scan import _read_metadata, scan_checkpoint
 
 
-def _files(path: str) -> list[str]:
+def _files(path: str) -> dict[str, int]:
     cp = Checkpoint.open(path)
     stores, _ = _read_metadata(cp, scan_module.ProblemLog(cp.root, dt.datetime.now()))
     listing = list_checkpoint(cp, stores, {})
-    return sorted(set(listing.state_files) | set(listing.log_files))
+    sizes = {p: f.stat.size for p, f in listing.state_files.items()}
+    sizes.update({p: s.size for p, s in listing.log_files.items()})
+    return sizes
 
 
 def _verify_alone(path: str) -> tuple[int, int, float, int]:
     files = _files(path)
-    size = sum(os.path.getsize(f) for f in files)
+    size = sum(files.values())
     checked = sum(
         1
         for f in files

@@ -12,12 +12,18 @@ stay until the file changes.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from stateglass.collectors.errors import CheckpointError
-from stateglass.parsers.checksums import hadoop_sidecar, spark_checksum_file, verify_hadoop
-from stateglass.parsers.checksums import verify_spark as verify_spark_checksum
+from stateglass.parsers.checksums import (
+    hadoop_sidecar,
+    hadoop_size_mismatch,
+    spark_checksum_file,
+    spark_size_mismatch,
+    verify_hadoop,
+    verify_spark,
+)
 from stateglass.parsers.errors import ParseError
 
 if TYPE_CHECKING:
@@ -26,24 +32,28 @@ if TYPE_CHECKING:
 KIND = "ChecksumMismatch"
 
 
-def verify_files(fs: FileSystem, paths: Iterable[str]) -> list[tuple[str, str]]:
-    """``(path, why)`` for every file of ``paths`` whose checksum file disagrees with it."""
+def verify_files(fs: FileSystem, sizes: Mapping[str, int]) -> list[tuple[str, str]]:
+    """``(path, why)`` for every file of ``sizes`` (path -> size as listed) whose checksum file
+    disagrees with it. The size is checked first, so a file that cannot match is never read
+    (nor one that is not a regular file: a FIFO lists 0 bytes)."""
     out = []
-    for path in sorted(paths):
+    for path in sorted(sizes):
         folder, name = posixpath.split(path)
-        for sidecar_name, verify in (
-            (hadoop_sidecar(name), verify_hadoop),
-            (spark_checksum_file(name), verify_spark_checksum),
+        for sidecar_name, by_size, verify in (
+            (hadoop_sidecar(name), hadoop_size_mismatch, verify_hadoop),
+            (spark_checksum_file(name), spark_size_mismatch, verify_spark),
         ):
             sidecar = posixpath.join(folder, sidecar_name)
             try:
                 if fs.stat(sidecar) is None:
                     continue
-                why = verify(fs.read(path), fs.read(sidecar), sidecar)
-            except (CheckpointError, ParseError) as exc:
+                checksum = fs.read(sidecar)
+                why = by_size(sizes[path], checksum, sidecar)
+                if why is None and sizes[path] > 0:
+                    why = verify(fs.read(path), checksum, sidecar)
+            except (CheckpointError, ParseError):
                 # The file or its checksum vanished or cannot be read: the chain readers and
                 # the next scan judge the file itself; a bad checksum file judges nothing.
-                del exc
                 continue
             if why is not None:
                 out.append((path, f"does not match {sidecar_name}: {why}"))

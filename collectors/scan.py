@@ -208,7 +208,10 @@ def _file_empty_files(seen: Observed) -> None:
 
 def _verify_checksums(seen: Observed) -> None:
     """A new file that disagrees with its checksum file is damaged (a bit flip)."""
-    for path, why in verify_files(seen.cp.fs, seen.files.touched | seen.logs.touched):
+    listing = seen.listing
+    sizes = {p: listing.state_files[p].stat.size for p in seen.files.touched}
+    sizes.update({p: listing.log_files[p].size for p in seen.logs.touched})
+    for path, why in verify_files(seen.cp.fs, sizes):
         seen.problems.add(path, CHECKSUM_KIND, why)
 
 

@@ -52,13 +52,31 @@ class HadoopCrc:
         return cls(per, struct.unpack(f">{count}I", data[8:]))
 
 
-def verify_hadoop(data: bytes, sidecar: bytes, path: str = "<crc>") -> str | None:
-    """Why ``data`` does not match its Hadoop sidecar, or None when it does."""
+def hadoop_size_mismatch(size: int, sidecar: bytes, path: str = "<crc>") -> str | None:
+    """Why a file of ``size`` bytes cannot match its Hadoop sidecar, before reading it."""
     crc = HadoopCrc.from_bytes(sidecar, path)
     per = crc.bytes_per_checksum
-    chunks = (len(data) + per - 1) // per
+    chunks = (size + per - 1) // per
     if chunks != len(crc.crcs):
-        return f"{len(data)} bytes make {chunks} chunks of {per}, its .crc has {len(crc.crcs)}"
+        return f"{size} bytes make {chunks} chunks of {per}, its .crc has {len(crc.crcs)}"
+    return None
+
+
+def spark_size_mismatch(size: int, checksum: bytes, path: str = "<crc>") -> str | None:
+    """Why a file of ``size`` bytes cannot match Spark's checksum file, before reading it."""
+    record = SparkChecksum.from_json(checksum, path)
+    if size != record.main_file_size:
+        return f"size {size} differs from {record.main_file_size} in its checksum file"
+    return None
+
+
+def verify_hadoop(data: bytes, sidecar: bytes, path: str = "<crc>") -> str | None:
+    """Why ``data`` does not match its Hadoop sidecar, or None when it does."""
+    mismatch = hadoop_size_mismatch(len(data), sidecar, path)
+    if mismatch is not None:
+        return mismatch
+    crc = HadoopCrc.from_bytes(sidecar, path)
+    per = crc.bytes_per_checksum
     view = memoryview(data)
     for i, expected in enumerate(crc.crcs):
         if zlib.crc32(view[i * per : (i + 1) * per]) != expected:
