@@ -314,8 +314,9 @@ def restart_verdict(
             "query on a new checkpoint (compat lists every difference)",
         )
         return RestartVerdict(WILL_NOT, reason, evidence, way, refusal.error_class)
-    if last is None:
-        return RestartVerdict(RESTARTS, "no batch committed yet: nothing to load", evidence)
+    if last is None or not loads:
+        why = "no batch committed yet" if last is None else "no state store"
+        return RestartVerdict(RESTARTS, f"{why}: no state to load", evidence)
     reason = f"state version {needed} loads in all {len(loads)} store partitions"
     if evidence:
         reason += ", by Spark's automatic snapshot repair"
