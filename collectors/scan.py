@@ -33,6 +33,8 @@ from typing import Any
 
 from stateglass.collectors.chains import ChainResult, ChainTask
 from stateglass.collectors.checkpoint import Checkpoint, StoreInfo
+from stateglass.collectors.checksums import KIND as CHECKSUM_KIND
+from stateglass.collectors.checksums import verify_files
 from stateglass.collectors.db import Database, KnownScan, ScanWrite
 from stateglass.collectors.engines import Engine, LocalEngine
 from stateglass.collectors.errors import CheckpointError, CorruptFile
@@ -204,6 +206,15 @@ def _file_empty_files(seen: Observed) -> None:
             )
 
 
+def _verify_checksums(seen: Observed) -> None:
+    """A new file that disagrees with its checksum file is damaged (a bit flip)."""
+    listing = seen.listing
+    sizes = {p: listing.state_files[p].stat.size for p in seen.files.touched}
+    sizes.update({p: listing.log_files[p].size for p in seen.logs.touched})
+    for path, why in verify_files(seen.cp.fs, sizes):
+        seen.problems.add(path, CHECKSUM_KIND, why)
+
+
 def _chain_settings(seen: Observed, new_commits: dict[int, CommitMetadata]) -> ChainSettings:
     """Codec, checksums and merge delimiter from the newest readable offsets; every commit's
     unique ids when the checkpoint uses format v2."""
@@ -254,6 +265,7 @@ class Scanner:
         seen = self._load(path)
         logs = _read_logs(seen)
         _file_empty_files(seen)
+        _verify_checksums(seen)
         tasks = plan(
             seen.stores,
             seen.listing,
@@ -273,7 +285,8 @@ class Scanner:
             batches=logs.batches,
             chains=len(tasks),
             versions=len(write.state_versions),
-            problems=len(write.problems),
+            # Damaged files: one file may have several problem rows (a checksum and a decoder).
+            problems=len({p["path"] for p in write.problems}),
         )
 
     def _load(self, path: str) -> Observed:

@@ -6,9 +6,14 @@ Examples::
     stateglass check /data/checkpoints/orders --no-collect --db ./sg.duckdb
     stateglass check /data/checkpoints/orders --config health.toml --json
 
-Exit status: 0 when every rule is OK, 1 when the worst is WARN, 2 when it is ERR. An error
-(not a checkpoint, a bad config file, …) also exits 2 with one line on stderr: a gate treats
-both as "stop".
+The output leads with one restart verdict (``restarts``, ``restarts after repair``, ``will not
+restart``), its reason and evidence, and the way out when it will not restart. The verdict is
+the first rule (``restart``: OK, WARN, ERR), so the exit status follows it: 0 when every rule is
+OK, 1 when the worst is WARN (restarts after repair, or a warning), 2 when it is ERR (will not
+restart, or another rule's error). An error (not a checkpoint, a bad config file, …) also exits
+2 with one line on stderr: a gate treats both as "stop".
+
+    stateglass check /data/checkpoints/orders --next /tmp/orders-staging   # a changed query
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from stateglass.app.args import add_db_arg
 from stateglass.app.errors import AppError
 
 if TYPE_CHECKING:
-    from stateglass.collectors.health import Finding, HealthConfig
+    from stateglass.collectors.health import Finding, HealthConfig, RestartVerdict
 
 EXIT_STATUS = {"OK": 0, "WARN": 1, "ERR": 2}
 
@@ -57,6 +62,13 @@ def add_parser(subparsers: Any) -> None:
         default=None,
         metavar="TIME",
         help="judge as of this ISO-8601 time (UTC unless it says otherwise); default: now",
+    )
+    p.add_argument(
+        "--next",
+        default=None,
+        metavar="NEW",
+        help="a fresh checkpoint of the changed query (as for `stateglass compat`): the verdict "
+        "also says whether Spark accepts the change",
     )
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
     p.add_argument(
@@ -126,38 +138,61 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, config: HealthConfig) -> int:
-    from stateglass.collectors.health import evaluate, worst
+    from stateglass.collectors.health import judge, worst
+    from stateglass.collectors.remote import canonical
 
     now = _now(args.now)
     db_path = os.path.abspath(os.path.expanduser(args.db))
-    from stateglass.collectors.remote import canonical
-
     collect = _collect if args.collect else (lambda path, _db: canonical(path))
     root = collect(args.checkpoint, db_path)
-    findings = evaluate(db_path, root, now=now, config=config)
-    verdict = worst(findings)
+    compat = None
+    if args.next is not None:
+        from stateglass.collectors.compat import compare
+
+        compat = compare(root, args.next)[2]
+    verdict, findings = judge(db_path, root, now, config, compat, args.next or "")
+    status = worst(findings)
     if args.json:
         doc = {
             "checkpoint": root,
-            "status": verdict,
-            "findings": [
-                {
-                    "rule": f.rule,
-                    "title": f.title,
-                    "status": f.status,
-                    "finding": f.finding,
-                    "hint": f.hint,
-                    "operator_id": f.operator_id,
-                    "store_name": f.store_name,
-                    "partition_id": f.partition_id,
-                }
-                for f in findings
-            ],
+            "status": status,
+            "restart": verdict.to_json(),
+            "findings": [_finding_json(f) for f in findings],
         }
         print(json.dumps(doc, indent=2))
     else:
         print(f"{root}  (history: {db_path})")
+        print(render_verdict(verdict))
         print(table(findings, verbose=args.verbose))
-        print(f"worst: {verdict} (exit {EXIT_STATUS[verdict]})")
+        print(f"worst: {status} (exit {EXIT_STATUS[status]})")
     sys.stdout.flush()
-    return EXIT_STATUS[verdict]
+    return EXIT_STATUS[status]
+
+
+def render_verdict(verdict: RestartVerdict) -> str:
+    """The verdict block that leads the output: verdict, reason, evidence, way out."""
+    lines = [f"RESTART: {verdict.verdict.upper()} - {verdict.reason}"]
+    if verdict.error_class:
+        lines.append(f"  Spark: {verdict.error_class}")
+    lines += [f"  evidence: {e}" for e in verdict.evidence]
+    way = verdict.way_out
+    if way is not None:
+        where = f"restart at batch {way.batch}" if way.batch is not None else "no whole batch"
+        lines.append(f"  way out ({where}): {way.steps}")
+        lines += [f"    move aside: {p}" for p in way.move_aside]
+        if way.lost:
+            lines.append(f"  lost: {way.lost}")
+    return "\n".join(lines) + "\n"
+
+
+def _finding_json(f: Finding) -> dict[str, Any]:
+    return {
+        "rule": f.rule,
+        "title": f.title,
+        "status": f.status,
+        "finding": f.finding,
+        "hint": f.hint,
+        "operator_id": f.operator_id,
+        "store_name": f.store_name,
+        "partition_id": f.partition_id,
+    }

@@ -16,7 +16,10 @@ Example::
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import duckdb
 
@@ -32,6 +35,7 @@ from stateglass.collectors.health.late_rows import LateRows
 from stateglass.collectors.health.memory_per_key import MemoryPerKey
 from stateglass.collectors.health.orphans import Orphans
 from stateglass.collectors.health.partition_skew import PartitionSkew
+from stateglass.collectors.health.restart import Restart, RestartVerdict, restart_verdict
 from stateglass.collectors.health.retention import Retention
 from stateglass.collectors.health.rocksdb_stalls import RocksdbStalls
 from stateglass.collectors.health.schema_drift import SchemaDrift
@@ -41,6 +45,9 @@ from stateglass.collectors.health.state_leak import StateLeak
 from stateglass.collectors.health.stuck_batch import StuckBatch
 from stateglass.collectors.health.unbounded_state import UnboundedState
 
+if TYPE_CHECKING:
+    from stateglass.collectors.compat.rules import Verdict as CompatVerdict
+
 __all__ = [
     "ERR",
     "OK",
@@ -48,9 +55,11 @@ __all__ = [
     "WARN",
     "Finding",
     "HealthConfig",
+    "RestartVerdict",
     "Rule",
     "evaluate",
     "evaluate_many",
+    "judge",
     "load_config",
     "worst",
 ]
@@ -58,6 +67,8 @@ __all__ = [
 RULES: dict[str, Rule] = {
     rule.id: rule
     for rule in (
+        # First: every page and report leads with whether the query restarts.
+        Restart(),
         StalledQuery(),
         StuckBatch(),
         UnboundedState(),
@@ -114,15 +125,56 @@ def evaluate_many(
     """
     from stateglass.collectors.remote import canonical
 
-    config = config or HealthConfig()
+    out: dict[str, list[Finding] | CheckpointError] = {}
+    with _history(db_path) as conn:
+        for checkpoint in checkpoints:
+            root = canonical(checkpoint)
+            ctx = _context(conn, db_path, root, now, config)
+            out[root] = ctx if isinstance(ctx, CheckpointError) else _run_rules(ctx)
+    return out
+
+
+def judge(
+    db_path: str,
+    checkpoint: str,
+    now: datetime | None = None,
+    config: HealthConfig | None = None,
+    compat: CompatVerdict | None = None,
+    next_name: str = "",
+) -> tuple[RestartVerdict, list[Finding]]:
+    """The restart verdict and every enabled rule's findings, as ``stateglass check`` leads
+    with them; ``compat``: the prediction for a changed query (``--next``) named ``next_name``.
+
+    Example::
+
+        verdict, findings = judge("~/.stateglass/stateglass.duckdb", "/data/cp/orders")
+        print(verdict.verdict, verdict.reason, verdict.way_out)
+    """
+    from stateglass.collectors.remote import canonical
+
+    root = canonical(checkpoint)
+    with _history(db_path) as conn:
+        ctx = _context(conn, db_path, root, now, config)
+        if isinstance(ctx, CheckpointError):
+            raise ctx
+        ctx.compat, ctx.next_name = compat, next_name
+        return restart_verdict(ctx, compat, next_name), _run_rules(ctx)
+
+
+def _run_rules(ctx: Context) -> list[Finding]:
+    findings: list[Finding] = []
+    for rule_id, rule in RULES.items():
+        if ctx.config.enabled(rule_id):
+            findings.extend(rule.check(ctx))
+    return findings
+
+
+@contextmanager
+def _history(db_path: str) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-only connection to a history database of the current schema."""
     db_file = os.path.abspath(os.path.expanduser(db_path))
     if not os.path.isfile(db_file):
         raise NotFound(db_file, "no such database; run `stateglass collect` first")
-    if now is None:
-        now = datetime.now(tz=UTC)
-    if now.tzinfo is not None:
-        now = now.astimezone(UTC).replace(tzinfo=None)
-    out: dict[str, list[Finding] | CheckpointError] = {}
     with reader(db_file) as conn:
         try:
             found = conn.execute("SELECT max(version) FROM schema_info").fetchall()[0][0]
@@ -135,20 +187,23 @@ def evaluate_many(
                 f"written by an older StateGlass (schema {found}, need {SCHEMA_VERSION}); "
                 "run `stateglass collect` once to upgrade it",
             )
-        for checkpoint in checkpoints:
-            root = canonical(checkpoint)
-            known = conn.execute(
-                "SELECT count(*) FROM checkpoints WHERE checkpoint = ?", [root]
-            ).fetchall()
-            if known[0][0] == 0:
-                out[root] = NotFound(
-                    root, f"not collected into {db_file}; run `stateglass collect {root}` first"
-                )
-                continue
-            ctx = Context(conn, root, now, config)
-            findings: list[Finding] = []
-            for rule_id, rule in RULES.items():
-                if config.enabled(rule_id):
-                    findings.extend(rule.check(ctx))
-            out[root] = findings
-    return out
+        yield conn
+
+
+def _context(
+    conn: duckdb.DuckDBPyConnection,
+    db_path: str,
+    root: str,
+    now: datetime | None,
+    config: HealthConfig | None,
+) -> Context | NotFound:
+    if now is None:
+        now = datetime.now(tz=UTC)
+    if now.tzinfo is not None:
+        now = now.astimezone(UTC).replace(tzinfo=None)
+    known = conn.execute("SELECT count(*) FROM checkpoints WHERE checkpoint = ?", [root])
+    if known.fetchall()[0][0] == 0:
+        db_file = os.path.abspath(os.path.expanduser(db_path))
+        why = f"not collected into {db_file}; run `stateglass collect {root}` first"
+        return NotFound(root, why)
+    return Context(conn, root, now, config or HealthConfig())

@@ -67,6 +67,9 @@ class Context:
     checkpoint: str
     now: datetime  # naive UTC, like every timestamp in the database
     config: HealthConfig
+    # compat's prediction for a changed query (``check --next``), and that query's checkpoint
+    compat: Any = None
+    next_name: str = ""
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run ``sql``; its first ``?`` is the checkpoint, ``params`` fill the others."""

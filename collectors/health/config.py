@@ -40,6 +40,12 @@ class SparkConfig:
 
     min_deltas_for_snapshot: int = 10
     min_batches_to_retain: int = 100
+    # spark.sql.streaming.stateStore.autoSnapshotRepair.enabled (Spark 4.1+, on by default):
+    # a snapshot that fails to load is skipped for an older one plus more deltas/changelogs.
+    # Set it false for a cluster on Spark 4.0 or older, or with the conf off.
+    auto_snapshot_repair: bool = True
+    # spark.sql.streaming.stateStore.autoSnapshotRepair.maxChangeFileReplay (500 in 4.3)
+    max_change_file_replay: int = 500
 
 
 @dataclass(frozen=True)
@@ -228,10 +234,16 @@ class LimitsConfig:
 
 
 @dataclass(frozen=True)
+class RestartConfig:
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
 class HealthConfig:
     """Every threshold of every rule; the defaults are documented in ``docs/health.md``."""
 
     spark: SparkConfig = field(default_factory=SparkConfig)
+    restart: RestartConfig = field(default_factory=RestartConfig)
     stalled_query: StalledQueryConfig = field(default_factory=StalledQueryConfig)
     stuck_batch: StuckBatchConfig = field(default_factory=StuckBatchConfig)
     unbounded_state: UnboundedStateConfig = field(default_factory=UnboundedStateConfig)

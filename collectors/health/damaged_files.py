@@ -1,7 +1,8 @@
 """Damaged files: every file in the ``problems`` table (unreadable, corrupt, empty, too new).
 
 ERR when the file breaks something Spark needs to restart the query: the state version the next
-batch loads (last committed batch + 1) in any partition, the query's ``metadata``, the newest
+batch loads (last committed batch + 1) in any partition, as Spark loads it (a bad snapshot that
+its automatic repair skips breaks nothing), the query's ``metadata``, the newest
 ``offsets/`` or ``commits/`` entry, or a schema or operator-metadata file. WARN otherwise: an
 older version or batch can no longer be read back or restarted from.
 """
@@ -12,12 +13,8 @@ import os
 from dataclasses import dataclass
 
 from stateglass.collectors.health.base import ERR, OK, WARN, Context, Finding
-from stateglass.collectors.health.versions import (
-    ChainFiles,
-    bad_state_files,
-    live_chain_files,
-    readable,
-)
+from stateglass.collectors.health.spark_load import RepairSettings, load_version
+from stateglass.collectors.health.versions import ChainFiles, bad_state_files, live_chain_files
 
 # Findings listed one by one; beyond this many, the rest are summed up in one more finding.
 MAX_LISTED = 20
@@ -88,6 +85,10 @@ class DamagedFiles:
             where[path] = ((op, store, part), version, kind)
         chains = live_chain_files(ctx)
         newest_log = self._newest_logs(ctx)
+        providers = {(st.operator_id, st.store_name): st.provider for st in ctx.stores}
+        repair = RepairSettings(
+            ctx.config.spark.auto_snapshot_repair, ctx.config.spark.max_change_file_replay
+        )
         out = []
         for path, found in bad.items():
             why = "; ".join(f"{kind}: {message}" for kind, message in found)
@@ -95,7 +96,8 @@ class DamagedFiles:
             if path in where:
                 chain, version, kind = where[path]
                 files = chains.get(chain, ChainFiles())
-                breaks = needed is not None and self._breaks(files, needed)
+                rocksdb = "rocksdb" in str(providers.get(chain[:2]) or "").lower()
+                breaks = needed is not None and self._breaks(files, needed, repair, rocksdb)
                 text = f"{name} ({kind} of version {version}) cannot be read: {why}"
                 if breaks:
                     text += f"; the next batch needs version {needed}"
@@ -106,10 +108,14 @@ class DamagedFiles:
         return out
 
     @staticmethod
-    def _breaks(files: ChainFiles, needed: int) -> bool:
-        """Whether the bad files make ``needed`` unreadable when the files alone would not."""
-        whole = readable(files.change, files.full)
-        return needed in whole and needed not in files.readable()
+    def _breaks(files: ChainFiles, needed: int, repair: RepairSettings, rocksdb: bool) -> bool:
+        """Whether the bad files make Spark fail to load ``needed`` when the files alone would
+        not (its automatic snapshot repair skips a bad snapshot that older files bridge)."""
+        whole = ChainFiles(files.change, files.full)
+        return (
+            load_version(whole, needed, repair, rocksdb).ok
+            and not load_version(files, needed, repair, rocksdb).ok
+        )
 
     @staticmethod
     def _newest_logs(ctx: Context) -> dict[str, str]:

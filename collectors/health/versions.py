@@ -94,10 +94,30 @@ def bad_state_files(ctx: Context) -> dict[str, list[tuple[str, str]]]:
     return out
 
 
+def _bad_ssts(ctx: Context, bad: Collection[str]) -> dict[tuple[int, str, int], set[int]]:
+    """Versions whose zip references an SST that is gone or has a problem of its own (a
+    checksum mismatch): RocksDB cannot open that zip, and a scan that did not read the zip
+    (its key count is in its metadata) would not have noticed."""
+    bad_names = {p.rsplit("/SSTs/", 1)[1] for p in bad if "/SSTs/" in p}
+    out: dict[tuple[int, str, int], set[int]] = {}
+    for op, store, part, first, last in ctx.rows(
+        "SELECT r.operator_id, r.store_name, r.partition_id, r.first_version, r.last_version "
+        "FROM sst_refs r LEFT JOIN state_files f ON f.checkpoint = r.checkpoint "
+        "AND f.operator_id = r.operator_id AND f.store_name = r.store_name "
+        "AND f.partition_id = r.partition_id AND f.kind = 'sst' AND NOT f.purged "
+        "AND f.path LIKE '%/SSTs/' || r.sst_file "
+        "WHERE r.checkpoint = ? AND (f.path IS NULL OR list_contains(?::VARCHAR[], r.sst_file))",
+        [sorted(bad_names)],
+    ):
+        out.setdefault((op, store, part), set()).update(range(first, last + 1))
+    return out
+
+
 def live_chain_files(ctx: Context) -> dict[tuple[int, str, int], ChainFiles]:
     """``(operator, store, partition) -> ChainFiles`` from ``state_files`` and ``problems``."""
     out: dict[tuple[int, str, int], ChainFiles] = {}
     bad = bad_state_files(ctx)
+    bad_ssts = _bad_ssts(ctx, bad)
     for op, store, part, version, kind, path in ctx.rows(
         "SELECT operator_id, store_name, partition_id, version, kind, path FROM state_files "
         "WHERE checkpoint = ? AND NOT purged AND version IS NOT NULL"
@@ -109,7 +129,7 @@ def live_chain_files(ctx: Context) -> dict[tuple[int, str, int], ChainFiles]:
                 files.bad_change.add(version)
         elif kind in FULL_KINDS:
             files.full.add(version)
-            if path in bad:
+            if path in bad or version in bad_ssts.get((op, store, part), ()):
                 files.bad_full.add(version)
     return out
 

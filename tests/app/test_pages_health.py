@@ -14,6 +14,9 @@ from tests.app.test_pages_core import run_page
 def test_health_page_lists_every_rule_and_offers_the_report(samples_db: str) -> None:
     at = run_page("health")
     assert [t.value for t in at.title] == ["Health"]
+    # The restart verdict leads the page (the first sample is healthy: it restarts).
+    assert at.success and at.success[0].value.startswith("**Restart: restarts**")
+    assert frame_first_rule(at) == "Restart verdict"
     # A static table (st.table) wraps long findings instead of cutting them.
     assert not at.dataframe
     (table,) = at.table
@@ -34,6 +37,10 @@ def test_health_page_lists_every_rule_and_offers_the_report(samples_db: str) -> 
     assert not at.exception, [e.value for e in at.exception]
     (download,) = at.get("download_button")
     assert "Download report" in str(download.proto.label)
+
+
+def frame_first_rule(at: object) -> str:
+    return str(at.table[0].value["rule"].iloc[0])  # type: ignore[attr-defined]
 
 
 def test_a_config_file_turns_rules_off_and_the_page_says_so(

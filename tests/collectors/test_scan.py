@@ -200,10 +200,12 @@ def test_truncated_delta_is_a_problem_not_a_failure(
     assert cli_main(["collect", str(cp_dir), "--db", db_path]) == 0
     assert "1 problems" in capsys.readouterr().err
 
-    problems = read_query(db_path, "SELECT path, kind, message FROM problems")
-    assert len(problems) == 1
-    assert problems[0][0] == str(bad)
-    assert problems[0][1] == "CorruptFile"
+    problems = read_query(db_path, "SELECT path, kind, message FROM problems ORDER BY kind")
+    # The decoder trips on it, and its Hadoop sidecar no longer matches (the sizes differ).
+    assert [(p[0], p[1]) for p in problems] == [
+        (str(bad), "ChecksumMismatch"),
+        (str(bad), "CorruptFile"),
+    ]
     per_partition = dict(
         read_query(
             db_path,
@@ -218,7 +220,7 @@ def test_truncated_delta_is_a_problem_not_a_failure(
 
     # A rescan with nothing changed keeps the problem; a repaired file clears it.
     assert cli_main(["collect", str(cp_dir), "--db", db_path]) == 0
-    assert len(read_query(db_path, "SELECT path FROM problems")) == 1
+    assert len(read_query(db_path, "SELECT DISTINCT path FROM problems")) == 1
     bad.write_bytes(data)
     assert cli_main(["collect", str(cp_dir), "--db", db_path]) == 0
     assert read_query(db_path, "SELECT path FROM problems") == []

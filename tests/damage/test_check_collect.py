@@ -116,13 +116,15 @@ def _empty_op_meta(cp: Path) -> Path:
 
 Damage = Callable[[Path], Path]
 # (damage, sample, worst damaged_files status). A bad delta or changelog of version 12 is a
-# WARN: every sample has a snapshot or zip at version 12, which the next batch loads.
+# WARN: every sample has a snapshot or zip at version 12, which the next batch loads. So is a
+# bad HDFS snapshot: Spark 4.1+'s automatic snapshot repair loads an older one plus the deltas
+# (RocksDB without changelogs cannot: its empty zip stays an ERR).
 CASES: list[tuple[str, Damage, str, str]] = [
     ("empty-delta", _empty_delta, "agg-hdfs", "WARN"),
     ("lz4-header-2gb", _lz4_claims_2_gb, "agg-hdfs", "WARN"),
     ("offsets-v99", _offsets_v99, "agg-hdfs", "ERR"),
     ("bad-metadata", _bad_metadata, "agg-hdfs", "ERR"),
-    ("empty-snapshot", _empty_snapshot, "agg-hdfs", "ERR"),
+    ("empty-snapshot", _empty_snapshot, "agg-hdfs", "WARN"),
     ("empty-zip", _empty_zip, "agg-rocks", "ERR"),
     ("empty-changelog", _empty_changelog, "agg-rocks-cl", "WARN"),
     ("empty-commit", _empty_commit, "agg-hdfs", "ERR"),

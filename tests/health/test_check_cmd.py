@@ -34,7 +34,9 @@ def test_healthy_is_exit_0_and_leaves_the_checkpoint_alone(
     out = capsys.readouterr().out
     assert code == 0
     lines = out.splitlines()
-    assert lines[1].split() == ["STATUS", "RULE", "WHERE", "FINDING"]
+    # The verdict leads, then a blank line and the table.
+    assert lines[1].startswith("RESTART: RESTARTS - state version ")
+    assert lines[3].split() == ["STATUS", "RULE", "WHERE", "FINDING"]
     # Ten rules on the checkpoint, five on progress events (none here: "not judged").
     assert sum(1 for line in lines if line.startswith("OK ")) == len(RULES)
     assert lines[-1] == "worst: OK (exit 0)"

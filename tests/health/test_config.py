@@ -88,7 +88,7 @@ def _documented_defaults() -> dict[str, dict[str, str]]:
     """``{section: {key: default}}`` from the tables and the ``[spark]`` text of docs/health.md."""
     text = (Path(__file__).resolve().parents[2] / "docs" / "health.md").read_text()
     out: dict[str, dict[str, str]] = {"spark": {}}
-    for key, value in re.findall(r"`\[spark\] (\w+)` \(default (\d+)\)", text):
+    for key, value in re.findall(r"`\[spark\] (\w+)` \(default (\d+|true|false)\)", text):
         out["spark"][key] = value
     for section, body in re.findall(r"^### `(\w+)`.*?\n(.*?)(?=^### |\Z)", text, re.S | re.M):
         rows = re.findall(r"^\| `(\w+)` \| ([^|]+?) \|", body, re.M)
@@ -107,4 +107,7 @@ def test_docs_state_the_defaults_of_the_code() -> None:
         # Every threshold is documented, with the value the code uses.
         assert set(keys) == set(thresholds), section
         for key, value in keys.items():
+            if isinstance(thresholds[key], bool):
+                assert value == str(thresholds[key]).lower(), (section, key, value)
+                continue
             assert float(value) == thresholds[key], (section, key, value)

@@ -17,10 +17,13 @@ STATUS_COLORS = {"OK": "#d9f2d9", "WARN": "#ffe8cc", "ERR": "#ffd6d6"}
 
 
 @st.cache_data(ttl=60, max_entries=64, show_spinner="Checking the health rules…")
-def _findings(db: str, data_version: float, checkpoint: str, config: str | None) -> pd.DataFrame:
+def _findings(
+    db: str, data_version: float, checkpoint: str, config: str | None
+) -> tuple[dict[str, Any], pd.DataFrame]:
     # ``config`` (the --config path) is part of the cache key: other thresholds, other verdicts.
-    from stateglass.collectors.health import evaluate
+    from stateglass.collectors.health import judge
 
+    verdict, found = judge(db, checkpoint, config=context.health_config())
     rows = [
         {
             "status": f.status,
@@ -29,9 +32,29 @@ def _findings(db: str, data_version: float, checkpoint: str, config: str | None)
             "finding": f.finding,
             "what to do": f.hint if f.status != "OK" else "",
         }
-        for f in evaluate(db, checkpoint, config=context.health_config())
+        for f in found
     ]
-    return pd.DataFrame(rows)
+    return verdict.to_json(), pd.DataFrame(rows)
+
+
+def _verdict(verdict: dict[str, Any]) -> None:
+    """The restart verdict leads the page, as it leads ``stateglass check``."""
+    show = {"restarts": st.success, "restarts after repair": st.warning}.get(
+        verdict["verdict"], st.error
+    )
+    lines = [f"**Restart: {md(verdict['verdict'])}** — {md(verdict['reason'])}"]
+    if verdict["error_class"]:
+        lines.append(f"Spark: {md_code(verdict['error_class'])}")
+    lines += [f"- {md(e)}" for e in verdict["evidence"]]
+    way = verdict["way_out"]
+    if way:
+        lines.append(f"*Way out:* {md(way['steps'])}")
+        if way["lost"]:
+            lines.append(f"*Lost:* {md(way['lost'])}")
+    show("  \n".join(lines))
+    if way and way["move_aside"]:
+        with st.expander(f"Entries to move aside ({len(way['move_aside'])})"):
+            st.code("\n".join(way["move_aside"]), language=None)
 
 
 def _where(f: Any) -> str:
@@ -74,7 +97,8 @@ def _report_button(db: str, checkpoint: str) -> None:
 def render() -> None:
     st.title("Health")
     st.caption(
-        "Is this query healthy? Each rule reads the collected history and gives OK, WARN or "
+        "Will this query restart, and is it healthy? The restart verdict mirrors how Spark "
+        "loads the state; each rule reads the collected history and gives OK, WARN or "
         "ERR with the numbers behind it and what to do. `stateglass check` prints the same "
         "table and exits 0/1/2; thresholds and their defaults are in docs/health.md."
     )
@@ -83,11 +107,14 @@ def render() -> None:
         return
     db = context.db_path()
     try:
-        findings = _findings(db, queries.data_version(db), checkpoint, context.health_config_path())
+        verdict, findings = _findings(
+            db, queries.data_version(db), checkpoint, context.health_config_path()
+        )
     except Exception as exc:  # the page must say what failed, not show a traceback
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         st.error(f"Health rules could not run: {md(why)}", icon="🚫")
         return
+    _verdict(verdict)
     off = context.disabled_rules()
     if off:
         st.caption(

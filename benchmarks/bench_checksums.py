@@ -1,0 +1,103 @@
+"""What verifying checksum files costs `collect` (Hadoop ``.NAME.crc``, Spark ``NAME.crc``).
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_checksums.py CHECKPOINT [CHECKPOINT ...] [--runs 3]
+
+For each checkpoint (read only: databases go to a temporary directory):
+
+1. Verification alone: :func:`collectors.checksums.verify_files` over every file a first
+   collect sees (state files, SSTs, offsets/commits), timed; MB/s = bytes of the verified
+   files / seconds.
+2. A full ``collect`` into a fresh database with verification, and one with it switched off,
+   alternating, ``--runs`` times each; the medians and their ratio.
+
+The figures go to stdout as Markdown with the machine, the load average and the date, ready
+for docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+
+from stateglass.collectors import scan as scan_module
+from stateglass.collectors.checkpoint import Checkpoint
+from stateglass.collectors.checksums import verify_files
+from stateglass.collectors.db import Database
+from stateglass.collectors.listing import list_checkpoint
+from stateglass.collectors.scan import _read_metadata, scan_checkpoint
+
+
+def _files(path: str) -> dict[str, int]:
+    cp = Checkpoint.open(path)
+    stores, _ = _read_metadata(cp, scan_module.ProblemLog(cp.root, dt.datetime.now()))
+    listing = list_checkpoint(cp, stores, {})
+    sizes = {p: f.stat.size for p, f in listing.state_files.items()}
+    sizes.update({p: s.size for p, s in listing.log_files.items()})
+    return sizes
+
+
+def _verify_alone(path: str) -> tuple[int, int, float, int]:
+    files = _files(path)
+    size = sum(files.values())
+    checked = sum(
+        1
+        for f in files
+        if os.path.exists(os.path.join(os.path.dirname(f), f".{os.path.basename(f)}.crc"))
+    )
+    start = time.perf_counter()
+    bad = verify_files(Checkpoint.open(path).fs, files)
+    return len(files), size, time.perf_counter() - start, checked - len(bad)
+
+
+def _collect(path: str, verify: bool) -> float:
+    original: Callable[..., None] = scan_module._verify_checksums
+    if not verify:
+        scan_module._verify_checksums = lambda seen: None  # type: ignore[assignment]
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            start = time.perf_counter()
+            scan_checkpoint(Database(os.path.join(tmp, "b.duckdb")), path)
+            return time.perf_counter() - start
+    finally:
+        scan_module._verify_checksums = original  # type: ignore[assignment]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("checkpoints", nargs="+")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    machine = f"{platform.machine()}, {os.cpu_count()} cores"
+    print(f"Machine: {machine}, Python {platform.python_version()}; {now}")
+    print()
+    print(
+        "| checkpoint | files (with a sidecar) | MB | verify alone | MB/s | collect with | "
+        "without | ratio | load (1 min) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for path in args.checkpoints:
+        load = os.getloadavg()[0]
+        files, size, seconds, verified = _verify_alone(path)
+        with_, without = [], []
+        for _ in range(args.runs):
+            with_.append(_collect(path, True))
+            without.append(_collect(path, False))
+        w, wo = statistics.median(with_), statistics.median(without)
+        load = max(load, os.getloadavg()[0])
+        print(
+            f"| {path} | {files} ({verified}) | {size / 1e6:.1f} | {seconds:.2f} s | "
+            f"{size / 1e6 / seconds:.0f} | {w:.2f} s | {wo:.2f} s | {w / wo:.2f}x | {load:.1f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
