@@ -6,6 +6,14 @@
 (Spark pins it for the query's lifetime), so a batch that reads nothing new and changes it is
 a repartition.
 
+A repartition that never finished (``offsets/N`` without ``commits/N``) is what Spark refuses to
+restart on (SPARK-55111, ``spark.sql.streaming.checkUnfinishedRepartitionOnRestart``, on by
+default): ``MicroBatchExecution`` judges only the partition counts
+(``OfflineStateRepartitionUtils.isRepartitionBatch``), so :func:`unfinished_repartition` does
+the same. A repartition attempted on an HDFS-provider checkpoint fails
+(``STATE_REPARTITION_INVALID_CHECKPOINT.UNSUPPORTED_PROVIDER``) after writing ``offsets/N``, and
+leaves exactly that.
+
 Example::
 
     entries = {b: OffsetSeq.from_bytes(read(f"offsets/{b}")) for b in batches}
@@ -71,3 +79,47 @@ def partitions_at(
         if batch_id < r.batch_id:
             return r.partitions_before
     return newest
+
+
+UNFINISHED_REPARTITION_ERROR = "STREAMING_UNFINISHED_REPARTITION_DETECTED"
+
+
+def is_repartition_batch(shuffle_partitions: Mapping[int, int | None], batch: int) -> bool:
+    """Spark's test: batch > 0 whose pinned shuffle partitions differ from the batch before's
+    (both known)."""
+    if batch <= 0:
+        return False
+    now, before = shuffle_partitions.get(batch), shuffle_partitions.get(batch - 1)
+    return now is not None and before is not None and now != before
+
+
+@dataclass(frozen=True)
+class UnfinishedRepartition:
+    batch: int
+    last_committed: int
+    partitions_before: int
+    partitions_after: int
+
+    @property
+    def spark_message(self) -> str:
+        """Spark's own words (error-conditions.json)."""
+        return (
+            f"[{UNFINISHED_REPARTITION_ERROR}] The latest batch {self.batch} is for an "
+            f"unfinished state repartitioning i.e. last committed batch is: {self.last_committed})."
+        )
+
+
+def unfinished_repartition(
+    shuffle_partitions: Mapping[int, int | None], latest: int | None, last_committed: int | None
+) -> UnfinishedRepartition | None:
+    """The unfinished repartition Spark refuses to restart on, or None."""
+    if latest is None or last_committed is None or last_committed < 0:
+        return None
+    if latest <= last_committed or not is_repartition_batch(shuffle_partitions, latest):
+        return None
+    return UnfinishedRepartition(
+        latest,
+        last_committed,
+        int(shuffle_partitions[latest - 1] or 0),
+        int(shuffle_partitions[latest] or 0),
+    )

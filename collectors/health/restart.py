@@ -2,10 +2,10 @@
 
 One answer drawn from what Spark reads on restart, in its order: the query's ``metadata``, the
 newest ``offsets/`` and ``commits/`` entries, an unfinished repartition
-(:mod:`.unfinished_repartition`), then the state version the next batch loads (last committed
-batch + 1) in every partition of every store, loaded the way Spark loads it
-(:mod:`.spark_load`, with its automatic snapshot repair), and, when a changed query is given,
-``compat``'s prediction. Three verdicts:
+(:func:`stateglass.parsers.repartition.unfinished_repartition`), then the state version the next
+batch loads (last committed batch + 1) in every partition of every store, loaded the way
+Spark loads it (:mod:`.spark_load`, with its automatic snapshot repair), and, when a changed
+query is given, ``compat``'s prediction. Three verdicts:
 
 - **restarts**: Spark restarts as the checkpoint is (possibly by its own snapshot repair);
 - **restarts after repair**: Spark refuses as it is, and a repair that loses no committed
@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 from stateglass.collectors.health.base import ERR, OK, WARN, Context, Finding
 from stateglass.collectors.health.spark_load import Load, RepairSettings, load_version
-from stateglass.collectors.health.unfinished_repartition import (
-    ERROR_CLASS as UNFINISHED_REPARTITION,
+from stateglass.collectors.health.versions import ChainFiles, bad_state_files, live_chain_files
+from stateglass.parsers.repartition import (
+    UNFINISHED_REPARTITION_ERROR as UNFINISHED_REPARTITION,
 )
-from stateglass.collectors.health.unfinished_repartition import (
+from stateglass.parsers.repartition import (
     UnfinishedRepartition,
     unfinished_repartition,
 )
-from stateglass.collectors.health.versions import ChainFiles, bad_state_files, live_chain_files
 
 if TYPE_CHECKING:
     from stateglass.collectors.compat.rules import Verdict as CompatVerdict

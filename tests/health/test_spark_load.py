@@ -5,11 +5,11 @@ and Spark's test for an unfinished repartition."""
 from __future__ import annotations
 
 from stateglass.collectors.health.spark_load import RepairSettings, load_version
-from stateglass.collectors.health.unfinished_repartition import (
+from stateglass.collectors.health.versions import ChainFiles
+from stateglass.parsers.repartition import (
     is_repartition_batch,
     unfinished_repartition,
 )
-from stateglass.collectors.health.versions import ChainFiles
 
 ON = RepairSettings()
 OFF = RepairSettings(enabled=False)
