@@ -65,23 +65,9 @@ class Gauge:
 # total drop. The number of partitions is the larger of what the operator metadata says and
 # what was ever seen.
 _STATE_KEYS_SQL = """
-    WITH seen AS (
-        SELECT checkpoint, operator_id, store_name, count(DISTINCT partition_id) AS n
-        FROM state_versions GROUP BY ALL
-    ),
-    per_version AS (
-        SELECT checkpoint, operator_id, store_name, version,
-               sum(num_keys) AS keys, count(*) AS known
-        FROM state_versions WHERE num_keys IS NOT NULL GROUP BY ALL
-    )
-    SELECT v.checkpoint, CAST(v.operator_id AS VARCHAR) AS operator_id, v.store_name, v.keys,
-           v.version
-    FROM per_version v
-    JOIN seen s USING (checkpoint, operator_id, store_name)
-    LEFT JOIN operators o USING (checkpoint, operator_id, store_name)
-    WHERE v.known >= greatest(s.n, coalesce(o.num_partitions, 0))
-    QUALIFY row_number() OVER (
-        PARTITION BY v.checkpoint, v.operator_id, v.store_name ORDER BY v.version DESC) = 1
+    SELECT checkpoint, CAST(operator_id AS VARCHAR) AS operator_id, store_name,
+           arg_max(num_keys, version) AS keys, max(version) AS version
+    FROM store_totals WHERE complete GROUP BY ALL
 """
 
 # The newest progress event of each checkpoint's query (joined by the metadata query id).

@@ -247,6 +247,7 @@ TABLES: dict[str, str] = {
     # -- history that scales in time: maintained by every scan (see _record_history) -------
     # Per version of a store, summed over its partitions: what store-level charts, rules and
     # scrapes read (a month is 259,200 rows here against 52M partition rows), kept for good.
+    # Sums are HUGEINT, as DuckDB's sum() gives: readers get the types the views always had.
     "store_versions": """
         CREATE TABLE IF NOT EXISTS store_versions (
             checkpoint VARCHAR NOT NULL,
@@ -254,19 +255,19 @@ TABLES: dict[str, str] = {
             store_name VARCHAR NOT NULL,
             version BIGINT NOT NULL,
             known_partitions INTEGER NOT NULL,
-            num_keys BIGINT,
-            keys_added BIGINT,
-            keys_updated BIGINT,
-            keys_removed BIGINT,
-            delta_bytes BIGINT,
-            bytes BIGINT,
+            num_keys HUGEINT,
+            keys_added HUGEINT,
+            keys_updated HUGEINT,
+            keys_removed HUGEINT,
+            delta_bytes HUGEINT,
+            bytes HUGEINT,
             min_keys BIGINT,
             max_keys BIGINT,
             median_keys DOUBLE,
             sst_versions INTEGER,
-            sst_bytes_uploaded BIGINT,
-            sst_bytes_reused BIGINT,
-            sst_files_reused BIGINT,
+            sst_bytes_uploaded HUGEINT,
+            sst_bytes_reused HUGEINT,
+            sst_files_reused HUGEINT,
             PRIMARY KEY (checkpoint, operator_id, store_name, version)
         )
     """,
@@ -877,7 +878,8 @@ class Database:
             _record_history(conn, write)
         # Retention runs in a transaction of its own after the scan's, every so many versions:
         # the scan's rows are committed (and readable) first, whatever maintaining costs.
-        written = self._since_maintained.get(write.root, 0) + len(write.state_versions)
+        versions = len({r["version"] for r in write.state_versions})
+        written = self._since_maintained.get(write.root, 0) + versions
         self._since_maintained[write.root] = written
         if self.history.enabled and written >= self.history.maintain_every:
             self.maintain(write.root)
@@ -1120,9 +1122,12 @@ def _views_for_an_older_database(conn: duckdb.DuckDBPyConnection) -> None:
         "SELECT count(*) FROM duckdb_views() WHERE view_name = 'store_totals'"
     ).fetchall()[0][0]
     tables = conn.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE table_name IN ('state_versions', 'operators')"
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name IN "
+        "('state_versions', 'operators', 'store_versions', 'partition_newest')"
     ).fetchall()[0][0]
-    if found or tables < 2:
+    # The views read the per-store tables a writer of this version keeps: without them the
+    # database keeps what it has until a writer upgrades it.
+    if found or tables < 4:
         return
     for name in _PARTIAL_HISTORY_VIEWS:
         conn.execute(VIEWS[name].replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW"))

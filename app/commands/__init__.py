@@ -57,6 +57,7 @@ COMMANDS = (
     Command("check", Reads.CHECKPOINTS | Reads.DATABASE),
     Command("export", Reads.DATABASE),
     Command("metrics", Reads.DATABASE),
+    Command("maintain", Reads.DATABASE),
     Command("compat", Reads.CHECKPOINTS),
 )
 COMMANDS_BY_NAME = {c.name: c for c in COMMANDS}
