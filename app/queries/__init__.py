@@ -39,7 +39,7 @@ from stateglass.app.queries.checkpoints import (
     size_history,
     stores,
 )
-from stateglass.app.queries.connection import STORE_WHERE, data_version, session
+from stateglass.app.queries.connection import STORE_WHERE, change_key, data_version, session
 from stateglass.app.queries.downsample import MAX_POINTS
 from stateglass.app.queries.downsample import note as downsample_note
 from stateglass.app.queries.eviction import eviction_audit, eviction_rules
@@ -82,6 +82,7 @@ __all__ = [
     "batch_summary",
     "batches",
     "bytes_by_kind",
+    "change_key",
     "checkpoint_overview",
     "data_version",
     "disk_usage",
