@@ -266,21 +266,23 @@ _RSS_WRAPPER = (
     "import os, sys\n"
     "pid = os.spawnv(os.P_NOWAIT, sys.argv[1], sys.argv[1:])\n"
     "_, status, usage = os.wait4(pid, 0)\n"
-    "sys.stderr.write(f'\\nPEAK_RSS_KIB {usage.ru_maxrss}\\n')\n"
+    "cpu = usage.ru_utime + usage.ru_stime\n"
+    "sys.stderr.write(f'\\nCPU_S {cpu}\\nPEAK_RSS_KIB {usage.ru_maxrss}\\n')\n"
     "sys.exit(os.waitstatus_to_exitcode(status))\n"
 )
 
 
-def _child(argv: list[str]) -> tuple[float, float, str]:
+def _child(argv: list[str]) -> tuple[float, float, float, str]:
     """Wall seconds, peak RSS (GiB) and stdout of one child process (run under
     ``/usr/bin/time``-like accounting: its own peak, read from ``wait4``)."""
     start = time.perf_counter()
     done = subprocess.run([PY, "-c", _RSS_WRAPPER, *argv], capture_output=True, text=True, cwd=ROOT)
     took = time.perf_counter() - start
     rss_kib = int(done.stderr.rsplit("PEAK_RSS_KIB ", 1)[-1])
+    cpu = float(done.stderr.rsplit("CPU_S ", 1)[-1].split()[0])
     if done.returncode not in (0, 1):
         raise RuntimeError(f"{argv[:4]}: exit {done.returncode}: {done.stderr[-2000:]}")
-    return took, rss_kib / 2**20, done.stdout
+    return took, cpu, rss_kib / 2**20, done.stdout
 
 
 def _load() -> str:
@@ -294,9 +296,10 @@ def measure(db: pathlib.Path, cp: str) -> list[dict[str, Any]]:
     steps: list[dict[str, Any]] = []
     for page in ("overview", "query", "state", "health"):
         load = _load()
-        took, rss, out = _child([PY, "-c", _PAGE_CHILD, str(db), page])
+        took, cpu, rss, out = _child([PY, "-c", _PAGE_CHILD, str(db), page])
         info = json.loads(out.strip().splitlines()[-1])
-        steps.append({"step": f"{page} page", "wall_s": took, "rss_gib": rss, "load": load, **info})
+        row = {"step": f"{page} page", "wall_s": took, "proc_cpu_s": cpu, "rss_gib": rss}
+        steps.append({**row, "load": load, **info})
     for name, argv in (
         ("check --no-collect", [exe, "check", cp, "--db", str(db), "--no-collect"]),
         (
@@ -315,8 +318,8 @@ def measure(db: pathlib.Path, cp: str) -> list[dict[str, Any]]:
         ("/metrics scrape", [PY, "-c", _METRICS_CHILD, str(db)]),
     ):
         load = _load()
-        took, rss, out = _child(argv)
-        steps.append({"step": name, "wall_s": took, "rss_gib": rss, "load": load})
+        took, cpu, rss, out = _child(argv)
+        steps.append({"step": name, "wall_s": took, "cpu_s": cpu, "rss_gib": rss, "load": load})
     return steps
 
 

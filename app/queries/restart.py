@@ -20,8 +20,9 @@ def live_state_files(db: str, checkpoint: str, operator_id: int, store_name: str
 
 
 # Versions per partition the restart model reads, back from each partition's newest: a cold
-# load replays from the last snapshot, and Spark snapshots every few dozen versions at most.
-RESTART_WINDOW = 1000
+# load replays from the last snapshot, and Spark snapshots every 10 versions by default (a
+# what-if with a longer period than this reads as far back as the window).
+RESTART_WINDOW = 300
 
 
 def restart_facts(db: str, checkpoint: str, operator_id: int, store_name: str) -> pd.DataFrame:
