@@ -12,6 +12,7 @@ Examples::
     stateglass check /data/checkpoints/orders      # health rules; exit 0/1/2 = OK/WARN/ERR
     stateglass export --table state_versions -o versions.parquet
     stateglass metrics --db ~/.stateglass/stateglass.duckdb   # /metrics on 127.0.0.1:9108
+    stateglass maintain --db ~/.stateglass/stateglass.duckdb  # roll up old history now
     stateglass compat /data/checkpoints/orders /tmp/orders-staging   # exit 0 restarts, 1 refused
     stateglass plan-partitions /data/checkpoints/orders --partitions 16   # before a repartition
 

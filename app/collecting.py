@@ -77,7 +77,12 @@ def new_scanner(args: argparse.Namespace) -> Scanner:
     # in commands/collect.py.
     jobs = getattr(args, "jobs", 1)
     engine = get_engine(getattr(args, "engine", "local"), getattr(args, "master", None), jobs)
-    return Scanner(Database(args.db), engine, audit=getattr(args, "eviction_audit", True))
+    from stateglass.app.commands.maintain import history_settings
+
+    history = history_settings(getattr(args, "config", None))
+    return Scanner(
+        Database(args.db, history=history), engine, audit=getattr(args, "eviction_audit", True)
+    )
 
 
 def scan_all(scanner: Scanner, roots: list[str]) -> tuple[list[ScanSummary], int]:

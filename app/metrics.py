@@ -66,10 +66,8 @@ class Gauge:
 # changes it).
 _STATE_KEYS_SQL = """
     SELECT checkpoint, CAST(operator_id AS VARCHAR) AS operator_id, store_name,
-           num_keys AS keys, version
-    FROM store_totals WHERE complete
-    QUALIFY row_number() OVER (
-        PARTITION BY checkpoint, operator_id, store_name ORDER BY version DESC) = 1
+           arg_max(num_keys, version) AS keys, max(version) AS version
+    FROM store_totals WHERE complete GROUP BY ALL
 """
 
 # The newest progress event of each checkpoint's query (joined by the metadata query id).

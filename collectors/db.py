@@ -27,7 +27,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 # The engine alone, without the `duckdb` package's Python layer (its relational API and a
@@ -41,9 +41,10 @@ except ImportError:  # pragma: no cover - duckdb is pinned in requirements.txt
     import duckdb  # type: ignore[no-redef]
 
 from stateglass.collectors.errors import DatabaseBusy, DatabaseError
+from stateglass.collectors.history import HistorySettings
 from stateglass.collectors.progress_schema import PROGRESS_TABLES
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,18 @@ class ScanWrite:
     schema_files: list[dict[str, Any]] = field(default_factory=list)
     eviction_rules: list[dict[str, Any]] = field(default_factory=list)
     eviction_audit: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class MaintainResult:
+    """What one :meth:`Database.maintain` of one checkpoint did."""
+
+    checkpoint: str
+    # partition rows before this version are kept as roll-ups (None: all at full resolution)
+    full_from_version: int | None
+    versions_rolled_up: int
+    rollup_rows: int
+    files_compacted: int
 
 
 _OFFSET_COLUMNS = (
@@ -229,6 +242,98 @@ TABLES: dict[str, str] = {
             replay_bytes BIGINT,
             sst_files_live INTEGER,
             PRIMARY KEY (checkpoint, operator_id, store_name, partition_id, version)
+        )
+    """,
+    # -- history that scales in time: maintained by every scan (see _record_history) -------
+    # Per version of a store, summed over its partitions: what store-level charts, rules and
+    # scrapes read (a month is 259,200 rows here against 52M partition rows), kept for good.
+    # Sums are HUGEINT, as DuckDB's sum() gives: readers get the types the views always had.
+    "store_versions": """
+        CREATE TABLE IF NOT EXISTS store_versions (
+            checkpoint VARCHAR NOT NULL,
+            operator_id INTEGER NOT NULL,
+            store_name VARCHAR NOT NULL,
+            version BIGINT NOT NULL,
+            known_partitions INTEGER NOT NULL,
+            num_keys HUGEINT,
+            keys_added HUGEINT,
+            keys_updated HUGEINT,
+            keys_removed HUGEINT,
+            delta_bytes HUGEINT,
+            bytes HUGEINT,
+            min_keys BIGINT,
+            max_keys BIGINT,
+            median_keys DOUBLE,
+            sst_versions INTEGER,
+            sst_bytes_uploaded HUGEINT,
+            sst_bytes_reused HUGEINT,
+            sst_files_reused HUGEINT,
+            PRIMARY KEY (checkpoint, operator_id, store_name, version)
+        )
+    """,
+    # Each partition's newest version (and its first ever collected): "newest per partition"
+    # without sorting a history.
+    "partition_newest": """
+        CREATE TABLE IF NOT EXISTS partition_newest (
+            checkpoint VARCHAR NOT NULL,
+            operator_id INTEGER NOT NULL,
+            store_name VARCHAR NOT NULL,
+            partition_id INTEGER NOT NULL,
+            first_version BIGINT NOT NULL,
+            version BIGINT NOT NULL,
+            num_keys BIGINT,
+            versions_since_snapshot INTEGER,
+            replay_bytes BIGINT,
+            PRIMARY KEY (checkpoint, operator_id, store_name, partition_id)
+        )
+    """,
+    # Partition rows older than the full-resolution window, one row per bucket of versions
+    # (``maintain``): min/max/last keys, summed changes and bytes, the worst replay. Kept for good.
+    "state_rollups": """
+        CREATE TABLE IF NOT EXISTS state_rollups (
+            checkpoint VARCHAR NOT NULL,
+            operator_id INTEGER NOT NULL,
+            store_name VARCHAR NOT NULL,
+            partition_id INTEGER NOT NULL,
+            bucket BIGINT NOT NULL,
+            first_version BIGINT NOT NULL,
+            last_version BIGINT NOT NULL,
+            versions INTEGER NOT NULL,
+            min_keys BIGINT,
+            max_keys BIGINT,
+            last_keys BIGINT,
+            keys_added BIGINT,
+            keys_updated BIGINT,
+            keys_removed BIGINT,
+            delta_bytes BIGINT,
+            snapshot_bytes BIGINT,
+            max_replay_bytes BIGINT,
+            max_versions_since_snapshot INTEGER,
+            PRIMARY KEY (checkpoint, operator_id, store_name, partition_id, bucket)
+        )
+    """,
+    # Purged state files, compacted per (version, kind) by ``maintain``: what each version
+    # wrote stays countable after the per-file rows go.
+    "file_summaries": """
+        CREATE TABLE IF NOT EXISTS file_summaries (
+            checkpoint VARCHAR NOT NULL,
+            operator_id INTEGER NOT NULL,
+            store_name VARCHAR NOT NULL,
+            version BIGINT NOT NULL,
+            kind VARCHAR NOT NULL,
+            files BIGINT NOT NULL,
+            bytes BIGINT NOT NULL,
+            PRIMARY KEY (checkpoint, operator_id, store_name, version, kind)
+        )
+    """,
+    # What the last ``maintain`` kept, per checkpoint: the page that says so reads it.
+    "history_maintenance": """
+        CREATE TABLE IF NOT EXISTS history_maintenance (
+            checkpoint VARCHAR PRIMARY KEY,
+            maintained_at TIMESTAMP NOT NULL,
+            full_from_version BIGINT,
+            full_days DOUBLE NOT NULL,
+            rollup_versions INTEGER NOT NULL
         )
     """,
     "sst_refs": """
@@ -379,17 +484,14 @@ VIEWS: dict[str, str] = {
         CREATE OR REPLACE VIEW snapshot_lag AS
         WITH newest AS (
             SELECT checkpoint, operator_id, store_name, max(version) AS newest_version
-            FROM state_versions GROUP BY ALL
+            FROM partition_newest GROUP BY ALL
         )
-        SELECT v.checkpoint, v.operator_id, v.store_name, v.partition_id,
-               v.version AS latest_version, v.versions_since_snapshot, v.replay_bytes
-        FROM state_versions v
+        SELECT p.checkpoint, p.operator_id, p.store_name, p.partition_id,
+               p.version AS latest_version, p.versions_since_snapshot, p.replay_bytes
+        FROM partition_newest p
         JOIN newest n USING (checkpoint, operator_id, store_name)
-        LEFT JOIN batches b ON b.checkpoint = v.checkpoint AND b.batch_id = n.newest_version - 1
-        WHERE b.shuffle_partitions IS NULL OR v.partition_id < b.shuffle_partitions
-        QUALIFY row_number() OVER (
-            PARTITION BY v.checkpoint, v.operator_id, v.store_name, v.partition_id
-            ORDER BY v.version DESC) = 1
+        LEFT JOIN batches b ON b.checkpoint = p.checkpoint AND b.batch_id = n.newest_version - 1
+        WHERE b.shuffle_partitions IS NULL OR p.partition_id < b.shuffle_partitions
     """,
     # Partial history: Spark purges each partition's old files on its own
     # schedule, so partitions of one store can start at different versions. A total (or a
@@ -401,26 +503,15 @@ VIEWS: dict[str, str] = {
     "store_totals": """
         CREATE OR REPLACE VIEW store_totals AS
         WITH expected AS (
-            SELECT v.checkpoint, v.operator_id, v.store_name,
-                   greatest(count(DISTINCT v.partition_id),
-                            coalesce(any_value(o.num_partitions), 0)) AS partitions
-            FROM state_versions v
+            SELECT n.checkpoint, n.operator_id, n.store_name,
+                   greatest(count(*), coalesce(any_value(o.num_partitions), 0)) AS partitions
+            FROM partition_newest n
             LEFT JOIN operators o USING (checkpoint, operator_id, store_name)
-            GROUP BY v.checkpoint, v.operator_id, v.store_name
-        ),
-        per_version AS (
-            SELECT checkpoint, operator_id, store_name, version,
-                   count(num_keys) AS known_partitions,
-                   sum(num_keys) AS num_keys, sum(keys_added) AS keys_added,
-                   sum(keys_updated) AS keys_updated, sum(keys_removed) AS keys_removed,
-                   sum(delta_bytes) AS delta_bytes,
-                   sum(coalesce(delta_bytes, 0) + coalesce(snapshot_bytes, 0)) AS bytes,
-                   max(num_keys) AS max_keys, median(num_keys) AS median_keys
-            FROM state_versions GROUP BY checkpoint, operator_id, store_name, version
+            GROUP BY n.checkpoint, n.operator_id, n.store_name
         ),
         at_version AS (
             SELECT p.*, coalesce(b.shuffle_partitions, e.partitions) AS partitions
-            FROM per_version p JOIN expected e USING (checkpoint, operator_id, store_name)
+            FROM store_versions p JOIN expected e USING (checkpoint, operator_id, store_name)
             LEFT JOIN batches b ON b.checkpoint = p.checkpoint AND b.batch_id = p.version - 1
         )
         SELECT p.checkpoint, p.operator_id, p.store_name, p.version,
@@ -468,6 +559,11 @@ KEYS: dict[str, tuple[str, ...]] = {
     "sst_refs": ("checkpoint", "operator_id", "store_name", "partition_id", "sst_file"),
     "temp_files": ("checkpoint", "path"),
     "schema_files": ("checkpoint", "path", "sha256"),
+    "store_versions": ("checkpoint", "operator_id", "store_name", "version"),
+    "partition_newest": ("checkpoint", "operator_id", "store_name", "partition_id"),
+    "state_rollups": ("checkpoint", "operator_id", "store_name", "partition_id", "bucket"),
+    "file_summaries": ("checkpoint", "operator_id", "store_name", "version", "kind"),
+    "history_maintenance": ("checkpoint",),
     # Progress: keyed by the query, not the checkpoint path, so an event log and a
     # listener directory of one query land on the same rows; both runs of a restart stay.
     "progress": ("query_id", "run_id", "batch_id"),
@@ -494,6 +590,103 @@ KEYS: dict[str, tuple[str, ...]] = {
     ),
 }
 
+# Per-store totals of the versions in {source} (a relation with state_versions' columns),
+# replacing the rows of those versions.
+_STORE_VERSIONS = """
+    INSERT OR REPLACE INTO store_versions BY NAME
+    SELECT checkpoint, operator_id, store_name, version,
+           count(num_keys) AS known_partitions,
+           sum(num_keys) AS num_keys, sum(keys_added) AS keys_added,
+           sum(keys_updated) AS keys_updated, sum(keys_removed) AS keys_removed,
+           sum(delta_bytes) AS delta_bytes,
+           sum(coalesce(delta_bytes, 0) + coalesce(snapshot_bytes, 0)) AS bytes,
+           min(num_keys) AS min_keys, max(num_keys) AS max_keys, median(num_keys) AS median_keys,
+           count(sst_bytes_live) AS sst_versions,
+           sum(sst_bytes_uploaded) FILTER (WHERE sst_bytes_live IS NOT NULL)
+               AS sst_bytes_uploaded,
+           sum(sst_bytes_live - sst_bytes_uploaded) AS sst_bytes_reused,
+           sum(sst_files_reused) FILTER (WHERE sst_bytes_live IS NOT NULL) AS sst_files_reused
+    FROM {source} GROUP BY checkpoint, operator_id, store_name, version
+"""
+
+# Each partition's newest row among {source}, merged with what the table knew: the newer
+# version wins, the first version collected is the older one.
+_PARTITION_NEWEST = """
+    INSERT INTO partition_newest BY NAME
+    SELECT checkpoint, operator_id, store_name, partition_id,
+           min(version) AS first_version, max(version) AS version,
+           arg_max_null(num_keys, version) AS num_keys,
+           arg_max_null(versions_since_snapshot, version) AS versions_since_snapshot,
+           arg_max_null(replay_bytes, version) AS replay_bytes
+    FROM {source} GROUP BY checkpoint, operator_id, store_name, partition_id
+    ON CONFLICT (checkpoint, operator_id, store_name, partition_id) DO UPDATE SET
+        first_version = least(partition_newest.first_version, excluded.first_version),
+        num_keys = CASE WHEN excluded.version >= partition_newest.version
+                        THEN excluded.num_keys ELSE partition_newest.num_keys END,
+        versions_since_snapshot = CASE WHEN excluded.version >= partition_newest.version
+                        THEN excluded.versions_since_snapshot
+                        ELSE partition_newest.versions_since_snapshot END,
+        replay_bytes = CASE WHEN excluded.version >= partition_newest.version
+                        THEN excluded.replay_bytes ELSE partition_newest.replay_bytes END,
+        version = greatest(partition_newest.version, excluded.version)
+"""
+
+# The rows of one checkpoint's versions a scan just wrote (``$cp``, ``$lo``..``$hi``, and the
+# (operator, store, version) triples as three lists).
+_TOUCHED = """(
+    SELECT s.* FROM state_versions s
+    SEMI JOIN (SELECT unnest($ops::INTEGER[]) AS operator_id,
+                      unnest($stores::VARCHAR[]) AS store_name,
+                      unnest($versions::BIGINT[]) AS version) t
+        USING (operator_id, store_name, version)
+    WHERE s.checkpoint = $cp AND s.version BETWEEN $lo AND $hi
+)"""
+
+# Partition rows of one checkpoint older than ``$below``, one row per partition and bucket of
+# ``$n`` versions; a bucket rolled up before (a late row) merges with what it has.
+_ROLL_UP = """
+    INSERT INTO state_rollups BY NAME
+    SELECT checkpoint, operator_id, store_name, partition_id, (version - 1) // $n AS bucket,
+           min(version) AS first_version, max(version) AS last_version,
+           count(*) AS versions, min(num_keys) AS min_keys, max(num_keys) AS max_keys,
+           arg_max_null(num_keys, version) AS last_keys,
+           sum(keys_added) AS keys_added, sum(keys_updated) AS keys_updated,
+           sum(keys_removed) AS keys_removed, sum(delta_bytes) AS delta_bytes,
+           sum(snapshot_bytes) AS snapshot_bytes, max(replay_bytes) AS max_replay_bytes,
+           max(versions_since_snapshot) AS max_versions_since_snapshot
+    FROM state_versions WHERE checkpoint = $cp AND version < $below
+    GROUP BY ALL
+    ON CONFLICT (checkpoint, operator_id, store_name, partition_id, bucket) DO UPDATE SET
+        last_keys = CASE WHEN excluded.last_version > state_rollups.last_version
+                         THEN excluded.last_keys ELSE state_rollups.last_keys END,
+        first_version = least(state_rollups.first_version, excluded.first_version),
+        last_version = greatest(state_rollups.last_version, excluded.last_version),
+        versions = state_rollups.versions + excluded.versions,
+        min_keys = least(state_rollups.min_keys, excluded.min_keys),
+        max_keys = greatest(state_rollups.max_keys, excluded.max_keys),
+        keys_added = state_rollups.keys_added + excluded.keys_added,
+        keys_updated = state_rollups.keys_updated + excluded.keys_updated,
+        keys_removed = state_rollups.keys_removed + excluded.keys_removed,
+        delta_bytes = state_rollups.delta_bytes + excluded.delta_bytes,
+        snapshot_bytes = state_rollups.snapshot_bytes + excluded.snapshot_bytes,
+        max_replay_bytes = greatest(state_rollups.max_replay_bytes, excluded.max_replay_bytes),
+        max_versions_since_snapshot = greatest(state_rollups.max_versions_since_snapshot,
+                                               excluded.max_versions_since_snapshot)
+"""
+
+# Purged state files with a version, summed per (version, kind): files and bytes add up.
+_COMPACT_FILES = """
+    INSERT INTO file_summaries BY NAME
+    SELECT checkpoint, operator_id, store_name, version, kind,
+           count(*) AS files, sum(size_bytes) AS bytes
+    FROM state_files WHERE checkpoint = $cp AND purged AND version IS NOT NULL
+    GROUP BY ALL
+    ON CONFLICT (checkpoint, operator_id, store_name, version, kind) DO UPDATE SET
+        files = file_summaries.files + excluded.files,
+        bytes = file_summaries.bytes + excluded.bytes
+"""
+
+
 # Statements that bring a database written by schema version N - 1 up to N (new tables come
 # from TABLES). Version 2 records which SSTs each zip references: the live zips of an older
 # database are forgotten so that the next scan reads them again (their purged history stays).
@@ -505,6 +698,14 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
     # Version 3 only adds the progress tables (created from TABLES).
     3: (),
+    # Version 4 keeps per-store and newest-per-partition tables beside the partition rows:
+    # filled here from the history so far, then by every scan.
+    4: (
+        "DELETE FROM store_versions",
+        "DELETE FROM partition_newest",
+        _STORE_VERSIONS.format(source="state_versions"),
+        _PARTITION_NEWEST.format(source="state_versions"),
+    ),
 }
 
 
@@ -614,10 +815,18 @@ def _rows_by_chain(
 class Database:
     """The writer. One instance per process; transactions are short and serialized."""
 
-    def __init__(self, path: str, lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        path: str,
+        lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
+        history: HistorySettings | None = None,
+    ) -> None:
         self.path = os.path.abspath(os.path.expanduser(path))
         self.lock_timeout_s = lock_timeout_s
+        self.history = history or HistorySettings()
         self._lock = threading.Lock()
+        # checkpoint -> versions written since this writer last maintained its history
+        self._since_maintained: dict[str, int] = {}
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
         with self._transaction() as conn:
             for ddl in TABLES.values():
@@ -698,6 +907,34 @@ class Database:
             _record_files(conn, write)
             _record_problems(conn, write)
             _record_facts(conn, write)
+            _record_history(conn, write)
+        # Retention runs in a transaction of its own after the scan's, every so many versions:
+        # the scan's rows are committed (and readable) first, whatever maintaining costs.
+        versions = len({r["version"] for r in write.state_versions})
+        written = self._since_maintained.get(write.root, 0) + versions
+        self._since_maintained[write.root] = written
+        if self.history.enabled and written >= self.history.maintain_every:
+            self.maintain(write.root)
+
+    # -- history ---------------------------------------------------------------------------
+
+    def maintain(self, root: str | None = None) -> list[MaintainResult]:
+        """Apply retention, roll-ups and file compaction (:mod:`stateglass.collectors.history`)
+        to the checkpoint ``root``, or to every checkpoint; one transaction per checkpoint."""
+        with self._transaction() as conn:
+            roots = (
+                [root]
+                if root is not None
+                else [r for (r,) in conn.execute("SELECT checkpoint FROM checkpoints").fetchall()]
+            )
+        out = []
+        for one in roots:
+            with self._transaction() as conn:
+                out.append(
+                    _maintain(conn, one, self.history, datetime.now(UTC).replace(tzinfo=None))
+                )
+            self._since_maintained[one] = 0
+        return out
 
     # -- progress --------------------------------------------------------------------------
 
@@ -785,6 +1022,97 @@ def _record_facts(conn: duckdb.DuckDBPyConnection, write: ScanWrite) -> None:
     _upsert(conn, "eviction_audit", write.eviction_audit)
 
 
+def _record_history(conn: duckdb.DuckDBPyConnection, write: ScanWrite) -> None:
+    """Store totals and each partition's newest version, for the versions this scan wrote."""
+    if not write.state_versions:
+        return
+    touched = sorted(
+        {(r["operator_id"], r["store_name"], r["version"]) for r in write.state_versions}
+    )
+    params = {
+        "cp": write.root,
+        "lo": touched[0][2] if len(touched) == 1 else min(t[2] for t in touched),
+        "hi": max(t[2] for t in touched),
+        "ops": [t[0] for t in touched],
+        "stores": [t[1] for t in touched],
+        "versions": [t[2] for t in touched],
+    }
+    conn.execute(_STORE_VERSIONS.format(source=_TOUCHED), params)
+    conn.execute(_PARTITION_NEWEST.format(source=_TOUCHED), params)
+
+
+def _full_from(conn: duckdb.DuckDBPyConnection, root: str, history: HistorySettings) -> int | None:
+    """The first version kept at full resolution: the first of the window's batches (by
+    Spark's batch timestamps), never past a version whose files are still on disk (a scan may
+    count it again), rounded down to a bucket boundary. ``None``: nothing to roll up."""
+    newest_ms, live = conn.execute(
+        "SELECT (SELECT max(batch_timestamp_ms) FROM batches WHERE checkpoint = $cp), "
+        "(SELECT min(version) FROM state_files "
+        " WHERE checkpoint = $cp AND NOT purged AND version IS NOT NULL)",
+        {"cp": root},
+    ).fetchall()[0]
+    if newest_ms is None:
+        return None
+    window_ms = int(history.full_resolution_days * 86_400_000)
+    first_batch = conn.execute(
+        "SELECT min(batch_id) FROM batches WHERE checkpoint = ? AND batch_timestamp_ms >= ?",
+        [root, newest_ms - window_ms],
+    ).fetchall()[0][0]
+    if first_batch is None:
+        return None
+    full_from = first_batch + 1 if live is None else min(first_batch + 1, live)
+    n = history.rollup_versions
+    below = ((full_from - 1) // n) * n + 1
+    return below if below > 1 else None
+
+
+def _maintain(
+    conn: duckdb.DuckDBPyConnection, root: str, history: HistorySettings, now: datetime
+) -> MaintainResult:
+    """Roll up the partition rows before the window, compact the purged files' rows."""
+    below = _full_from(conn, root, history) if history.enabled else None
+    rolled = rows = 0
+    if below is not None:
+        params = {"cp": root, "below": below, "n": history.rollup_versions}
+        rolled = conn.execute(
+            "SELECT count(*) FROM state_versions WHERE checkpoint = $cp AND version < $below",
+            {"cp": root, "below": below},
+        ).fetchall()[0][0]
+        if rolled:
+            rows = conn.execute(_ROLL_UP, params).fetchall()[0][0]
+            conn.execute(
+                "DELETE FROM state_versions WHERE checkpoint = $cp AND version < $below",
+                {"cp": root, "below": below},
+            )
+    files = 0
+    if history.enabled:
+        files = conn.execute(
+            "SELECT count(*) FROM state_files WHERE checkpoint = ? AND purged "
+            "AND version IS NOT NULL",
+            [root],
+        ).fetchall()[0][0]
+        if files:
+            conn.execute(_COMPACT_FILES, {"cp": root})
+            conn.execute(
+                "DELETE FROM state_files WHERE checkpoint = ? AND purged AND version IS NOT NULL",
+                [root],
+            )
+    _upsert(
+        conn,
+        "history_maintenance",
+        [
+            {
+                "checkpoint": root,
+                "maintained_at": now,
+                "full_from_version": below,
+                "full_days": history.full_resolution_days,
+                "rollup_versions": history.rollup_versions,
+            }
+        ],
+    )
+    return MaintainResult(root, below, rolled, rows, files)
+
+
 def _upsert_run(conn: duckdb.DuckDBPyConnection, run: Mapping[str, Any]) -> None:
     """A run's start and end come from different events, possibly different reads: keep what
     an earlier read knew when this one does not say."""
@@ -833,10 +1161,12 @@ def _views_for_an_older_database(conn: duckdb.DuckDBPyConnection) -> None:
         ).fetchall()
     }
     tables = conn.execute(
-        "SELECT count(*) FROM duckdb_tables() "
-        "WHERE table_name IN ('state_versions', 'operators', 'batches')"
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name IN "
+        "('state_versions', 'operators', 'batches', 'store_versions', 'partition_newest')"
     ).fetchall()[0][0]
-    if found == {"store_totals", "repartitions"} or tables < 3:
+    # The views read the per-store tables a writer of this version keeps: without them the
+    # database keeps what it has until a writer upgrades it.
+    if found == {"store_totals", "repartitions"} or tables < 5:
         return
     for name in _REPARTITION_VIEWS:
         conn.execute(VIEWS[name].replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW"))

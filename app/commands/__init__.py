@@ -58,6 +58,7 @@ COMMANDS = (
     Command("check", Reads.CHECKPOINTS | Reads.DATABASE),
     Command("export", Reads.DATABASE),
     Command("metrics", Reads.DATABASE),
+    Command("maintain", Reads.DATABASE),
     Command("compat", Reads.CHECKPOINTS),
     Command("plan-partitions", Reads.CHECKPOINTS),
 )

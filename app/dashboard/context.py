@@ -77,25 +77,35 @@ class StoreSelection:
     store_name: str
 
 
-@st.cache_data(ttl=600, max_entries=256, show_spinner=False)
-def _cached(name: str, version: float, _fn: Callable[..., Any], *args: Any) -> Any:
+# Frames are kept as objects (cache_resource, like the figures): cache_data would keep a
+# second, pickled copy of each and unpickle it at every hit. Pages only read them.
+@st.cache_resource(ttl=600, max_entries=256, show_spinner=False)
+def _cached(name: str, version: str, _fn: Callable[..., Any], *args: Any) -> Any:
     # ``version`` is only part of the key: a commit changes it, so stale results are not hit.
     return _fn(*args)
 
 
+def _version(db: str, args: tuple[Any, ...]) -> str:
+    """The cache key's version: what changed of the checkpoint a load is about (its first
+    argument, when it is one), so a commit of one checkpoint leaves the others' loads cached."""
+    checkpoint = args[0] if args and isinstance(args[0], str) else None
+    return queries.change_key(db, checkpoint)
+
+
 def load(fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(db_path(), *args)``, cached until the database changes.
+    """``fn(db_path(), *args)``, cached until the checkpoint it reads changes.
 
     Example: ``load(queries.batches, checkpoint)``.
     """
     db = db_path()
-    return _cached(f"{fn.__module__}.{fn.__qualname__}", queries.data_version(db), fn, db, *args)
+    name = f"{fn.__module__}.{fn.__qualname__}"
+    return _cached(name, _version(db, args), fn, db, *args)
 
 
 # Figures are kept as objects (cache_resource): unpickling one rebuilds it, which costs about
 # as much as building it. Streamlit only reads them (to_dict), so sharing them is safe.
 @st.cache_resource(ttl=600, max_entries=64, show_spinner=False)
-def _cached_figure(key: str, version: float, _build: Callable[[], Any]) -> Any:
+def _cached_figure(key: str, version: str, _build: Callable[[], Any]) -> Any:
     return _build()
 
 
@@ -108,9 +118,7 @@ def figure(builder: Callable[..., Any], fn: Callable[..., Any], *args: Any, **op
     db = db_path()
     names = [builder.__module__, builder.__qualname__, fn.__module__, fn.__qualname__]
     key = "|".join([*names, db, repr(args), repr(sorted(options.items()))])
-    return _cached_figure(
-        key, queries.data_version(db), lambda: builder(load(fn, *args), **options)
-    )
+    return _cached_figure(key, _version(db, args), lambda: builder(load(fn, *args), **options))
 
 
 def checkpoints() -> list[str]:

@@ -24,9 +24,12 @@ from stateglass.app.figures._common import (
 # Beyond this many partitions, per-partition lines become the top ones plus a min–max band:
 # 200 lines are unreadable and slow to draw.
 MAX_PARTITION_LINES = 10
+# A downsampled frame's extremes per bucket (queries.partition_cells).
+BAND_COLUMNS = ("min_keys", "max_keys")
 
 METRICS = {
     "num_keys": ("keys", "keys"),
+    "max_keys": ("keys (the most in each bucket of versions)", "keys"),
     "bytes": ("bytes written (delta + snapshot)", "bytes"),
     "replay_bytes": ("replay bytes", "bytes"),
     "versions_since_snapshot": ("versions since snapshot", "versions"),
@@ -120,7 +123,14 @@ def keys_over_versions(
     )
     shown = list(grid.columns)
     if len(shown) > max_lines:
-        _add_band(fig, grid, steps, batches)
+        # Downsampled cells carry each bucket's extremes: the band spans those, not the last
+        # counts, so a partition's spike inside a bucket stays in it.
+        low, high = (
+            (_grid(versions, c, index="version", columns="partition_id") for c in BAND_COLUMNS)
+            if set(BAND_COLUMNS) <= set(versions.columns)
+            else (grid, grid)
+        )
+        _add_band(fig, low, high, steps, batches)
         last = grid.ffill().iloc[-1]
         shown = sorted(last.nlargest(max_lines).index)
     for partition in shown:
@@ -143,10 +153,18 @@ def keys_over_versions(
     return fig
 
 
-def _add_band(fig: go.Figure, grid: pd.DataFrame, steps: np.ndarray, batches: np.ndarray) -> None:
-    """The min–max band over every partition of a version × partition grid, lower panel."""
-    cells = grid.to_numpy(dtype="float64")
+def _add_band(
+    fig: go.Figure,
+    low: pd.DataFrame,
+    high: pd.DataFrame,
+    steps: np.ndarray,
+    batches: np.ndarray,
+) -> None:
+    """The min–max band over every partition of version × partition grids (the lowest of
+    ``low``, the highest of ``high``), lower panel."""
     for bound, fill in (("max", None), ("min", "tonexty")):
+        grid = high if bound == "max" else low
+        cells = grid.to_numpy(dtype="float64")
         values = grid.max(axis=1) if bound == "max" else grid.min(axis=1)
         # Which partition holds the bound, so the hover can name it (NaN cells never do).
         if bound == "max":

@@ -25,10 +25,13 @@ from __future__ import annotations
 
 from stateglass.app.queries.batches import (
     RATE_SECONDS,
+    batch_chart,
+    batch_summary,
     batches,
     input_from_offsets,
     input_per_batch,
     rate_rows,
+    repartitions,
 )
 from stateglass.app.queries.checkpoints import (
     checkpoint_overview,
@@ -37,7 +40,9 @@ from stateglass.app.queries.checkpoints import (
     size_history,
     stores,
 )
-from stateglass.app.queries.connection import STORE_WHERE, data_version, session
+from stateglass.app.queries.connection import STORE_WHERE, change_key, data_version, session
+from stateglass.app.queries.downsample import MAX_POINTS
+from stateglass.app.queries.downsample import note as downsample_note
 from stateglass.app.queries.eviction import eviction_audit, eviction_rules
 from stateglass.app.queries.progress import (
     DURATION_PARTS,
@@ -51,8 +56,10 @@ from stateglass.app.queries.progress import (
 )
 from stateglass.app.queries.restart import live_state_files, restart_facts
 from stateglass.app.queries.store import (
+    HEATMAP_COLUMNS,
     bytes_by_kind,
     disk_usage,
+    history_kept,
     history_note,
     partition_cells,
     partition_skew,
@@ -61,21 +68,29 @@ from stateglass.app.queries.store import (
     state_growth,
     state_versions,
     store_history,
+    version_span,
 )
 
 __all__ = [
     "DURATION_PARTS",
+    "HEATMAP_COLUMNS",
+    "MAX_POINTS",
     "NO_PROGRESS",
     "RATE_SECONDS",
     "ROCKSDB_METRICS",
     "STORE_WHERE",
+    "batch_chart",
+    "batch_summary",
     "batches",
     "bytes_by_kind",
+    "change_key",
     "checkpoint_overview",
     "data_version",
     "disk_usage",
+    "downsample_note",
     "eviction_audit",
     "eviction_rules",
+    "history_kept",
     "history_note",
     "input_from_offsets",
     "input_per_batch",
@@ -89,6 +104,7 @@ __all__ = [
     "progress_sources",
     "progress_state",
     "rate_rows",
+    "repartitions",
     "restart_facts",
     "session",
     "size_history",
@@ -99,4 +115,5 @@ __all__ = [
     "state_versions",
     "store_history",
     "stores",
+    "version_span",
 ]

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from stateglass.app.queries.connection import read_frame
+from stateglass.app.queries.downsample import MAX_POINTS, downsampled
 from stateglass.app.queries.progress import progress_sources
 from stateglass.collectors.source_log import files_per_log_batch
 from stateglass.parsers.offsets import (
@@ -21,35 +22,110 @@ from stateglass.parsers.offsets import (
     rate_source_rows,
 )
 
+_BATCHES = """
+    SELECT b.batch_id, b.committed,
+           CASE WHEN b.batch_timestamp_ms IS NOT NULL
+                THEN epoch_ms(b.batch_timestamp_ms) END AS batch_time,
+           CASE WHEN b.watermark_ms > 0 THEN epoch_ms(b.watermark_ms) END AS watermark,
+           b.offsets_written_at, b.committed_at,
+           d.duration_ms, t.interval_ms, w.delay_ms, b.source_offsets,
+           b.shuffle_partitions, r.partitions_before
+    FROM batches b
+    LEFT JOIN repartitions r USING (checkpoint, batch_id)
+    LEFT JOIN batch_durations d USING (checkpoint, batch_id)
+    LEFT JOIN trigger_intervals t USING (checkpoint, batch_id)
+    LEFT JOIN watermark_delays w USING (checkpoint, batch_id)
+    WHERE b.checkpoint = ? {more}
+"""
 
-def batches(db: str, checkpoint: str) -> pd.DataFrame:
-    """One row per batch of the checkpoint, with the metrics of the batch views.
+
+def batches(db: str, checkpoint: str, newest: int | None = None) -> pd.DataFrame:
+    """One row per batch of the checkpoint (the ``newest`` batches only, when given), with
+    the metrics of the batch views.
 
     Columns: batch_id, committed, batch_time (trigger time), watermark (NULL without one),
     offsets_written_at, committed_at, duration_ms, interval_ms, delay_ms, source_offsets,
     shuffle_partitions, and partitions_before (the count before, for a repartition batch;
     NULL for any other).
     """
+    if newest is None:
+        return read_frame(db, _BATCHES.format(more="") + " ORDER BY b.batch_id", [checkpoint])
     return read_frame(
         db,
-        """
-        SELECT b.batch_id, b.committed,
-               CASE WHEN b.batch_timestamp_ms IS NOT NULL
-                    THEN epoch_ms(b.batch_timestamp_ms) END AS batch_time,
-               CASE WHEN b.watermark_ms > 0 THEN epoch_ms(b.watermark_ms) END AS watermark,
-               b.offsets_written_at, b.committed_at,
-               d.duration_ms, t.interval_ms, w.delay_ms, b.source_offsets,
-               b.shuffle_partitions, r.partitions_before
-        FROM batches b
-        LEFT JOIN repartitions r USING (checkpoint, batch_id)
-        LEFT JOIN batch_durations d USING (checkpoint, batch_id)
-        LEFT JOIN trigger_intervals t USING (checkpoint, batch_id)
-        LEFT JOIN watermark_delays w USING (checkpoint, batch_id)
-        WHERE b.checkpoint = ?
-        ORDER BY b.batch_id
-        """,
+        _BATCHES.format(
+            more="AND b.batch_id > (SELECT max(batch_id) FROM batches WHERE checkpoint = ?) - ?"
+        )
+        + " ORDER BY b.batch_id",
+        [checkpoint, checkpoint, newest],
+    )
+
+
+# The chart columns of :func:`batches` (not the offsets, which only the input chart reads).
+_CHART_COLUMNS = [
+    "batch_time",
+    "watermark",
+    "offsets_written_at",
+    "committed_at",
+    "duration_ms",
+    "interval_ms",
+    "delay_ms",
+]
+
+
+def batch_chart(db: str, checkpoint: str) -> pd.DataFrame:
+    """:func:`batches` for the Query page's charts: committed batches downsampled
+    (:mod:`.downsample`), pending ones all, no offsets. Columns as :func:`batches` without
+    ``source_offsets``; ``partitions_before`` and ``shuffle_partitions`` are set on repartition
+    batches only."""
+    source = _BATCHES.format(more="AND b.committed").replace(", b.source_offsets", "")
+    done = read_frame(db, downsampled(source, _CHART_COLUMNS, x="batch_id"), [checkpoint])
+    pending = read_frame(
+        db,
+        _BATCHES.format(more="AND NOT b.committed").replace(", b.source_offsets", "")
+        + " ORDER BY b.batch_id",
         [checkpoint],
     )
+    done.insert(1, "committed", True)
+    out = pd.concat([done, pending[done.columns]]) if not pending.empty else done
+    # Repartition batches are marked on the chart even where a bucket hides their bar.
+    out = out.merge(repartitions(db, checkpoint), on="batch_id", how="outer")
+    out["committed"] = out["committed"].astype("boolean").fillna(True).astype(bool)
+    return out.sort_values("batch_id", kind="stable").reset_index(drop=True)
+
+
+def repartitions(db: str, checkpoint: str) -> pd.DataFrame:
+    """The checkpoint's repartition batches (Spark 4.2+). Columns: batch_id, partitions_before,
+    shuffle_partitions (the count after)."""
+    return read_frame(
+        db,
+        "SELECT batch_id, partitions_before, partitions_after AS shuffle_partitions "
+        "FROM repartitions WHERE checkpoint = ? ORDER BY batch_id",
+        [checkpoint],
+    )
+
+
+def batch_summary(db: str, checkpoint: str) -> dict[str, Any]:
+    """The Query page's headline numbers, aggregated in SQL: batches, last_committed, pending,
+    median_duration_ms, median_interval_ms, last_delay_ms (None where unknown)."""
+    row = read_frame(
+        db,
+        """
+        SELECT (SELECT count(*) FROM batches WHERE checkpoint = ?) AS batches,
+               (SELECT max(batch_id) FROM batches WHERE checkpoint = ? AND committed)
+                   AS last_committed,
+               (SELECT count(*) FROM batches WHERE checkpoint = ? AND NOT committed)
+                   AS pending,
+               (SELECT median(duration_ms) FROM batch_durations d
+                 JOIN batches b USING (checkpoint, batch_id)
+                 WHERE checkpoint = ? AND b.committed) AS median_duration_ms,
+               (SELECT median(interval_ms) FROM trigger_intervals WHERE checkpoint = ?)
+                   AS median_interval_ms,
+               (SELECT arg_max(delay_ms, batch_id) FROM watermark_delays WHERE checkpoint = ?)
+                   AS last_delay_ms
+        """,
+        [checkpoint] * 6,
+    ).iloc[0]
+    return {k: (None if pd.isna(v) else v) for k, v in row.items()}
 
 
 def input_from_offsets(frame: pd.DataFrame, checkpoint: str | None = None) -> pd.DataFrame:
@@ -93,9 +169,10 @@ def _input_row(batch_id: Any, source_id: str, amount: float, unit: str) -> dict[
 
 
 def input_per_batch(db: str, checkpoint: str) -> pd.DataFrame:
-    """:func:`input_from_offsets` on the checkpoint's batches; a lone rate source in rows
+    """:func:`input_from_offsets` on the checkpoint's newest :data:`MAX_POINTS` batches (each
+    batch's offsets are parsed, so a month is not); a lone rate source in rows
     where Spark's progress events give them (:func:`rate_rows`)."""
-    frame = input_from_offsets(batches(db, checkpoint), checkpoint)
+    frame = input_from_offsets(batches(db, checkpoint, newest=MAX_POINTS), checkpoint)
     if (frame["unit"] == RATE_SECONDS).any():
         frame = rate_rows(frame, progress_sources(db, checkpoint))
     return frame

@@ -8,6 +8,7 @@ import os
 import pandas as pd
 
 from stateglass.app.queries.connection import read_frame
+from stateglass.app.queries.downsample import downsampled
 
 
 def last_updated(db: str) -> pd.Timestamp | None:
@@ -30,13 +31,9 @@ def checkpoint_overview(db: str) -> pd.DataFrame:
     return read_frame(
         db,
         """
-        WITH newest AS (
-            SELECT checkpoint, num_keys FROM state_versions
-            QUALIFY row_number() OVER (
-                PARTITION BY checkpoint, operator_id, store_name, partition_id
-                ORDER BY version DESC) = 1
+        WITH keys AS (
+            SELECT checkpoint, sum(num_keys) AS total_keys FROM partition_newest GROUP BY 1
         ),
-        keys AS (SELECT checkpoint, sum(num_keys) AS total_keys FROM newest GROUP BY 1),
         disk AS (
             SELECT checkpoint, sum(size_bytes) AS total_bytes, count(*) AS files
             FROM state_files WHERE NOT purged GROUP BY 1
@@ -71,16 +68,19 @@ def checkpoint_overview(db: str) -> pd.DataFrame:
     )
 
 
+# Points per sparkline on the Overview's cards.
+SPARKLINE_POINTS = 300
+
+
 def size_history(db: str) -> pd.DataFrame:
-    """Keys and bytes written per (checkpoint, version), summed over stores and partitions.
+    """Keys and bytes written per (checkpoint, version), summed over stores and partitions;
+    downsampled per checkpoint to :data:`SPARKLINE_POINTS` (:mod:`.downsample`).
 
     Columns: checkpoint, version, num_keys, bytes (delta + snapshot bytes at the version).
     Both are NULL at a version where some store lacks a partition (``store_totals``), so the
     sparkline shows a gap there rather than a drop.
     """
-    return read_frame(
-        db,
-        """
+    source = """
         WITH n AS (
             SELECT checkpoint, count(DISTINCT (operator_id, store_name)) AS stores
             FROM store_totals GROUP BY checkpoint
@@ -91,8 +91,10 @@ def size_history(db: str) -> pd.DataFrame:
                CASE WHEN count(*) FILTER (WHERE t.complete) = any_value(n.stores)
                     THEN sum(t.bytes) END AS bytes
         FROM store_totals t JOIN n USING (checkpoint)
-        GROUP BY t.checkpoint, t.version ORDER BY t.checkpoint, t.version
-        """,
+        GROUP BY t.checkpoint, t.version
+    """
+    return read_frame(
+        db, downsampled(source, ["num_keys", "bytes"], SPARKLINE_POINTS, series="checkpoint")
     )
 
 

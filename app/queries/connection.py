@@ -28,7 +28,7 @@ STORE_WHERE = "checkpoint = ? AND operator_id = ? AND store_name = ?"
 NOW_PARTITIONS = f"""partition_id < coalesce((
     SELECT b.shuffle_partitions FROM batches b
     WHERE b.checkpoint = ? AND b.batch_id = (
-        SELECT max(version) - 1 FROM state_versions WHERE {STORE_WHERE})), 2147483647)"""
+        SELECT max(version) - 1 FROM partition_newest WHERE {STORE_WHERE})), 2147483647)"""
 
 
 class _Session:
@@ -90,3 +90,23 @@ def data_version(db: str) -> float:
     db = os.path.expanduser(db)
     stamps = [os.stat(p).st_mtime for p in (db, db + ".wal") if os.path.exists(p)]
     return max(stamps, default=0.0)
+
+
+def change_key(db: str, checkpoint: str | None = None) -> str:
+    """What a cached load of ``checkpoint`` (of every checkpoint: ``None``) depends on: when
+    it was last scanned and its newest committed batch. A commit of another checkpoint, or a
+    reader, leaves it alone (the file's mtime would not); "" without a database."""
+    if not os.path.exists(os.path.expanduser(db)):
+        return ""
+    where = "WHERE checkpoint = ?" if checkpoint is not None else ""
+    params = [checkpoint] * 2 if checkpoint is not None else []
+    row = read_frame(
+        db,
+        f"SELECT (SELECT max(last_scan) FROM checkpoints {where}) AS scanned, "
+        f"(SELECT count(*) FROM checkpoints) AS checkpoints, "
+        f"(SELECT max(batch_id) FROM batches {where}) AS newest",
+        params,
+    ).iloc[0]
+    if checkpoint is not None and pd.isna(row["scanned"]):
+        return change_key(db)  # not a checkpoint: the first argument is something else
+    return f"{row['scanned']}|{row['checkpoints']}|{row['newest']}"

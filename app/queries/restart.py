@@ -22,17 +22,31 @@ def live_state_files(db: str, checkpoint: str, operator_id: int, store_name: str
     )
 
 
+# Versions per partition the restart model reads, back from each partition's newest: a cold
+# load replays from the last snapshot, and Spark snapshots every 10 versions by default (a
+# what-if with a longer period than this reads as far back as the window).
+RESTART_WINDOW = 300
+
+
 def restart_facts(db: str, checkpoint: str, operator_id: int, store_name: str) -> pd.DataFrame:
-    """Per (partition, version) of the partitions a restart loads: the sizes and key counts
-    the restart-cost model reads."""
+    """Per (partition, version) of each partition's newest :data:`RESTART_WINDOW` versions,
+    among the partitions a restart loads: the sizes and key counts the restart-cost model reads
+    (found through ``partition_newest``, not by reading a whole history)."""
     store = [checkpoint, operator_id, store_name]
     return read_frame(
         db,
         f"""
-        SELECT partition_id, version, num_keys, keys_added, keys_updated, keys_removed,
-               delta_bytes, snapshot_bytes, sst_bytes_live, sst_files_live
-        FROM state_versions WHERE {STORE_WHERE} AND {NOW_PARTITIONS}
-        ORDER BY partition_id, version
+        SELECT v.partition_id, v.version, v.num_keys, v.keys_added, v.keys_updated,
+               v.keys_removed, v.delta_bytes, v.snapshot_bytes, v.sst_bytes_live,
+               v.sst_files_live
+        FROM state_versions v
+        JOIN partition_newest n USING (checkpoint, operator_id, store_name, partition_id)
+        WHERE v.checkpoint = ? AND v.operator_id = ? AND v.store_name = ?
+          AND v.version > n.version - {RESTART_WINDOW}
+          AND v.version >= (SELECT min(version) - {RESTART_WINDOW} FROM partition_newest
+                            WHERE {STORE_WHERE})
+          AND {NOW_PARTITIONS}
+        ORDER BY v.partition_id, v.version
         """,
-        [*store, checkpoint, *store],
+        [*store, *store, checkpoint, *store],
     )

@@ -7,6 +7,7 @@ from typing import Any
 import pandas as pd
 
 from stateglass.app.queries.connection import STORE_WHERE, read_frame
+from stateglass.app.queries.downsample import downsampled
 
 
 def store_history(db: str, checkpoint: str, operator_id: int, store_name: str) -> dict[str, Any]:
@@ -22,8 +23,8 @@ def store_history(db: str, checkpoint: str, operator_id: int, store_name: str) -
     rows = read_frame(
         db,
         f"""
-        SELECT partition_id, min(version) AS first, max(version) AS last
-        FROM state_versions WHERE {STORE_WHERE} GROUP BY partition_id ORDER BY partition_id
+        SELECT partition_id, first_version AS first, version AS last
+        FROM partition_newest WHERE {STORE_WHERE} ORDER BY partition_id
         """,
         [checkpoint, operator_id, store_name],
     )
@@ -118,22 +119,72 @@ def history_note(history: dict[str, Any]) -> str:
     return text
 
 
-def partition_cells(db: str, checkpoint: str, operator_id: int, store_name: str) -> pd.DataFrame:
-    """Keys and bytes written per (partition, version) of one store: the State page's grids.
+# Versions across the State page's heatmap at most: 200 partitions × 250 columns.
+HEATMAP_COLUMNS = 250
 
-    Columns: partition_id, version, num_keys, bytes (delta or changelog plus snapshot or zip).
-    A lean :func:`state_versions` for 200 partitions × 1,000 versions.
+
+def partition_cells(
+    db: str,
+    checkpoint: str,
+    operator_id: int,
+    store_name: str,
+    first: int | None = None,
+    last: int | None = None,
+    columns: int = HEATMAP_COLUMNS,
+) -> pd.DataFrame:
+    """Keys and bytes written per (partition, bucket of versions) of one store, between
+    versions ``first`` and ``last`` (the whole history by default): the State page's grids.
+
+    At most ``columns`` buckets of equal width; a zoom narrow enough gets one version a bucket
+    (full resolution where the partition rows are kept: see ``collectors/history.py``; older
+    rows are roll-ups, whose own buckets are the finest there is). Columns: partition_id,
+    version (the bucket's last version, shared by every partition), num_keys (the last count
+    in the bucket), min_keys and max_keys (the bucket's extremes), bytes (written in the
+    bucket: delta or changelog plus snapshot or zip).
     """
     return read_frame(
         db,
         f"""
-        SELECT partition_id, version, num_keys,
-               coalesce(delta_bytes, 0) + coalesce(snapshot_bytes, 0) AS bytes
-        FROM state_versions WHERE {STORE_WHERE}
-        ORDER BY partition_id, version
+        WITH span AS (
+            SELECT coalesce(?, min(first_version)) AS lo, coalesce(?, max(version)) AS hi
+            FROM partition_newest WHERE {STORE_WHERE}
+        ),
+        grid AS (
+            SELECT lo, hi, greatest(1, CAST(ceil((hi - lo + 1) / ?) AS BIGINT)) AS width
+            FROM span
+        ),
+        rows AS (
+            SELECT partition_id, version AS last_version, num_keys AS last_keys,
+                   num_keys AS min_keys, num_keys AS max_keys,
+                   coalesce(delta_bytes, 0) + coalesce(snapshot_bytes, 0) AS bytes
+            FROM state_versions, grid
+            WHERE {STORE_WHERE} AND version BETWEEN lo AND hi
+            UNION ALL
+            SELECT partition_id, last_version, last_keys, min_keys, max_keys,
+                   coalesce(delta_bytes, 0) + coalesce(snapshot_bytes, 0) AS bytes
+            FROM state_rollups, grid
+            WHERE {STORE_WHERE} AND last_version BETWEEN lo AND hi
+        )
+        SELECT partition_id,
+               least(hi, lo + ((last_version - lo) // width + 1) * width - 1) AS version,
+               arg_max_null(last_keys, last_version) AS num_keys,
+               min(min_keys) AS min_keys, max(max_keys) AS max_keys, sum(bytes) AS bytes
+        FROM rows, grid GROUP BY ALL ORDER BY partition_id, version
         """,
-        [checkpoint, operator_id, store_name],
+        [first, last, checkpoint, operator_id, store_name, columns]
+        + [checkpoint, operator_id, store_name] * 2,
     )
+
+
+def version_span(db: str, checkpoint: str, operator_id: int, store_name: str) -> tuple[int, int]:
+    """The first and newest version collected of any partition of one store ((0, 0): none)."""
+    row = read_frame(
+        db,
+        f"SELECT min(first_version) AS lo, max(version) AS hi FROM partition_newest "
+        f"WHERE {STORE_WHERE}",
+        [checkpoint, operator_id, store_name],
+    ).iloc[0]
+    return (0, 0) if pd.isna(row["lo"]) else (int(row["lo"]), int(row["hi"]))
 
 
 def state_versions(db: str, checkpoint: str, operator_id: int, store_name: str) -> pd.DataFrame:
@@ -157,24 +208,29 @@ def state_versions(db: str, checkpoint: str, operator_id: int, store_name: str) 
 
 
 def bytes_by_kind(db: str, checkpoint: str, operator_id: int, store_name: str) -> pd.DataFrame:
-    """Bytes of state files per (version, kind), purged files included, all partitions.
+    """Bytes of state files per (version, kind), purged files included, all partitions;
+    downsampled per kind (:mod:`.downsample`).
 
     SST files have no version: they count at the version whose zip first referenced them
-    (``sst_bytes_uploaded``). Columns: version, kind, bytes.
+    (``sst_bytes_uploaded``). Purged files compacted by ``maintain`` count from their
+    per-version sums. Columns: version, kind, bytes.
+    """
+    source = f"""
+        SELECT version, kind, sum(bytes) AS bytes FROM (
+            SELECT version, kind, size_bytes AS bytes FROM state_files
+            WHERE {STORE_WHERE} AND kind <> 'sst' AND version IS NOT NULL
+            UNION ALL
+            SELECT version, kind, bytes FROM file_summaries
+            WHERE {STORE_WHERE} AND kind <> 'sst'
+            UNION ALL
+            SELECT version, 'sst' AS kind, sst_bytes_uploaded AS bytes FROM store_versions
+            WHERE {STORE_WHERE} AND sst_bytes_uploaded > 0
+        ) GROUP BY version, kind
     """
     return read_frame(
         db,
-        f"""
-        SELECT version, kind, sum(size_bytes) AS bytes FROM state_files
-        WHERE {STORE_WHERE} AND kind <> 'sst' AND version IS NOT NULL
-        GROUP BY version, kind
-        UNION ALL
-        SELECT version, 'sst' AS kind, sum(sst_bytes_uploaded) AS bytes FROM state_versions
-        WHERE {STORE_WHERE} AND sst_bytes_uploaded > 0
-        GROUP BY version
-        ORDER BY version, kind
-        """,
-        [checkpoint, operator_id, store_name] * 2,
+        downsampled(source, ["bytes"], series="kind"),
+        [checkpoint, operator_id, store_name] * 3,
     )
 
 
@@ -183,21 +239,30 @@ def disk_usage(db: str, checkpoint: str, operator_id: int, store_name: str) -> p
     return read_frame(
         db,
         f"""
-        SELECT kind, count(*) FILTER (WHERE NOT purged) AS files,
-               coalesce(sum(size_bytes) FILTER (WHERE NOT purged), 0) AS bytes,
-               count(*) FILTER (WHERE purged) AS purged_files
-        FROM state_files WHERE {STORE_WHERE} GROUP BY kind ORDER BY kind
+        SELECT kind, sum(files) AS files, sum(bytes) AS bytes,
+               sum(purged_files) AS purged_files FROM (
+            SELECT kind, count(*) FILTER (WHERE NOT purged) AS files,
+                   coalesce(sum(size_bytes) FILTER (WHERE NOT purged), 0) AS bytes,
+                   count(*) FILTER (WHERE purged) AS purged_files
+            FROM state_files WHERE {STORE_WHERE} GROUP BY kind
+            UNION ALL
+            SELECT kind, 0, 0, sum(files) FROM file_summaries WHERE {STORE_WHERE} GROUP BY kind
+        ) GROUP BY kind ORDER BY kind
         """,
-        [checkpoint, operator_id, store_name],
+        [checkpoint, operator_id, store_name] * 2,
     )
 
 
 def partition_skew(db: str, checkpoint: str, operator_id: int, store_name: str) -> pd.DataFrame:
-    """The ``partition_skew`` view for one store: version, batch_id, max/median keys, skew."""
+    """The ``partition_skew`` view for one store: version, batch_id, max/median keys, skew;
+    downsampled (:mod:`.downsample`)."""
     return read_frame(
         db,
-        f"SELECT version, batch_id, max_keys, median_keys, skew FROM partition_skew "
-        f"WHERE {STORE_WHERE} ORDER BY version",
+        downsampled(
+            f"SELECT version, batch_id, max_keys, median_keys, skew FROM partition_skew "
+            f"WHERE {STORE_WHERE}",
+            ["batch_id", "max_keys", "median_keys", "skew"],
+        ),
         [checkpoint, operator_id, store_name],
     )
 
@@ -213,26 +278,68 @@ def snapshot_lag(db: str, checkpoint: str, operator_id: int, store_name: str) ->
 
 
 def state_growth(db: str, checkpoint: str, operator_id: int, store_name: str) -> pd.DataFrame:
-    """The ``state_growth`` view for one store: keys and key changes per version."""
+    """The ``state_growth`` view for one store: keys and key changes per version;
+    downsampled (:mod:`.downsample`)."""
+    columns = [
+        "batch_id",
+        "num_keys",
+        "keys_added",
+        "keys_updated",
+        "keys_removed",
+        "delta_bytes",
+        "keys_growth",
+    ]
     return read_frame(
         db,
-        f"SELECT version, batch_id, num_keys, keys_added, keys_updated, keys_removed, "
-        f"delta_bytes, keys_growth FROM state_growth WHERE {STORE_WHERE} ORDER BY version",
+        downsampled(
+            f"SELECT version, {', '.join(columns)} FROM state_growth WHERE {STORE_WHERE}", columns
+        ),
         [checkpoint, operator_id, store_name],
     )
 
 
 def sst_reuse(db: str, checkpoint: str, operator_id: int, store_name: str) -> pd.DataFrame:
-    """RocksDB versions with a zip: SST bytes uploaded and reused, summed over partitions."""
+    """RocksDB versions with a zip: SST bytes uploaded and reused, summed over partitions;
+    downsampled (:mod:`.downsample`)."""
+    columns = ["batch_id", "sst_bytes_uploaded", "sst_bytes_reused", "sst_files_reused"]
     return read_frame(
         db,
-        f"""
-        SELECT version, version - 1 AS batch_id,
-               sum(sst_bytes_uploaded) AS sst_bytes_uploaded,
-               sum(sst_bytes_live - sst_bytes_uploaded) AS sst_bytes_reused,
-               sum(sst_files_reused) AS sst_files_reused
-        FROM state_versions WHERE {STORE_WHERE} AND sst_bytes_live IS NOT NULL
-        GROUP BY version ORDER BY version
-        """,
+        downsampled(
+            f"""
+            SELECT version, version - 1 AS batch_id, sst_bytes_uploaded, sst_bytes_reused,
+                   sst_files_reused
+            FROM store_versions WHERE {STORE_WHERE} AND sst_versions > 0
+            """,
+            columns,
+        ),
         [checkpoint, operator_id, store_name],
+    )
+
+
+def history_kept(db: str, checkpoint: str) -> str:
+    """One line saying what the database keeps of the checkpoint, at what resolution (plain
+    text): what the last ``maintain`` did (``collectors/history.py``)."""
+    rows = read_frame(
+        db,
+        "SELECT full_from_version, full_days, rollup_versions, maintained_at "
+        "FROM history_maintenance WHERE checkpoint = ?",
+        [checkpoint],
+    )
+    if rows.empty:
+        return (
+            "Kept: every version at full resolution so far; older history is rolled up once "
+            "it leaves the full-resolution window (`[history]` settings, `stateglass maintain`)."
+        )
+    row = rows.iloc[0]
+    days = f"{float(row['full_days']):g}"
+    if pd.isna(row["full_from_version"]):
+        return (
+            f"Kept: every version at full resolution (all within the newest {days} days or "
+            "still on disk); totals over partitions at every version, for good."
+        )
+    return (
+        f"Kept: partition rows at full resolution from version {int(row['full_from_version'])} "
+        f"(the newest {days} days); before it one min/max/last row per partition and "
+        f"{int(row['rollup_versions'])} versions; totals over partitions at every version, "
+        "for good."
     )

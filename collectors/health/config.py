@@ -290,8 +290,10 @@ def config_from_dict(data: dict[str, Any], path: str = "<config>") -> HealthConf
     sections = {f.name for f in fields(HealthConfig)}
     changes: dict[str, Any] = {}
     for name, table in data.items():
-        if name == "storage":
-            continue  # where checkpoints live, not a rule: collectors.remote.settings reads it
+        if name in ("storage", "history"):
+            # Not rules: where checkpoints live (collectors.remote.settings) and how much
+            # history the database keeps (collectors.history) read their own sections.
+            continue
         if name not in sections:
             raise BadConfig(path, f"unknown section [{name}]; known: {', '.join(sorted(sections))}")
         if not isinstance(table, dict):

@@ -24,13 +24,16 @@ class PartitionSkew:
         for store in ctx.stores:
             # At the newest version where every partition is known (store_totals): a
             # partition missing there would make the median, and so the ratio, lie.
-            rows = ctx.rows(
-                "SELECT partition_id, version, num_keys, replay_bytes FROM state_versions v "
-                "WHERE checkpoint = ? AND operator_id = ? AND store_name = ? AND version = ("
-                "SELECT max(version) FROM store_totals t WHERE t.complete "
-                "AND t.checkpoint = v.checkpoint AND t.operator_id = v.operator_id "
-                "AND t.store_name = v.store_name)",
+            # The version first, then its rows: one lookup each, no subquery per row.
+            newest = ctx.rows(
+                "SELECT max(version) FROM store_totals WHERE checkpoint = ? AND operator_id = ? "
+                "AND store_name = ? AND complete",
                 [store.operator_id, store.store_name],
+            )[0][0]
+            rows = ctx.rows(
+                "SELECT partition_id, version, num_keys, replay_bytes FROM state_versions "
+                "WHERE checkpoint = ? AND operator_id = ? AND store_name = ? AND version = ?",
+                [store.operator_id, store.store_name, newest],
             )
             if len(rows) < 2:
                 what = f"{len(rows)} partition" if rows else "no version has every partition"

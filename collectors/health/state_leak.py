@@ -152,7 +152,8 @@ class StateLeak:
             [store.operator_id, store.store_name],
         )
         removed = ctx.rows(
-            "SELECT coalesce(sum(keys_removed), 0) FROM state_versions WHERE checkpoint = ? "
+            # Per-store sums are kept for every version (partition rows may be rolled up).
+            "SELECT coalesce(sum(keys_removed), 0) FROM store_versions WHERE checkpoint = ? "
             "AND operator_id = ? AND store_name = ?",
             [store.operator_id, store.store_name],
         )[0][0]

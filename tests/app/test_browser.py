@@ -13,6 +13,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,13 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def server(samples_db: str) -> Iterator[str]:
+    with dashboard_server(samples_db) as url:
+        yield url
+
+
+@contextmanager
+def dashboard_server(db: str) -> Iterator[str]:
+    """``streamlit run`` of the dashboard on ``db``, on a free loopback port; its URL."""
     port = _free_port()
     proc = subprocess.Popen(
         [
@@ -57,7 +65,7 @@ def server(samples_db: str) -> Iterator[str]:
             "none",
             "--",
             "--db",
-            samples_db,
+            db,
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -18,7 +18,7 @@ STATUS_COLORS = {"OK": "#d9f2d9", "WARN": "#ffe8cc", "ERR": "#ffd6d6"}
 
 @st.cache_data(ttl=60, max_entries=64, show_spinner="Checking the health rules…")
 def _findings(
-    db: str, data_version: float, checkpoint: str, config: str | None
+    db: str, data_version: str, checkpoint: str, config: str | None
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     # ``config`` (the --config path) is part of the cache key: other thresholds, other verdicts.
     from stateglass.collectors.health import judge
@@ -108,7 +108,7 @@ def render() -> None:
     db = context.db_path()
     try:
         verdict, findings = _findings(
-            db, queries.data_version(db), checkpoint, context.health_config_path()
+            db, queries.change_key(db, checkpoint), checkpoint, context.health_config_path()
         )
     except Exception as exc:  # the page must say what failed, not show a traceback
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

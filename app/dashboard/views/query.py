@@ -37,58 +37,55 @@ def render() -> None:
 def _query(checkpoint: str) -> None:
     st.caption(md_code(checkpoint))
     with st.spinner("Reading batches…"):
-        batches = context.load(queries.batches, checkpoint)
+        summary = context.load(queries.batch_summary, checkpoint)
         problems = context.load(queries.problems, checkpoint)
-    if batches.empty:
+    if not summary["batches"]:
         st.info("No batches yet: the query has not written offsets/0.")
         return
-    committed = batches[batches["committed"].astype(bool)]
-    pending = batches[~batches["committed"].astype(bool)]
     cols = st.columns(6)
-    cols[0].metric("batches", f"{len(batches):,}")
-    cols[1].metric(
-        "last committed", "–" if committed.empty else f"{int(committed['batch_id'].max())}"
-    )
+    cols[0].metric("batches", f"{int(summary['batches']):,}")
+    last = summary["last_committed"]
+    cols[1].metric("last committed", "–" if last is None else f"{int(last)}")
     cols[2].metric(
         "pending",
-        f"{len(pending)}",
+        f"{int(summary['pending'])}",
         help="Offsets written, no commit: the batch is running, or the query stopped mid-batch.",
     )
     cols[3].metric(
         "median duration",
-        _duration(committed["duration_ms"].median()),
+        _duration(summary["median_duration_ms"]),
         help="Offsets written → commit written, by the files' modification times: the only "
         "clock that sees a batch end. A copied or cloned checkpoint has meaningless ones.",
     )
     cols[4].metric(
         "median trigger interval",
-        _duration(batches["interval_ms"].median()),
+        _duration(summary["median_interval_ms"]),
         help="Between consecutive batchTimestampMs in offsets/: Spark's own clock.",
     )
-    delays = batches["delay_ms"].dropna()
     cols[5].metric(
         "watermark delay (last)",
-        _duration(delays.iloc[-1] if len(delays) else None),
+        _duration(summary["last_delay_ms"]),
         help="Batch time minus the watermark the last batch ran with.",
     )
 
-    _repartition_notes(batches)
+    _repartition_notes(context.load(queries.repartitions, checkpoint))
+    note = queries.downsample_note(int(summary["batches"])).replace("versions", "batches")
     _chart(
-        context.figure(figures.batch_timeline, queries.batches, checkpoint),
+        context.figure(figures.batch_timeline, queries.batch_chart, checkpoint),
         "How long each batch took, from writing its offsets to writing its commit; red "
         "crosses are pending batches, a dotted line a repartition. Spikes point at slow "
         "state, skew or input bursts. "
         "Clock: the files' modification times (the only one that sees a batch end; a copied "
-        "or cloned checkpoint has none worth reading).",
+        "or cloned checkpoint has none worth reading)." + note,
         "batch_timeline",
     )
     left, right = st.columns(2)
     with left:
         _chart(
-            context.figure(figures.trigger_intervals, queries.batches, checkpoint),
+            context.figure(figures.trigger_intervals, queries.batch_chart, checkpoint),
             "Time between consecutive triggers. Above the configured trigger interval, batches "
             "take longer than the trigger and the query falls behind. Clock: each batch's "
-            "trigger time (batchTimestampMs in offsets/), not file times.",
+            "trigger time (batchTimestampMs in offsets/), not file times." + note,
             "trigger_intervals",
         )
     with right:
@@ -97,15 +94,16 @@ def _query(checkpoint: str) -> None:
             "What each batch read, from its source offsets: Kafka records, files of a file "
             "source (counted in sources/), a rate source's rows (numInputRows of Spark's "
             "progress events; seconds where there are none: the checkpoint does not keep "
-            "rowsPerSecond). Other sources do not say.",
+            "rowsPerSecond). Other sources do not say."
+            + (f" The newest {queries.MAX_POINTS:,} batches." if note else ""),
             "input_per_batch",
         )
     _chart(
-        context.figure(figures.watermark_delay, queries.batches, checkpoint),
+        context.figure(figures.watermark_delay, queries.batch_chart, checkpoint),
         "The event-time watermark each batch ran with, against its trigger time: the gap is "
         "how late data may arrive and still count, and how long state is kept. Clock: the "
         "trigger time and watermark Spark wrote in offsets/ (batchTimestampMs, "
-        "batchWatermarkMs).",
+        "batchWatermarkMs)." + note,
         "watermark_delay",
     )
     _progress(checkpoint)
@@ -169,7 +167,7 @@ def _progress(checkpoint: str) -> None:
 
 def _repartition_notes(batches: pd.DataFrame) -> None:
     """One line per repartition batch: Spark moved the state to another partition count."""
-    for row in batches[batches["partitions_before"].notna()].itertuples(index=False):
+    for row in batches.itertuples(index=False):
         st.info(
             f"Batch {int(row.batch_id)} is a repartition: Spark moved the state from "
             f"{int(row.partitions_before)} to {int(row.shuffle_partitions)} partitions "

@@ -12,7 +12,7 @@ from stateglass.app.dashboard import context
 from stateglass.app.dashboard.views import repartition_plan, state_forensics
 from stateglass.app.escape import md, md_code
 
-HEATMAPS = {"keys": "num_keys", "bytes written": "bytes"}
+HEATMAPS = {"keys": "max_keys", "bytes written": "bytes"}
 
 
 def _chart(fig: object, caption: str, key: str) -> None:
@@ -45,6 +45,7 @@ def _store(selection: context.StoreSelection) -> None:
         return
     _headline(args, versions, usage, history)
     st.caption(md(queries.history_note(history)))
+    st.caption(md(context.load(queries.history_kept, selection.checkpoint)))
     _growth_charts(args, history)
     _layout_charts(args)
     state_forensics.render_growth(selection)
@@ -94,18 +95,41 @@ def _headline(
     )
 
 
+def _zoom(args: tuple[str, int, str]) -> tuple[int | None, int | None, str]:
+    """The versions the heatmap and the key lines show: all of them, or a range picked with a
+    slider when there are more than fit (a narrow range is fetched at full resolution)."""
+    lo, hi = context.load(queries.version_span, *args)
+    if hi - lo + 1 <= queries.HEATMAP_COLUMNS:
+        return None, None, ""
+    first, last = st.slider(
+        "Versions shown", min_value=lo, max_value=hi, value=(lo, hi), key="sg_state_zoom"
+    )
+    width = -(-(last - first + 1) // queries.HEATMAP_COLUMNS)
+    note = (
+        ""
+        if width <= 1
+        else f" Downsampled: one column per {width:,} versions (the last count in each, the "
+        "band and the keys heatmap at each bucket's minimum and maximum, so no spike is lost);"
+        " narrow the range above to see single versions."
+    )
+    return (None, None, note) if (first, last) == (lo, hi) else (first, last, note)
+
+
 def _growth_charts(args: tuple[str, int, str], history: dict[str, Any]) -> None:
     """Keys over versions, and where they sit: the partition × version heatmap."""
+    first, last, note = _zoom(args)
     _chart(
         context.figure(
             figures.keys_over_versions,
             queries.partition_cells,
             *args,
+            first,
+            last,
             partitions=history.get("partitions_by_version") or history.get("partitions"),
         ),
         "Is the state growing without bound? Keys at each version (batch + 1): the sum over "
         "partitions (a gap where some partition is unknown), and each partition (with many "
-        "partitions: the largest, and the min–max band).",
+        "partitions: the largest, and the min–max band)." + note,
         "keys_over_versions",
     )
     with st.spinner("Drawing the partition × version heatmap…"):
@@ -113,10 +137,16 @@ def _growth_charts(args: tuple[str, int, str], history: dict[str, Any]) -> None:
         metric = HEATMAPS[str(choice)]
         _chart(
             context.figure(
-                figures.partition_heatmap, queries.partition_cells, *args, metric=metric
+                figures.partition_heatmap,
+                queries.partition_cells,
+                *args,
+                first,
+                last,
+                metric=metric,
             ),
             "Which partitions hold the state, and when did it land? One cell per partition and "
-            "version: keys, or bytes written (delta or changelog plus snapshot or zip).",
+            "version: the most keys, or bytes written (delta or changelog plus snapshot or "
+            "zip)." + note,
             f"heatmap_{metric}",
         )
 
@@ -124,20 +154,22 @@ def _growth_charts(args: tuple[str, int, str], history: dict[str, Any]) -> None:
 def _layout_charts(args: tuple[str, int, str]) -> None:
     """How the state is spread and written: skew, key changes, bytes by kind, snapshot lag,
     and for RocksDB the SST reuse."""
+    lo, hi = context.load(queries.version_span, *args)
+    note = queries.downsample_note(hi - lo + 1)
     left, right = st.columns(2)
     with left:
         _chart(
             context.figure(figures.skew_over_time, queries.partition_skew, *args),
             "Is one partition much bigger than the others? The largest partition's keys over "
             "the median's, per version: 1× is even; a high value means one task does most of "
-            "the work.",
+            "the work." + note,
             "skew",
         )
     with right:
         _chart(
             context.figure(figures.key_changes, queries.state_growth, *args),
             "How much does each batch change? Keys added, updated and removed by each version's "
-            "delta or changelog (removed drawn below zero).",
+            "delta or changelog (removed drawn below zero)." + note,
             "key_changes",
         )
     left, right = st.columns(2)
@@ -145,7 +177,7 @@ def _layout_charts(args: tuple[str, int, str]) -> None:
         _chart(
             context.figure(figures.bytes_by_kind, queries.bytes_by_kind, *args),
             "What does each version write? Bytes per file kind (purged files included); SST "
-            "files count at the version that uploaded them.",
+            "files count at the version that uploaded them." + note,
             "bytes_by_kind",
         )
     with right:
@@ -159,7 +191,7 @@ def _layout_charts(args: tuple[str, int, str]) -> None:
         _chart(
             context.figure(figures.sst_upload_reuse, queries.sst_reuse, *args),
             "RocksDB: how much of each zip's SST data is new? Bytes uploaded with the version "
-            "against bytes shared with the previous version's zip.",
+            "against bytes shared with the previous version's zip." + note,
             "sst_upload_reuse",
         )
 

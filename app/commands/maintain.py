@@ -1,0 +1,68 @@
+"""``stateglass maintain``: apply the history database's retention, roll-ups and compaction.
+
+Examples::
+
+    stateglass maintain --db ~/.stateglass/stateglass.duckdb
+    stateglass maintain --db ./sg.duckdb --config stateglass.toml --checkpoint /data/cp
+
+``watch`` and the dashboard's watcher do the same on their own every so many versions; this
+runs it by hand (after changing ``[history]``, say). What is kept at what resolution is in
+:mod:`stateglass.collectors.history`; nothing a page, rule or report shows is lost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from stateglass.app.args import add_db_arg
+from stateglass.app.errors import AppError
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``maintain`` on the CLI's subparsers."""
+    p = subparsers.add_parser(
+        "maintain", help="roll up old history and compact purged files' rows in the database"
+    )
+    add_db_arg(p)
+    p.add_argument(
+        "--config", default=None, metavar="FILE", help="TOML config file; its [history] table"
+    )
+    p.add_argument(
+        "--checkpoint", default=None, metavar="CP", help="only this checkpoint (as collected)"
+    )
+
+
+def history_settings(config: str | None) -> Any:
+    """The ``[history]`` settings of ``config`` (defaults without a file)."""
+    from stateglass.collectors.history import HistorySettings, from_config
+    from stateglass.collectors.tomlfile import read_toml
+
+    return HistorySettings() if not config else from_config(*read_toml(config))
+
+
+def run(args: argparse.Namespace) -> int:
+    """``stateglass maintain``: one line per checkpoint maintained."""
+    from stateglass.collectors.db import Database
+
+    db_path = os.path.abspath(os.path.expanduser(args.db))
+    if not os.path.isfile(db_path):
+        raise AppError(f"{db_path}: no such database; run `stateglass collect` first")
+    settings = history_settings(args.config)
+    db = Database(db_path, history=settings)
+    results = db.maintain(args.checkpoint)
+    for r in results:
+        kept = (
+            "all versions at full resolution"
+            if r.full_from_version is None
+            else f"full resolution from version {r.full_from_version}"
+        )
+        print(
+            f"{r.checkpoint}: {kept}; {r.versions_rolled_up:,} partition rows rolled up, "
+            f"{r.files_compacted:,} purged files' rows compacted",
+            file=sys.stderr,
+        )
+    print(settings.describe(), file=sys.stderr)
+    return 0
