@@ -108,8 +108,10 @@ class ScanWrite:
     rejudged: tuple[str, ...] = ()
     problems: list[dict[str, Any]] = field(default_factory=list)
     sst_refs: list[dict[str, Any]] = field(default_factory=list)
-    # Spark's temporary files now; a path seen before keeps its first_seen.
+    # Spark's temporary files now; a path seen before keeps its first_seen. A scan that looked
+    # files up by name saw none of them (False): the recorded ones stay until the next listing.
     temp_files: list[dict[str, Any]] = field(default_factory=list)
+    temp_files_listed: bool = True
     schema_files: list[dict[str, Any]] = field(default_factory=list)
     eviction_rules: list[dict[str, Any]] = field(default_factory=list)
     eviction_audit: list[dict[str, Any]] = field(default_factory=list)
@@ -703,13 +705,19 @@ def _record_files(conn: duckdb.DuckDBPyConnection, write: ScanWrite) -> None:
     """Log and state files as listed now, and the versions counted; history is never deleted:
     a state file that went away is marked purged."""
     _upsert(conn, "log_files", write.log_files)
-    for path in write.logs_removed:
-        _delete_where(conn, "log_files", {"checkpoint": write.root, "path": path})
+    if write.logs_removed:
+        conn.execute(
+            "DELETE FROM log_files WHERE checkpoint = ? AND path IN (SELECT unnest(?::VARCHAR[]))",
+            [write.root, list(write.logs_removed)],
+        )
     _upsert(conn, "state_files", write.state_files)
     if write.state_files_purged:
-        conn.executemany(
-            "UPDATE state_files SET purged = TRUE, purged_at = ? WHERE checkpoint = ? AND path = ?",
-            [[write.now, write.root, p] for p in write.state_files_purged],
+        # One statement joined against the list: a commit that lets Spark's maintenance purge
+        # thousands of files would otherwise pay one indexed UPDATE per file.
+        conn.execute(
+            "UPDATE state_files SET purged = TRUE, purged_at = ? "
+            "WHERE checkpoint = ? AND path IN (SELECT unnest(?::VARCHAR[]))",
+            [write.now, write.root, list(write.state_files_purged)],
         )
     _upsert(conn, "state_versions", write.state_versions)
 
@@ -734,7 +742,17 @@ def _record_problems(conn: duckdb.DuckDBPyConnection, write: ScanWrite) -> None:
 def _record_facts(conn: duckdb.DuckDBPyConnection, write: ScanWrite) -> None:
     """What the health rules need beyond key counts, and the eviction audit."""
     _upsert(conn, "sst_refs", write.sst_refs, on_conflict="last_version")
-    # Temp files are a snapshot of now: those renamed or deleted since the last scan go.
+    if write.temp_files_listed:
+        _record_temp_files(conn, write)
+    _upsert(conn, "schema_files", write.schema_files, on_conflict=_SCHEMA_FILE_COLUMNS)
+    # Eviction rules follow the schemas: replaced. Audit rows are of the versions just counted.
+    _delete_where(conn, "eviction_rules", {"checkpoint": write.root})
+    _upsert(conn, "eviction_rules", write.eviction_rules)
+    _upsert(conn, "eviction_audit", write.eviction_audit)
+
+
+def _record_temp_files(conn: duckdb.DuckDBPyConnection, write: ScanWrite) -> None:
+    """Temp files are a snapshot of now: those renamed or deleted since the last scan go."""
     first_seen = dict(
         conn.execute(
             "SELECT path, first_seen FROM temp_files WHERE checkpoint = ?", [write.root]
@@ -746,11 +764,6 @@ def _record_facts(conn: duckdb.DuckDBPyConnection, write: ScanWrite) -> None:
         "temp_files",
         [{**r, "first_seen": first_seen.get(r["path"], r["first_seen"])} for r in write.temp_files],
     )
-    _upsert(conn, "schema_files", write.schema_files, on_conflict=_SCHEMA_FILE_COLUMNS)
-    # Eviction rules follow the schemas: replaced. Audit rows are of the versions just counted.
-    _delete_where(conn, "eviction_rules", {"checkpoint": write.root})
-    _upsert(conn, "eviction_rules", write.eviction_rules)
-    _upsert(conn, "eviction_audit", write.eviction_audit)
 
 
 def _upsert_run(conn: duckdb.DuckDBPyConnection, run: Mapping[str, Any]) -> None:

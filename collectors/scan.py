@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -44,7 +44,15 @@ from stateglass.collectors.facts import (
     temp_file_rows,
 )
 from stateglass.collectors.fs import FileSystem
-from stateglass.collectors.listing import FileDiff, Listing, diff_files, list_checkpoint
+from stateglass.collectors.increment import lookup_listing, new_versions, sst_files
+from stateglass.collectors.listing import (
+    FileDiff,
+    Listing,
+    diff_files,
+    list_checkpoint,
+    log_files,
+)
+from stateglass.collectors.reconcile import ReconcilePolicy
 from stateglass.collectors.scan_plan import (
     ChainSettings,
     commit_row,
@@ -126,6 +134,8 @@ class Observed:
     logs: FileDiff
     files: FileDiff
     problems: ProblemLog
+    # False when the state files were looked up by name: what went away is not known.
+    listed: bool = True
 
     @property
     def root(self) -> str:
@@ -242,16 +252,26 @@ class Scanner:
         engine: Engine | None = None,
         fs: FileSystem | None = None,
         audit: bool = True,
+        reconcile: ReconcilePolicy | None = None,
     ) -> None:
         self.db = db
         self.engine: Engine = engine or LocalEngine()
         self.fs = fs
         # The eviction audit decodes every key of audited stores again: big stores may skip it.
         self.audit = audit
+        # A watcher's scans look new commits' files up by name between full listings; without
+        # a policy every scan lists everything (collect, check).
+        self.reconcile = reconcile
 
-    def scan(self, path: str, progress: Progress | None = None) -> ScanSummary:
-        """Bring the database up to date with the checkpoint at ``path``."""
-        seen = self._load(path)
+    def scan(
+        self, path: str, progress: Progress | None = None, by_name: bool = True
+    ) -> ScanSummary:
+        """Bring the database up to date with the checkpoint at ``path``.
+
+        With a :class:`ReconcilePolicy`, new commits' files are looked up by name when no full
+        listing is due (``by_name``); a scan by name that trips on anything lists in full.
+        """
+        seen = self._load(path, by_name)
         logs = _read_logs(seen)
         _file_empty_files(seen)
         tasks = plan(
@@ -263,8 +283,21 @@ class Scanner:
             seen.cp.store_dir,
         )
         results = self._run(seen, tasks, progress)
+        if not seen.listed and seen.problems.rows:
+            # What the database knows may be stale: a purged snapshot the chain started from,
+            # a newer one Spark's maintenance wrote. The full listing settles it, and files
+            # the problem rows the checkpoint really has.
+            return self.scan(path, progress, by_name=False)
+        if not seen.listed:
+            new_ssts = sst_files(seen.cp, seen.listing, seen.known.state_files, results)
+            seen = replace(seen, files=replace(seen.files, added=seen.files.added | set(new_ssts)))
         write = self._write(seen, logs, results)
         self.db.record_scan(write)
+        if self.reconcile is not None:
+            if seen.listed:
+                self.reconcile.listed(seen.root)
+            else:
+                self.reconcile.looked_up(seen.root)
         return ScanSummary(
             checkpoint=seen.root,
             files_added=len(seen.files.added) + len(seen.logs.added),
@@ -276,7 +309,7 @@ class Scanner:
             problems=len(write.problems),
         )
 
-    def _load(self, path: str) -> Observed:
+    def _load(self, path: str, by_name: bool) -> Observed:
         """Open and list the checkpoint, and diff it against what earlier scans recorded."""
         now = _now()
         # A fresh file system per scan: a remote one lists each directory at most once in it.
@@ -284,9 +317,14 @@ class Scanner:
         problems = ProblemLog(cp.root, now)
         stores, query_id = _read_metadata(cp, problems)
         known = self.db.known(cp.root)
-        # A file with a problem is looked at again (stat-ed) every scan: it may be repaired.
-        unchanged = {p: v for p, v in known.state_files.items() if p not in known.problem_paths}
-        listing = list_checkpoint(cp, stores, unchanged)
+        listed = self._list(cp, stores, known, by_name)
+        if isinstance(listed, Listing):
+            # A file with a problem is looked at again (stat-ed) every scan: it may be repaired.
+            listing, known_now = listed, known.state_files
+            current = {p: (f.stat.size, f.stat.mtime) for p, f in listing.state_files.items()}
+        else:
+            listing, current = listed
+            known_now = {p: known.state_files[p] for p in current if p in known.state_files}
         return Observed(
             cp=cp,
             now=now,
@@ -297,12 +335,30 @@ class Scanner:
             logs=diff_files(
                 known.log_files, {p: (s.size, s.mtime) for p, s in listing.log_files.items()}
             ),
-            files=diff_files(
-                known.state_files,
-                {p: (f.stat.size, f.stat.mtime) for p, f in listing.state_files.items()},
-            ),
+            files=diff_files(known_now, current),
             problems=problems,
+            listed=isinstance(listed, Listing),
         )
+
+    def _list(
+        self, cp: Checkpoint, stores: list[StoreInfo], known: KnownScan, by_name: bool
+    ) -> Listing | tuple[Listing, dict[str, tuple[int, float]]]:
+        """A full listing, or when the policy allows, the known files plus the new commits'
+        files looked up by name (with ``path -> (size, mtime)`` of those found)."""
+        if by_name and self.reconcile is not None and not self.reconcile.full_due(cp.root):
+            logs = log_files(cp)
+            versions = new_versions(logs, known.log_files)
+            commits = {}
+            for version in versions:
+                try:
+                    commits[version - 1] = cp.commit(version - 1)
+                except CheckpointError:
+                    continue  # not committed yet, or unreadable: a problem of the log's own
+            found = lookup_listing(cp, stores, known.state_files, logs, versions, commits)
+            if found is not None:
+                return found
+        unchanged = {p: v for p, v in known.state_files.items() if p not in known.problem_paths}
+        return list_checkpoint(cp, stores, unchanged)
 
     def _run(
         self, seen: Observed, tasks: list[ChainTask], progress: Progress | None
@@ -372,6 +428,7 @@ class Scanner:
             problems=seen.problems.unique(),
             sst_refs=sst_ref_rows(root, results),
             temp_files=temp_file_rows(root, listing, now),
+            temp_files_listed=seen.listed,
             schema_files=schema_file_rows(
                 root, schemas, now, last_committed(listing, cp.path("commits"))
             ),

@@ -64,7 +64,7 @@ def _chain_starts(
     return starts
 
 
-def _unique_ids(
+def unique_ids(
     commits: Mapping[int, CommitMetadata], store: StoreInfo, partition: int
 ) -> tuple[tuple[int, str], ...]:
     """Checkpoint format v2: committed unique id of each version of this store partition."""
@@ -112,7 +112,7 @@ def plan(
                     codec=settings.codec,
                     row_checksum=settings.row_checksum,
                     merge_delimiter=settings.merge_delimiter,
-                    unique_ids=_unique_ids(settings.commits, store, partition),
+                    unique_ids=unique_ids(settings.commits, store, partition),
                     from_version=start,
                     trust_zip_num_keys=not store.uses_column_families,
                 )

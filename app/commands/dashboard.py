@@ -86,6 +86,8 @@ def _collect_for_dashboard(
 def _watch_options(args: argparse.Namespace, progress: Sequence[str] = ()) -> list[str]:
     """The dashboard's ``watch`` flags, for its watcher child (which polls ``progress`` too)."""
     out = ["--debounce", str(args.debounce), "--poll-interval", str(args.poll_interval)]
+    out += ["--reconcile-scans", str(args.reconcile_scans)]
+    out += ["--reconcile-minutes", str(args.reconcile_minutes)]
     out += [f"--progress={p}" for p in progress]
     return out + ["--poll"] * args.poll + ["--verbose"] * args.verbose
 

@@ -1,0 +1,172 @@
+"""A watcher's scans by name, then one full reconcile, record what full scans record.
+
+A real PySpark aggregation runs one ``availableNow`` query per step (two batches each, so a
+scan by name sees two new commits at once), with small retention so that Spark's maintenance
+snapshots and purges files between steps. After each step the checkpoint is quiet and two
+scanners read it: one that lists every directory each time (the oracle), one whose policy
+looks new commits up by name until its last scan, which is due for a full reconcile. Every
+table must then be identical, apart from the wall-clock columns (when a scan ran).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stateglass.collectors.db import TABLES, Database, read_query
+from stateglass.collectors.reconcile import ReconcilePolicy
+from stateglass.collectors.scan import Scanner
+
+STEPS = 6
+BATCHES_PER_STEP = 2
+# When a scan ran, not what it found: differs between two scanners of the same files.
+WALL_CLOCK = {"first_seen", "last_scan", "last_seen", "seen_at", "purged_at"}
+PROVIDERS = {
+    "hdfs": {
+        "spark.sql.streaming.stateStore.providerClass": (
+            "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+        ),
+    },
+    "rocksdb-changelog": {
+        "spark.sql.streaming.stateStore.providerClass": (
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+        ),
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+    },
+}
+# Small enough that Spark snapshots and purges files while the steps run.
+RETENTION = {
+    "spark.sql.shuffle.partitions": "3",
+    "spark.sql.streaming.minBatchesToRetain": "2",
+    "spark.sql.streaming.stateStore.minDeltasForSnapshot": "2",
+    "spark.sql.streaming.stateStore.maintenanceInterval": "200ms",
+}
+
+
+@pytest.fixture(params=sorted(PROVIDERS))
+def provider_conf(request: pytest.FixtureRequest, spark: Any) -> Iterator[str]:
+    conf = {**RETENTION, **PROVIDERS[request.param]}
+    old = {k: spark.conf.get(k, None) for k in conf}
+    for k, v in conf.items():
+        spark.conf.set(k, v)
+    yield str(request.param)
+    for k, v in old.items():
+        if v is None:
+            spark.conf.unset(k)
+        else:
+            spark.conf.set(k, v)
+
+
+def write_batch(src: Path, batch: int) -> None:
+    rng = random.Random(batch)
+    rows = "".join(json.dumps({"k": rng.randrange(400), "v": i}) + "\n" for i in range(300))
+    staging = src / f".part-{batch}.tmp"
+    staging.write_text(rows)
+    staging.rename(src / f"part-{batch:03d}.json")
+
+
+def run_step(spark: Any, src: Path, cp: Path) -> None:
+    """Every new source file, one batch each, then the query stops: the checkpoint is quiet."""
+    from pyspark.sql import functions as F
+
+    query = (
+        spark.readStream.schema("k LONG, v LONG")
+        .option("maxFilesPerTrigger", 1)
+        .json(str(src))
+        .groupBy((F.col("k") % 97).alias("g"))
+        .agg(F.count("*").alias("n"), F.max("v").alias("top"))
+        .writeStream.format("noop")
+        .outputMode("update")
+        .option("checkpointLocation", str(cp))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(300)
+    query.stop()
+
+
+def settle(cp: Path, quiet_s: float = 1.5, limit_s: float = 30.0) -> None:
+    """Wait until no file under ``cp`` appeared or went for ``quiet_s``: Spark's maintenance
+    runs on the executor after the query stopped, and both scanners must see the same files."""
+    deadline = time.monotonic() + limit_s
+    before = {p for p in cp.rglob("*")}
+    while time.monotonic() < deadline:
+        time.sleep(quiet_s)
+        now = {p for p in cp.rglob("*")}
+        if now == before:
+            return
+        before = now
+    raise AssertionError(f"{cp} kept changing for {limit_s} s")
+
+
+def table_rows(db: str) -> dict[str, list[tuple[Any, ...]]]:
+    out = {}
+    for table in TABLES:
+        if table == "schema_info":
+            continue
+        columns = [
+            name
+            for (name,) in read_query(
+                db,
+                "SELECT column_name FROM duckdb_columns() WHERE table_name = ? "
+                "ORDER BY column_index",
+                [table],
+            )
+            if name not in WALL_CLOCK
+        ]
+        listed = ", ".join(columns)
+        out[table] = read_query(db, f"SELECT {listed} FROM {table} ORDER BY ALL")
+    return out
+
+
+def counts(db: str) -> list[tuple[Any, ...]]:
+    return read_query(
+        db,
+        "SELECT operator_id, store_name, partition_id, version, num_keys, keys_added, "
+        "keys_removed FROM state_versions ORDER BY ALL",
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_scans_by_name_and_one_reconcile_equal_full_scans(
+    spark: Any, provider_conf: str, tmp_path: Path
+) -> None:
+    src, cp = tmp_path / "src", tmp_path / "cp"
+    src.mkdir()
+    by_name_db, full_db = str(tmp_path / "by-name.duckdb"), str(tmp_path / "full.duckdb")
+    # The first scan lists (nothing known yet); then STEPS - 1 scans by name; the last scan
+    # finds STEPS - 1 scans by name behind it: a full reconcile is due.
+    policy = ReconcilePolicy(every_scans=STEPS - 1, every_s=1e9)
+    by_name = Scanner(Database(by_name_db), reconcile=policy)
+    full = Scanner(Database(full_db))
+    batch = looked_up = 0
+    for _ in range(STEPS + 1):
+        for _ in range(BATCHES_PER_STEP):
+            write_batch(src, batch)
+            batch += 1
+        run_step(spark, src, cp)
+        settle(cp)
+        due = policy.full_due(str(cp))
+        by_name.scan(str(cp))
+        full.scan(str(cp))
+        if not due:
+            looked_up += 1
+            # Between reconciles each commit's versions land, with the keys they hold.
+            assert counts(by_name_db) == counts(full_db)
+    assert looked_up == STEPS - 1
+    assert policy.full_due(str(cp)) is False  # the last scan was the reconcile
+    committed = read_query(full_db, "SELECT count(*) FROM batches WHERE committed")[0][0]
+    assert committed == batch
+    expected, got = table_rows(full_db), table_rows(by_name_db)
+    assert expected["state_versions"], "no state versions: the query kept no state"
+    purged = read_query(full_db, "SELECT count(*) FROM state_files WHERE purged")[0][0]
+    assert purged > 0, "Spark purged nothing: the reconcile was not put to the test"
+    for table in expected:
+        assert got[table] == expected[table], table
