@@ -15,7 +15,7 @@ new zip's metadata, which only the chain reader opens: :func:`sst_files` stats t
 Example::
 
     versions = new_versions(logs, known.log_files)
-    found = lookup_listing(cp, stores, known.state_files, logs, versions, commits)
+    found = lookup_listing(cp, stores, known.state_files, logs, versions, commits, memo)
 """
 
 from __future__ import annotations
@@ -64,26 +64,52 @@ def _candidates(
     return names
 
 
+# path -> (its state file, its store directory, what a chain reader is handed of it); kept
+# between scans of one checkpoint by the scanner, so that a known file is built once.
+Memo = dict[str, tuple[StateFile, str, FileInfo | None]]
+
+
+def _known_file(
+    dirs: Mapping[str, tuple[StoreInfo, int]], path: str, size: int, mtime: float
+) -> tuple[StateFile, str, FileInfo | None] | None:
+    directory, name = path.rsplit("/", 1)
+    if directory.endswith("/SSTs"):
+        directory = directory[: -len("/SSTs")]
+        owner = dirs.get(directory)
+        if owner is None:
+            return None
+        return _state_file(FileStat(path, size, mtime), *owner, (None, "sst")), directory, None
+    owner, kind = dirs.get(directory), classify(name)
+    if owner is None or kind is None:
+        return None
+    info = FileInfo(name, False, size, mtime)
+    return _state_file(FileStat(path, size, mtime), *owner, kind), directory, info
+
+
 def _known_files(
-    dirs: Mapping[str, tuple[StoreInfo, int]], known: Mapping[str, tuple[int, float]]
-) -> tuple[dict[str, StateFile], dict[str, dict[str, FileInfo]]]:
-    """The known state files as the listing would give them, and per store directory its
-    versioned files by name (what a chain reader is handed)."""
+    dirs: Mapping[str, tuple[StoreInfo, int]], known: Mapping[str, tuple[int, float]], memo: Memo
+) -> tuple[dict[str, StateFile], dict[str, dict[str, FileInfo]], Memo]:
+    """The known state files as the listing would give them, per store directory its
+    versioned files by name (what a chain reader is handed), and the memo of this scan."""
     files: dict[str, StateFile] = {}
     by_dir: dict[str, dict[str, FileInfo]] = {d: {} for d in dirs}
+    kept: Memo = {}
     for path, (size, mtime) in known.items():
-        directory, name = path.rsplit("/", 1)
-        if directory.endswith("/SSTs"):
-            owner = dirs.get(directory[: -len("/SSTs")])
-            if owner is not None:
-                files[path] = _state_file(FileStat(path, size, mtime), *owner, (None, "sst"))
+        hit = memo.get(path)
+        if hit is None or (hit[0].stat.size, hit[0].stat.mtime) != (size, mtime):
+            hit = _known_file(dirs, path, size, mtime)
+            if hit is None:
+                continue
+        f, directory, info = hit
+        owner = dirs.get(directory)
+        # The metadata may have changed since the memo was built (a store renamed, say).
+        if owner is None or (owner[0].operator_id, owner[0].store_name, owner[1]) != f.chain:
             continue
-        owner, kind = dirs.get(directory), classify(name)
-        if owner is None or kind is None:
-            continue
-        files[path] = _state_file(FileStat(path, size, mtime), *owner, kind)
-        by_dir[directory][name] = FileInfo(name, False, size, mtime)
-    return files, by_dir
+        kept[path] = hit
+        files[path] = f
+        if info is not None:
+            by_dir[directory][info.name] = info
+    return files, by_dir, kept
 
 
 def lookup_listing(
@@ -93,9 +119,11 @@ def lookup_listing(
     logs: dict[str, FileStat],
     versions: Iterable[int],
     commits: Mapping[int, CommitMetadata],
-) -> tuple[Listing, dict[str, tuple[int, float]]] | None:
+    memo: Memo,
+) -> tuple[Listing, dict[str, tuple[int, float]], Memo] | None:
     """The known state files plus those of ``versions`` found by name, as a :class:`Listing`;
-    and ``path -> (size, mtime)`` of the files looked up and found (what the scan diffs).
+    ``path -> (size, mtime)`` of the files looked up and found (what the scan diffs); and
+    the memo to pass to the next call.
 
     None when a store directory has no known file: a new partition, or a store never listed,
     whose earlier versions only a full listing finds.
@@ -103,7 +131,7 @@ def lookup_listing(
     dirs = {
         cp.store_dir(s.operator_id, p, s.store_name): (s, p) for s in stores for p in s.partitions
     }
-    files, by_dir = _known_files(dirs, known)
+    files, by_dir, memo = _known_files(dirs, known, memo)
     if not all(by_dir.values()):
         return None
     current: dict[str, tuple[int, float]] = {}
@@ -120,7 +148,7 @@ def lookup_listing(
                 by_dir[directory][name] = FileInfo(name, False, info.size, info.mtime)
                 current[path] = (info.size, info.mtime)
     listing = Listing(logs, files, {d: tuple(f.values()) for d, f in by_dir.items()})
-    return listing, current
+    return listing, current, memo
 
 
 def sst_files(

@@ -44,7 +44,7 @@ from stateglass.collectors.facts import (
     temp_file_rows,
 )
 from stateglass.collectors.fs import FileSystem
-from stateglass.collectors.increment import lookup_listing, new_versions, sst_files
+from stateglass.collectors.increment import Memo, lookup_listing, new_versions, sst_files
 from stateglass.collectors.listing import (
     FileDiff,
     Listing,
@@ -262,6 +262,8 @@ class Scanner:
         # A watcher's scans look new commits' files up by name between full listings; without
         # a policy every scan lists everything (collect, check).
         self.reconcile = reconcile
+        # root -> the known files built by its last scan by name (see lookup_listing)
+        self._memo: dict[str, Memo] = {}
 
     def scan(
         self, path: str, progress: Progress | None = None, by_name: bool = True
@@ -354,9 +356,12 @@ class Scanner:
                     commits[version - 1] = cp.commit(version - 1)
                 except CheckpointError:
                     continue  # not committed yet, or unreadable: a problem of the log's own
-            found = lookup_listing(cp, stores, known.state_files, logs, versions, commits)
+            found = lookup_listing(
+                cp, stores, known.state_files, logs, versions, commits, self._memo.pop(cp.root, {})
+            )
             if found is not None:
-                return found
+                listing, current, self._memo[cp.root] = found
+                return listing, current
         unchanged = {p: v for p, v in known.state_files.items() if p not in known.problem_paths}
         return list_checkpoint(cp, stores, unchanged)
 
