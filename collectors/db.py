@@ -43,7 +43,7 @@ except ImportError:  # pragma: no cover - duckdb is pinned in requirements.txt
 from stateglass.collectors.errors import DatabaseBusy, DatabaseError
 from stateglass.collectors.progress_schema import PROGRESS_TABLES
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -321,6 +321,32 @@ TABLES: dict[str, str] = {
             PRIMARY KEY (checkpoint, operator_id, store_name, state_var, partition_id, version)
         )
     """,
+    # The health rules' verdicts as the watcher judged them right after it wrote a scan
+    # (collectors/health/stored.py): the Overview and a scrape read them instead of judging.
+    "health_judged": """
+        CREATE TABLE IF NOT EXISTS health_judged (
+            checkpoint VARCHAR PRIMARY KEY,
+            scan_at TIMESTAMP NOT NULL,
+            judged_at TIMESTAMP NOT NULL,
+            config_key VARCHAR NOT NULL,
+            worst VARCHAR NOT NULL
+        )
+    """,
+    "health_findings": """
+        CREATE TABLE IF NOT EXISTS health_findings (
+            checkpoint VARCHAR NOT NULL,
+            seq INTEGER NOT NULL,
+            rule VARCHAR NOT NULL,
+            title VARCHAR NOT NULL,
+            status VARCHAR NOT NULL,
+            finding VARCHAR NOT NULL,
+            hint VARCHAR NOT NULL,
+            operator_id INTEGER,
+            store_name VARCHAR,
+            partition_id INTEGER,
+            PRIMARY KEY (checkpoint, seq)
+        )
+    """,
 }
 
 # Each metric is defined once, here, in SQL; the dashboard and the CLI only SELECT from them.
@@ -475,6 +501,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
     # Version 3 only adds the progress tables (created from TABLES).
     3: (),
+    # Version 4 only adds the stored health verdicts (created from TABLES).
+    4: (),
 }
 
 
@@ -668,6 +696,17 @@ class Database:
             _record_files(conn, write)
             _record_problems(conn, write)
             _record_facts(conn, write)
+
+    def record_verdicts(
+        self, judged: Mapping[str, Any], findings: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Replace one checkpoint's stored health verdicts (``health_judged`` row ``judged``,
+        its ``health_findings`` rows) in one transaction."""
+        with self._transaction() as conn:
+            root = judged["checkpoint"]
+            _delete_where(conn, "health_findings", {"checkpoint": root})
+            _upsert(conn, "health_judged", [judged])
+            _upsert(conn, "health_findings", findings)
 
     # -- progress --------------------------------------------------------------------------
 

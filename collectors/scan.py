@@ -25,17 +25,19 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from stateglass.collectors.carry import KeyCarry
 from stateglass.collectors.chains import ChainResult, ChainTask
 from stateglass.collectors.checkpoint import Checkpoint, StoreInfo
 from stateglass.collectors.db import Database, KnownScan, ScanWrite
 from stateglass.collectors.engines import Engine, LocalEngine
-from stateglass.collectors.errors import CheckpointError, CorruptFile
+from stateglass.collectors.errors import CheckpointError, CollectorError, CorruptFile
 from stateglass.collectors.eviction import run_audit, skipped_audit
 from stateglass.collectors.facts import (
     last_committed,
@@ -65,6 +67,9 @@ from stateglass.collectors.scan_plan import (
 )
 from stateglass.collectors.schemas import schema_files
 from stateglass.parsers.logs import CommitMetadata, OffsetSeq, batch_id_of
+
+if TYPE_CHECKING:
+    from stateglass.collectors.health.config import HealthConfig
 
 Progress = Callable[[int, int], None]
 
@@ -253,6 +258,8 @@ class Scanner:
         fs: FileSystem | None = None,
         audit: bool = True,
         reconcile: ReconcilePolicy | None = None,
+        judge: bool = False,
+        health: HealthConfig | None = None,
     ) -> None:
         self.db = db
         self.engine: Engine = engine or LocalEngine()
@@ -264,6 +271,13 @@ class Scanner:
         self.reconcile = reconcile
         # root -> the known files built by its last scan by name (see lookup_listing)
         self._memo: dict[str, Memo] = {}
+        # A watcher's chains and audited partitions at their last version, for the next scan
+        # (see collectors.carry); an engine that ships tasks elsewhere does not carry keys.
+        self.carry = KeyCarry()
+        # A watcher judges each checkpoint's health right after writing its scan and stores
+        # the verdicts (collectors/health/stored.py), with these thresholds.
+        self.judge = judge
+        self.health = health
 
     def scan(
         self, path: str, progress: Progress | None = None, by_name: bool = True
@@ -284,6 +298,7 @@ class Scanner:
             _chain_settings(seen, logs.commit_metadata),
             seen.cp.store_dir,
         )
+        tasks = self._seeded(seen.root, tasks)
         results = self._run(seen, tasks, progress)
         if not seen.listed and seen.problems.rows:
             # What the database knows may be stale: a purged snapshot the chain started from,
@@ -295,6 +310,11 @@ class Scanner:
             seen = replace(seen, files=replace(seen.files, added=seen.files.added | set(new_ssts)))
         write = self._write(seen, logs, results)
         self.db.record_scan(write)
+        for result in results:
+            if result.tail is not None:
+                self.carry.keep((seen.root, "chain", *result.task.chain), *result.tail)
+        if self.judge:
+            self._judge(seen.root, seen.now)
         if self.reconcile is not None:
             if seen.listed:
                 self.reconcile.listed(seen.root)
@@ -365,6 +385,29 @@ class Scanner:
         unchanged = {p: v for p, v in known.state_files.items() if p not in known.problem_paths}
         return list_checkpoint(cp, stores, unchanged)
 
+    def _judge(self, root: str, scan_at: datetime) -> None:
+        """Store the health verdicts of the scan just written. What cannot be judged stores
+        nothing: readers then find the stored verdicts older than the scan and judge fresh."""
+        import duckdb
+
+        from stateglass.collectors.health.stored import judge_and_store
+
+        # A rule that trips on the history must not stop the watcher: its pages judge fresh.
+        with contextlib.suppress(CollectorError, duckdb.Error):
+            judge_and_store(self.db, root, scan_at, self.health)
+
+    def _carries(self) -> bool:
+        return self.reconcile is not None and self.engine.carries_keys
+
+    def _seeded(self, root: str, tasks: list[ChainTask]) -> list[ChainTask]:
+        """A watcher's tasks, each with the key set its chain ended with at the last scan."""
+        if not self._carries():
+            return tasks
+        return [
+            replace(t, seed=self.carry.take((root, "chain", *t.chain)), keep_tail=True)
+            for t in tasks
+        ]
+
     def _run(
         self, seen: Observed, tasks: list[ChainTask], progress: Progress | None
     ) -> list[ChainResult]:
@@ -401,7 +444,8 @@ class Scanner:
             rules, audit, _ = skipped_audit(seen.cp, seen.stores, watermarks)
             return rules, audit
         counted = {r.task.chain: (r.task, [c.version for c in r.versions]) for r in results}
-        rules, audit, _ = run_audit(seen.cp, seen.stores, counted, watermarks)
+        carry = self.carry if self._carries() else None
+        rules, audit, _ = run_audit(seen.cp, seen.stores, counted, watermarks, carry)
         return rules, audit
 
     def _write(self, seen: Observed, logs: LogRows, results: list[ChainResult]) -> ScanWrite:

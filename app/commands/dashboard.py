@@ -89,6 +89,9 @@ def _watch_options(args: argparse.Namespace, progress: Sequence[str] = ()) -> li
     out += ["--reconcile-scans", str(args.reconcile_scans)]
     out += ["--reconcile-minutes", str(args.reconcile_minutes)]
     out += [f"--progress={p}" for p in progress]
+    if getattr(args, "config", None):
+        # The watcher stores health verdicts judged with the thresholds the pages use.
+        out += ["--config", os.path.abspath(os.path.expanduser(args.config))]
     return out + ["--poll"] * args.poll + ["--verbose"] * args.verbose
 
 

@@ -16,6 +16,7 @@ Example::
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from datetime import UTC, datetime
 
 import duckdb
@@ -105,12 +106,14 @@ def evaluate_many(
     checkpoints: list[str],
     now: datetime | None = None,
     config: HealthConfig | None = None,
+    rules: Collection[str] | None = None,
 ) -> dict[str, list[Finding] | CheckpointError]:
     """:func:`evaluate` for several checkpoints on one connection (the Overview's fleet).
 
     Opening the database costs about as much as the rules of one small checkpoint, so a page
     of cards opens it once. Keyed by canonical path or URL; a checkpoint never collected maps
-    to its :class:`NotFound` rather than failing the others.
+    to its :class:`NotFound` rather than failing the others. ``rules``: only these rule ids
+    (the stored verdicts' readers judge the clock's rules alone).
     """
     from stateglass.collectors.remote import canonical
 
@@ -148,7 +151,7 @@ def evaluate_many(
             ctx = Context(conn, root, now, config)
             findings: list[Finding] = []
             for rule_id, rule in RULES.items():
-                if config.enabled(rule_id):
+                if config.enabled(rule_id) and (rules is None or rule_id in rules):
                     findings.extend(rule.check(ctx))
             out[root] = findings
     return out

@@ -12,6 +12,7 @@ table must then be identical, apart from the wall-clock columns (when a scan ran
 from __future__ import annotations
 
 import json
+import os
 import random
 import time
 from collections.abc import Iterator
@@ -23,6 +24,8 @@ import pytest
 from stateglass.collectors.db import TABLES, Database, read_query
 from stateglass.collectors.reconcile import ReconcilePolicy
 from stateglass.collectors.scan import Scanner
+from tests.collectors.test_watch_scale import JOIN_SAMPLE, REPLAYED, tile_join
+from tests.conftest import SAMPLES, copy_checkpoint
 
 STEPS = 6
 BATCHES_PER_STEP = 2
@@ -175,3 +178,61 @@ def test_scans_by_name_and_one_reconcile_equal_full_scans(
             print("\nSpark's maintenance purged nothing during this run: purge checks idle")
     for table in expected:
         assert got[table] == expected[table], table
+
+
+def _move(batch_files: list[str], held: Path, cp: Path) -> None:
+    for rel in batch_files:
+        os.rename(held / rel, cp / rel)
+
+
+def test_carried_key_sets_count_what_the_files_count(tmp_path: Path) -> None:
+    """A watcher applies each new delta to the key sets (and the eviction audit's event
+    times) its previous scan ended with; a scanner that rebuilds every version from its
+    files must record the very same rows. Real join files (Spark's sample), two commits
+    put in place one after the other."""
+    cp, held = tmp_path / "cp", tmp_path / "held"
+    batches = tile_join(JOIN_SAMPLE, cp, held, 4)
+    carried_db, full_db = str(tmp_path / "carried.duckdb"), str(tmp_path / "full.duckdb")
+    carried = Scanner(Database(carried_db), reconcile=ReconcilePolicy(1000, 1e9))
+    full = Scanner(Database(full_db))
+    carried.scan(str(cp))
+    full.scan(str(cp))
+    # 4 partitions x 4 join stores, and the audited ones' event times.
+    assert len(carried.carry) > 4 * 4
+    for batch in REPLAYED:
+        _move(batches[batch], held, cp)
+        carried.scan(str(cp))
+        full.scan(str(cp))
+    expected, got = table_rows(full_db), table_rows(carried_db)
+    newest = max(REPLAYED) + 1
+    assert {r[3] for r in counts(carried_db)} >= {newest}
+    assert any(row[5] == newest for row in expected["eviction_audit"]), "no audit rows"
+    for table in expected:
+        assert got[table] == expected[table], table
+
+
+def test_a_reconcile_catches_what_lookups_by_name_cannot(tmp_path: Path) -> None:
+    """Files that go or come outside a commit (Spark's maintenance purging a delta, a
+    leftover temporary file) are invisible to a lookup by name: the next full listing
+    records them."""
+    cp = copy_checkpoint(SAMPLES / "spark-4.3" / "dedup-hdfs", tmp_path / "cp")
+    db = str(tmp_path / "sg.duckdb")
+    policy = ReconcilePolicy(every_scans=1, every_s=1e9)
+    scanner = Scanner(Database(db), reconcile=policy)
+    scanner.scan(str(cp))  # nothing known yet: a full listing
+    store = cp / "state" / "0" / "0"
+    gone, leftover = store / "1.delta", store / ".13.delta.3f2b.tmp"
+    gone.unlink()
+    leftover.write_bytes(b"half")
+
+    def seen() -> tuple[bool, bool]:
+        purged = read_query(db, "SELECT purged FROM state_files WHERE path = ?", [str(gone)])
+        temps = read_query(db, "SELECT count(*) FROM temp_files WHERE path = ?", [str(leftover)])
+        return purged[0][0], temps[0][0] == 1
+
+    assert not policy.full_due(str(cp))
+    scanner.scan(str(cp))  # by name: no new commit, so nothing is looked up
+    assert seen() == (False, False)
+    assert policy.full_due(str(cp))
+    scanner.scan(str(cp))  # the reconcile
+    assert seen() == (True, True)
