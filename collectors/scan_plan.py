@@ -89,14 +89,19 @@ def plan(
     counted: Mapping[Chain, set[int]],
     settings: ChainSettings,
     store_dir: Callable[[int, int, str], str],
+    seed_of: Callable[[Chain], tuple[int, set[bytes]] | None] | None = None,
 ) -> list[ChainTask]:
     """The chains a scan reads, in store and partition order: those with a new or changed
-    file (``touched``) or a version not ``counted`` yet, each from its first such version."""
+    file (``touched``) or a version not ``counted`` yet, each from its first such version.
+
+    ``seed_of``: a watcher's carried key set of a chain (``ChainTask.seed``); given, every
+    task also asks for its last key set back."""
     starts = _chain_starts(listing, touched, counted)
     tasks = []
     for store in stores:
         for partition in store.partitions:
-            start = starts.get((store.operator_id, store.store_name, partition))
+            chain = (store.operator_id, store.store_name, partition)
+            start = starts.get(chain)
             if start is None:
                 continue
             directory = store_dir(store.operator_id, partition, store.store_name)
@@ -115,6 +120,8 @@ def plan(
                     unique_ids=unique_ids(settings.commits, store, partition),
                     from_version=start,
                     trust_zip_num_keys=not store.uses_column_families,
+                    seed=seed_of(chain) if seed_of is not None else None,
+                    keep_tail=seed_of is not None,
                 )
             )
     return tasks
