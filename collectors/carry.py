@@ -51,8 +51,3 @@ class KeyCarry:
         if self._size + len(keys) <= self.max_keys:
             self._kept[name] = (version, keys)
             self._size += len(keys)
-
-    def forget(self, prefix: Hashable) -> None:
-        """Drop every entry of one checkpoint (names are tuples starting with its root)."""
-        for name in [n for n in self._kept if isinstance(n, tuple) and n[0] == prefix]:
-            self.take(name)

@@ -77,7 +77,11 @@ def _copy_rows(db: str, copies: list[tuple[str, str, int]]) -> None:
 
 @pytest.fixture(scope="module")
 def fleet_db(tmp_path_factory: pytest.TempPathFactory) -> str:
-    base = tmp_path_factory.mktemp("fleet")
+    return build_fleet(tmp_path_factory.mktemp("fleet"))
+
+
+def build_fleet(base: Path) -> str:
+    """The 500-checkpoint database under ``base`` (also ``benchmarks/bench_fleet_health.py``)."""
     db = str(base / "fleet.duckdb")
     # A watcher's scanner: each scan is followed by the health verdicts it stores (copied
     # with the rest of the rows below), which the Overview reads.
