@@ -75,7 +75,7 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="sg-by-name-"))
-    print("| scanner | first scan | batch 10 | batch 11 (wall / CPU) | load before → after |")
+    print("| scanner (wall / CPU) | first scan | batch 10 | batch 11 | load before → after |")
     print("|---|---:|---:|---:|---|")
     for by_name in (False, True):
         before = os.getloadavg()[0]
