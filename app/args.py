@@ -23,6 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 from stateglass.app.errors import AppError
 from stateglass.collectors.locations import DEFAULT_DB
+from stateglass.collectors.reconcile import (
+    DEFAULT_RECONCILE_S,
+    DEFAULT_RECONCILE_SCANS,
+    ReconcilePolicy,
+)
 
 if TYPE_CHECKING:
     from stateglass.collectors.state import StateRequest
@@ -171,7 +176,31 @@ def add_watch_args(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="poll local paths too, instead of file system events (network mounts)",
     )
+    p.add_argument(
+        "--reconcile-scans",
+        type=int,
+        default=DEFAULT_RECONCILE_SCANS,
+        metavar="N",
+        help="re-scans look up a new commit's files by name; every Nth lists every store "
+        f"directory again, to see purges and new partitions (default {DEFAULT_RECONCILE_SCANS})",
+    )
+    p.add_argument(
+        "--reconcile-minutes",
+        type=float,
+        default=DEFAULT_RECONCILE_S / 60,
+        metavar="MINUTES",
+        help="list every store directory again at least this often "
+        f"(default {DEFAULT_RECONCILE_S / 60:g})",
+    )
     p.add_argument("--verbose", action="store_true", help="print a line for every re-scan")
+
+
+def reconcile_policy(args: argparse.Namespace) -> ReconcilePolicy:
+    """How often a watcher's re-scans list every store directory again (``--reconcile-*``)."""
+    return ReconcilePolicy(
+        every_scans=max(0, getattr(args, "reconcile_scans", DEFAULT_RECONCILE_SCANS)),
+        every_s=60 * getattr(args, "reconcile_minutes", DEFAULT_RECONCILE_S / 60),
+    )
 
 
 def refuse_output_inside(output: str | None, roots: Iterable[str]) -> None:

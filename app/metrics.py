@@ -257,28 +257,42 @@ class HistoryCollector(Collector):
             "Worst status of each health rule for the checkpoint: 0 OK, 1 WARN, 2 ERR.",
             labels=["checkpoint", "rule"],
         )
+        verdicts = self._verdicts_of(checkpoints)
         for checkpoint in sorted(checkpoints):
-            worst = self._verdict(checkpoint, checkpoints[checkpoint])
+            worst = verdicts.get(checkpoint, {})
             for rule in RULES:
                 if rule in worst:
                     family.add_metric([checkpoint, rule], worst[rule])
         return family
 
-    def _verdict(self, checkpoint: str, last_scan: Any) -> dict[str, int]:
-        """Worst status per rule, judged again after a new scan or ``health_ttl_s``."""
-        from stateglass.collectors.health import evaluate
+    def _verdicts_of(self, checkpoints: dict[str, Any]) -> dict[str, dict[str, int]]:
+        """Worst status per rule of each checkpoint: kept ones, and after a new scan or
+        ``health_ttl_s`` those the watcher stored (judged here only when it has not)."""
+        from stateglass.collectors.health.stored import stored_many
 
         with self._lock:  # concurrent scrapes judge once
             now = self.clock()
-            kept = self._verdicts.get(checkpoint)
-            if kept and kept[0] == last_scan and now - kept[1] < self.health_ttl_s:
-                return kept[2]
+            out: dict[str, dict[str, int]] = {}
+            stale = []
+            for checkpoint, last_scan in checkpoints.items():
+                kept = self._verdicts.get(checkpoint)
+                if kept and kept[0] == last_scan and now - kept[1] < self.health_ttl_s:
+                    out[checkpoint] = kept[2]
+                else:
+                    stale.append(checkpoint)
+            if not stale:
+                return out
             try:
-                findings = evaluate(self.db, checkpoint, config=self.config)
+                found = stored_many(self.db, stale, config=self.config)
             except (CheckpointError, DatabaseError):
-                return {}  # e.g. removed between the two reads: no series this scrape
-            worst: dict[str, int] = {}
-            for f in findings:
-                worst[f.rule] = max(worst.get(f.rule, 0), STATUS_VALUES.get(f.status, 0))
-            self._verdicts[checkpoint] = (last_scan, now, worst)
-            return worst
+                return out  # e.g. a locked database: no health series this scrape
+            for checkpoint in stale:
+                findings = found.get(checkpoint)
+                if findings is None or isinstance(findings, CheckpointError):
+                    continue  # e.g. removed between the two reads
+                worst: dict[str, int] = {}
+                for f in findings:
+                    worst[f.rule] = max(worst.get(f.rule, 0), STATUS_VALUES.get(f.status, 0))
+                self._verdicts[checkpoint] = (checkpoints[checkpoint], now, worst)
+                out[checkpoint] = worst
+            return out

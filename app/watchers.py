@@ -230,6 +230,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--progress", action="append", default=[], help="a --progress path to poll (repeatable)"
     )
+    parser.add_argument(
+        "--config", default=None, help="the dashboard's --config: thresholds of stored verdicts"
+    )
     args = parser.parse_args(argv)
     stop = threading.Event()
     threading.Thread(target=_stop_on_eof, args=(stop,), daemon=True).start()

@@ -50,6 +50,11 @@ class ChainTask:
     trust_zip_num_keys: bool = True
     # Decompression limits of the driver, carried to Spark executors (docs/limits.md).
     limits: DecodeLimits = field(default_factory=active)
+    # The key set of ``from_version - 1`` as the previous scan left it (see :class:`KeyCarry`):
+    # the walk applies the new delta to it instead of rebuilding that version from its files.
+    seed: tuple[int, set[bytes]] | None = field(default=None, compare=False, repr=False)
+    # Hand the key set of the last version counted back in the result (``ChainResult.tail``).
+    keep_tail: bool = False
 
     @property
     def chain(self) -> tuple[int, str, int]:
@@ -102,6 +107,8 @@ class ChainResult:
     task: ChainTask
     versions: tuple[VersionCount, ...] = ()
     problems: tuple[ChainProblem, ...] = field(default=())
+    # (version, its key set) of the last version counted, when the task asked to keep it.
+    tail: tuple[int, set[bytes]] | None = field(default=None, compare=False, repr=False)
 
 
 class _Problems:
@@ -196,6 +203,8 @@ def compute_chain(task: ChainTask, fs: FileSystem = LOCAL) -> ChainResult:
         problems.add(exc)
         return ChainResult(task, (), problems.all())
     walk = _ChainWalk(reader, versions, task.trust_zip_num_keys, problems)
+    if task.seed is not None:
+        walk.keys_version, walk.keys = task.seed
     out: list[VersionCount] = []
     for version in versions:
         if version < task.from_version:
@@ -205,4 +214,7 @@ def compute_chain(task: ChainTask, fs: FileSystem = LOCAL) -> ChainResult:
         except CheckpointError as exc:
             problems.add(exc)
             walk.forget()
-    return ChainResult(task, tuple(out), problems.all())
+    tail = None
+    if task.keep_tail and walk.keys is not None and walk.keys_version is not None:
+        tail = (walk.keys_version, walk.keys)
+    return ChainResult(task, tuple(out), problems.all(), tail)

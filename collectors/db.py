@@ -44,7 +44,7 @@ from stateglass.collectors.errors import DatabaseBusy, DatabaseError
 from stateglass.collectors.history import HistorySettings
 from stateglass.collectors.progress_schema import PROGRESS_TABLES
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -109,8 +109,10 @@ class ScanWrite:
     rejudged: tuple[str, ...] = ()
     problems: list[dict[str, Any]] = field(default_factory=list)
     sst_refs: list[dict[str, Any]] = field(default_factory=list)
-    # Spark's temporary files now; a path seen before keeps its first_seen.
+    # Spark's temporary files now; a path seen before keeps its first_seen. A scan that looked
+    # files up by name saw none of them (False): the recorded ones stay until the next listing.
     temp_files: list[dict[str, Any]] = field(default_factory=list)
+    temp_files_listed: bool = True
     schema_files: list[dict[str, Any]] = field(default_factory=list)
     eviction_rules: list[dict[str, Any]] = field(default_factory=list)
     eviction_audit: list[dict[str, Any]] = field(default_factory=list)
@@ -424,6 +426,32 @@ TABLES: dict[str, str] = {
             PRIMARY KEY (checkpoint, operator_id, store_name, state_var, partition_id, version)
         )
     """,
+    # The health rules' verdicts as the watcher judged them right after it wrote a scan
+    # (collectors/health/stored.py): the Overview and a scrape read them instead of judging.
+    "health_judged": """
+        CREATE TABLE IF NOT EXISTS health_judged (
+            checkpoint VARCHAR PRIMARY KEY,
+            scan_at TIMESTAMP NOT NULL,
+            judged_at TIMESTAMP NOT NULL,
+            config_key VARCHAR NOT NULL,
+            worst VARCHAR NOT NULL
+        )
+    """,
+    "health_findings": """
+        CREATE TABLE IF NOT EXISTS health_findings (
+            checkpoint VARCHAR NOT NULL,
+            seq INTEGER NOT NULL,
+            rule VARCHAR NOT NULL,
+            title VARCHAR NOT NULL,
+            status VARCHAR NOT NULL,
+            finding VARCHAR NOT NULL,
+            hint VARCHAR NOT NULL,
+            operator_id INTEGER,
+            store_name VARCHAR,
+            partition_id INTEGER,
+            PRIMARY KEY (checkpoint, seq)
+        )
+    """,
 }
 
 # Each metric is defined once, here, in SQL; the dashboard and the CLI only SELECT from them.
@@ -706,6 +734,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         _STORE_VERSIONS.format(source="state_versions"),
         _PARTITION_NEWEST.format(source="state_versions"),
     ),
+    # Version 5 only adds the stored health verdicts (created from TABLES).
+    5: (),
 }
 
 
@@ -936,6 +966,17 @@ class Database:
             self._since_maintained[one] = 0
         return out
 
+    def record_verdicts(
+        self, judged: Mapping[str, Any], findings: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Replace one checkpoint's stored health verdicts (``health_judged`` row ``judged``,
+        its ``health_findings`` rows) in one transaction."""
+        with self._transaction() as conn:
+            root = judged["checkpoint"]
+            _delete_where(conn, "health_findings", {"checkpoint": root})
+            _upsert(conn, "health_judged", [judged])
+            _upsert(conn, "health_findings", findings)
+
     # -- progress --------------------------------------------------------------------------
 
     def progress_files(self, root: str) -> dict[str, dict[str, Any]]:
@@ -972,13 +1013,19 @@ def _record_files(conn: duckdb.DuckDBPyConnection, write: ScanWrite) -> None:
     """Log and state files as listed now, and the versions counted; history is never deleted:
     a state file that went away is marked purged."""
     _upsert(conn, "log_files", write.log_files)
-    for path in write.logs_removed:
-        _delete_where(conn, "log_files", {"checkpoint": write.root, "path": path})
+    if write.logs_removed:
+        conn.execute(
+            "DELETE FROM log_files WHERE checkpoint = ? AND path IN (SELECT unnest(?::VARCHAR[]))",
+            [write.root, list(write.logs_removed)],
+        )
     _upsert(conn, "state_files", write.state_files)
     if write.state_files_purged:
-        conn.executemany(
-            "UPDATE state_files SET purged = TRUE, purged_at = ? WHERE checkpoint = ? AND path = ?",
-            [[write.now, write.root, p] for p in write.state_files_purged],
+        # One statement joined against the list: a commit that lets Spark's maintenance purge
+        # thousands of files would otherwise pay one indexed UPDATE per file.
+        conn.execute(
+            "UPDATE state_files SET purged = TRUE, purged_at = ? "
+            "WHERE checkpoint = ? AND path IN (SELECT unnest(?::VARCHAR[]))",
+            [write.now, write.root, list(write.state_files_purged)],
         )
     _upsert(conn, "state_versions", write.state_versions)
 
@@ -1003,7 +1050,17 @@ def _record_problems(conn: duckdb.DuckDBPyConnection, write: ScanWrite) -> None:
 def _record_facts(conn: duckdb.DuckDBPyConnection, write: ScanWrite) -> None:
     """What the health rules need beyond key counts, and the eviction audit."""
     _upsert(conn, "sst_refs", write.sst_refs, on_conflict="last_version")
-    # Temp files are a snapshot of now: those renamed or deleted since the last scan go.
+    if write.temp_files_listed:
+        _record_temp_files(conn, write)
+    _upsert(conn, "schema_files", write.schema_files, on_conflict=_SCHEMA_FILE_COLUMNS)
+    # Eviction rules follow the schemas: replaced. Audit rows are of the versions just counted.
+    _delete_where(conn, "eviction_rules", {"checkpoint": write.root})
+    _upsert(conn, "eviction_rules", write.eviction_rules)
+    _upsert(conn, "eviction_audit", write.eviction_audit)
+
+
+def _record_temp_files(conn: duckdb.DuckDBPyConnection, write: ScanWrite) -> None:
+    """Temp files are a snapshot of now: those renamed or deleted since the last scan go."""
     first_seen = dict(
         conn.execute(
             "SELECT path, first_seen FROM temp_files WHERE checkpoint = ?", [write.root]
@@ -1015,11 +1072,6 @@ def _record_facts(conn: duckdb.DuckDBPyConnection, write: ScanWrite) -> None:
         "temp_files",
         [{**r, "first_seen": first_seen.get(r["path"], r["first_seen"])} for r in write.temp_files],
     )
-    _upsert(conn, "schema_files", write.schema_files, on_conflict=_SCHEMA_FILE_COLUMNS)
-    # Eviction rules follow the schemas: replaced. Audit rows are of the versions just counted.
-    _delete_where(conn, "eviction_rules", {"checkpoint": write.root})
-    _upsert(conn, "eviction_rules", write.eviction_rules)
-    _upsert(conn, "eviction_audit", write.eviction_audit)
 
 
 def _record_history(conn: duckdb.DuckDBPyConnection, write: ScanWrite) -> None:

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from stateglass.collectors.carry import KeyCarry
 from stateglass.collectors.chains import ChainTask
 from stateglass.collectors.checkpoint import Checkpoint, StoreInfo
 from stateglass.collectors.errors import CheckpointError
@@ -130,11 +131,14 @@ def audit_store(
     versions: Mapping[int, Sequence[int]],
     watermarks: Mapping[int, int | None],
     tasks: Mapping[int, ChainTask] | None = None,
+    carry: KeyCarry | None = None,
 ) -> tuple[list[AuditRow], list[CheckpointError]]:
     """Audit ``versions`` (partition -> versions) of one rule's store; problems do not stop it.
 
     ``tasks``: the scan's chain task per partition, whose file listing and unique ids the
-    store readers reuse (no listing or commit file is read again)."""
+    store readers reuse (no listing or commit file is read again). ``carry``: each
+    partition's ``key -> event time`` at the last version audited, from and for a watcher's
+    previous and next scans (see :mod:`collectors.carry`)."""
     rows: list[AuditRow] = []
     problems: list[CheckpointError] = []
     if not versions:
@@ -148,8 +152,12 @@ def audit_store(
         try:
             task = (tasks or {}).get(partition)
             reader = task.open_reader(cp.fs) if task else source.reader(partition)
-            for version, items in _replay(reader, timer, sorted(wanted)):
+            name = (cp.root, "audit", rule.operator_id, rule.store_name, rule.state_var, partition)
+            seed = carry.take(name) if carry is not None else None
+            for version, items in _replay(reader, timer, sorted(wanted), seed):
                 rows.append(_row(rule, partition, version, items, watermarks.get(version - 1)))
+                if carry is not None and version == max(wanted):
+                    carry.keep(name, version, items)
         except CheckpointError as exc:
             problems.append(exc)
         except ParseError as exc:
@@ -183,13 +191,19 @@ def _row(
 
 
 def _replay(
-    reader: StoreReader, timer: _Timer, wanted: list[int]
+    reader: StoreReader,
+    timer: _Timer,
+    wanted: list[int],
+    seed: tuple[int, dict[bytes, int | None]] | None = None,
 ) -> Iterator[tuple[int, dict[bytes, int | None]]]:
-    """``key -> event time`` of the partition at each wanted version, replaying changes."""
+    """``key -> event time`` of the partition at each wanted version, replaying changes
+    (from ``seed``, the map at one version, when the first wanted one follows it)."""
     rebuildable = set(reader.versions())
     change_versions = reader.change_versions()
     items: dict[bytes, int | None] | None = None
     at: int | None = None
+    if seed is not None:
+        at, items = seed
     for version in wanted:
         if version not in rebuildable:
             continue
@@ -283,6 +297,7 @@ def run_audit(
     stores: Sequence[StoreInfo],
     counted: Mapping[tuple[int, str, int], tuple[ChainTask, Sequence[int]]],
     watermarks: Mapping[int, int | None],
+    carry: KeyCarry | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[CheckpointError]]:
     """The scan's step: rules of every store, and the audit of the versions it just counted
     (``counted``: (operator, store, partition) -> versions). Returns table rows and problems."""
@@ -301,7 +316,7 @@ def run_audit(
         }
         versions = {part: vs for part, (_, vs) in mine.items()}
         tasks = {part: task for part, (task, _) in mine.items()}
-        found, trouble = audit_store(cp, rule, versions, watermarks, tasks)
+        found, trouble = audit_store(cp, rule, versions, watermarks, tasks, carry)
         rows.extend(found)
         if trouble:
             # The chains report unreadable files already; rows StateGlass cannot decode are

@@ -119,7 +119,7 @@ def list_checkpoint(
     retried batch may rewrite it.
     """
     # Logs first: a commits/N listed before the state files means they were all there.
-    logs = _log_files(cp)
+    logs = log_files(cp)
     lister = _Lister(cp, known or {})
     for store in stores:
         for partition in store.partitions:
@@ -127,7 +127,8 @@ def list_checkpoint(
     return Listing(logs, lister.files, lister.dirs, lister.temps)
 
 
-def _log_files(cp: Checkpoint) -> dict[str, FileStat]:
+def log_files(cp: Checkpoint) -> dict[str, FileStat]:
+    """``offsets/N`` and ``commits/N``, stat-ed."""
     logs: dict[str, FileStat] = {}
     for log in ("offsets", "commits"):
         for f in cp.list_dir(log):

@@ -25,19 +25,22 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from stateglass.collectors.carry import KeyCarry
 from stateglass.collectors.chains import ChainResult, ChainTask
 from stateglass.collectors.checkpoint import Checkpoint, StoreInfo
 from stateglass.collectors.checksums import KIND as CHECKSUM_KIND
 from stateglass.collectors.checksums import verify_files
-from stateglass.collectors.db import Database, KnownScan, ScanWrite
+from stateglass.collectors.db import Chain, Database, KnownScan, ScanWrite
 from stateglass.collectors.engines import Engine, LocalEngine
-from stateglass.collectors.errors import CheckpointError, CorruptFile
+from stateglass.collectors.errors import CheckpointError, CollectorError, CorruptFile
 from stateglass.collectors.eviction import run_audit, skipped_audit
 from stateglass.collectors.facts import (
     last_committed,
@@ -46,7 +49,15 @@ from stateglass.collectors.facts import (
     temp_file_rows,
 )
 from stateglass.collectors.fs import FileSystem
-from stateglass.collectors.listing import FileDiff, Listing, diff_files, list_checkpoint
+from stateglass.collectors.increment import Memo, lookup_listing, new_versions, sst_files
+from stateglass.collectors.listing import (
+    FileDiff,
+    Listing,
+    diff_files,
+    list_checkpoint,
+    log_files,
+)
+from stateglass.collectors.reconcile import ReconcilePolicy
 from stateglass.collectors.scan_plan import (
     ChainSettings,
     commit_row,
@@ -59,6 +70,9 @@ from stateglass.collectors.scan_plan import (
 )
 from stateglass.collectors.schemas import schema_files
 from stateglass.parsers.logs import CommitMetadata, OffsetSeq, batch_id_of
+
+if TYPE_CHECKING:
+    from stateglass.collectors.health.config import HealthConfig
 
 Progress = Callable[[int, int], None]
 
@@ -128,6 +142,8 @@ class Observed:
     logs: FileDiff
     files: FileDiff
     problems: ProblemLog
+    # False when the state files were looked up by name: what went away is not known.
+    listed: bool = True
 
     @property
     def root(self) -> str:
@@ -244,6 +260,21 @@ def _pinned_conf(cp: Checkpoint, stores: list[StoreInfo]) -> str | None:
     return json.dumps(dict(sorted(conf.conf.items()))) if conf is not None else None
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection during one watcher scan. A watcher keeps the known files
+    and the carried key sets (hundreds of thousands of objects) between scans, and each scan
+    allocates tens of thousands more: the collector would walk them all several times a
+    scan (a fifth of its time at 10,000 partitions). The scan's garbage is collected after."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 class Scanner:
     """Scans checkpoints into one :class:`Database` with one engine."""
 
@@ -253,16 +284,43 @@ class Scanner:
         engine: Engine | None = None,
         fs: FileSystem | None = None,
         audit: bool = True,
+        reconcile: ReconcilePolicy | None = None,
+        judge: bool = False,
+        health: HealthConfig | None = None,
     ) -> None:
         self.db = db
         self.engine: Engine = engine or LocalEngine()
         self.fs = fs
         # The eviction audit decodes every key of audited stores again: big stores may skip it.
         self.audit = audit
+        # A watcher's scans look new commits' files up by name between full listings; without
+        # a policy every scan lists everything (collect, check).
+        self.reconcile = reconcile
+        # root -> the known files built by its last scan by name (see lookup_listing)
+        self._memo: dict[str, Memo] = {}
+        # A watcher's chains and audited partitions at their last version, for the next scan
+        # (see collectors.carry); an engine that ships tasks elsewhere does not carry keys.
+        self.carry = KeyCarry()
+        # A watcher judges each checkpoint's health right after writing its scan and stores
+        # the verdicts (collectors/health/stored.py), with these thresholds.
+        self.judge = judge
+        self.health = health
 
-    def scan(self, path: str, progress: Progress | None = None) -> ScanSummary:
-        """Bring the database up to date with the checkpoint at ``path``."""
-        seen = self._load(path)
+    def scan(
+        self, path: str, progress: Progress | None = None, by_name: bool = True
+    ) -> ScanSummary:
+        """Bring the database up to date with the checkpoint at ``path``.
+
+        With a :class:`ReconcilePolicy`, new commits' files are looked up by name when no full
+        listing is due (``by_name``); a scan by name that trips on anything lists in full.
+        """
+        if self.reconcile is None:
+            return self._scan(path, progress, by_name)
+        with _gc_paused():
+            return self._scan(path, progress, by_name)
+
+    def _scan(self, path: str, progress: Progress | None, by_name: bool) -> ScanSummary:
+        seen = self._load(path, by_name)
         logs = _read_logs(seen)
         _file_empty_files(seen)
         _verify_checksums(seen)
@@ -273,10 +331,29 @@ class Scanner:
             seen.known.versions,
             _chain_settings(seen, logs.commit_metadata),
             seen.cp.store_dir,
+            self._seed_of(seen.root),
         )
         results = self._run(seen, tasks, progress)
+        if not seen.listed and seen.problems.rows:
+            # What the database knows may be stale: a purged snapshot the chain started from,
+            # a newer one Spark's maintenance wrote. The full listing settles it, and files
+            # the problem rows the checkpoint really has.
+            return self._scan(path, progress, by_name=False)
+        if not seen.listed:
+            new_ssts = sst_files(seen.cp, seen.listing, seen.known.state_files, results)
+            seen = replace(seen, files=replace(seen.files, added=seen.files.added | set(new_ssts)))
         write = self._write(seen, logs, results)
         self.db.record_scan(write)
+        for result in results:
+            if result.tail is not None:
+                self.carry.keep((seen.root, "chain", *result.task.chain), *result.tail)
+        if self.judge:
+            self._judge(seen.root, seen.now)
+        if self.reconcile is not None:
+            if seen.listed:
+                self.reconcile.listed(seen.root)
+            else:
+                self.reconcile.looked_up(seen.root)
         return ScanSummary(
             checkpoint=seen.root,
             files_added=len(seen.files.added) + len(seen.logs.added),
@@ -289,7 +366,7 @@ class Scanner:
             problems=len({p["path"] for p in write.problems}),
         )
 
-    def _load(self, path: str) -> Observed:
+    def _load(self, path: str, by_name: bool) -> Observed:
         """Open and list the checkpoint, and diff it against what earlier scans recorded."""
         now = _now()
         # A fresh file system per scan: a remote one lists each directory at most once in it.
@@ -297,9 +374,14 @@ class Scanner:
         problems = ProblemLog(cp.root, now)
         stores, query_id = _read_metadata(cp, problems)
         known = self.db.known(cp.root)
-        # A file with a problem is looked at again (stat-ed) every scan: it may be repaired.
-        unchanged = {p: v for p, v in known.state_files.items() if p not in known.problem_paths}
-        listing = list_checkpoint(cp, stores, unchanged)
+        listed = self._list(cp, stores, known, by_name)
+        if isinstance(listed, Listing):
+            # A file with a problem is looked at again (stat-ed) every scan: it may be repaired.
+            listing, known_now = listed, known.state_files
+            current = {p: (f.stat.size, f.stat.mtime) for p, f in listing.state_files.items()}
+        else:
+            listing, current = listed
+            known_now = {p: known.state_files[p] for p in current if p in known.state_files}
         return Observed(
             cp=cp,
             now=now,
@@ -310,12 +392,53 @@ class Scanner:
             logs=diff_files(
                 known.log_files, {p: (s.size, s.mtime) for p, s in listing.log_files.items()}
             ),
-            files=diff_files(
-                known.state_files,
-                {p: (f.stat.size, f.stat.mtime) for p, f in listing.state_files.items()},
-            ),
+            files=diff_files(known_now, current),
             problems=problems,
+            listed=isinstance(listed, Listing),
         )
+
+    def _list(
+        self, cp: Checkpoint, stores: list[StoreInfo], known: KnownScan, by_name: bool
+    ) -> Listing | tuple[Listing, dict[str, tuple[int, float]]]:
+        """A full listing, or when the policy allows, the known files plus the new commits'
+        files looked up by name (with ``path -> (size, mtime)`` of those found)."""
+        if by_name and self.reconcile is not None and not self.reconcile.full_due(cp.root):
+            logs = log_files(cp)
+            versions = new_versions(logs, known.log_files)
+            commits = {}
+            for version in versions:
+                try:
+                    commits[version - 1] = cp.commit(version - 1)
+                except CheckpointError:
+                    continue  # not committed yet, or unreadable: a problem of the log's own
+            found = lookup_listing(
+                cp, stores, known.state_files, logs, versions, commits, self._memo.pop(cp.root, {})
+            )
+            if found is not None:
+                listing, current, self._memo[cp.root] = found
+                return listing, current
+        unchanged = {p: v for p, v in known.state_files.items() if p not in known.problem_paths}
+        return list_checkpoint(cp, stores, unchanged)
+
+    def _judge(self, root: str, scan_at: datetime) -> None:
+        """Store the health verdicts of the scan just written. What cannot be judged stores
+        nothing: readers then find the stored verdicts older than the scan and judge fresh."""
+        import duckdb
+
+        from stateglass.collectors.health.stored import judge_and_store
+
+        # A rule that trips on the history must not stop the watcher: its pages judge fresh.
+        with contextlib.suppress(CollectorError, duckdb.Error):
+            judge_and_store(self.db, root, scan_at, self.health)
+
+    def _carries(self) -> bool:
+        return self.reconcile is not None and self.engine.carries_keys
+
+    def _seed_of(self, root: str) -> Callable[[Chain], tuple[int, set[bytes]] | None] | None:
+        """A watcher's carried key set of each chain it plans (taken: the chain mutates it)."""
+        if not self._carries():
+            return None
+        return lambda chain: self.carry.take((root, "chain", *chain))
 
     def _run(
         self, seen: Observed, tasks: list[ChainTask], progress: Progress | None
@@ -353,7 +476,8 @@ class Scanner:
             rules, audit, _ = skipped_audit(seen.cp, seen.stores, watermarks)
             return rules, audit
         counted = {r.task.chain: (r.task, [c.version for c in r.versions]) for r in results}
-        rules, audit, _ = run_audit(seen.cp, seen.stores, counted, watermarks)
+        carry = self.carry if self._carries() else None
+        rules, audit, _ = run_audit(seen.cp, seen.stores, counted, watermarks, carry)
         return rules, audit
 
     def _write(self, seen: Observed, logs: LogRows, results: list[ChainResult]) -> ScanWrite:
@@ -385,6 +509,7 @@ class Scanner:
             problems=seen.problems.unique(),
             sst_refs=sst_ref_rows(root, results),
             temp_files=temp_file_rows(root, listing, now),
+            temp_files_listed=seen.listed,
             schema_files=schema_file_rows(
                 root, schemas, now, last_committed(listing, cp.path("commits"))
             ),

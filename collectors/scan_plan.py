@@ -64,7 +64,7 @@ def _chain_starts(
     return starts
 
 
-def _unique_ids(
+def unique_ids(
     commits: Mapping[int, CommitMetadata], store: StoreInfo, partition: int
 ) -> tuple[tuple[int, str], ...]:
     """Checkpoint format v2: committed unique id of each version of this store partition."""
@@ -89,14 +89,19 @@ def plan(
     counted: Mapping[Chain, set[int]],
     settings: ChainSettings,
     store_dir: Callable[[int, int, str], str],
+    seed_of: Callable[[Chain], tuple[int, set[bytes]] | None] | None = None,
 ) -> list[ChainTask]:
     """The chains a scan reads, in store and partition order: those with a new or changed
-    file (``touched``) or a version not ``counted`` yet, each from its first such version."""
+    file (``touched``) or a version not ``counted`` yet, each from its first such version.
+
+    ``seed_of``: a watcher's carried key set of a chain (``ChainTask.seed``); given, every
+    task also asks for its last key set back."""
     starts = _chain_starts(listing, touched, counted)
     tasks = []
     for store in stores:
         for partition in store.partitions:
-            start = starts.get((store.operator_id, store.store_name, partition))
+            chain = (store.operator_id, store.store_name, partition)
+            start = starts.get(chain)
             if start is None:
                 continue
             directory = store_dir(store.operator_id, partition, store.store_name)
@@ -112,9 +117,11 @@ def plan(
                     codec=settings.codec,
                     row_checksum=settings.row_checksum,
                     merge_delimiter=settings.merge_delimiter,
-                    unique_ids=_unique_ids(settings.commits, store, partition),
+                    unique_ids=unique_ids(settings.commits, store, partition),
                     from_version=start,
                     trust_zip_num_keys=not store.uses_column_families,
+                    seed=seed_of(chain) if seed_of is not None else None,
+                    keep_tail=seed_of is not None,
                 )
             )
     return tasks

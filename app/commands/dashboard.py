@@ -86,7 +86,12 @@ def _collect_for_dashboard(
 def _watch_options(args: argparse.Namespace, progress: Sequence[str] = ()) -> list[str]:
     """The dashboard's ``watch`` flags, for its watcher child (which polls ``progress`` too)."""
     out = ["--debounce", str(args.debounce), "--poll-interval", str(args.poll_interval)]
+    out += ["--reconcile-scans", str(args.reconcile_scans)]
+    out += ["--reconcile-minutes", str(args.reconcile_minutes)]
     out += [f"--progress={p}" for p in progress]
+    if getattr(args, "config", None):
+        # The watcher stores health verdicts judged with the thresholds the pages use.
+        out += ["--config", os.path.abspath(os.path.expanduser(args.config))]
     return out + ["--poll"] * args.poll + ["--verbose"] * args.verbose
 
 

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from stateglass.app.args import add_collect_args, add_watch_args
+from stateglass.app.args import add_collect_args, add_watch_args, reconcile_policy
 
 if TYPE_CHECKING:
     from stateglass.app.watchers import ControlFile
@@ -46,6 +46,7 @@ def run(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
     from stateglass.collectors.watch import CheckpointWatcher, Debouncer
 
     scanner, roots = scanner_for(args)
+    _as_watcher(scanner, args)
     verbose = getattr(args, "verbose", False)
     summaries: list[ScanSummary] = []
     halt = stop or threading.Event()
@@ -82,6 +83,7 @@ def serve(
     from stateglass.collectors.watch import CheckpointWatcher, Debouncer
 
     scanner = new_scanner(args)
+    _as_watcher(scanner, args)
     verbose = getattr(args, "verbose", False)
     _start_progress(scanner.db, list(getattr(args, "progress", None) or []), stop)
 
@@ -102,6 +104,16 @@ def serve(
     watcher.run(stop)
     reader.join(timeout=5)
     return 0
+
+
+def _as_watcher(scanner: Scanner, args: argparse.Namespace) -> None:
+    """A watcher's scans: by name between full listings, and each followed by the health
+    verdicts the Overview and scrapes read (judged with ``--config``'s thresholds)."""
+    from stateglass.collectors.health import load_config
+
+    scanner.reconcile = reconcile_policy(args)
+    scanner.judge = True
+    scanner.health = load_config(getattr(args, "config", None))
 
 
 def _watcher_options(args: argparse.Namespace) -> dict[str, Any]:

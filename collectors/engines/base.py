@@ -13,5 +13,8 @@ class Engine(Protocol):
     """Runs :func:`collectors.chains.compute_chain` over tasks; results come back in any order."""
 
     name: str
+    # Whether tasks may carry key sets (``ChainTask.seed``) cheaply: true when the chains
+    # are counted in this process or handed on without shipping them anywhere costly.
+    carries_keys: bool
 
     def run(self, tasks: Sequence[ChainTask], fs: FileSystem) -> Iterator[ChainResult]: ...

@@ -13,6 +13,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 from stateglass.collectors.chains import ChainResult, ChainTask, compute_chain
 from stateglass.collectors.engines.workers import cpu_count, run_in_workers, worker_opener
@@ -25,6 +26,7 @@ AUTO_MIN_BYTES = 4 << 20
 
 class LocalEngine:
     name = "local"
+    carries_keys = True
 
     def __init__(self, jobs: int = 1) -> None:
         if jobs < 0:
@@ -48,4 +50,6 @@ class LocalEngine:
             for task in tasks:
                 yield compute_chain(task, fs)
             return
-        yield from run_in_workers(tasks, opener, workers)
+        # Key sets stay in this process: pickling them to workers would cost what they save.
+        bare = [replace(t, seed=None, keep_tail=False) for t in tasks]
+        yield from run_in_workers(bare, opener, workers)

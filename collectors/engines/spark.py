@@ -221,6 +221,8 @@ class _Watchdog:
 
 class SparkEngine:
     name = "spark"
+    # Tasks travel to executors: key sets would be shipped with every one.
+    carries_keys = False
 
     def __init__(self, master: str | None = None) -> None:
         self.master = master

@@ -16,7 +16,7 @@ Example::
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -116,12 +116,14 @@ def evaluate_many(
     checkpoints: list[str],
     now: datetime | None = None,
     config: HealthConfig | None = None,
+    rules: Collection[str] | None = None,
 ) -> dict[str, list[Finding] | CheckpointError]:
     """:func:`evaluate` for several checkpoints on one connection (the Overview's fleet).
 
     Opening the database costs about as much as the rules of one small checkpoint, so a page
     of cards opens it once. Keyed by canonical path or URL; a checkpoint never collected maps
-    to its :class:`NotFound` rather than failing the others.
+    to its :class:`NotFound` rather than failing the others. ``rules``: only these rule ids
+    (the stored verdicts' readers judge the clock's rules alone).
     """
     from stateglass.collectors.remote import canonical
 
@@ -130,7 +132,7 @@ def evaluate_many(
         for checkpoint in checkpoints:
             root = canonical(checkpoint)
             ctx = _context(conn, db_path, root, now, config)
-            out[root] = ctx if isinstance(ctx, CheckpointError) else _run_rules(ctx)
+            out[root] = ctx if isinstance(ctx, CheckpointError) else _run_rules(ctx, rules)
     return out
 
 
@@ -161,10 +163,10 @@ def judge(
         return restart_verdict(ctx, compat, next_name), _run_rules(ctx)
 
 
-def _run_rules(ctx: Context) -> list[Finding]:
+def _run_rules(ctx: Context, rules: Collection[str] | None = None) -> list[Finding]:
     findings: list[Finding] = []
     for rule_id, rule in RULES.items():
-        if ctx.config.enabled(rule_id):
+        if ctx.config.enabled(rule_id) and (rules is None or rule_id in rules):
             findings.extend(rule.check(ctx))
     return findings
 

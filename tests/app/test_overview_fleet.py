@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -22,9 +23,10 @@ from streamlit.testing.v1 import AppTest
 from stateglass.app import queries
 from stateglass.app.dashboard import fleet
 from stateglass.app.escape import md
-from stateglass.collectors.db import Database
-from stateglass.collectors.health import evaluate, worst
-from stateglass.collectors.scan import scan_checkpoint
+from stateglass.collectors.db import Database, read_query
+from stateglass.collectors.health import evaluate, evaluate_many, worst
+from stateglass.collectors.health.stored import stored_many
+from stateglass.collectors.scan import Scanner
 from tests.conftest import SAMPLES
 
 FLEET = 500
@@ -75,9 +77,15 @@ def _copy_rows(db: str, copies: list[tuple[str, str, int]]) -> None:
 
 @pytest.fixture(scope="module")
 def fleet_db(tmp_path_factory: pytest.TempPathFactory) -> str:
-    base = tmp_path_factory.mktemp("fleet")
+    return build_fleet(tmp_path_factory.mktemp("fleet"))
+
+
+def build_fleet(base: Path) -> str:
+    """The 500-checkpoint database under ``base`` (also ``benchmarks/bench_fleet_health.py``)."""
     db = str(base / "fleet.duckdb")
-    writer = Database(db)
+    # A watcher's scanner: each scan is followed by the health verdicts it stores (copied
+    # with the rest of the rows below), which the Overview reads.
+    writer = Scanner(Database(db), judge=True)
     for i, sample in enumerate(ORIGINALS):
         target = _name(base, i)
         if sample == "stateless":
@@ -91,7 +99,7 @@ def fleet_db(tmp_path_factory: pytest.TempPathFactory) -> str:
             shutil.rmtree(Path(target) / "state" / "0" / "1")
         else:
             shutil.copytree(SAMPLES / "spark-4.3" / sample, target)
-        scan_checkpoint(writer, target)
+        writer.scan(target)
     n = len(ORIGINALS)
     copies = [(_name(base, i % n), _name(base, i), i) for i in range(n, FLEET)]
     _copy_rows(db, copies)
@@ -163,6 +171,7 @@ def test_search_then_page_then_sort(fleet_env: str) -> None:
     at.selectbox(key="sg_overview_sort").select("health (worst first)").run()
     assert not at.exception, [e.value for e in at.exception]
     ten = overview[overview["checkpoint"].str.contains("team-00", regex=False)]
+    # Judged fresh here; the page sorted by the verdicts the watcher stored.
     verdict = {c: worst(evaluate(fleet_env, c)) for c in ten["checkpoint"]}
     assert len(set(verdict.values())) > 1, "the ten must not all share one verdict"
     expected = fleet.order(ten, "health (worst first)", lambda r: verdict[r["checkpoint"]])
@@ -195,3 +204,24 @@ def test_sort_by_last_commit_puts_never_committed_last(fleet_db: str) -> None:
         assert stamps.is_monotonic_decreasing if "newest" in how else stamps.is_monotonic_increasing
     shown, pages = fleet.page(rows, 99)
     assert pages == 21 and len(shown) == len(rows) - 20 * fleet.PAGE_SIZE
+
+
+def test_stored_verdicts_equal_fresh_judgements(fleet_db: str) -> None:
+    """What the watcher stored, plus the clock's rules judged now, is what judging the whole
+    history now gives, finding for finding; and every one of the 500 holds (judged after
+    its last scan), so sorting by health judges none of them again."""
+    held = read_query(
+        fleet_db,
+        "SELECT count(*) FROM health_judged j JOIN checkpoints c "
+        "ON c.checkpoint = j.checkpoint AND c.last_scan = j.scan_at",
+    )
+    assert held[0][0] == FLEET
+    originals = [c for (c,) in read_query(fleet_db, "SELECT checkpoint FROM checkpoints")]
+    originals = sorted(c for c in originals if any(f"team-00{i}/" in c for i in range(6)))
+    assert len(originals) == len(ORIGINALS)
+    # One clock for both: the stalled-query rule quotes the seconds since the last commit.
+    now = datetime.now(tz=UTC)
+    stored, fresh = stored_many(fleet_db, originals, now), evaluate_many(fleet_db, originals, now)
+    assert len({worst(f) for f in fresh.values() if isinstance(f, list)}) > 1
+    for checkpoint in originals:
+        assert stored[checkpoint] == fresh[checkpoint], checkpoint

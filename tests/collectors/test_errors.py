@@ -56,6 +56,7 @@ class FailingEngine:
     """An engine that fails with ``error`` before returning a chain."""
 
     name = "failing"
+    carries_keys = False
 
     def __init__(self, error: errors.CollectorError) -> None:
         self.error = error

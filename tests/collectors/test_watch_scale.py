@@ -250,6 +250,17 @@ def batch_of(rel: str) -> int | None:
     return int(stem) - 1 if top == "state" else int(stem)
 
 
+def judged(db: str) -> bool:
+    """Whether the watcher stored health verdicts after the checkpoint's last scan."""
+    return bool(
+        db_rows(
+            db,
+            "SELECT 1 FROM health_judged j JOIN checkpoints c "
+            "ON c.checkpoint = j.checkpoint AND c.last_scan = j.scan_at",
+        )
+    )
+
+
 def tile_join(sample: Path, cp: Path, held: Path, partitions: int) -> dict[int, list[str]]:
     """Copy ``sample`` to ``cp`` with its partitions tiled out to ``partitions``, and the
     files of the batches in ``REPLAYED`` placed under ``held`` instead (same relative paths).
@@ -413,7 +424,14 @@ def test_watch_on_tiled_store_directories(
             assert time.monotonic() - t2 < 180, f"committed: {sorted(committed(db))}"
             time.sleep(0.1)
         replay_s, latency_s = time.monotonic() - t2, time.monotonic() - last_commit
-        quiet(watcher.pid)  # the scan of the last commit ends
+        # After the rows, the watcher judges the checkpoint and stores the verdicts: its work
+        # for this commit ends there, and idle begins.
+        while not judged(db):
+            assert watcher.poll() is None, log.read_text()
+            assert time.monotonic() - t2 < 180, "no verdicts stored after the last scan"
+            time.sleep(0.1)
+        judged_s = time.monotonic() - last_commit
+        quiet(watcher.pid)  # the scan's garbage is collected
         second_idle = idle_cpu(watcher.pid, 4.0)
         assert inotify_watches(watcher.pid) == 3
     finally:
@@ -437,7 +455,8 @@ def test_watch_on_tiled_store_directories(
             f"\nwatch on a {partitions}-partition × {STORES}-store join ({dirs:,} "
             f"directories, tiled in {tiled_s:.0f} s): first scan {first_scan_s:.1f} s, idle "
             f"CPU {first_idle:.1%}; batches {REPLAYED} recorded {replay_s:.1f} s after their "
-            f"first file ({latency_s:.1f} s after the last commit), idle CPU "
+            f"first file ({latency_s:.1f} s after the last commit, verdicts stored after "
+            f"{judged_s:.1f} s), idle CPU "
             f"{second_idle:.1%} after; load {os.getloadavg()[0]:.1f}"
         )
     assert first_idle < MAX_IDLE_CPU and second_idle < MAX_IDLE_CPU

@@ -61,8 +61,9 @@ def _verdict(found: Any) -> Verdict:
 
 
 def verdicts(db: str, rows: pd.DataFrame) -> dict[str, Verdict]:
-    """Each row's verdict: cached ones, and the rest evaluated on one database connection."""
-    from stateglass.collectors.health import evaluate_many
+    """Each row's verdict: cached ones, and the rest as the watcher stored them (those it
+    has not judged since their last scan are judged here, on one database connection)."""
+    from stateglass.collectors.health.stored import stored_many
 
     cache = _verdicts(db)
     now = time.monotonic()
@@ -77,7 +78,7 @@ def verdicts(db: str, rows: pd.DataFrame) -> dict[str, Verdict]:
     if not missing:
         return out
     try:
-        found: dict[str, Any] = evaluate_many(
+        found: dict[str, Any] = stored_many(
             db, [c for c, _ in missing], config=context.health_config()
         )
     except Exception as exc:
