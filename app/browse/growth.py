@@ -13,9 +13,17 @@ Definitions (docs/state_forensics.md):
 * The chart's *keys added at version v* are keys at v absent at v − 1 (gross: a key evicted
   and added again counts again), for the top contributors' values.
 
-Memory: one partition at two versions at a time, plus one counter per field; a field with
-more than :data:`MAX_VALUES` distinct values among the new keys keeps its largest counts
-only (the result then says ``approximate``).
+Reading: each partition is rebuilt at ``base`` and at ``newest`` only; the versions between
+are rolled forward through their change files (HDFS deltas, RocksDB changelogs), keeping
+the keys each one adds. A partition without change data for every version of the window (a
+RocksDB store without changelog checkpointing) is rebuilt at each version instead; both
+ways give the same figures.
+
+Memory: one partition at two versions at a time, the keys each version of the window added
+(their bytes), the newest versions up to :data:`KEPT_BYTES` (else read again for the share
+of all keys), plus one counter per field; a field with more than :data:`MAX_VALUES` distinct
+values among the new keys keeps its largest counts only (the result then says
+``approximate``).
 
 Example::
 
@@ -37,7 +45,7 @@ import numpy as np
 import pyarrow.compute as pc
 
 from stateglass.app.browse.cells import Flattener, cell_text
-from stateglass.app.browse.store import PartitionData, read_partition
+from stateglass.app.browse.store import PartitionData, partition_data, read_partition
 from stateglass.app.browse.table import last
 from stateglass.app.browse.views import StateView, identity_width, open_source, versions
 from stateglass.app.errors import AppError
@@ -51,6 +59,8 @@ MAX_VALUES = 100_000
 # beyond it (decoding all 10M keys of a big store in Python took two minutes of a report).
 SHARE_SAMPLE = 200_000
 KEY_PREFIX = "key."
+# Bytes of newest partitions kept between the two passes (beyond it they are read again).
+KEPT_BYTES = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -187,17 +197,42 @@ class _Chosen:
     keys_now: int  # keys sampled at the newest version
 
 
+@dataclass
+class _Read:
+    """What the first pass keeps of one partition for the second."""
+
+    # Per step: the items that version added (its values), rolled forward through the
+    # change files; None when the partition is rebuilt at each version instead.
+    added: list[PartitionData] | None
+    newest: PartitionData | None  # None: not kept (over the budget), read again
+
+
+@dataclass
+class _Ranking:
+    """The first pass's result."""
+
+    ranked: Ranked
+    new_keys: int
+    keys_total: int
+    approximate: bool
+    reads: dict[int, _Read]
+
+
 def iter_growth(
     view: StateView,
     window: int = DEFAULT_WINDOW,
     top: int = DEFAULT_TOP,
     share_sample: int = SHARE_SAMPLE,
+    *,
+    roll: bool = True,
 ) -> Iterator[Progress]:
     """(fraction done, None) while partitions are read, then (1.0, the result).
 
     Two passes, each one partition at a time: base against newest (the new keys and their
-    values), then version against version inside the window (the chart), counting only the
-    top contributors' values.
+    values, and the keys each version of the window added), then the chart, counting only
+    the top contributors' values. ``roll=False`` rebuilds each partition at every version
+    of the window instead of rolling forward through the change files (same figures;
+    kept as the reference the rolled reading is tested against).
     """
     keyed = view.keyed(open_source(view).row_codec)
     source = open_source(keyed)
@@ -205,11 +240,10 @@ def iter_growth(
     newest = steps[-1] if steps else base
     keys = _Keys(source)
     total_work = 2 * len(source.partitions) or 1
-    ranked, new_keys, keys_total, approximate = yield from _rank_new_values(
-        source, keys, (base, newest), top, total_work
-    )
-    stride = max(1, -(-keys_total // max(1, share_sample)))
-    chosen = yield from _count_chosen(source, keys, (base, steps), ranked, stride, total_work)
+    ranking = yield from _rank_new_values(source, keys, (base, steps), top, total_work, roll)
+    ranked, new_keys = ranking.ranked, ranking.new_keys
+    stride = max(1, -(-ranking.keys_total // max(1, share_sample)))
+    chosen = yield from _count_chosen(source, keys, (base, steps), ranking, stride, total_work)
     contributors = tuple(
         Contributor(
             f,
@@ -232,26 +266,35 @@ def iter_growth(
             added=tuple(int(x) for x in chosen.added_all),
             contributors=contributors,
             fields=keys.fields,
-            approximate=approximate,
+            approximate=ranking.approximate,
             share_sample=chosen.keys_now if stride > 1 else 0,
         ),
     )
 
 
 def _rank_new_values(
-    source: StateSource, keys: _Keys, span: tuple[int, int], top: int, total_work: int
-) -> Generator[Progress, None, tuple[Ranked, int, int, bool]]:
+    source: StateSource,
+    keys: _Keys,
+    window: tuple[int, list[int]],
+    top: int,
+    total_work: int,
+    roll: bool,
+) -> Generator[Progress, None, _Ranking]:
     """First pass, base against newest: the ``top`` (field, value)s of the new keys.
 
-    Returns them ranked, with the new keys, the keys at newest and whether a field had too
-    many values to count them all. The counters end here: only the top values go on.
+    Returns them ranked, with the new keys, the keys at newest, whether a field had too
+    many values to count them all, and per partition what the second pass needs. The
+    counters end here: only the top values go on.
     """
-    base, newest = span
+    base, steps = window
+    newest = steps[-1] if steps else base
     counters: list[Counter[str]] = [Counter() for _ in keys.fields]
     approximate = False
-    new_keys = keys_total = 0
+    new_keys = keys_total = kept = 0
+    reads: dict[int, _Read] = {}
     for n, p in enumerate(source.partitions, start=1):
-        before = read_partition(source, base, p) if base > 0 else None
+        base_list = source.load_items(p, base) if base > 0 else []
+        before = partition_data(source, p, base_list) if base > 0 else None
         after = read_partition(source, newest, p)
         keys_total += after.num_items
         items = _added_items(before, after)
@@ -263,6 +306,11 @@ def _rank_new_values(
             if len(counter) > MAX_VALUES:
                 _prune(counter)
                 approximate = True
+        present = {k for k, _ in base_list}
+        del base_list, before
+        added = _rolled(source, p, present, base, steps) if roll else None
+        kept += after.nbytes
+        reads[p] = _Read(added, after if kept <= KEPT_BYTES else None)
         yield n / total_work, None
     ranked = sorted(
         (
@@ -272,20 +320,55 @@ def _rank_new_values(
         ),
         key=lambda t: (-t[0], t[1], t[2]),
     )[:top]
-    return ranked, new_keys, keys_total, approximate
+    return _Ranking(ranked, new_keys, keys_total, approximate, reads)
+
+
+def _rolled(
+    source: StateSource, partition: int, present: set[bytes], base: int, steps: list[int]
+) -> list[PartitionData] | None:
+    """Per step, the items that version added: ``present`` (the stored keys at ``base``)
+    rolled forward through the change files. None when a version of the window has no
+    change file, or list-state merges (whose values need the whole store) appear.
+
+    A key counts as added at a step when it is present after the step's records and was
+    not before them, whatever happened in between (removed and put again: not added).
+    """
+    reader = source.reader(partition)
+    if not set(range(base + 1, (steps[-1] if steps else base) + 1)) <= reader.change_versions():
+        return None
+    out = []
+    previous = base
+    for step in steps:
+        touched: dict[bytes, bytes | None] = {}
+        for version in range(previous + 1, step + 1):
+            with source.explaining(version):
+                for kind, key, value in reader.changes(version):
+                    if kind == "append":
+                        return None
+                    touched[key] = value if kind == "update" else None
+        added = [(k, v) for k, v in touched.items() if v is not None and k not in present]
+        for k, v in touched.items():
+            if v is None:
+                present.discard(k)
+            else:
+                present.add(k)
+        out.append(partition_data(source, partition, added))
+        previous = step
+    return out
 
 
 def _count_chosen(
     source: StateSource,
     keys: _Keys,
     window: tuple[int, list[int]],
-    ranked: Ranked,
+    ranking: _Ranking,
     stride: int,
     total_work: int,
 ) -> Generator[Progress, None, _Chosen]:
     """Second pass, version against version: keys added per step for each top value, and
     how common each is among (every ``stride``-th of) the keys at the newest version."""
     base, steps = window
+    ranked = ranking.ranked
     partitions = source.partitions
     chosen = _Chosen(
         per_step=np.zeros((len(ranked), len(steps)), dtype=np.int64),
@@ -294,20 +377,46 @@ def _count_chosen(
         keys_now=0,
     )
     for n, p in enumerate(partitions, start=len(partitions) + 1):
-        previous = read_partition(source, base, p) if base > 0 else None
-        for s, version in enumerate(steps):
-            current = read_partition(source, version, p)
-            items = _added_items(previous, current)
-            chosen.added_all[s] += len(items)
-            if ranked:
-                chosen.per_step[:, s] += _matches(keys, current, items, ranked)
-            previous = current
-        if ranked and previous is not None:
-            every = np.arange(0, previous.num_items, stride, dtype=np.int64)
+        read = ranking.reads.pop(p)
+        if read.added is None:
+            newest: PartitionData | None = _count_rebuilt(source, keys, window, p, ranked, chosen)
+        else:
+            for s, data in enumerate(read.added):
+                chosen.added_all[s] += data.num_items
+                if ranked:
+                    every = np.arange(data.num_items, dtype=np.int64)
+                    chosen.per_step[:, s] += _matches(keys, data, every, ranked)
+            newest = read.newest
+            if newest is None and ranked:
+                newest = read_partition(source, steps[-1] if steps else base, p)
+        if ranked and newest is not None:
+            every = np.arange(0, newest.num_items, stride, dtype=np.int64)
             chosen.keys_now += len(every)
-            chosen.at_newest += _matches(keys, previous, every, ranked)
+            chosen.at_newest += _matches(keys, newest, every, ranked)
         yield n / total_work, None
     return chosen
+
+
+def _count_rebuilt(
+    source: StateSource,
+    keys: _Keys,
+    window: tuple[int, list[int]],
+    partition: int,
+    ranked: Ranked,
+    chosen: _Chosen,
+) -> PartitionData | None:
+    """:func:`_count_chosen` for one partition rebuilt at each version of the window (no
+    change files to roll through); returns the newest version read."""
+    base, steps = window
+    previous = read_partition(source, base, partition) if base > 0 else None
+    for s, version in enumerate(steps):
+        current = read_partition(source, version, partition)
+        items = _added_items(previous, current)
+        chosen.added_all[s] += len(items)
+        if ranked:
+            chosen.per_step[:, s] += _matches(keys, current, items, ranked)
+        previous = current
+    return previous
 
 
 def _matches(keys: _Keys, data: PartitionData, items: np.ndarray, ranked: Ranked) -> np.ndarray:
@@ -327,9 +436,11 @@ def attribute_growth(
     window: int = DEFAULT_WINDOW,
     top: int = DEFAULT_TOP,
     share_sample: int = SHARE_SAMPLE,
+    *,
+    roll: bool = True,
 ) -> GrowthAttribution:
     """:func:`iter_growth`'s result."""
-    result = last(iter_growth(view, window, top, share_sample))[1]
+    result = last(iter_growth(view, window, top, share_sample, roll=roll))[1]
     assert result is not None
     return result
 
