@@ -15,9 +15,9 @@ Definitions (docs/state_forensics.md):
 
 Reading: each partition is rebuilt at ``base`` and at ``newest`` only; the versions between
 are rolled forward through their change files (HDFS deltas, RocksDB changelogs), keeping
-the keys each one adds. A partition without change data for every version of the window (a
-RocksDB store without changelog checkpointing) is rebuilt at each version instead; both
-ways give the same figures.
+the keys each one adds. RocksDB zips without changelogs are compared on the keys of the SSTs
+neighbouring versions do not share. A partition where neither works is rebuilt at each
+version instead; all ways give the same figures.
 
 Memory: one partition at two versions at a time, the keys each version of the window added
 (their bytes), the newest versions up to :data:`KEPT_BYTES` (else read again for the share
@@ -45,6 +45,7 @@ import numpy as np
 import pyarrow.compute as pc
 
 from stateglass.app.browse.cells import Flattener, cell_text
+from stateglass.app.browse.diff import unshared_keys
 from stateglass.app.browse.store import PartitionData, partition_data, read_partition
 from stateglass.app.browse.table import last
 from stateglass.app.browse.views import StateView, identity_width, open_source, versions
@@ -328,14 +329,15 @@ def _rolled(
 ) -> list[PartitionData] | None:
     """Per step, the items that version added: ``present`` (the stored keys at ``base``)
     rolled forward through the change files. None when a version of the window has no
-    change file, or list-state merges (whose values need the whole store) appear.
+    change file (then :func:`_unshared`), or list-state merges (whose values need the
+    whole store) appear.
 
     A key counts as added at a step when it is present after the step's records and was
     not before them, whatever happened in between (removed and put again: not added).
     """
     reader = source.reader(partition)
     if not set(range(base + 1, (steps[-1] if steps else base) + 1)) <= reader.change_versions():
-        return None
+        return _unshared(source, partition, base, steps)
     out = []
     previous = base
     for step in steps:
@@ -354,6 +356,30 @@ def _rolled(
                 present.add(k)
         out.append(partition_data(source, partition, added))
         previous = step
+    return out
+
+
+def _unshared(
+    source: StateSource, partition: int, base: int, steps: list[int]
+) -> list[PartitionData] | None:
+    """:func:`_rolled` for full versions that share files (RocksDB zips without
+    changelogs): per step, the keys of the SSTs it does not share with the step before,
+    looked up in both (one point-read pass over the window's versions). None when a step's
+    files cannot say (or say too many keys)."""
+    chain = [base, *steps]
+    candidates = []
+    for previous, step in zip(chain, steps, strict=False):
+        keys = unshared_keys(source, partition, previous, step)
+        if keys is None:
+            return None
+        candidates.append(keys)
+    wanted = set().union(*candidates) if candidates else set()
+    found = dict(source.lookup(partition, wanted, chain)) if steps else {}
+    out = []
+    for previous, step, keys in zip(chain[:-1], steps, candidates, strict=True):
+        before, after = found[previous], found[step]
+        added = [(k, after[k]) for k in keys if k in after and k not in before]
+        out.append(partition_data(source, partition, added))
     return out
 
 
