@@ -36,6 +36,7 @@ import zstandard
 
 from stateglass.parsers.errors import ChecksumMismatch, CorruptData, Truncated, UnsupportedFormat
 from stateglass.parsers.rowchecksum import crc32c
+from stateglass.parsers.varint import uvarint
 
 MAGIC = 0x88E241B785F4CFF7
 FOOTER_SIZE = 53  # 1 + 2 * 20 (two padded handles) + 4 + 8
@@ -48,17 +49,7 @@ _CRC_MASK_DELTA = 0xA282EAD8
 
 
 def _varint(data: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
-    result = shift = 0
-    while pos < end:
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise CorruptData("varint longer than 10 bytes", pos)
-    raise Truncated("a varint runs past the end of its block", pos)
+    return uvarint(data, pos, 10, "varint", end)
 
 
 def _checksum(kind: int, block: bytes | memoryview, type_byte: int) -> int | None:

@@ -42,6 +42,7 @@ from decimal import Decimal
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from stateglass.app.browse.cells import Flattener, cell_text
@@ -364,23 +365,43 @@ def _unshared(
 ) -> list[PartitionData] | None:
     """:func:`_rolled` for full versions that share files (RocksDB zips without
     changelogs): per step, the keys of the SSTs it does not share with the step before,
-    looked up in both (one point-read pass over the window's versions). None when a step's
-    files cannot say (or say too many keys)."""
+    looked up in both (each version restored once, for the keys of its steps). A step whose files
+    name too many keys (a compaction rewrote the store) reads its two versions whole. None
+    when the versions share nothing (no zips: nothing gained over rebuilding)."""
     chain = [base, *steps]
-    candidates = []
-    for previous, step in zip(chain, steps, strict=False):
-        keys = unshared_keys(source, partition, previous, step)
-        if keys is None:
-            return None
-        candidates.append(keys)
-    wanted = set().union(*candidates) if candidates else set()
-    found = dict(source.lookup(partition, wanted, chain)) if steps else {}
+    candidates = [
+        unshared_keys(source, partition, previous, step)
+        for previous, step in zip(chain, steps, strict=False)
+    ]
+    if all(c is None for c in candidates):
+        return None
+    # Each version is looked up for the keys of the (at most two) steps it bounds only.
+    wanted: dict[int, set[bytes]] = {}
+    for previous, step, keys in zip(chain[:-1], steps, candidates, strict=True):
+        if keys is not None:
+            wanted.setdefault(previous, set()).update(keys)
+            wanted.setdefault(step, set()).update(keys)
+    found = {
+        v: dict(source.lookup(partition, keys, [v]))[v] if v > 0 else {}
+        for v, keys in wanted.items()
+    }
     out = []
     for previous, step, keys in zip(chain[:-1], steps, candidates, strict=True):
+        if keys is None:
+            out.append(_added_whole(source, partition, previous, step))
+            continue
         before, after = found[previous], found[step]
         added = [(k, after[k]) for k in keys if k in after and k not in before]
         out.append(partition_data(source, partition, added))
     return out
+
+
+def _added_whole(source: StateSource, partition: int, before: int, after: int) -> PartitionData:
+    """The items of ``after`` not in ``before``, both versions read whole."""
+    old = read_partition(source, before, partition) if before > 0 else None
+    new = read_partition(source, after, partition)
+    take = pa.array(_added_items(old, new))
+    return PartitionData(partition, new.keys.take(take), new.values.take(take))
 
 
 def _count_chosen(

@@ -65,3 +65,22 @@ def test_which_partitions_roll(name: str, rolls: bool) -> None:
     assert (added is not None) == rolls
     if added is not None:
         assert len(added) == len(steps)
+
+
+def test_steps_too_big_to_narrow_are_read_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A step whose unshared SSTs name too many keys (a compaction) is read whole; the other
+    steps stay narrowed, and the figures do not change."""
+    from stateglass.app.browse import growth
+
+    narrowed = growth.unshared_keys
+    calls: list[int] = []
+
+    def every_other(source: object, partition: int, before: int, after: int) -> object:
+        calls.append(after)
+        return None if after % 2 else narrowed(source, partition, before, after)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(growth, "unshared_keys", every_other)
+    view = StateView(str(SAMPLES / "spark-4.3/agg-rocks"))
+    mixed = attribute_growth(view, window=4, top=EVERYTHING)
+    assert any(v % 2 for v in calls) and any(v % 2 == 0 for v in calls)
+    assert mixed == attribute_growth(view, window=4, top=EVERYTHING, roll=False)
