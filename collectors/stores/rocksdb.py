@@ -35,6 +35,10 @@ from stateglass.parsers.rocksdb_checkpoint import RocksDBCheckpointMetadata, che
 from stateglass.parsers.sst import sst_keys
 
 _CHANGE_TYPES: dict[str, ChangeType] = {"put": "update", "delete": "delete", "merge": "append"}
+# Share of a version's SST bytes beyond which its unshared SSTs are not worth reading for
+# keys (decoding them costs more than reading the two versions whole).
+UNSHARED_MAX = 0.25
+UNSHARED_MIN_BYTES = 1 << 20  # below it, any share is cheap to decode
 
 
 def parse_rocksdb_name(name: str) -> tuple[int, str | None, str] | None:
@@ -264,7 +268,9 @@ class RocksDBStoreReader:
         files both reference hold the same entries in both versions; a key only they hold
         resolves to the same value in both. None when a version has no zip of its own (it
         is replayed from changelogs), when a zip carries a non-empty write-ahead log (its
-        records are in no SST), or when an SST is in a codec we do not decode."""
+        records are in no SST), when the unshared SSTs are over :data:`UNSHARED_MAX` of the
+        newer version's bytes past 1 MiB (a compaction: their keys are most of the store),
+        or when an SST is in a codec we do not decode."""
         picked = [self._pick(self.zips, v) for v in (before, after)]
         names = [n for n in picked if n is not None]
         if len(names) != 2:
@@ -276,9 +282,15 @@ class RocksDBStoreReader:
             logs = [i for i in archive.infos if i.filename.endswith(".log") and i.file_size]
             if logs or any(f.size_bytes for f in archive.meta.log_files):
                 return None
-            files.append({f.dfs_sst_file_name for f in archive.meta.sst_files})
+            files.append({f.dfs_sst_file_name: f.size_bytes for f in archive.meta.sst_files})
+        unshared = set(files[0]) ^ set(files[1])
+        total = sum(files[1].values())
+        if total > UNSHARED_MIN_BYTES and (
+            sum(files[1].get(n, 0) for n in unshared) > UNSHARED_MAX * total
+        ):
+            return None  # a compaction rewrote the store: reading it whole costs less
         keys: set[bytes] = set()
-        for sst in sorted(files[0] ^ files[1]):
+        for sst in sorted(unshared):
             path = self.ctx.join(self.SHARED_DIR or "SSTs", sst)
             try:
                 keys.update(sst_keys(self.ctx.fs.read(path)))
