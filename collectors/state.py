@@ -301,6 +301,13 @@ class StateSource:
         except MissingVersion as exc:
             raise self.explain_missing(min(versions), exc) from exc
 
+    def differing_keys(self, partition: int, before: int, after: int) -> list[bytes] | None:
+        """The stored keys of ``partition`` that may differ between ``before`` and ``after``,
+        from the files the two versions do not share (see
+        :meth:`StoreReader.differing_keys`); None when the files cannot say."""
+        with self.explaining(before):
+            return self.reader(partition).differing_keys(before, after)
+
     def changes(self, partition: int, version: int) -> Iterator[Change]:
         """The records ``version`` wrote in ``partition``; a purged version says so."""
         try:

@@ -56,6 +56,7 @@ from stateglass.parsers.sparktypes import (
     StructType,
 )
 from stateglass.parsers.unsaferow import make_decimal
+from stateglass.parsers.varint import uvarint
 
 Reader = Callable[[bytes, int], tuple[Any, int]]
 """``read(buf, pos) -> (value, new_pos)``: decode one Avro value starting at ``pos``."""
@@ -102,21 +103,7 @@ def avro_row_decoder(schema: StructType) -> RowDecoder:
 
 def _varint(buf: bytes, pos: int, max_bytes: int, what: str) -> tuple[int, int]:
     """Unsigned LEB128 of at most ``max_bytes`` bytes (Avro Java rejects longer ones)."""
-    start = pos
-    result = 0
-    shift = 0
-    size = len(buf)
-    while True:
-        if pos >= size:
-            raise Truncated(f"{what} cut short", start)
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-        if shift >= 7 * max_bytes:
-            raise CorruptData(f"invalid {what} encoding (over {max_bytes} bytes)", start)
+    return uvarint(buf, pos, max_bytes, what)
 
 
 def _read_int(buf: bytes, pos: int, what: str = "int") -> tuple[int, int]:

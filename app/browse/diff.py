@@ -41,6 +41,9 @@ from stateglass.parsers.state_rows import Row
 KINDS = ("added", "removed", "changed")
 # Results hold their partitions' bytes beyond the partition cache's budget: keep very few.
 RECENT_DIFFS = 2
+# Share of a version's keys up to which point reads of the candidates beat two whole scans
+# (up to 10,000 keys point reads are cheap whatever the share).
+MAX_POINT_READS = 0.25
 
 
 @dataclass(frozen=True)
@@ -119,11 +122,12 @@ def diff_partition(before: PartitionData, after: PartitionData) -> PartitionDiff
 def changed_keys(
     source: StateSource, partition: int, before: int, after: int
 ) -> list[bytes] | None:
-    """Every key the change files of ``before + 1 .. after`` name, in file order; None when
-    a version has none (a snapshot-only HDFS version, a RocksDB store without changelogs).
+    """Every key the change files of ``before + 1 .. after`` name, in file order; else the
+    keys of the files the two versions do not share (a RocksDB store without changelogs:
+    its versions' zips share most SSTs); None when neither can say.
 
-    Keys no change record names hold the same bytes in both versions, so the diff of the
-    two versions is the diff of these keys alone.
+    Keys no change record (or unshared file) names hold the same bytes in both versions,
+    so the diff of the two versions is the diff of these keys alone.
     """
     if after <= before:
         return None
@@ -133,8 +137,24 @@ def changed_keys(
             for _, key, _ in source.changes(partition, version):
                 seen[key] = None
     except MissingVersion:
-        return None
+        return unshared_keys(source, partition, before, after)
     return list(seen)
+
+
+def unshared_keys(
+    source: StateSource, partition: int, before: int, after: int
+) -> list[bytes] | None:
+    """:meth:`StateSource.differing_keys`, unless they are so many (a compaction rewrote
+    the store) that point reads would cost more than reading both versions whole."""
+    if before == 0:
+        return None
+    keys = source.differing_keys(partition, before, after)
+    if keys is None:
+        return None
+    recorded = source.reader(partition).recorded_num_keys(after)
+    if recorded is not None and len(keys) > max(recorded * MAX_POINT_READS, 10_000):
+        return None
+    return keys
 
 
 def _narrowed(
@@ -161,10 +181,10 @@ def iter_diff(
     """(fraction read, None) per partition compared, then (1.0, the result).
 
     A partition whose versions after ``before`` all have change files (HDFS deltas, RocksDB
-    changelogs) is compared on the keys those name only (:func:`changed_keys`), so neither
-    version is built whole or cached; the others are read whole (through the partition
-    cache). The last few results are kept, so paging through one diff does not join it
-    again.
+    changelogs), or whose two versions are RocksDB zips sharing most SSTs, is compared on
+    the keys those name only (:func:`changed_keys`), so neither version is built whole or
+    cached; the others are read whole (through the partition cache). The last few results
+    are kept, so paging through one diff does not join it again.
     """
     keyed = view.keyed(open_source(view).row_codec)
     source = open_source(keyed)

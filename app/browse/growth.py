@@ -13,9 +13,17 @@ Definitions (docs/state_forensics.md):
 * The chart's *keys added at version v* are keys at v absent at v − 1 (gross: a key evicted
   and added again counts again), for the top contributors' values.
 
-Memory: one partition at two versions at a time, plus one counter per field; a field with
-more than :data:`MAX_VALUES` distinct values among the new keys keeps its largest counts
-only (the result then says ``approximate``).
+Reading: each partition is rebuilt at ``base`` and at ``newest`` only; the versions between
+are rolled forward through their change files (HDFS deltas, RocksDB changelogs), keeping
+the keys each one adds. RocksDB zips without changelogs are compared on the keys of the SSTs
+neighbouring versions do not share. A partition where neither works is rebuilt at each
+version instead; all ways give the same figures.
+
+Memory: one partition at two versions at a time, the keys each version of the window added
+(their bytes), the newest versions up to :data:`KEPT_BYTES` (else read again for the share
+of all keys), plus one counter per field; a field with more than :data:`MAX_VALUES` distinct
+values among the new keys keeps its largest counts only (the result then says
+``approximate``).
 
 Example::
 
@@ -34,9 +42,11 @@ from decimal import Decimal
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from stateglass.app.browse.cells import Flattener, cell_text
+from stateglass.app.browse.diff import unshared_keys
 from stateglass.app.browse.store import PartitionData, partition_data, read_partition
 from stateglass.app.browse.table import last
 from stateglass.app.browse.views import StateView, identity_width, open_source, versions
@@ -51,6 +61,8 @@ MAX_VALUES = 100_000
 # beyond it (decoding all 10M keys of a big store in Python took two minutes of a report).
 SHARE_SAMPLE = 200_000
 KEY_PREFIX = "key."
+# Bytes of newest partitions kept between the two passes (beyond it they are read again).
+KEPT_BYTES = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -187,17 +199,42 @@ class _Chosen:
     keys_now: int  # keys sampled at the newest version
 
 
+@dataclass
+class _Read:
+    """What the first pass keeps of one partition for the second."""
+
+    # Per step: the items that version added (its values), rolled forward through the
+    # change files; None when the partition is rebuilt at each version instead.
+    added: list[PartitionData] | None
+    newest: PartitionData | None  # None: not kept (over the budget), read again
+
+
+@dataclass
+class _Ranking:
+    """The first pass's result."""
+
+    ranked: Ranked
+    new_keys: int
+    keys_total: int
+    approximate: bool
+    reads: dict[tuple[int, ...], _Read]  # by group of partitions (see _groups)
+
+
 def iter_growth(
     view: StateView,
     window: int = DEFAULT_WINDOW,
     top: int = DEFAULT_TOP,
     share_sample: int = SHARE_SAMPLE,
+    *,
+    roll: bool = True,
 ) -> Iterator[Progress]:
     """(fraction done, None) while partitions are read, then (1.0, the result).
 
     Two passes, each one partition at a time: base against newest (the new keys and their
-    values), then version against version inside the window (the chart), counting only the
-    top contributors' values.
+    values, and the keys each version of the window added), then the chart, counting only
+    the top contributors' values. ``roll=False`` rebuilds each partition at every version
+    of the window instead of rolling forward through the change files (same figures;
+    kept as the reference the rolled reading is tested against).
     """
     keyed = view.keyed(open_source(view).row_codec)
     source = open_source(keyed)
@@ -206,12 +243,13 @@ def iter_growth(
     keys = _Keys(source)
     groups = _groups(source, [base, *steps])
     total_work = 2 * len(groups) or 1
-    ranked, new_keys, keys_total, approximate = yield from _rank_new_values(
-        source, keys, (base, newest), top, total_work, groups
+    ranking = yield from _rank_new_values(
+        source, keys, (base, steps), top, total_work, roll, groups
     )
-    stride = max(1, -(-keys_total // max(1, share_sample)))
+    ranked, new_keys = ranking.ranked, ranking.new_keys
+    stride = max(1, -(-ranking.keys_total // max(1, share_sample)))
     chosen = yield from _count_chosen(
-        source, keys, (base, steps), ranked, stride, total_work, groups
+        source, keys, (base, steps), ranking, stride, total_work, groups
     )
     contributors = tuple(
         Contributor(
@@ -235,7 +273,7 @@ def iter_growth(
             added=tuple(int(x) for x in chosen.added_all),
             contributors=contributors,
             fields=keys.fields,
-            approximate=approximate,
+            approximate=ranking.approximate,
             share_sample=chosen.keys_now if stride > 1 else 0,
         ),
     )
@@ -267,22 +305,33 @@ def _read(source: StateSource, version: int, group: tuple[int, ...]) -> Partitio
 def _rank_new_values(
     source: StateSource,
     keys: _Keys,
-    span: tuple[int, int],
+    window: tuple[int, list[int]],
     top: int,
     total_work: int,
+    roll: bool,
     groups: list[tuple[int, ...]],
-) -> Generator[Progress, None, tuple[Ranked, int, int, bool]]:
+) -> Generator[Progress, None, _Ranking]:
     """First pass, base against newest: the ``top`` (field, value)s of the new keys.
 
-    Returns them ranked, with the new keys, the keys at newest and whether a field had too
-    many values to count them all. The counters end here: only the top values go on.
+    Returns them ranked, with the new keys, the keys at newest, whether a field had too
+    many values to count them all, and per partition what the second pass needs. The
+    counters end here: only the top values go on.
     """
-    base, newest = span
+    base, steps = window
+    newest = steps[-1] if steps else base
     counters: list[Counter[str]] = [Counter() for _ in keys.fields]
     approximate = False
-    new_keys = keys_total = 0
+    new_keys = keys_total = kept = 0
+    reads: dict[tuple[int, ...], _Read] = {}
     for n, group in enumerate(groups, start=1):
-        before = _read(source, base, group) if base > 0 else None
+        # Rolling forward follows one partition's change files: a store read as one (a
+        # repartition inside the window) is rebuilt at each version instead.
+        p, single = group[0], len(group) == 1
+        base_list = source.load_items(p, base) if base > 0 and single else []
+        if not single:
+            before = _read(source, base, group) if base > 0 else None
+        else:
+            before = partition_data(source, p, base_list) if base > 0 else None
         after = _read(source, newest, group)
         keys_total += after.num_items
         items = _added_items(before, after)
@@ -294,6 +343,11 @@ def _rank_new_values(
             if len(counter) > MAX_VALUES:
                 _prune(counter)
                 approximate = True
+        present = {k for k, _ in base_list}
+        del base_list, before
+        added = _rolled(source, p, present, base, steps) if roll and single else None
+        kept += after.nbytes
+        reads[group] = _Read(added, after if kept <= KEPT_BYTES else None)
         yield n / total_work, None
     ranked = sorted(
         (
@@ -303,14 +357,93 @@ def _rank_new_values(
         ),
         key=lambda t: (-t[0], t[1], t[2]),
     )[:top]
-    return ranked, new_keys, keys_total, approximate
+    return _Ranking(ranked, new_keys, keys_total, approximate, reads)
+
+
+def _rolled(
+    source: StateSource, partition: int, present: set[bytes], base: int, steps: list[int]
+) -> list[PartitionData] | None:
+    """Per step, the items that version added: ``present`` (the stored keys at ``base``)
+    rolled forward through the change files. None when a version of the window has no
+    change file (then :func:`_unshared`), or list-state merges (whose values need the
+    whole store) appear.
+
+    A key counts as added at a step when it is present after the step's records and was
+    not before them, whatever happened in between (removed and put again: not added).
+    """
+    reader = source.reader(partition)
+    if not set(range(base + 1, (steps[-1] if steps else base) + 1)) <= reader.change_versions():
+        return _unshared(source, partition, base, steps)
+    out = []
+    previous = base
+    for step in steps:
+        touched: dict[bytes, bytes | None] = {}
+        for version in range(previous + 1, step + 1):
+            with source.explaining(version):
+                for kind, key, value in reader.changes(version):
+                    if kind == "append":
+                        return None
+                    touched[key] = value if kind == "update" else None
+        added = [(k, v) for k, v in touched.items() if v is not None and k not in present]
+        for k, v in touched.items():
+            if v is None:
+                present.discard(k)
+            else:
+                present.add(k)
+        out.append(partition_data(source, partition, added))
+        previous = step
+    return out
+
+
+def _unshared(
+    source: StateSource, partition: int, base: int, steps: list[int]
+) -> list[PartitionData] | None:
+    """:func:`_rolled` for full versions that share files (RocksDB zips without
+    changelogs): per step, the keys of the SSTs it does not share with the step before,
+    looked up in both (each version restored once, for the keys of its steps). A step whose files
+    name too many keys (a compaction rewrote the store) reads its two versions whole. None
+    when the versions share nothing (no zips: nothing gained over rebuilding)."""
+    chain = [base, *steps]
+    candidates = [
+        unshared_keys(source, partition, previous, step)
+        for previous, step in zip(chain, steps, strict=False)
+    ]
+    if all(c is None for c in candidates):
+        return None
+    # Each version is looked up for the keys of the (at most two) steps it bounds only.
+    wanted: dict[int, set[bytes]] = {}
+    for previous, step, keys in zip(chain[:-1], steps, candidates, strict=True):
+        if keys is not None:
+            wanted.setdefault(previous, set()).update(keys)
+            wanted.setdefault(step, set()).update(keys)
+    found = {
+        v: dict(source.lookup(partition, keys, [v]))[v] if v > 0 else {}
+        for v, keys in wanted.items()
+    }
+    out = []
+    for previous, step, keys in zip(chain[:-1], steps, candidates, strict=True):
+        if keys is None:
+            out.append(_added_whole(source, partition, previous, step))
+            continue
+        before, after = found[previous], found[step]
+        added = [(k, after[k]) for k in keys if k in after and k not in before]
+        out.append(partition_data(source, partition, added))
+    return out
+
+
+def _added_whole(source: StateSource, partition: int, before: int, after: int) -> PartitionData:
+    """The items of ``after`` not in ``before``, both versions read whole."""
+    old = read_partition(source, before, partition) if before > 0 else None
+    new = read_partition(source, after, partition)
+    take = pa.array(_added_items(old, new))
+    return PartitionData(partition, new.keys.take(take), new.values.take(take))
 
 
 def _count_chosen(
     source: StateSource,
     keys: _Keys,
     window: tuple[int, list[int]],
-    ranked: Ranked,
+    ranking: _Ranking,
     stride: int,
     total_work: int,
     groups: list[tuple[int, ...]],
@@ -318,6 +451,7 @@ def _count_chosen(
     """Second pass, version against version: keys added per step for each top value, and
     how common each is among (every ``stride``-th of) the keys at the newest version."""
     base, steps = window
+    ranked = ranking.ranked
     chosen = _Chosen(
         per_step=np.zeros((len(ranked), len(steps)), dtype=np.int64),
         added_all=np.zeros(len(steps), dtype=np.int64),
@@ -325,20 +459,49 @@ def _count_chosen(
         keys_now=0,
     )
     for n, group in enumerate(groups, start=len(groups) + 1):
-        previous = _read(source, base, group) if base > 0 else None
-        for s, version in enumerate(steps):
-            current = _read(source, version, group)
-            items = _added_items(previous, current)
-            chosen.added_all[s] += len(items)
-            if ranked:
-                chosen.per_step[:, s] += _matches(keys, current, items, ranked)
-            previous = current
-        if ranked and previous is not None:
-            every = np.arange(0, previous.num_items, stride, dtype=np.int64)
+        read = ranking.reads.pop(group)
+        if read.added is None:
+            newest: PartitionData | None = _count_rebuilt(
+                source, keys, window, group, ranked, chosen
+            )
+        else:
+            for s, data in enumerate(read.added):
+                chosen.added_all[s] += data.num_items
+                if ranked:
+                    every = np.arange(data.num_items, dtype=np.int64)
+                    chosen.per_step[:, s] += _matches(keys, data, every, ranked)
+            newest = read.newest
+            if newest is None and ranked:
+                newest = _read(source, steps[-1] if steps else base, group)
+        if ranked and newest is not None:
+            every = np.arange(0, newest.num_items, stride, dtype=np.int64)
             chosen.keys_now += len(every)
-            chosen.at_newest += _matches(keys, previous, every, ranked)
+            chosen.at_newest += _matches(keys, newest, every, ranked)
         yield n / total_work, None
     return chosen
+
+
+def _count_rebuilt(
+    source: StateSource,
+    keys: _Keys,
+    window: tuple[int, list[int]],
+    group: tuple[int, ...],
+    ranked: Ranked,
+    chosen: _Chosen,
+) -> PartitionData | None:
+    """:func:`_count_chosen` for one partition (or group, see :func:`_groups`) rebuilt at
+    each version of the window (no change files to roll through); returns the newest version
+    read."""
+    base, steps = window
+    previous = _read(source, base, group) if base > 0 else None
+    for s, version in enumerate(steps):
+        current = _read(source, version, group)
+        items = _added_items(previous, current)
+        chosen.added_all[s] += len(items)
+        if ranked:
+            chosen.per_step[:, s] += _matches(keys, current, items, ranked)
+        previous = current
+    return previous
 
 
 def _matches(keys: _Keys, data: PartitionData, items: np.ndarray, ranked: Ranked) -> np.ndarray:
@@ -358,9 +521,11 @@ def attribute_growth(
     window: int = DEFAULT_WINDOW,
     top: int = DEFAULT_TOP,
     share_sample: int = SHARE_SAMPLE,
+    *,
+    roll: bool = True,
 ) -> GrowthAttribution:
     """:func:`iter_growth`'s result."""
-    result = last(iter_growth(view, window, top, share_sample))[1]
+    result = last(iter_growth(view, window, top, share_sample, roll=roll))[1]
     assert result is not None
     return result
 

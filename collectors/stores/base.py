@@ -14,6 +14,8 @@ which versions exist            :meth:`versions` (rebuildable), :meth:`change_ve
 the state at a version          :meth:`load`, :meth:`load_keys`, :meth:`lookup`,
                                 :meth:`chain_data` (files for the compiled merge, or None)
 the changes of a version        :meth:`changes`, :meth:`apply_keys` (counts, set semantics)
+keys that may differ            :meth:`differing_keys` (from the files two full versions
+                                do not share)
 counts without reading rows     :meth:`recorded_num_keys` (None: rows must be read)
 what it stores where            :meth:`classify` (a file name's version and kind),
                                 :meth:`shared_files` (files a full version references
@@ -149,4 +151,10 @@ class StoreReader(Protocol):
     ) -> Iterator[tuple[int, dict[bytes, bytes]]]:
         """``(version, {key: value})`` of the ``keys`` present, for each of ``versions`` in
         ascending order: one replay of the chain that never builds the whole store."""
+        ...
+
+    def differing_keys(self, before: int, after: int) -> list[bytes] | None:
+        """Every stored key whose value may differ between full versions ``before`` and
+        ``after`` (a superset, sorted), read from the files one references and the other
+        does not; None when the provider's files cannot say (then both are read whole)."""
         ...

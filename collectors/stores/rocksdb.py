@@ -18,16 +18,27 @@ import zlib
 from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import ClassVar
 
-from stateglass.collectors.errors import CheckpointError, CorruptFile, MissingVersion, UnsafeArchive
+from stateglass.collectors.errors import (
+    CheckpointError,
+    CorruptFile,
+    MissingVersion,
+    UnsafeArchive,
+    wrap_parse_error,
+)
 from stateglass.collectors.fs import LOCAL
 from stateglass.collectors.stores.base import Change, ChangeType, StoreContext
 from stateglass.collectors.stores.keysets import apply_changes
 from stateglass.parsers.changelog import Changelog, parse_changelog, unwrap_delete_key
 from stateglass.parsers.compression import decompress
-from stateglass.parsers.errors import ParseError
+from stateglass.parsers.errors import ParseError, UnsupportedFormat
 from stateglass.parsers.rocksdb_checkpoint import RocksDBCheckpointMetadata, check_zip_entries
+from stateglass.parsers.sst import sst_keys
 
 _CHANGE_TYPES: dict[str, ChangeType] = {"put": "update", "delete": "delete", "merge": "append"}
+# Share of a version's SST bytes beyond which its unshared SSTs are not worth reading for
+# keys (decoding them costs more than reading the two versions whole).
+UNSHARED_MAX = 0.25
+UNSHARED_MIN_BYTES = 1 << 20  # below it, any share is cheap to decode
 
 
 def parse_rocksdb_name(name: str) -> tuple[int, str | None, str] | None:
@@ -250,6 +261,44 @@ class RocksDBStoreReader:
         for rec in self._changelog(name).records:
             key = self._delete_key(name, rec.key) if rec.kind == "delete" else rec.key
             yield _CHANGE_TYPES[rec.kind], key, rec.value
+
+    def differing_keys(self, before: int, after: int) -> list[bytes] | None:
+        """See :meth:`StoreReader.differing_keys`: the keys of the SSTs that one zip
+        references and the other does not. An SST is immutable and named uniquely, so the
+        files both reference hold the same entries in both versions; a key only they hold
+        resolves to the same value in both. None when a version has no zip of its own (it
+        is replayed from changelogs), when a zip carries a non-empty write-ahead log (its
+        records are in no SST), when the unshared SSTs are over :data:`UNSHARED_MAX` of the
+        newer version's bytes past 1 MiB (a compaction: their keys are most of the store),
+        or when an SST is in a codec we do not decode."""
+        picked = [self._pick(self.zips, v) for v in (before, after)]
+        names = [n for n in picked if n is not None]
+        if len(names) != 2:
+            return None
+        files = []
+        for name in names:
+            archive = _Zip(self.ctx, name)
+            archive.close()
+            logs = [i for i in archive.infos if i.filename.endswith(".log") and i.file_size]
+            if logs or any(f.size_bytes for f in archive.meta.log_files):
+                return None
+            files.append({f.dfs_sst_file_name: f.size_bytes for f in archive.meta.sst_files})
+        unshared = set(files[0]) ^ set(files[1])
+        total = sum(files[1].values())
+        if total > UNSHARED_MIN_BYTES and (
+            sum(files[1].get(n, 0) for n in unshared) > UNSHARED_MAX * total
+        ):
+            return None  # a compaction rewrote the store: reading it whole costs less
+        keys: set[bytes] = set()
+        for sst in sorted(unshared):
+            path = self.ctx.join(self.SHARED_DIR or "SSTs", sst)
+            try:
+                keys.update(sst_keys(self.ctx.fs.read(path)))
+            except UnsupportedFormat:
+                return None
+            except ParseError as exc:
+                raise wrap_parse_error(path, exc) from exc
+        return sorted(keys)  # RocksDB's bytewise order: the order a whole scan gives
 
     def zip_metadata(self, version: int) -> RocksDBCheckpointMetadata | None:
         """The metadata of ``version``'s zip; None without a zip of the committed id."""

@@ -124,6 +124,9 @@ class Delegating:
     ) -> Iterator[tuple[int, dict[bytes, bytes]]]:
         return self.of.lookup(keys, versions)
 
+    def differing_keys(self, before: int, after: int) -> list[bytes] | None:
+        return self.of.differing_keys(before, after)
+
     def recorded_num_keys(self, version: int) -> int | None:
         return self.of.recorded_num_keys(version)
 

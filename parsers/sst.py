@@ -1,0 +1,183 @@
+"""RocksDB block-based table files (``SSTs/*.sst``): the user key of every entry.
+
+What the diff of two RocksDB versions needs from an SST: which keys it holds (puts, deletes
+and merge operands alike); the values are read through RocksDB itself. Layout (RocksDB's
+``table/format.h``, ``table/block_based/block.h``; Spark writes ``format_version=5``):
+
+* a footer in the last 53 bytes: checksum type (1 byte), the metaindex and index block
+  handles (varint64 offset and size each, zero-padded to 40 bytes), ``format_version``
+  (uint32) and the magic number ``0x88e241b785f4cff7`` (both little-endian);
+* every block is followed by a 5-byte trailer: its compression type and a checksum of the
+  block and that byte;
+* the index block has one entry per data block; from ``format_version`` 4 its values are
+  block handles, whole at restart points and as a size delta between them;
+* a data block's entries are ``shared, non_shared, value_length`` (varint32 each), the key's
+  unshared bytes and the value; keys are internal keys: the user key plus 8 bytes of
+  sequence number and type. Restart offsets (uint32) and their count end the block.
+
+Compressed blocks: LZ4 (Spark 4's default) and ZSTD start with their uncompressed size as a
+varint32 (``format_version`` ≥ 2), Snappy (Spark 3.5's) records its own. Other codecs are
+refused as :class:`UnsupportedFormat`.
+
+Example::
+
+    keys = sst_keys(open("000012-….sst", "rb").read())   # user keys, in file order
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+
+import cramjam
+import lz4.block
+import xxhash
+import zstandard
+
+from stateglass.parsers.errors import ChecksumMismatch, CorruptData, Truncated, UnsupportedFormat
+from stateglass.parsers.rowchecksum import crc32c
+from stateglass.parsers.varint import uvarint
+
+MAGIC = 0x88E241B785F4CFF7
+FOOTER_SIZE = 53  # 1 + 2 * 20 (two padded handles) + 4 + 8
+TRAILER_SIZE = 5
+INTERNAL_SUFFIX = 8  # sequence number << 8 | value type
+_NO_COMPRESSION, _SNAPPY, _LZ4, _LZ4HC, _ZSTD = 0, 1, 4, 5, 7
+_U32 = struct.Struct("<I")
+_XXH3_PRIME = 0x6B9083D9  # RocksDB's ModifyChecksumForLastByte
+_CRC_MASK_DELTA = 0xA282EAD8
+
+
+def _varint(data: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
+    return uvarint(data, pos, 10, "varint", end)
+
+
+def _checksum(kind: int, block: bytes | memoryview, type_byte: int) -> int | None:
+    """RocksDB's block checksum of ``block`` and its compression type byte; None: not kept."""
+    if kind == 0:
+        return None
+    if kind == 1:  # crc32c, masked
+        crc = crc32c(bytes(block) + bytes([type_byte]))
+        return (((crc >> 15) | (crc << 17)) + _CRC_MASK_DELTA) & 0xFFFFFFFF
+    if kind == 2:
+        return xxhash.xxh32_intdigest(bytes(block) + bytes([type_byte]))
+    if kind == 3:
+        return xxhash.xxh64_intdigest(bytes(block) + bytes([type_byte])) & 0xFFFFFFFF
+    if kind == 4:
+        v = xxhash.xxh3_64_intdigest(bytes(block)) & 0xFFFFFFFF
+        return v ^ ((type_byte * _XXH3_PRIME) & 0xFFFFFFFF)
+    raise UnsupportedFormat(f"SST checksum type {kind} is not supported")
+
+
+class _Table:
+    def __init__(self, data: bytes) -> None:
+        if len(data) < FOOTER_SIZE:
+            raise Truncated(f"{len(data)} bytes: shorter than an SST footer", 0)
+        self.data = data
+        footer = memoryview(data)[-FOOTER_SIZE:]
+        magic = struct.unpack_from("<Q", footer, FOOTER_SIZE - 8)[0]
+        if magic != MAGIC:
+            raise CorruptData(f"not a block-based table (magic {magic:#x})", len(data) - 8)
+        self.version = _U32.unpack_from(footer, FOOTER_SIZE - 12)[0]
+        if not 2 <= self.version <= 5:
+            raise UnsupportedFormat(f"SST format_version {self.version} is not supported")
+        self.checksum = footer[0]
+        _meta_offset, pos = _varint(footer, 1, 41)
+        _meta_size, pos = _varint(footer, pos, 41)
+        index_offset, pos = _varint(footer, pos, 41)
+        index_size, _ = _varint(footer, pos, 41)
+        self.index = (index_offset, index_size)
+
+    def block(self, offset: int, size: int) -> bytes:
+        """The contents of the block at ``offset``, checked and uncompressed."""
+        end = offset + size
+        if offset < 0 or end + TRAILER_SIZE > len(self.data) - FOOTER_SIZE:
+            raise Truncated(f"block at {offset} ({size} bytes) runs past the table", offset)
+        raw = memoryview(self.data)[offset:end]
+        kind = self.data[end]
+        want = _checksum(self.checksum, raw, kind)
+        if want is not None and want != _U32.unpack_from(self.data, end + 1)[0]:
+            raise ChecksumMismatch(f"block at {offset}: checksum mismatch", offset)
+        if kind == _NO_COMPRESSION:
+            return bytes(raw)
+        try:
+            if kind == _SNAPPY:  # Spark 3.5's default; snappy records its own length
+                return bytes(cramjam.snappy.decompress_raw(bytes(raw)))
+            if kind not in (_LZ4, _LZ4HC, _ZSTD):
+                raise UnsupportedFormat(f"SST block compression type {kind} is not supported")
+            length, start = _varint(raw, 0, len(raw))
+            if kind == _ZSTD:
+                return zstandard.ZstdDecompressor().decompress(raw[start:], max_output_size=length)
+            return lz4.block.decompress(raw[start:], uncompressed_size=length)
+        except (lz4.block.LZ4BlockError, cramjam.DecompressionError, zstandard.ZstdError) as exc:
+            raise CorruptData(
+                f"block at {offset}: compressed data is damaged ({exc})", offset
+            ) from exc
+
+
+def _restarts(block: bytes) -> tuple[int, set[int]]:
+    """(where the entries end, the offsets of restart points)."""
+    if len(block) < 4:
+        raise Truncated("block shorter than its restart count", 0)
+    count = _U32.unpack_from(block, len(block) - 4)[0] & 0x7FFFFFFF  # top bit: hash index
+    end = len(block) - 4 - 4 * count
+    if count == 0 or end < 0:
+        raise CorruptData(f"block with {count} restart points in {len(block)} bytes", 0)
+    return end, {_U32.unpack_from(block, end + 4 * i)[0] for i in range(count)}
+
+
+def _data_handles(table: _Table) -> Iterator[tuple[int, int]]:
+    """(offset, size) of every data block, from the index block (value delta encoding)."""
+    block = table.block(*table.index)
+    end, restarts = _restarts(block)
+    pos = 0
+    offset = size = -1
+    while pos < end:
+        at = pos
+        _shared, pos = _varint(block, pos, end)
+        non_shared, pos = _varint(block, pos, end)
+        if table.version < 4:
+            value_len, pos = _varint(block, pos, end)
+            pos += non_shared
+            offset, p = _varint(block, pos, end)
+            size, _ = _varint(block, p, end)
+            pos += value_len
+        else:
+            pos += non_shared
+            if at in restarts or offset < 0:
+                offset, pos = _varint(block, pos, end)
+                size, pos = _varint(block, pos, end)
+            else:
+                delta, pos = _varint(block, pos, end)
+                offset += size + TRAILER_SIZE
+                size += (delta >> 1) ^ -(delta & 1)  # zigzag
+        yield offset, size
+
+
+def _block_keys(block: bytes, out: list[bytes]) -> None:
+    end, _ = _restarts(block)
+    pos = 0
+    key = b""
+    while pos < end:
+        shared, pos = _varint(block, pos, end)
+        non_shared, pos = _varint(block, pos, end)
+        value_len, pos = _varint(block, pos, end)
+        if shared > len(key) or pos + non_shared + value_len > end:
+            raise CorruptData("data block entry runs past its block", pos)
+        key = key[:shared] + block[pos : pos + non_shared]
+        if len(key) < INTERNAL_SUFFIX:
+            raise CorruptData("internal key shorter than its 8-byte suffix", pos)
+        out.append(key[:-INTERNAL_SUFFIX])
+        pos += non_shared + value_len
+
+
+def sst_keys(data: bytes) -> list[bytes]:
+    """The user key of every entry of the table, in file order (a key may repeat)."""
+    table = _Table(data)
+    out: list[bytes] = []
+    for offset, size in _data_handles(table):
+        _block_keys(table.block(offset, size), out)
+    return out
+
+
+__all__ = ["sst_keys"]
