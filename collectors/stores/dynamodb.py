@@ -33,6 +33,7 @@ MARKER = "_dynamodb.json"
 CHANGE_KIND = "ddbdelta"
 FULL_KIND = "ddbsnapshot"
 BATCH_GET = 100  # DynamoDB's most keys per BatchGetItem
+DELTA_END = 4
 
 
 @dataclass(frozen=True)
@@ -180,7 +181,10 @@ class DynamoStoreReader:
         reader = cls(ctx)
         out = []
         for v, m in sorted(reader.manifests.items()):
-            out.append(FileInfo(f"{v}.{CHANGE_KIND}", False, m.bytes, m.commit_ms / 1000))
+            # As an HDFS delta file would take them, its 4-byte end marker included: a
+            # version that changed nothing is not an empty (damaged) file.
+            size = m.bytes + DELTA_END
+            out.append(FileInfo(f"{v}.{CHANGE_KIND}", False, size, m.commit_ms / 1000))
             if m.snapshot_bytes is not None:
                 out.append(
                     FileInfo(f"{v}.{FULL_KIND}", False, m.snapshot_bytes, m.commit_ms / 1000)

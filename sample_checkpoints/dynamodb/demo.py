@@ -141,17 +141,19 @@ def generate() -> None:
 
 def run(port: int) -> int:
     """moto on loopback with the export loaded, and the dashboard on the sample checkpoint."""
+    import logging
+
     import boto3
     from moto.server import ThreadedMotoServer
 
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # not a line per request
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, moto_port = server.get_host_and_port()
-    env = dict(os.environ, **LOCAL_ENV, AWS_ENDPOINT_URL=f"http://{host}:{moto_port}")
+    os.environ.update(LOCAL_ENV, AWS_ENDPOINT_URL=f"http://{host}:{moto_port}")
+    env = dict(os.environ)
     try:
-        client = boto3.client(
-            "dynamodb", endpoint_url=env["AWS_ENDPOINT_URL"], region_name="us-east-1"
-        )
+        client = boto3.client("dynamodb")
         load_tables(client, json.loads(TABLES.read_text()))
         with tempfile.TemporaryDirectory() as tmp:
             cp = unpack(Path(tmp))

@@ -63,9 +63,10 @@ def test_key_counts_equal_the_providers(
     err = capfd.readouterr().err
     gets = int(err.split(" GET")[0].rsplit(",", 1)[-1].split()[-1])
     batches = committed(dynamo, name)
-    # Per partition: one GetItem of the versions and one BatchGetItem per 100 manifests for
-    # the listing, the same again for the counts (from manifests alone, no record read).
-    assert gets == 2 * 2 * 2, err
+    # Per partition: one GetItem of the versions and one BatchGetItem of manifests for the
+    # listing, the same again for the counts (manifests alone); the eviction audit of the
+    # timeout query reads values, one BatchGetItem per partition and version at most.
+    assert 2 * 2 * 2 <= gets <= 2 * (4 + len(batches) + 1), err
     with duckdb.connect(db, read_only=True) as con:
         rows = con.execute(
             "SELECT partition_id, version, num_keys FROM state_versions ORDER BY 1, 2"
