@@ -12,7 +12,7 @@ import logging
 import os
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -42,6 +42,8 @@ class DynamoRun:
     queries: ModuleType
     # query name (also its table prefix) -> checkpoint
     checkpoints: dict[str, Path]
+    # (query name, batch id) -> the provider's rows through Spark, read once per session
+    oracle: dict[tuple[str, int], list[str]] = field(default_factory=dict)
 
 
 @pytest.fixture(scope="session")
