@@ -7,7 +7,7 @@ PORT ?= 8501
 # `make run` keeps the sample checkpoints' history apart from ~/.stateglass (gitignored).
 SAMPLES_DB ?= .stateglass/samples.duckdb
 
-.PHONY: install test test-pure lint typecheck pytest run samples screenshots bench bench-tests wheel clean
+.PHONY: install test test-pure lint typecheck pytest run run-dynamodb samples screenshots bench bench-tests wheel clean
 
 install: $(STAMP)
 
@@ -43,6 +43,10 @@ run: install
 	$(BIN)/stateglass dashboard sample_checkpoints --db $(SAMPLES_DB) --port $(PORT) \
 		--progress sample_checkpoints/eventlogs/spark-4.3 \
 		--progress sample_checkpoints/eventlogs/demo --config sample_checkpoints/demo.toml
+
+# The DynamoDB sample: moto on loopback loaded with its exported tables, and the dashboard.
+run-dynamodb: install
+	$(BIN)/python sample_checkpoints/dynamodb/demo.py run --port $(PORT)
 
 # Redraw docs/screenshots/ from the demo stories (needs Debian's chromium).
 screenshots: install

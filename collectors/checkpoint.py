@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from stateglass.collectors.errors import CheckpointError, NotACheckpoint, NotFound, wrap_parse_error
 from stateglass.collectors.fs import LOCAL, FileInfo, FileSystem
-from stateglass.collectors.stores import READERS
+from stateglass.collectors.stores import READERS, reader_class
 from stateglass.parsers.errors import ParseError
 from stateglass.parsers.logs import CommitMetadata, OffsetSeq, StreamMetadata, batch_id_of
 from stateglass.parsers.operator_metadata import OperatorMetadata
@@ -351,7 +351,10 @@ class Checkpoint:
                     if reader.classify(f.name) is not None or f.name == reader.SHARED_DIR:
                         return provider
         conf = self.readable_conf
-        return conf.provider if conf is not None and conf.provider in READERS else HDFS
+        if conf is None:
+            return HDFS
+        reader_class(conf.provider, self.path("offsets"))  # an unknown one: a one-line error
+        return conf.provider
 
     @cached_property
     def operators(self) -> list[OperatorInfo]:

@@ -19,7 +19,13 @@ from stateglass.collectors.fs import FileInfo
 
 # Kinds of state files, from the providers' readers; ``sst`` files are shared by versions and
 # have no version of their own.
-from stateglass.collectors.stores import CHANGE_KINDS, FULL_KINDS, classify_name
+from stateglass.collectors.stores import (
+    CHANGE_KINDS,
+    FULL_KINDS,
+    StoreContext,
+    classify_name,
+    reader_class,
+)
 
 
 @dataclass(frozen=True)
@@ -151,6 +157,12 @@ class _Lister:
     def partition(self, store: StoreInfo, partition: int) -> None:
         """One store partition's directory: its state files, leftovers and ``SSTs/``."""
         store_dir = self.cp.store_dir(store.operator_id, partition, store.store_name)
+        elsewhere = reader_class(store.provider, store_dir).list_entries(
+            StoreContext(self.cp.fs, store_dir)
+        )
+        if elsewhere is not None:
+            self._elsewhere(store_dir, elsewhere, store, partition)
+            return
         entries = _names(self.cp, store_dir)
         parsed = {name: classify(name) for name, is_dir in entries if not is_dir}
         for name in parsed:
@@ -171,6 +183,16 @@ class _Lister:
         self.dirs[store_dir] = tuple(infos)
         if ("SSTs", True) in entries:
             self._ssts(store_dir, store, partition)
+
+    def _elsewhere(
+        self, store_dir: str, infos: list[FileInfo], store: StoreInfo, partition: int
+    ) -> None:
+        """A store kept outside the checkpoint: its reader's entries stand for files."""
+        for info in infos:
+            kind = classify(info.name)
+            if kind is not None:
+                self._add(f"{store_dir}/{info.name}", info, store, partition, kind)
+        self.dirs[store_dir] = tuple(infos)
 
     def _ssts(self, store_dir: str, store: StoreInfo, partition: int) -> None:
         for name, is_dir in _names(self.cp, self.cp.path(store_dir, "SSTs")):

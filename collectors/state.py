@@ -28,7 +28,7 @@ from stateglass.collectors.errors import (
     NotFound,
     UnsupportedCheckpoint,
 )
-from stateglass.collectors.stores import StoreContext, StoreReader, open_store
+from stateglass.collectors.stores import StoreContext, StoreReader, open_store, row_layout
 from stateglass.collectors.stores.base import Change
 from stateglass.parsers.errors import ParseError, UnsupportedFormat
 from stateglass.parsers.state_rows import (
@@ -165,7 +165,7 @@ class StateSource:
         if schema is None:
             raise UnsupportedCheckpoint(where, "no state schema file found for this store")
         spec = StoreSpec(
-            provider=store.provider,
+            provider=row_layout(store.provider),
             key_schema=schema.key_schema,
             value_schema=schema.value_schema,
             key_encoder_spec=schema.key_state_encoder_spec if store.uses_column_families else None,

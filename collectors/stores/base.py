@@ -18,6 +18,8 @@ keys that may differ            :meth:`differing_keys` (from the files two full 
                                 do not share)
 counts without reading rows     :meth:`recorded_num_keys` (None: rows must be read)
 what it stores where            :meth:`classify` (a file name's version and kind),
+                                :meth:`list_entries` (a store kept outside the
+                                checkpoint: one entry per version, as if files),
                                 :meth:`shared_files` (files a full version references
                                 outside its own, e.g. RocksDB's ``SSTs/``),
                                 :meth:`column_family_id`
@@ -89,8 +91,17 @@ class StoreReader(Protocol):
     FULL_KIND: ClassVar[str]
     # A subdirectory of files shared by many versions (RocksDB's ``SSTs``), or None.
     SHARED_DIR: ClassVar[str | None]
+    # How rows are laid out: "hdfs" (plain UnsafeRows) or "rocksdb" (RocksDB's encoders).
+    ROW_LAYOUT: ClassVar[str]
 
     def __init__(self, ctx: StoreContext) -> None: ...
+
+    @classmethod
+    def list_entries(cls, ctx: StoreContext) -> list[FileInfo] | None:
+        """For a store kept outside the checkpoint's file system: its versions as entries
+        named as :meth:`classify` reads them, with bytes and commit time; None when the store
+        directory's own files are the store."""
+        ...
 
     @staticmethod
     def classify(name: str) -> tuple[int, str] | None:

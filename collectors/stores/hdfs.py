@@ -11,6 +11,7 @@ from functools import lru_cache
 from typing import ClassVar
 
 from stateglass.collectors.errors import MissingVersion
+from stateglass.collectors.fs import FileInfo
 from stateglass.collectors.stores.base import Change, StoreContext
 from stateglass.collectors.stores.keysets import apply_key_sets, apply_records
 from stateglass.parsers.compression import decompress
@@ -46,6 +47,11 @@ class HdfsStoreReader:
     CHANGE_KIND: ClassVar[str] = "delta"
     FULL_KIND: ClassVar[str] = "snapshot"
     SHARED_DIR: ClassVar[str | None] = None
+    ROW_LAYOUT: ClassVar[str] = "hdfs"
+
+    @classmethod
+    def list_entries(cls, ctx: StoreContext) -> list[FileInfo] | None:
+        return None  # the store directory's files are the store
 
     @staticmethod
     def classify(name: str) -> tuple[int, str] | None:

@@ -25,7 +25,7 @@ from stateglass.collectors.errors import (
     UnsafeArchive,
     wrap_parse_error,
 )
-from stateglass.collectors.fs import LOCAL
+from stateglass.collectors.fs import LOCAL, FileInfo
 from stateglass.collectors.stores.base import Change, ChangeType, StoreContext
 from stateglass.collectors.stores.keysets import apply_changes
 from stateglass.parsers.changelog import Changelog, parse_changelog, unwrap_delete_key
@@ -64,6 +64,11 @@ class RocksDBStoreReader:
     CHANGE_KIND: ClassVar[str] = "changelog"
     FULL_KIND: ClassVar[str] = "zip"
     SHARED_DIR: ClassVar[str | None] = "SSTs"
+    ROW_LAYOUT: ClassVar[str] = "rocksdb"
+
+    @classmethod
+    def list_entries(cls, ctx: StoreContext) -> list[FileInfo] | None:
+        return None  # the store directory's files are the store
 
     @staticmethod
     def classify(name: str) -> tuple[int, str] | None:
