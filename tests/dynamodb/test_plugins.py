@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from stateglass.collectors.stores import ENTRY_POINT_GROUP, READERS
+from stateglass.collectors.stores import ENTRY_POINT_GROUP, READERS, StoreReader
 from tests.conftest import SAMPLES
 
 TRIVIAL_CLASS = "example.trivial.TrivialStateStoreProvider"
@@ -50,6 +50,16 @@ def test_built_in_providers_register_through_the_group() -> None:
     names = {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)}
     assert {"hdfs", "rocksdb", "stateglass.dynamo.DynamoStateStoreProvider"} <= names
     assert names <= set(READERS)
+
+
+def test_every_registered_reader_answers_every_question_of_the_interface() -> None:
+    # The interface grows (differing_keys came with the RocksDB SST diff): a reader written
+    # before must not fail with an AttributeError deep inside a diff or a growth reading.
+    members = {n for n in vars(StoreReader) if not n.startswith("_")}
+    members |= set(StoreReader.__annotations__)
+    for name, reader in READERS.items():
+        missing = sorted(m for m in members if not hasattr(reader, m))
+        assert not missing, f"{name}: {reader.__name__} lacks {missing}"
 
 
 @pytest.fixture(scope="module")
