@@ -12,6 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from stateglass.collectors.db import Database
+from stateglass.collectors.health import judge
+from stateglass.collectors.health.restart import NOT_JUDGED
+from stateglass.collectors.scan import scan_checkpoint
 from stateglass.collectors.stores import ENTRY_POINT_GROUP, READERS, StoreReader
 from tests.conftest import SAMPLES
 
@@ -80,6 +84,7 @@ def trivial(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
             meta = json.loads(lines[1])
             meta["conf"]["spark.sql.streaming.stateStore.providerClass"] = TRIVIAL_CLASS
             f.write_text("\n".join([lines[0], json.dumps(meta), *lines[2:]]) + "\n")
+            (f.parent / f".{f.name}.crc").unlink()  # as the provider's query wrote it
     site = base / "site"
     site.mkdir()
     (site / "trivial_provider.py").write_text(PLUGIN)
@@ -90,6 +95,18 @@ def trivial(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         f"[{ENTRY_POINT_GROUP}]\n{TRIVIAL_CLASS} = trivial_provider:TrivialReader\n"
     )
     return cp, site
+
+
+def test_without_its_plugin_the_restart_verdict_says_the_state_is_not_judged(
+    trivial: tuple[Path, Path], tmp_path: Path
+) -> None:
+    cp, _ = trivial  # the plugin is not importable here: its stores cannot be read
+    db = str(tmp_path / "db.duckdb")
+    scan_checkpoint(Database(db), str(cp))
+    verdict, findings = judge(db, str(cp))
+    assert (verdict.verdict, verdict.status) == (NOT_JUDGED, "WARN"), verdict
+    assert TRIVIAL_CLASS in verdict.evidence[0]
+    assert findings[0].rule == "restart" and findings[0].status == "WARN"
 
 
 def cli(*args: str, path: Path | None = None) -> subprocess.CompletedProcess[str]:
