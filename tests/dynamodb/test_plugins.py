@@ -17,7 +17,7 @@ from stateglass.collectors.health import judge
 from stateglass.collectors.health.restart import NOT_JUDGED
 from stateglass.collectors.scan import scan_checkpoint
 from stateglass.collectors.stores import ENTRY_POINT_GROUP, READERS, StoreReader
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, copy_until
 
 TRIVIAL_CLASS = "example.trivial.TrivialStateStoreProvider"
 
@@ -107,6 +107,37 @@ def test_without_its_plugin_the_restart_verdict_says_the_state_is_not_judged(
     assert (verdict.verdict, verdict.status) == (NOT_JUDGED, "WARN"), verdict
     assert TRIVIAL_CLASS in verdict.evidence[0]
     assert findings[0].rule == "restart" and findings[0].status == "WARN"
+
+
+# A watcher's scanner in a process that has the plugin: a scan, the later batches' files
+# added, a scan by name (no full listing is due); the newest version it recorded.
+WATCH_TWICE = """
+import shutil, sys
+from stateglass.collectors.db import Database, read_query
+from stateglass.collectors.reconcile import ReconcilePolicy
+from stateglass.collectors.scan import Scanner
+cp, later, db = sys.argv[1:]
+scanner = Scanner(Database(db), reconcile=ReconcilePolicy(every_scans=1000, every_s=1e9))
+scanner.scan(cp)
+shutil.copytree(later, cp, dirs_exist_ok=True)
+scanner.scan(cp)
+print(read_query(db, "SELECT max(version) FROM state_versions")[0][0])
+"""
+
+
+def test_a_watcher_records_a_plugin_providers_new_versions(
+    trivial: tuple[Path, Path], tmp_path: Path
+) -> None:
+    cp, site = trivial
+    early = copy_until(cp, tmp_path / "cp", 6)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+    }
+    args = [sys.executable, "-c", WATCH_TWICE, str(early), str(cp), str(tmp_path / "db.duckdb")]
+    proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert int(proc.stdout) == 12  # batches 0..11: version 12, not the 6 of the first scan
 
 
 def cli(*args: str, path: Path | None = None) -> subprocess.CompletedProcess[str]:
