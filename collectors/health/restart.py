@@ -5,7 +5,8 @@ newest ``offsets/`` and ``commits/`` entries, an unfinished repartition
 (:func:`stateglass.parsers.repartition.unfinished_repartition`), then the state version the next
 batch loads (last committed batch + 1) in every partition of every store, loaded the way
 Spark loads it (:mod:`.spark_load`, with its automatic snapshot repair), and, when a changed
-query is given, ``compat``'s prediction. Three verdicts, and a fourth when the stores cannot be read at all:
+query is given, ``compat``'s prediction. Three verdicts, and a fourth when no store can be
+read at all:
 
 - **restarts**: Spark restarts as the checkpoint is (possibly by its own snapshot repair);
 - **restarts after repair**: Spark refuses as it is, and a repair that loses no committed
