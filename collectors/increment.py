@@ -10,7 +10,9 @@ few thousand ``stat`` calls per commit instead of 320,000 listed files.
 What a lookup by name cannot see — files purged by Spark's maintenance, a snapshot written
 for an older version, new partitions, leftovers — waits for the next full listing, which
 :class:`~collectors.reconcile.ReconcilePolicy` schedules. New RocksDB SSTs are named in the
-new zip's metadata, which only the chain reader opens: :func:`sst_files` stats those.
+new zip's metadata, which only the chain reader opens: :func:`sst_files` stats those. Only
+Spark's HDFS and RocksDB providers are looked up by name: a provider plugin's stores are
+listed in full at every scan.
 
 Example::
 
@@ -126,8 +128,12 @@ def lookup_listing(
     the memo to pass to the next call.
 
     None when a store directory has no known file: a new partition, or a store never listed,
-    whose earlier versions only a full listing finds.
+    whose earlier versions only a full listing finds; and when a store's provider names its
+    files otherwise than Spark's two (a plugin, or a store kept elsewhere such as DynamoDB,
+    whose versions only its reader's listing finds).
     """
+    if any(s.provider not in _NAMES for s in stores):
+        return None
     dirs = {
         cp.store_dir(s.operator_id, p, s.store_name): (s, p) for s in stores for p in s.partitions
     }

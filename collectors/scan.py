@@ -227,6 +227,11 @@ def _verify_checksums(seen: Observed) -> None:
     listing = seen.listing
     sizes = {p: listing.state_files[p].stat.size for p in seen.files.touched}
     sizes.update({p: listing.log_files[p].size for p in seen.logs.touched})
+    _verify(seen, sizes)
+
+
+def _verify(seen: Observed, sizes: dict[str, int]) -> None:
+    """Problem rows for the files of ``sizes`` (path -> size) their checksum files disown."""
     for path, why in verify_files(seen.cp.fs, sizes):
         seen.problems.add(path, CHECKSUM_KIND, why)
 
@@ -342,6 +347,9 @@ class Scanner:
         if not seen.listed:
             new_ssts = sst_files(seen.cp, seen.listing, seen.known.state_files, results)
             seen = replace(seen, files=replace(seen.files, added=seen.files.added | set(new_ssts)))
+            # Found through the zips after the checksums above: verified now, or never (the
+            # next full listing knows them already and reads no known file again).
+            _verify(seen, {p: size for p, (size, _) in new_ssts.items()})
         write = self._write(seen, logs, results)
         self.db.record_scan(write)
         for result in results:

@@ -15,6 +15,7 @@ import os
 import shutil
 import sys
 import tarfile
+import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -56,6 +57,37 @@ def sample_id(path: str) -> str:
 def copy_checkpoint(src: Path | str, dst: Path) -> Path:
     """A private copy of a checkpoint (mtimes kept) for a test that changes or damages files."""
     shutil.copytree(src, dst, symlinks=True)
+    return dst
+
+
+def copy_until(src: Path | str, dst: Path, batches: int) -> Path:
+    """A private copy of a checkpoint as it was before batch ``batches`` began: offsets and
+    commits of batches 0..batches-1, state versions up to ``batches``, only the SSTs those
+    versions' zips name, no partition directory the later batches made. Copying the copy of a
+    later batch over it (``shutil.copytree(..., dirs_exist_ok=True)``) adds what those
+    batches wrote, as a running query would."""
+    copy_checkpoint(src, dst)
+    for log in ("offsets", "commits"):
+        for f in (dst / log).iterdir():
+            name = f.name.removeprefix(".").removesuffix(".crc")
+            if name.isdigit() and int(name) >= batches:
+                f.unlink()
+    for part in (dst / "state").glob("*/*"):
+        if not part.name.isdigit():
+            continue
+        named: set[str] = set()
+        for f in list(part.iterdir()):
+            version, _, kind = f.name.removeprefix(".").removesuffix(".crc").partition(".")
+            if version.isdigit() and int(version) > batches:
+                f.unlink()
+            elif kind == "zip" and not f.name.startswith("."):
+                meta = zipfile.ZipFile(f).read("metadata").decode().split("\n", 1)[1]
+                named |= {s["dfsSstFileName"] for s in json.loads(meta)["sstFiles"]}
+        for f in part.glob("SSTs/*"):
+            if f.name.removeprefix(".").removesuffix(".crc") not in named:
+                f.unlink()
+        if not any(f.name[0].isdigit() for f in part.iterdir()):
+            shutil.rmtree(part)  # a partition a later repartition made
     return dst
 
 

@@ -7,9 +7,10 @@ Examples::
     stateglass check /data/checkpoints/orders --config health.toml --json
 
 The output leads with one restart verdict (``restarts``, ``restarts after repair``, ``will not
-restart``), its reason and evidence, and the way out when it will not restart. The verdict is
-the first rule (``restart``: OK, WARN, ERR), so the exit status follows it: 0 when every rule is
-OK, 1 when the worst is WARN (restarts after repair, or a warning), 2 when it is ERR (will not
+restart``, or ``state not judged`` when no store could be read), its reason and evidence, and
+the way out when it will not restart. The verdict is the first rule (``restart``: OK, WARN,
+ERR), so the exit status follows it: 0 when every rule is OK, 1 when the worst is WARN
+(restarts after repair, state not judged, or a warning), 2 when it is ERR (will not
 restart, or another rule's error). An error (not a checkpoint, a bad config file, …) also exits
 2 with one line on stderr: a gate treats both as "stop".
 

@@ -25,14 +25,19 @@ def checkpoint_overview(db: str) -> pd.DataFrame:
     Columns: checkpoint, query_id, last_scan, last_offset_batch, last_committed_batch,
     lag_batches, uncommitted_batches, last_commit_at (file time), last_trigger_at (the last
     committed batch's batchTimestampMs, Spark's clock), operators (text), total_keys (keys at
-    each partition's newest version, all stores), total_bytes and files (state files on disk
-    now, purged ones excluded), problems.
+    each partition's newest version, all stores, of the partitions each store has now),
+    total_bytes and files (state files on disk now, purged ones excluded), problems.
     """
     return read_frame(
         db,
         """
+        -- The partitions each store has now (snapshot_lag's): a repartition to fewer
+        -- leaves the dropped partitions' last counts in partition_newest.
         WITH keys AS (
-            SELECT checkpoint, sum(num_keys) AS total_keys FROM partition_newest GROUP BY 1
+            SELECT checkpoint, sum(n.num_keys) AS total_keys
+            FROM snapshot_lag JOIN partition_newest n
+                USING (checkpoint, operator_id, store_name, partition_id)
+            GROUP BY 1
         ),
         disk AS (
             SELECT checkpoint, sum(size_bytes) AS total_bytes, count(*) AS files

@@ -5,13 +5,16 @@ newest ``offsets/`` and ``commits/`` entries, an unfinished repartition
 (:func:`stateglass.parsers.repartition.unfinished_repartition`), then the state version the next
 batch loads (last committed batch + 1) in every partition of every store, loaded the way
 Spark loads it (:mod:`.spark_load`, with its automatic snapshot repair), and, when a changed
-query is given, ``compat``'s prediction. Three verdicts:
+query is given, ``compat``'s prediction. Three verdicts, and a fourth when no store can be
+read at all:
 
 - **restarts**: Spark restarts as the checkpoint is (possibly by its own snapshot repair);
 - **restarts after repair**: Spark refuses as it is, and a repair that loses no committed
   batch gets it going (finish or drop an unfinished repartition);
 - **will not restart**: the way out names the newest batch whose state is whole, the
-  ``offsets/``, ``commits/`` and state files to move aside to restart there, and what is lost.
+  ``offsets/``, ``commits/`` and state files to move aside to restart there, and what is lost;
+- **state not judged**: the logs are whole, but no store could be read (their provider has no
+  reader here, say): whether the state loads is not known.
 
 StateGlass never moves anything: the way out is for the user to apply, the query stopped.
 """
@@ -39,7 +42,8 @@ if TYPE_CHECKING:
 RESTARTS = "restarts"
 AFTER_REPAIR = "restarts after repair"
 WILL_NOT = "will not restart"
-STATUS = {RESTARTS: OK, AFTER_REPAIR: WARN, WILL_NOT: ERR}
+NOT_JUDGED = "state not judged"
+STATUS = {RESTARTS: OK, AFTER_REPAIR: WARN, WILL_NOT: ERR, NOT_JUDGED: WARN}
 HDFS = "hdfs"  # the provider as the history records it (``batches.provider``)
 
 
@@ -97,6 +101,8 @@ class _Checkpoint:
     # (operator, store, provider, partitions per the operator metadata)
     stores: list[tuple[int, str, str | None, int]] = field(default_factory=list)
     state_files: list[tuple[int, str, int, int, str]] = field(default_factory=list)
+    # Why the checkpoint's stores could not be read (an unknown provider): ``path: why``.
+    unsupported: list[str] = field(default_factory=list)
 
     def log(self, kind: str, batch: int) -> str:
         return os.path.join(self.root, kind, str(batch))
@@ -137,6 +143,13 @@ def _read(ctx: Context) -> _Checkpoint:
         cp.partitions[batch] = parts
         cp.providers[batch] = provider
     cp.chains = live_chain_files(ctx)
+    cp.unsupported = [
+        f"{path}: {why}"
+        for path, why in ctx.rows(
+            "SELECT path, message FROM problems WHERE checkpoint = ? "
+            "AND kind = 'UnsupportedCheckpoint' ORDER BY path"
+        )
+    ]
     cp.stores = [
         (s.operator_id, s.store_name, s.provider, s.num_partitions or 0) for s in ctx.stores
     ]
@@ -314,6 +327,10 @@ def restart_verdict(
             "query on a new checkpoint (compat lists every difference)",
         )
         return RestartVerdict(WILL_NOT, reason, evidence, way, refusal.error_class)
+    if last is not None and not loads and cp.unsupported:
+        # Not "no state store": the stores are there, StateGlass cannot read them.
+        reason = "the state stores cannot be read here, so whether their state loads is unknown"
+        return RestartVerdict(NOT_JUDGED, reason, tuple(cp.unsupported[:5]))
     if last is None or not loads:
         why = "no batch committed yet" if last is None else "no state store"
         return RestartVerdict(RESTARTS, f"{why}: no state to load", evidence)

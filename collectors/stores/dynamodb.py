@@ -272,6 +272,9 @@ class DynamoStoreReader:
     def chain_data(self, version: int) -> tuple[bytes | None, list[bytes]] | None:
         return None
 
+    def differing_keys(self, before: int, after: int) -> list[bytes] | None:
+        return None  # no item is shared between versions: the manifests say what changed
+
     def _fetch(self, pks: Sequence[str]) -> dict[str, tuple[bytes, bytes | None]]:
         missing = [pk for pk in pks if pk not in self._records]
         for pk, item in self.client.batch_get(self.tables.state, missing).items():

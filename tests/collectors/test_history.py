@@ -18,7 +18,7 @@ import pytest
 
 from stateglass.app import queries
 from stateglass.app.cli import main
-from stateglass.collectors.db import Database, read_query
+from stateglass.collectors.db import SCHEMA_VERSION, Database, read_query
 from stateglass.collectors.errors import BadConfig
 from stateglass.collectors.history import HistorySettings, from_config
 from stateglass.collectors.scan import scan_checkpoint
@@ -153,7 +153,7 @@ def test_an_older_database_gets_the_new_tables_filled(purged: tuple[str, str], t
             conn.execute(f"DROP TABLE {table} CASCADE")
         conn.execute("UPDATE schema_info SET version = 3")
     Database(copy)
-    assert read_query(copy, "SELECT version FROM schema_info") == [(4,)]
+    assert read_query(copy, "SELECT version FROM schema_info") == [(SCHEMA_VERSION,)]
     assert _same(_views(copy, root), before)
 
 

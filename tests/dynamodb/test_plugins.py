@@ -12,8 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from stateglass.collectors.stores import ENTRY_POINT_GROUP, READERS
-from tests.conftest import SAMPLES
+from stateglass.collectors.db import Database
+from stateglass.collectors.health import judge
+from stateglass.collectors.health.restart import NOT_JUDGED
+from stateglass.collectors.scan import scan_checkpoint
+from stateglass.collectors.stores import ENTRY_POINT_GROUP, READERS, StoreReader
+from tests.conftest import SAMPLES, copy_until
 
 TRIVIAL_CLASS = "example.trivial.TrivialStateStoreProvider"
 
@@ -52,6 +56,16 @@ def test_built_in_providers_register_through_the_group() -> None:
     assert names <= set(READERS)
 
 
+def test_every_registered_reader_answers_every_question_of_the_interface() -> None:
+    # The interface grows (differing_keys came with the RocksDB SST diff): a reader written
+    # before must not fail with an AttributeError deep inside a diff or a growth reading.
+    members = {n for n in vars(StoreReader) if not n.startswith("_")}
+    members |= set(StoreReader.__annotations__)
+    for name, reader in READERS.items():
+        missing = sorted(m for m in members if not hasattr(reader, m))
+        assert not missing, f"{name}: {reader.__name__} lacks {missing}"
+
+
 @pytest.fixture(scope="module")
 def trivial(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A private copy of an HDFS sample renamed to the trivial provider's files and pinned to
@@ -70,6 +84,7 @@ def trivial(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
             meta = json.loads(lines[1])
             meta["conf"]["spark.sql.streaming.stateStore.providerClass"] = TRIVIAL_CLASS
             f.write_text("\n".join([lines[0], json.dumps(meta), *lines[2:]]) + "\n")
+            (f.parent / f".{f.name}.crc").unlink()  # as the provider's query wrote it
     site = base / "site"
     site.mkdir()
     (site / "trivial_provider.py").write_text(PLUGIN)
@@ -80,6 +95,49 @@ def trivial(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         f"[{ENTRY_POINT_GROUP}]\n{TRIVIAL_CLASS} = trivial_provider:TrivialReader\n"
     )
     return cp, site
+
+
+def test_without_its_plugin_the_restart_verdict_says_the_state_is_not_judged(
+    trivial: tuple[Path, Path], tmp_path: Path
+) -> None:
+    cp, _ = trivial  # the plugin is not importable here: its stores cannot be read
+    db = str(tmp_path / "db.duckdb")
+    scan_checkpoint(Database(db), str(cp))
+    verdict, findings = judge(db, str(cp))
+    assert (verdict.verdict, verdict.status) == (NOT_JUDGED, "WARN"), verdict
+    assert TRIVIAL_CLASS in verdict.evidence[0]
+    assert findings[0].rule == "restart" and findings[0].status == "WARN"
+
+
+# A watcher's scanner in a process that has the plugin: a scan, the later batches' files
+# added, a scan by name (no full listing is due); the newest version it recorded.
+WATCH_TWICE = """
+import shutil, sys
+from stateglass.collectors.db import Database, read_query
+from stateglass.collectors.reconcile import ReconcilePolicy
+from stateglass.collectors.scan import Scanner
+cp, later, db = sys.argv[1:]
+scanner = Scanner(Database(db), reconcile=ReconcilePolicy(every_scans=1000, every_s=1e9))
+scanner.scan(cp)
+shutil.copytree(later, cp, dirs_exist_ok=True)
+scanner.scan(cp)
+print(read_query(db, "SELECT max(version) FROM state_versions")[0][0])
+"""
+
+
+def test_a_watcher_records_a_plugin_providers_new_versions(
+    trivial: tuple[Path, Path], tmp_path: Path
+) -> None:
+    cp, site = trivial
+    early = copy_until(cp, tmp_path / "cp", 6)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+    }
+    args = [sys.executable, "-c", WATCH_TWICE, str(early), str(cp), str(tmp_path / "db.duckdb")]
+    proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert int(proc.stdout) == 12  # batches 0..11: version 12, not the 6 of the first scan
 
 
 def cli(*args: str, path: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -39,9 +39,11 @@ def _findings(
 
 def _verdict(verdict: dict[str, Any]) -> None:
     """The restart verdict leads the page, as it leads ``stateglass check``."""
-    show = {"restarts": st.success, "restarts after repair": st.warning}.get(
-        verdict["verdict"], st.error
-    )
+    show = {
+        "restarts": st.success,
+        "restarts after repair": st.warning,
+        "state not judged": st.warning,
+    }.get(verdict["verdict"], st.error)
     lines = [f"**Restart: {md(verdict['verdict'])}** — {md(verdict['reason'])}"]
     if verdict["error_class"]:
         lines.append(f"Spark: {md_code(verdict['error_class'])}")
