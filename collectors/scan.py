@@ -223,10 +223,15 @@ def _file_empty_files(seen: Observed) -> None:
 
 
 def _verify_checksums(seen: Observed) -> None:
-    """A new file that disagrees with its checksum file is damaged (a bit flip)."""
+    """A new file that disagrees with its checksum file (or an SST with its own block
+    checksums) is damaged (a bit flip)."""
     listing = seen.listing
     sizes = {p: listing.state_files[p].stat.size for p in seen.files.touched}
     sizes.update({p: listing.log_files[p].size for p in seen.logs.touched})
+    _file_mismatches(seen, sizes)
+
+
+def _file_mismatches(seen: Observed, sizes: dict[str, int]) -> None:
     for path, why in verify_files(seen.cp.fs, sizes):
         seen.problems.add(path, CHECKSUM_KIND, why)
 
@@ -342,6 +347,8 @@ class Scanner:
         if not seen.listed:
             new_ssts = sst_files(seen.cp, seen.listing, seen.known.state_files, results)
             seen = replace(seen, files=replace(seen.files, added=seen.files.added | set(new_ssts)))
+            # Named only by the zips just read: their checksums are verified now.
+            _file_mismatches(seen, {p: size for p, (size, _) in new_ssts.items()})
         write = self._write(seen, logs, results)
         self.db.record_scan(write)
         for result in results:
