@@ -9,7 +9,7 @@ file without a checksum file is not judged. Files seen before are not read again
 stay until the file changes. Sidecars are looked for on local file systems (and HDFS mounted
 locally) only.
 
-A new RocksDB SST is also checked against its own block checksums
+A new RocksDB SST that no matching sidecar covers is checked against its own block checksums
 (:func:`stateglass.parsers.sst.verify_sst`), on every file system: object stores keep no
 sidecars, so this is the only check of an SST there, and RocksDB refuses a block whose
 checksum disagrees when Spark reads it (``docs/formats.md`` §12).
