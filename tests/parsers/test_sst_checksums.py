@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stateglass.parsers.errors import ChecksumMismatch, CorruptData, Truncated, UnsupportedFormat
@@ -65,9 +65,7 @@ def assert_every_flip_caught(data: bytes, block: int, at: int, bit: int) -> None
     assert f"at {target.offset}" in str(caught.value)
 
 
-@settings(
-    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_a_bit_flipped_inside_any_block_is_caught(
     tables: list[tuple[str, bytes]], data: st.DataObject
