@@ -1,4 +1,5 @@
-"""What verifying checksum files costs `collect` (Hadoop ``.NAME.crc``, Spark ``NAME.crc``).
+"""What verifying checksums costs `collect` (Hadoop ``.NAME.crc``, Spark ``NAME.crc``, and
+RocksDB's own block checksums in SSTs).
 
 Usage::
 
@@ -9,8 +10,13 @@ For each checkpoint (read only: databases go to a temporary directory):
 1. Verification alone: :func:`collectors.checksums.verify_files` over every file a first
    collect sees (state files, SSTs, offsets/commits), timed; MB/s = bytes of the verified
    files / seconds.
-2. A full ``collect`` into a fresh database with verification, and one with it switched off,
-   alternating, ``--runs`` times each; the medians and their ratio.
+2. RocksDB SSTs alone: each SST read and its block checksums re-computed
+   (:func:`parsers.sst.verify_sst`), timed; MB/s = SST bytes / seconds (what an object store
+   collect pays besides the GET of each new SST).
+3. A full ``collect`` into a fresh database with verification, and one with it switched off,
+   alternating, ``--runs`` times each; the medians and their ratio. ``--as-object-store``
+   ignores the sidecars, as on an object store, where SSTs get only their block checksums
+   verified (with sidecars, a matching one stands for the SST's blocks).
 
 The figures go to stdout as Markdown with the machine, the load average and the date, ready
 for docs/benchmarks.md.
@@ -27,12 +33,14 @@ import tempfile
 import time
 from collections.abc import Callable
 
+from stateglass.collectors import checksums
 from stateglass.collectors import scan as scan_module
 from stateglass.collectors.checkpoint import Checkpoint
-from stateglass.collectors.checksums import verify_files
+from stateglass.collectors.checksums import is_sst, verify_files
 from stateglass.collectors.db import Database
 from stateglass.collectors.listing import list_checkpoint
 from stateglass.collectors.scan import _read_metadata, scan_checkpoint
+from stateglass.parsers.sst import verify_sst
 
 
 def _files(path: str) -> dict[str, int]:
@@ -57,6 +65,19 @@ def _verify_alone(path: str) -> tuple[int, int, float, int]:
     return len(files), size, time.perf_counter() - start, checked - len(bad)
 
 
+def _verify_ssts(path: str) -> tuple[int, int, float]:
+    """(SSTs, bytes, seconds) to read every SST and verify its blocks."""
+    ssts = [f for f in _files(path) if is_sst(f)]
+    start = time.perf_counter()
+    size = 0
+    for f in ssts:
+        with open(f, "rb") as fh:
+            data = fh.read()
+        size += len(data)
+        verify_sst(data)
+    return len(ssts), size, time.perf_counter() - start
+
+
 def _collect(path: str, verify: bool) -> float:
     original: Callable[..., None] = scan_module._verify_checksums
     if not verify:
@@ -74,19 +95,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("checkpoints", nargs="+")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--as-object-store", action="store_true")
     args = parser.parse_args()
+    if args.as_object_store:
+        checksums._sidecar_mismatch = lambda fs, path, size: (None, False)  # type: ignore[assignment]
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     machine = f"{platform.machine()}, {os.cpu_count()} cores"
-    print(f"Machine: {machine}, Python {platform.python_version()}; {now}")
+    mode = " (sidecars ignored, as on an object store)" if args.as_object_store else ""
+    print(f"Machine: {machine}, Python {platform.python_version()}; {now}{mode}")
     print()
     print(
-        "| checkpoint | files (with a sidecar) | MB | verify alone | MB/s | collect with | "
-        "without | ratio | load (1 min) |"
+        "| checkpoint | files (with a sidecar) | MB | verify alone | MB/s | SSTs | SST MB | "
+        "SSTs alone | SST MB/s | collect with | without | ratio | load (1 min) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for path in args.checkpoints:
         load = os.getloadavg()[0]
         files, size, seconds, verified = _verify_alone(path)
+        ssts, sst_size, sst_seconds = _verify_ssts(path)
+        sst_rate = f"{sst_size / 1e6 / sst_seconds:.0f}" if ssts else "—"
         with_, without = [], []
         for _ in range(args.runs):
             with_.append(_collect(path, True))
@@ -95,7 +122,8 @@ def main() -> None:
         load = max(load, os.getloadavg()[0])
         print(
             f"| {path} | {files} ({verified}) | {size / 1e6:.1f} | {seconds:.2f} s | "
-            f"{size / 1e6 / seconds:.0f} | {w:.2f} s | {wo:.2f} s | {w / wo:.2f}x | {load:.1f} |"
+            f"{size / 1e6 / seconds:.0f} | {ssts} | {sst_size / 1e6:.1f} | {sst_seconds:.2f} s | "
+            f"{sst_rate} | {w:.2f} s | {wo:.2f} s | {w / wo:.2f}x | {load:.1f} |"
         )
 
 

@@ -223,7 +223,8 @@ def _file_empty_files(seen: Observed) -> None:
 
 
 def _verify_checksums(seen: Observed) -> None:
-    """A new file that disagrees with its checksum file is damaged (a bit flip)."""
+    """A new file that disagrees with its checksum file (or an SST with its own block
+    checksums) is damaged (a bit flip)."""
     listing = seen.listing
     sizes = {p: listing.state_files[p].stat.size for p in seen.files.touched}
     sizes.update({p: listing.log_files[p].size for p in seen.logs.touched})

@@ -19,15 +19,22 @@ Compressed blocks: LZ4 (Spark 4's default) and ZSTD start with their uncompresse
 varint32 (``format_version`` ≥ 2), Snappy (Spark 3.5's) records its own. Other codecs are
 refused as :class:`UnsupportedFormat`.
 
+:func:`verify_sst` re-computes RocksDB's own block checksums, as its ``VerifyChecksum`` does:
+every data block, the meta blocks the metaindex names (properties, filter, …), the metaindex
+and the index, without decompressing data blocks. The blocks and their trailers must also
+tile the file from byte 0 to the footer, so a flipped bit in a block handle is caught too.
+
 Example::
 
     keys = sst_keys(open("000012-….sst", "rb").read())   # user keys, in file order
+    verify_sst(data)   # None, or ChecksumMismatch / Truncated / CorruptData at a block
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import cramjam
 import lz4.block
@@ -56,15 +63,17 @@ def _checksum(kind: int, block: bytes | memoryview, type_byte: int) -> int | Non
     """RocksDB's block checksum of ``block`` and its compression type byte; None: not kept."""
     if kind == 0:
         return None
+    # Hashed where they lie (no copy of the block): verification reads every byte of a table.
     if kind == 1:  # crc32c, masked
-        crc = crc32c(bytes(block) + bytes([type_byte]))
+        crc = crc32c(bytes([type_byte]), crc32c(bytes(block)))
         return (((crc >> 15) | (crc << 17)) + _CRC_MASK_DELTA) & 0xFFFFFFFF
-    if kind == 2:
-        return xxhash.xxh32_intdigest(bytes(block) + bytes([type_byte]))
-    if kind == 3:
-        return xxhash.xxh64_intdigest(bytes(block) + bytes([type_byte])) & 0xFFFFFFFF
+    if kind in (2, 3):
+        hasher = xxhash.xxh32() if kind == 2 else xxhash.xxh64()
+        hasher.update(block)
+        hasher.update(bytes([type_byte]))
+        return hasher.intdigest() & 0xFFFFFFFF
     if kind == 4:
-        v = xxhash.xxh3_64_intdigest(bytes(block)) & 0xFFFFFFFF
+        v = xxhash.xxh3_64_intdigest(block) & 0xFFFFFFFF
         return v ^ ((type_byte * _XXH3_PRIME) & 0xFFFFFFFF)
     raise UnsupportedFormat(f"SST checksum type {kind} is not supported")
 
@@ -82,22 +91,33 @@ class _Table:
         if not 2 <= self.version <= 5:
             raise UnsupportedFormat(f"SST format_version {self.version} is not supported")
         self.checksum = footer[0]
-        _meta_offset, pos = _varint(footer, 1, 41)
-        _meta_size, pos = _varint(footer, pos, 41)
+        if self.checksum > 4:  # kNoChecksum, kCRC32c, kxxHash, kxxHash64, kXXH3: no other
+            raise CorruptData(
+                f"checksum type {self.checksum} is none of RocksDB's (0-4)", len(data) - FOOTER_SIZE
+            )
+        meta_offset, pos = _varint(footer, 1, 41)
+        meta_size, pos = _varint(footer, pos, 41)
         index_offset, pos = _varint(footer, pos, 41)
         index_size, _ = _varint(footer, pos, 41)
         self.index = (index_offset, index_size)
+        self.metaindex = (meta_offset, meta_size)
 
-    def block(self, offset: int, size: int) -> bytes:
-        """The contents of the block at ``offset``, checked and uncompressed."""
+    def checked(self, offset: int, size: int, name: str = "block") -> tuple[memoryview, int]:
+        """The raw bytes of the block at ``offset`` and its compression type, checksum checked;
+        ``name`` says which block in a message."""
         end = offset + size
         if offset < 0 or end + TRAILER_SIZE > len(self.data) - FOOTER_SIZE:
-            raise Truncated(f"block at {offset} ({size} bytes) runs past the table", offset)
+            raise Truncated(f"{name} at {offset} ({size} bytes) runs past the table", offset)
         raw = memoryview(self.data)[offset:end]
         kind = self.data[end]
         want = _checksum(self.checksum, raw, kind)
         if want is not None and want != _U32.unpack_from(self.data, end + 1)[0]:
-            raise ChecksumMismatch(f"block at {offset}: checksum mismatch", offset)
+            raise ChecksumMismatch(f"{name} at {offset}: checksum mismatch", offset)
+        return raw, kind
+
+    def block(self, offset: int, size: int, name: str = "block") -> bytes:
+        """The contents of the block at ``offset``, checked and uncompressed."""
+        raw, kind = self.checked(offset, size, name)
         if kind == _NO_COMPRESSION:
             return bytes(raw)
         try:
@@ -128,7 +148,7 @@ def _restarts(block: bytes) -> tuple[int, set[int]]:
 
 def _data_handles(table: _Table) -> Iterator[tuple[int, int]]:
     """(offset, size) of every data block, from the index block (value delta encoding)."""
-    block = table.block(*table.index)
+    block = table.block(*table.index, "index block")
     end, restarts = _restarts(block)
     pos = 0
     offset = size = -1
@@ -180,4 +200,60 @@ def sst_keys(data: bytes) -> list[bytes]:
     return out
 
 
-__all__ = ["sst_keys"]
+def _meta_handles(table: _Table) -> Iterator[tuple[bytes, int, int]]:
+    """(name, offset, size) of every block the metaindex names (its keys are whole: restart
+    interval 1, values are block handles)."""
+    block = table.block(*table.metaindex, "metaindex block")
+    end, _ = _restarts(block)
+    pos = 0
+    name = b""
+    while pos < end:
+        shared, pos = _varint(block, pos, end)
+        non_shared, pos = _varint(block, pos, end)
+        value_len, pos = _varint(block, pos, end)
+        if shared > len(name) or pos + non_shared + value_len > end:
+            raise CorruptData("metaindex entry runs past its block", table.metaindex[0])
+        name = name[:shared] + block[pos : pos + non_shared]
+        offset, p = _varint(block, pos + non_shared, end)
+        size, _ = _varint(block, p, end)
+        yield name, offset, size
+        pos += non_shared + value_len
+
+
+@dataclass(frozen=True)
+class SstBlock:
+    """One block of a table: ``data``, ``index``, ``metaindex`` or the name the metaindex gives
+    it (``rocksdb.properties``, ``fullfilter.…``); ``size`` leaves out its 5-byte trailer."""
+
+    kind: str
+    offset: int
+    size: int
+
+
+def sst_blocks(data: bytes) -> list[SstBlock]:
+    """Every block of the table, in file order (the metaindex and index are read, and so
+    checked, to find the others)."""
+    table = _Table(data)
+    blocks = [SstBlock("metaindex", *table.metaindex), SstBlock("index", *table.index)]
+    blocks += [SstBlock(n.decode("latin-1"), o, s) for n, o, s in _meta_handles(table)]
+    blocks += [SstBlock("data", o, s) for o, s in _data_handles(table)]
+    return sorted(blocks, key=lambda b: b.offset)
+
+
+def verify_sst(data: bytes) -> None:
+    """Check every block's checksum and that the blocks tile the table; raise
+    :class:`ChecksumMismatch`, :class:`Truncated` or :class:`CorruptData` naming the first bad
+    block's offset. A table that keeps no checksums (type 0) is only checked for its layout."""
+    table = _Table(data)
+    at = 0
+    for block in sst_blocks(data):
+        table.checked(block.offset, block.size, f"{block.kind} block")
+        if block.offset != at:
+            why = "bytes between blocks" if block.offset > at else "blocks overlap"
+            raise CorruptData(f"{why} at {min(at, block.offset)}: a block handle is damaged", at)
+        at = block.offset + block.size + TRAILER_SIZE
+    if at != len(data) - FOOTER_SIZE:
+        raise CorruptData(f"blocks end at {at}, the footer starts at {len(data) - FOOTER_SIZE}", at)
+
+
+__all__ = ["SstBlock", "sst_blocks", "sst_keys", "verify_sst"]

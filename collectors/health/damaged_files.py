@@ -77,10 +77,12 @@ class DamagedFiles:
             0
         ]
         needed = last + 1 if last is not None else None
-        where: dict[str, tuple[tuple[int, str, int], int, str]] = {}
+        where: dict[str, tuple[tuple[int, str, int], int | None, str]] = {}
+        # SSTs have no version of their own: a damaged one breaks the versions whose zips
+        # reference it (ChainFiles), so it is judged with its partition's chain.
         for op, store, part, version, kind, path in ctx.rows(
             "SELECT operator_id, store_name, partition_id, version, kind, path FROM state_files "
-            "WHERE checkpoint = ? AND NOT purged AND version IS NOT NULL"
+            "WHERE checkpoint = ? AND NOT purged AND (version IS NOT NULL OR kind = 'sst')"
         ):
             where[path] = ((op, store, part), version, kind)
         chains = live_chain_files(ctx)
@@ -98,7 +100,8 @@ class DamagedFiles:
                 files = chains.get(chain, ChainFiles())
                 rocksdb = "rocksdb" in str(providers.get(chain[:2]) or "").lower()
                 breaks = needed is not None and self._breaks(files, needed, repair, rocksdb)
-                text = f"{name} ({kind} of version {version}) cannot be read: {why}"
+                role = f"{kind} of version {version}" if version is not None else "RocksDB SST"
+                text = f"{name} ({role}) cannot be read: {why}"
                 if breaks:
                     text += f"; the next batch needs version {needed}"
                 out.append(_Damage(ERR if breaks else WARN, path, text, chain))

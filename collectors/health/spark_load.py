@@ -52,6 +52,14 @@ def load_version(
         return Load(version, True, 0)
     snapshots = sorted({v for v in files.full if v <= version} | {0}, reverse=True)
     first = snapshots[0]
+    if first in files.failing_reads:
+        why = (
+            f"snapshot {first} opens, but an SST it references has a damaged data block: "
+            "RocksDB fails the first read of that block (block checksum mismatch), by a "
+            "changelog replayed onto it or the next batch's reads and writes, and automatic "
+            "snapshot repair does not apply"
+        )
+        return Load(version, False, first, failure=why)
     can_repair = repair.enabled and (not changelog_provider or bool(files.change))
     if first not in files.bad_full:
         return _replay(files, version, first, ())

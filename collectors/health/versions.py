@@ -11,6 +11,8 @@ import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
+from stateglass.collectors.checksums import KIND as CHECKSUM_KIND
+from stateglass.collectors.checksums import data_block_mismatch
 from stateglass.collectors.health.base import Context
 from stateglass.collectors.listing import CHANGE_KINDS, FULL_KINDS
 
@@ -24,6 +26,10 @@ class ChainFiles:
     # Versions whose change / full file is in the problems table (unreadable or corrupt).
     bad_change: set[int] = field(default_factory=set)
     bad_full: set[int] = field(default_factory=set)
+    # Full versions (also in bad_full) whose zip loads but references an SST with a damaged
+    # data block: RocksDB opens the table and fails the first read of that block, so Spark's
+    # load succeeds and its automatic snapshot repair never runs.
+    failing_reads: set[int] = field(default_factory=set)
 
     def readable(self) -> set[int]:
         """Versions a load can actually read; see :func:`readable`."""
@@ -94,30 +100,51 @@ def bad_state_files(ctx: Context) -> dict[str, list[tuple[str, str]]]:
     return out
 
 
-def _bad_ssts(ctx: Context, bad: Collection[str]) -> dict[tuple[int, str, int], set[int]]:
+def _read_failure(problems: Collection[tuple[str, str]]) -> bool:
+    """An SST whose only damage is a data block's checksum: RocksDB opens it (the footer,
+    index and meta blocks are whole) and fails when a read reaches that block."""
+    return bool(problems) and all(
+        kind == CHECKSUM_KIND and data_block_mismatch(message) for kind, message in problems
+    )
+
+
+Versions = dict[tuple[int, str, int], set[int]]
+
+
+def _bad_ssts(ctx: Context, bad: dict[str, list[tuple[str, str]]]) -> tuple[Versions, Versions]:
     """Versions whose zip references an SST that is gone or has a problem of its own (a
-    checksum mismatch): RocksDB cannot open that zip, and a scan that did not read the zip
-    (its key count is in its metadata) would not have noticed."""
-    bad_names = {p.rsplit("/SSTs/", 1)[1] for p in bad if "/SSTs/" in p}
-    out: dict[tuple[int, str, int], set[int]] = {}
-    for op, store, part, first, last in ctx.rows(
-        "SELECT r.operator_id, r.store_name, r.partition_id, r.first_version, r.last_version "
+    checksum mismatch): RocksDB cannot use that zip, and a scan that did not read the zip
+    (its key count is in its metadata) would not have noticed. Second: those of them whose
+    only damage is in data blocks (see :func:`_read_failure`)."""
+    by_name = {p.rsplit("/SSTs/", 1)[1]: found for p, found in bad.items() if "/SSTs/" in p}
+    out: Versions = {}
+    reads: Versions = {}
+    loads: Versions = {}
+    for op, store, part, first, last, name, missing in ctx.rows(
+        "SELECT r.operator_id, r.store_name, r.partition_id, r.first_version, r.last_version, "
+        "r.sst_file, f.path IS NULL "
         "FROM sst_refs r LEFT JOIN state_files f ON f.checkpoint = r.checkpoint "
         "AND f.operator_id = r.operator_id AND f.store_name = r.store_name "
         "AND f.partition_id = r.partition_id AND f.kind = 'sst' AND NOT f.purged "
         "AND f.path LIKE '%/SSTs/' || r.sst_file "
         "WHERE r.checkpoint = ? AND (f.path IS NULL OR list_contains(?::VARCHAR[], r.sst_file))",
-        [sorted(bad_names)],
+        [sorted(by_name)],
     ):
-        out.setdefault((op, store, part), set()).update(range(first, last + 1))
-    return out
+        versions = set(range(first, last + 1))
+        out.setdefault((op, store, part), set()).update(versions)
+        read_only = not missing and _read_failure(by_name.get(name, ()))
+        (reads if read_only else loads).setdefault((op, store, part), set()).update(versions)
+    # A version fails only at a read when every bad SST it references does.
+    for chain, versions in reads.items():
+        versions -= loads.get(chain, set())
+    return out, reads
 
 
 def live_chain_files(ctx: Context) -> dict[tuple[int, str, int], ChainFiles]:
     """``(operator, store, partition) -> ChainFiles`` from ``state_files`` and ``problems``."""
     out: dict[tuple[int, str, int], ChainFiles] = {}
     bad = bad_state_files(ctx)
-    bad_ssts = _bad_ssts(ctx, bad)
+    bad_ssts, failing_reads = _bad_ssts(ctx, bad)
     for op, store, part, version, kind, path in ctx.rows(
         "SELECT operator_id, store_name, partition_id, version, kind, path FROM state_files "
         "WHERE checkpoint = ? AND NOT purged AND version IS NOT NULL"
@@ -131,6 +158,8 @@ def live_chain_files(ctx: Context) -> dict[tuple[int, str, int], ChainFiles]:
             files.full.add(version)
             if path in bad or version in bad_ssts.get((op, store, part), ()):
                 files.bad_full.add(version)
+            if path not in bad and version in failing_reads.get((op, store, part), ()):
+                files.failing_reads.add(version)
     return out
 
 

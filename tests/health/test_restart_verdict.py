@@ -24,11 +24,13 @@ from stateglass.collectors.db import Database
 from stateglass.collectors.health import HealthConfig, RestartVerdict, judge
 from stateglass.collectors.health.restart import AFTER_REPAIR, RESTARTS, WILL_NOT
 from stateglass.collectors.scan import scan_checkpoint
+from stateglass.parsers.sst import sst_blocks, verify_sst
 from tests.conftest import spark_conf
 
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+ZSTD_SSTS = "spark.sql.streaming.stateStore.rocksdb.compression"
 QUICK_SNAPSHOTS = {
     "spark.sql.streaming.stateStore.minDeltasForSnapshot": "1",
     "spark.sql.streaming.stateStore.maintenanceInterval": "100ms",
@@ -113,8 +115,13 @@ def bases(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Bas
         base.inputs.mkdir(parents=True)
         _wait_snapshots(spark, base, suffix)
         out[name] = base
-    # Without changelogs every batch uploads its zip at commit: no waiting needed.
-    conf = {"spark.sql.streaming.stateStore.providerClass": ROCKSDB, CHANGELOG: "false"}
+    # Without changelogs every batch uploads its zip at commit: no waiting needed. Its SSTs
+    # are ZSTD-compressed, the one RocksDB codec the samples and the corpus lack.
+    conf = {
+        "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
+        CHANGELOG: "false",
+        ZSTD_SSTS: "zstd",
+    }
     base = Base(root / "rocksdb0" / "checkpoint", root / "rocksdb0" / "in", conf)
     base.inputs.mkdir(parents=True)
     for n in range(3):
@@ -202,6 +209,21 @@ def _missing_sst(cp: Path, _: Any) -> None:
     ssts[-1].unlink()
 
 
+def _newest_sst(cp: Path) -> Path:
+    return max((_part(cp) / "SSTs").glob("*.sst"), key=lambda f: f.name)
+
+
+def _sst_bit_flip(cp: Path, _: Any) -> None:
+    """A flipped bit inside the newest SST's first data block, with its Hadoop sidecar gone
+    as on an object store: only RocksDB's block checksum sees it."""
+    path = _newest_sst(cp)
+    data = bytearray(path.read_bytes())
+    block = next(b for b in sst_blocks(bytes(data)) if b.kind == "data")
+    data[block.offset + block.size // 2] ^= 0x04
+    path.write_bytes(bytes(data))
+    (path.parent / f".{path.name}.crc").unlink()
+
+
 def _unfinished_repartition(cp: Path, spark: Any) -> None:
     """Spark's own repartition of an HDFS-provider checkpoint: it fails after offsets/N."""
     with pytest.raises(Exception, match="UNSUPPORTED_PROVIDER"):
@@ -229,7 +251,18 @@ CASES = [
     pytest.param("rocksdb0", _missing_sst, WILL_NOT, id="missing-sst"),
     pytest.param("hdfs", _unfinished_repartition, AFTER_REPAIR, id="unfinished-repartition"),
     pytest.param("hdfs", _bit_flip, WILL_NOT, id="bit-flip-checksum"),
+    pytest.param("rocksdb0", _sst_bit_flip, WILL_NOT, id="bit-flip-sst-block"),
+    pytest.param("rocksdb", _sst_bit_flip, WILL_NOT, id="bit-flip-sst-block-changelog"),
 ]
+
+
+# What Spark's error says, beyond the verdict's error class. Without changelogs the next
+# batch's read fails with RocksDB's own words; with them the changelog replay of the load
+# does, and Python sees Spark's class (the RocksDBException is its cause, in the log).
+SPARK_SAYS: dict[tuple[str, Callable[[Path, Any], None]], str] = {
+    ("rocksdb0", _sst_bit_flip): "org.rocksdb.RocksDBException: block checksum mismatch",
+    ("rocksdb", _sst_bit_flip): "CANNOT_LOAD_STATE_STORE.UNCATEGORIZED",
+}
 
 
 def _verdict(cp: Path, db: Path) -> RestartVerdict:
@@ -272,6 +305,8 @@ def test_verdict_agrees_with_a_real_restart(
     assert (error is None) == (verdict.verdict == RESTARTS), (verdict, error)
     if verdict.error_class is not None:
         assert error is not None and verdict.error_class in error
+    if (base_name, damage) in SPARK_SAYS:
+        assert error is not None and SPARK_SAYS[base_name, damage] in error, error
 
     if verdict.verdict == RESTARTS:
         return
@@ -298,3 +333,18 @@ def test_bit_flip_is_a_checksum_problem(bases: dict[str, Base], tmp_path: Path) 
         rows
     )
     assert "does not match ." in flagged[0][2]
+
+
+def test_zstd_ssts_verify_and_a_flipped_bit_is_caught(bases: dict[str, Base]) -> None:
+    """The ZSTD store's SSTs (the one codec the samples and corpus lack) verify, and a flip
+    inside each block of each is named at that block."""
+    from tests.parsers.test_sst_checksums import assert_every_flip_caught, codecs
+
+    ssts = sorted(bases["rocksdb0"].checkpoint.glob("state/0/*/SSTs/*.sst"))
+    assert ssts
+    for path in ssts:
+        data = path.read_bytes()
+        assert codecs(data) == {7}, path  # kZSTD
+        assert verify_sst(data) is None
+        for block in range(len(sst_blocks(data))):
+            assert_every_flip_caught(data, block, block * 7919, block % 8)
