@@ -20,6 +20,7 @@ restart, or another rule's error). An error (not a checkpoint, a bad config file
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -187,13 +188,4 @@ def render_verdict(verdict: RestartVerdict) -> str:
 
 
 def _finding_json(f: Finding) -> dict[str, Any]:
-    return {
-        "rule": f.rule,
-        "title": f.title,
-        "status": f.status,
-        "finding": f.finding,
-        "hint": f.hint,
-        "operator_id": f.operator_id,
-        "store_name": f.store_name,
-        "partition_id": f.partition_id,
-    }
+    return dataclasses.asdict(f)

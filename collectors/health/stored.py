@@ -24,6 +24,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from collections.abc import Sequence
@@ -77,18 +78,7 @@ def judge_and_store(
 
 
 def _row(root: str, seq: int, f: Finding) -> dict[str, Any]:
-    return {
-        "checkpoint": root,
-        "seq": seq,
-        "rule": f.rule,
-        "title": f.title,
-        "status": f.status,
-        "finding": f.finding,
-        "hint": f.hint,
-        "operator_id": f.operator_id,
-        "store_name": f.store_name,
-        "partition_id": f.partition_id,
-    }
+    return {"checkpoint": root, "seq": seq, **dataclasses.asdict(f)}
 
 
 def _read_stored(db_file: str, roots: Sequence[str], key: str) -> dict[str, list[Finding]]:
