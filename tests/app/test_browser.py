@@ -10,8 +10,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -87,19 +85,15 @@ def dashboard_server(db: str) -> Iterator[str]:
 def wait_serving(
     url: str, proc: subprocess.Popen[bytes], output: Callable[[], str], timeout_s: float = 60
 ) -> None:
-    """Wait for the dashboard's health check at ``url``; fail with ``output()`` if the
-    process ends or the time runs out first."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            pytest.fail(f"the dashboard did not start: {output()[-2000:]}")
-        time.sleep(0.2)
+    """Wait for the dashboard's health check at ``url`` (as ``stateglass dashboard`` does);
+    fail with ``output()`` if the process ends or the time runs out first."""
+    from stateglass.app.dashboard.server import wait_until_serving
+    from stateglass.app.errors import AppError
+
+    try:
+        wait_until_serving(proc, url, timeout_s)
+    except AppError as exc:
+        pytest.fail(f"{exc}: {output()[-2000:]}")
 
 
 @contextmanager
