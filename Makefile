@@ -39,12 +39,15 @@ test-pure: install
 		tests/parsers/test_sparkjson.py tests/parsers/test_columnar.py tests/parsers/test_speedups_build.py
 
 # demo.toml: the samples are finished runs, so the stalled-query rule is off for them.
+# The DynamoDB sample joins them: its checkpoint unpacked into .stateglass/dynamodb, its tables
+# loaded into moto's DynamoDB on 127.0.0.1, which stops with the dashboard.
 run: install
-	$(BIN)/stateglass dashboard sample_checkpoints --db $(SAMPLES_DB) --port $(PORT) \
+	$(BIN)/python sample_checkpoints/dynamodb/demo.py dashboard --workdir .stateglass/dynamodb -- \
+		sample_checkpoints --db $(SAMPLES_DB) --port $(PORT) \
 		--progress sample_checkpoints/eventlogs/spark-4.3 \
 		--progress sample_checkpoints/eventlogs/demo --config sample_checkpoints/demo.toml
 
-# The DynamoDB sample: moto on loopback loaded with its exported tables, and the dashboard.
+# The DynamoDB sample alone, on a database of its own.
 run-dynamodb: install
 	$(BIN)/python sample_checkpoints/dynamodb/demo.py run --port $(PORT)
 

@@ -39,6 +39,8 @@ from itertools import pairwise
 
 import pandas as pd
 
+from stateglass.collectors.stores import CHANGE_KINDS, FULL_KINDS
+
 SPARK_DEFAULT_MIN_DELTAS = 10
 
 
@@ -84,7 +86,7 @@ def current_cost(live: pd.DataFrame, facts: pd.DataFrame) -> list[PartitionCost]
     for partition, part in facts.groupby("partition_id"):
         newest = int(part["version"].max())
         files = versioned[versioned["partition_id"] == partition]
-        full = files[files["kind"].isin(("snapshot", "zip")) & (files["version"] <= newest)]
+        full = files[files["kind"].isin(FULL_KINDS) & (files["version"] <= newest)]
         base = int(full["version"].max()) if not full.empty else 0
         base_files = full[full["version"] == base]
         snapshot_bytes = int(base_files["size_bytes"].sum())
@@ -96,7 +98,7 @@ def current_cost(live: pd.DataFrame, facts: pd.DataFrame) -> list[PartitionCost]
             file_count += ssts or 0
             snapshot_bytes += sst_bytes or 0
         changes = files[
-            files["kind"].isin(("delta", "changelog"))
+            files["kind"].isin(CHANGE_KINDS)
             & (files["version"] > base)
             & (files["version"] <= newest)
         ]
@@ -121,7 +123,7 @@ def current_cost(live: pd.DataFrame, facts: pd.DataFrame) -> list[PartitionCost]
 
 def _needs_replay(files: pd.DataFrame) -> bool:
     """A store that writes deltas or changelogs; a RocksDB store without them never replays."""
-    return bool(files["kind"].isin(("delta", "changelog")).any())
+    return bool(files["kind"].isin(CHANGE_KINDS).any())
 
 
 def snapshot_versions(provider: str, min_deltas: int, changelog: bool, newest: int) -> int:

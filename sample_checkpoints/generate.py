@@ -791,6 +791,28 @@ Regenerate (from the repository root, after `make install`):
     .venv/bin/python sample_checkpoints/generate.py --tag spark-4.3 --only agg-hdfs
     SPARK35_PYTHON=/path/to/py-with-pyspark-3.5 .venv/bin/python sample_checkpoints/generate.py
 
+`spark-4.2/repart-*` are checkpoints Spark 4.2.0 repartitioned offline
+(`spark._streamingCheckpointManager.repartition`), written by
+[`make_repartitioned.py`](make_repartitioned.py) with PySpark 4.2 in its own venv
+(`/tmp/ps42/bin/python sample_checkpoints/make_repartitioned.py`): a RocksDB query runs batches
+0..2, the repartition writes batch 3, the query runs batches 4..5. `repart-agg-up-cl`:
+groupBy count and sum, 3 → 5 partitions, changelog checkpointing; `repart-agg-down`: the
+same, 4 → 2, no changelog; `repart-dedup-down-cl`: dropDuplicates, 5 → 3, changelog. Their
+queries have no watermark (every key stays, so it can be followed across the repartition).
+The format: [docs/formats.md §11](../docs/formats.md).
+
+`dynamodb/` is a query whose state lives in DynamoDB, through the provider in
+`dynamodb/java` (a custom `providerClass`): `sample.tar.gz` is its checkpoint and
+`tables.json` its two tables, exported. `make run` shows it beside the others:
+`dynamodb/demo.py dashboard` starts moto's DynamoDB server on 127.0.0.1, loads `tables.json`,
+unpacks the checkpoint into `.stateglass/dynamodb/` and points the dashboard at the server
+through the standard AWS chain (`AWS_ENDPOINT_URL` and dummy credentials, in the dashboard's
+environment only); the server stops with the dashboard. Without moto (it is in
+requirements.txt) the other samples still show, and one line says why the DynamoDB one does
+not. `make run-dynamodb` shows it alone; `dynamodb/demo.py generate` rewrites the sample
+(needs `javac`). It is archived so that the sweeps over the samples above, which need no
+server, do not find it.
+
 The row counts below are what Spark 4.3's State Data Source
 (`spark.read.format("statestore")`) returned for the last committed batch.
 

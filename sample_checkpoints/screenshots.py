@@ -1,11 +1,11 @@
 """Take the README's screenshots of the dashboard on the demo stories (``docs/screenshots/``).
 
 Starts ``stateglass dashboard`` on a fresh temporary database of ``sample_checkpoints/demo``,
-``spark-4.3/tws-rocks-cl`` and ``spark-4.2/repart-agg-up-cl`` (with the demo's event log and
-``demo.toml``, as ``make run`` does), visits every page in Debian's Chromium through
-Playwright, writes one PNG per shot, then stops the server. The shots (page, story, what is
-selected) are fixed in :data:`SHOTS`, so a re-run after a merge redraws the same pictures
-with the code of the day.
+``spark-4.3/tws-rocks-cl``, ``spark-4.2/repart-agg-up-cl`` and the DynamoDB sample (with the
+demo's event log and ``demo.toml``, through ``dynamodb/demo.py dashboard`` as ``make run``
+does), visits every page in Debian's Chromium through Playwright, writes one PNG per shot,
+then stops the server. The shots (page, story, what is selected) are fixed in :data:`SHOTS`,
+so a re-run after a merge redraws the same pictures with the code of the day.
 
 Usage (from the repository root, after ``make install``)::
 
@@ -37,6 +37,8 @@ CONFIG = HERE / "demo.toml"
 TWS = HERE / "spark-4.3" / "tws-rocks-cl"
 # A checkpoint Spark 4.2 repartitioned (3 → 5 partitions at batch 3), for its own shots.
 REPARTITIONED = HERE / "spark-4.2" / "repart-agg-up-cl"
+# Runs the dashboard with moto serving the DynamoDB sample (``make run`` does the same).
+DYNAMODB_DEMO = HERE / "dynamodb" / "demo.py"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -90,14 +92,16 @@ SHOTS = (
     Shot("key_history.png", "key-history", "tws-rocks-cl", height=1300),
     Shot("state_repartitioned.png", "state", "repart-agg-up-cl", height=1900, charts=3),
     Shot("health_repartitioned.png", "health", "repart-agg-up-cl", height=1300),
+    Shot("dynamodb_state.png", "state", "dynamodb-agg", height=1900, charts=3),
 )
 
 
 def start_dashboard(db: Path, port: int) -> subprocess.Popen[bytes]:
-    """``stateglass dashboard`` on the demo, as ``make run`` starts it, on 127.0.0.1:port."""
+    """``stateglass dashboard`` on the demo, as ``make run`` starts it (the DynamoDB sample
+    served by moto beside the others), on 127.0.0.1:port."""
     command = [
-        *[sys.executable, "-m", "stateglass.app.cli", "dashboard", str(DEMO), str(TWS)],
-        str(REPARTITIONED),
+        *[sys.executable, str(DYNAMODB_DEMO), "dashboard", "--workdir", str(db.parent), "--"],
+        *[str(DEMO), str(TWS), str(REPARTITIONED)],
         *["--db", str(db), "--port", str(port), "--headless"],
         *["--progress", str(EVENTLOGS), "--config", str(CONFIG)],
     ]

@@ -24,8 +24,9 @@ from typing import Any
 
 import pytest
 
-# Real queries' progress events (issue 12), run only when a test asks for them.
-pytest_plugins = ["tests.progress_fixtures"]
+# Real queries' progress events (issue 12), run only when a test asks for them; moto's DynamoDB
+# and the DynamoDB sample in it.
+pytest_plugins = ["tests.progress_fixtures", "tests.dynamodb_fixtures"]
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_checkpoints"

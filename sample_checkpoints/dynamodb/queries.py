@@ -3,13 +3,14 @@
 The provider (``java/stateglass/dynamo``) is compiled with ``javac`` against PySpark's own
 jars into a temporary directory (nothing built is committed), loaded into a running local
 session, and used by two real queries whose state then lives in DynamoDB: the tests run them
-against moto's DynamoDB server on loopback, ``generate.py`` for the ``demo/dynamodb`` sample.
+against moto's DynamoDB server on loopback, ``demo.py generate`` for the sample.
 
 Example::
 
     load_jar(spark, build_jar(tmp))
     with provider_confs(spark, endpoint, "agg"):
-        run_aggregation(spark, write_batches(src, aggregation_batches()), checkpoint)
+        query = run_aggregation(spark, write_batches(src, aggregation_batches()), checkpoint)
+    query.awaitTermination()
 """
 
 from __future__ import annotations
@@ -92,17 +93,20 @@ def write_batches(src: Path, batches: list[list[dict[str, Any]]]) -> Path:
     return src
 
 
-def aggregation_batches() -> list[list[dict[str, Any]]]:
-    """Five batches over 12 keys: every batch updates some keys and adds new ones."""
+def aggregation_batches(count: int = 5) -> list[list[dict[str, Any]]]:
+    """Batches over 12 keys (the sample has five): every batch updates some keys and adds
+    new ones. Four already reach a version after the first snapshot group."""
     return [
-        [{"k": f"k{(b * 5 + i) % 12:02d}", "v": b * 10 + i} for i in range(6 + b)] for b in range(5)
+        [{"k": f"k{(b * 5 + i) % 12:02d}", "v": b * 10 + i} for i in range(6 + b)]
+        for b in range(count)
     ]
 
 
-def session_batches() -> list[list[dict[str, Any]]]:
-    """Five batches of user events; users stop after a while, so their state times out."""
+def session_batches(count: int = 5) -> list[list[dict[str, Any]]]:
+    """Batches of user events; users stop after a while, so their state times out (the
+    first user's in the fourth batch)."""
     out = []
-    for b in range(5):
+    for b in range(count):
         minute = b * 2
         users = [f"u{u}" for u in range(b, b + 4)]
         out.append(
@@ -137,23 +141,23 @@ def provider_confs(spark: Any, endpoint: str, table_prefix: str) -> Iterator[Non
                 spark.conf.set(k, v)
 
 
-def _run(df: Any, checkpoint: Path, mode: str) -> None:
-    query = (
+def _start(df: Any, checkpoint: Path, mode: str) -> Any:
+    return (
         df.writeStream.format("noop")
         .outputMode(mode)
         .option("checkpointLocation", str(checkpoint))
         .trigger(availableNow=True)
         .start()
     )
-    query.awaitTermination()
 
 
-def run_aggregation(spark: Any, src: Path, checkpoint: Path) -> None:
-    """groupBy(k).agg(count, sum): one state row per key, updated by later batches."""
+def run_aggregation(spark: Any, src: Path, checkpoint: Path) -> Any:
+    """groupBy(k).agg(count, sum): one state row per key, updated by later batches. Returns
+    the started query (``awaitTermination()`` to let it finish)."""
     from pyspark.sql import functions as F
 
     df = spark.readStream.schema("k string, v long").option("maxFilesPerTrigger", 1).json(str(src))
-    _run(
+    return _start(
         df.groupBy("k").agg(F.count("*").alias("n"), F.sum("v").alias("total")),
         checkpoint,
         "update",
@@ -179,8 +183,9 @@ def track(key: tuple[str], pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
     yield pd.DataFrame([(user, "active")], columns=["user", "status"])
 
 
-def run_with_state(spark: Any, src: Path, checkpoint: Path) -> None:
-    """applyInPandasWithState (PySpark's flatMapGroupsWithState) with an event-time timeout."""
+def run_with_state(spark: Any, src: Path, checkpoint: Path) -> Any:
+    """applyInPandasWithState (PySpark's flatMapGroupsWithState) with an event-time timeout;
+    the started query."""
     from pyspark import cloudpickle
     from pyspark.sql.streaming.state import GroupStateTimeout
 
@@ -203,4 +208,4 @@ def run_with_state(spark: Any, src: Path, checkpoint: Path) -> None:
                 GroupStateTimeout.EventTimeTimeout,
             )
         )
-    _run(df, checkpoint, "update")
+    return _start(df, checkpoint, "update")

@@ -10,9 +10,7 @@ import os
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -71,19 +69,8 @@ def dashboard_server(db: str) -> Iterator[str]:
         stderr=subprocess.PIPE,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
     try:
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                err = proc.stderr.read().decode() if proc.stderr else ""
-                pytest.fail(f"streamlit did not start: {err[-2000:]}")
-            time.sleep(0.2)
+        wait_serving(url, proc, lambda: proc.stderr.read().decode() if proc.stderr else "")
         yield url
     finally:
         proc.terminate()
@@ -95,18 +82,41 @@ def dashboard_server(db: str) -> Iterator[str]:
             proc.stderr.close()
 
 
-@pytest.fixture(scope="module")
-def page(server: str) -> Iterator[Any]:
+def wait_serving(
+    url: str, proc: subprocess.Popen[bytes], output: Callable[[], str], timeout_s: float = 60
+) -> None:
+    """Wait for the dashboard's health check at ``url`` (as ``stateglass dashboard`` does);
+    fail with ``output()`` if the process ends or the time runs out first."""
+    from stateglass.app.dashboard.server import wait_until_serving
+    from stateglass.app.errors import AppError
+
+    try:
+        wait_until_serving(proc, url, timeout_s)
+    except AppError as exc:
+        pytest.fail(f"{exc}: {output()[-2000:]}")
+
+
+@contextmanager
+def chromium_tab(height: int = 1000) -> Iterator[Any]:
+    """One tab of Debian's headless Chromium, driven by Playwright; closed after."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context = browser.new_context(viewport={"width": 1400, "height": height})
         tab = context.new_page()
         tab.set_default_timeout(TIMEOUT_MS)
+        try:
+            yield tab
+        finally:
+            context.close()
+            browser.close()
+
+
+@pytest.fixture(scope="module")
+def page(server: str) -> Iterator[Any]:
+    with chromium_tab() as tab:
         yield tab
-        context.close()
-        browser.close()
 
 
 def _open(page: Any, url: str) -> None:

@@ -13,8 +13,6 @@ import json
 import os
 import re
 import subprocess
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +25,14 @@ from stateglass.app.escape import md
 from stateglass.app.report import render_html, render_markdown
 from stateglass.collectors.db import Database
 from stateglass.collectors.scan import scan_checkpoint
-from tests.app.test_browser import CHROMIUM, CHROMIUM_ARGS, SCRIPT_DONE, TIMEOUT_MS, _free_port
+from tests.app.test_browser import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    SCRIPT_DONE,
+    TIMEOUT_MS,
+    _free_port,
+    wait_serving,
+)
 from tests.conftest import write_batch_files
 
 LINK = "[orders](https:evil.example)"
@@ -225,18 +230,8 @@ def hostile_server(hostile_db: str) -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                err = proc.stderr.read().decode() if proc.stderr else ""
-                pytest.fail(f"streamlit did not start: {err[-2000:]}")
-            time.sleep(0.2)
+        err = proc.stderr
+        wait_serving(url, proc, lambda: err.read().decode() if err else "", timeout_s=90)
         yield url
     finally:
         proc.terminate()

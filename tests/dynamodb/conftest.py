@@ -2,16 +2,13 @@
 
 The provider is compiled with ``javac`` against PySpark's jars and loaded into the shared
 session (``addJar`` for the executors, a context class loader for the driver); the queries
-then run with its ``providerClass`` set for their start only (sample_checkpoints/dynamodb).
+then run with its ``providerClass`` set for their start only (sample_checkpoints/dynamodb),
+both at once. Spark's rows at every committed batch (the oracle) are read once per session.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import logging
-import os
 import shutil
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -19,21 +16,11 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SAMPLES
-from tests.remote.servers import env_for
+from tests.dynamodb_fixtures import sample_module
 
-
-def provider_module() -> ModuleType:
-    """sample_checkpoints/dynamodb/queries.py, loaded from its file (it is not installed)."""
-    name = "stateglass_dynamo_queries"
-    spec = importlib.util.spec_from_file_location(name, SAMPLES / "dynamodb" / "queries.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    import sys
-
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+# Enough for a snapshot group (3 versions) and a version after it, and for a user's state to
+# time out; each batch more costs seconds of Spark.
+BATCHES = 4
 
 
 @dataclass(frozen=True)
@@ -47,40 +34,31 @@ class DynamoRun:
 
 
 @pytest.fixture(scope="session")
-def dynamo(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DynamoRun]:
-    """moto's DynamoDB server on a free loopback port, and the two queries run against it."""
+def dynamo(spark: Any, moto_dynamodb: str, tmp_path_factory: pytest.TempPathFactory) -> DynamoRun:
+    """The two queries run against the session's moto DynamoDB server."""
     if shutil.which("javac") is None:
         pytest.fail("no javac: install openjdk-17-jdk-headless (.ci/run does)", pytrace=False)
-    from moto.server import ThreadedMotoServer
-
-    queries = provider_module()
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    saved = dict(os.environ)
-    os.environ.update(env_for(endpoint))
-    try:
-        base = tmp_path_factory.mktemp("dynamo")
-        queries.load_jar(spark, queries.build_jar(base / "jar"))
-        # The JVM's environment was fixed at its start: the provider's credentials come from
-        # the next link of the AWS chain, Java system properties.
-        system = spark.sparkContext._jvm.java.lang.System
-        system.setProperty("aws.accessKeyId", "testing")
-        system.setProperty("aws.secretAccessKey", "testing")
-        runs = {
-            "agg": (queries.aggregation_batches(), queries.run_aggregation),
-            "fmgws": (queries.session_batches(), queries.run_with_state),
-        }
-        checkpoints = {}
-        for name, (batches, run) in runs.items():
-            src = queries.write_batches(base / name / "src", batches)
-            checkpoints[name] = base / name / "checkpoint"
-            with queries.provider_confs(spark, endpoint, name):
-                run(spark, src, checkpoints[name])
-        yield DynamoRun(endpoint, queries, checkpoints)
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-        server.stop()
+    queries = sample_module("queries")
+    endpoint = moto_dynamodb
+    base = tmp_path_factory.mktemp("dynamo")
+    queries.load_jar(spark, queries.build_jar(base / "jar"))
+    # The JVM's environment was fixed at its start: the provider's credentials come from
+    # the next link of the AWS chain, Java system properties.
+    system = spark.sparkContext._jvm.java.lang.System
+    system.setProperty("aws.accessKeyId", "testing")
+    system.setProperty("aws.secretAccessKey", "testing")
+    runs = {
+        "agg": (queries.aggregation_batches(BATCHES), queries.run_aggregation),
+        "fmgws": (queries.session_batches(BATCHES), queries.run_with_state),
+    }
+    checkpoints, started = {}, []
+    for name, (batches, run) in runs.items():
+        src = queries.write_batches(base / name / "src", batches)
+        checkpoints[name] = base / name / "checkpoint"
+        # A query takes the session's confs when it starts: both can then run at once.
+        with queries.provider_confs(spark, endpoint, name):
+            started.append(run(spark, src, checkpoints[name]))
+    for query in started:
+        query.awaitTermination()
+        assert query.exception() is None, query.exception()
+    return DynamoRun(endpoint, queries, checkpoints)

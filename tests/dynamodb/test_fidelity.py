@@ -9,12 +9,14 @@ from __future__ import annotations
 import itertools
 import json
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from stateglass.app.cli import main as cli_main
-from tests.dynamodb.conftest import DynamoRun
+from tests.dynamodb.conftest import BATCHES, DynamoRun
+from tests.dynamodb_fixtures import DynamoSample
 from tests.e2e.oracle import assert_same_rows, ours, spark_state
 
 QUERIES = ("agg", "fmgws")
@@ -25,11 +27,27 @@ def committed(run: DynamoRun, name: str) -> list[int]:
     return sorted(int(p.name) for p in commits.iterdir() if p.name.isdigit())
 
 
+def spark_states(spark: Any, checkpoint: str, batches: list[int]) -> dict[int, list[str]]:
+    """Spark's rows at each batch, in one job: the reads at every batch, unioned."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    frames = []
+    for batch in batches:
+        df = spark.read.format("statestore").option("batchId", batch).load(checkpoint)
+        frames.append(df.select(F.lit(batch).alias("b"), F.to_json(F.struct(*df.columns))))
+    out: dict[int, list[str]] = {b: [] for b in batches}
+    for b, row in reduce(lambda x, y: x.unionAll(y), frames).collect():
+        out[b].append(row)
+    return out
+
+
 def provider_rows(spark: Any, run: DynamoRun, name: str, batch: int) -> list[str]:
     if (name, batch) not in run.oracle:
         with run.queries.provider_confs(spark, run.endpoint, name):
-            cp = str(run.checkpoints[name])
-            run.oracle[name, batch] = spark_state(spark, cp, 0, "default", batch)
+            rows = spark_states(spark, str(run.checkpoints[name]), committed(run, name))
+        run.oracle.update({(name, b): r for b, r in rows.items()})
     return run.oracle[name, batch]
 
 
@@ -38,7 +56,7 @@ def test_state_equals_the_provider_at_every_version(
     spark: Any, dynamo: DynamoRun, tmp_path: Any, name: str
 ) -> None:
     batches = committed(dynamo, name)
-    assert len(batches) >= 5, batches
+    assert len(batches) >= BATCHES, batches
     for batch in batches:
         expected = provider_rows(spark, dynamo, name, batch)
         args = ["state", str(dynamo.checkpoints[name]), "--batch-id", str(batch)]
@@ -122,24 +140,13 @@ def test_info_changes_and_check_work_on_dynamodb_state(
 
 
 def test_the_sample_loads_into_moto_and_reads_as_spark_does(
-    spark: Any, dynamo: DynamoRun, tmp_path: Any
+    spark: Any, dynamo: DynamoRun, dynamodb_sample: DynamoSample, tmp_path: Any
 ) -> None:
     """sample_checkpoints/dynamodb: the exported tables loaded into the server, the checkpoint
     unpacked; StateGlass's rows at the last batch are the provider's, read through Spark."""
-    import importlib.util
-
-    import boto3
-
-    from tests.conftest import SAMPLES
-
-    spec = importlib.util.spec_from_file_location("dynamo_demo", SAMPLES / "dynamodb" / "demo.py")
-    assert spec is not None and spec.loader is not None
-    demo = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(demo)
-    assert demo.load_tables(boto3.client("dynamodb"), json.loads(demo.TABLES.read_text())) > 0
-    cp = demo.unpack(tmp_path)
-    batch = max(int(p.name) for p in (cp / "commits").iterdir() if p.name.isdigit())
-    with dynamo.queries.provider_confs(spark, dynamo.endpoint, demo.PREFIX):
-        expected = spark_state(spark, str(cp), 0, "default", batch)
-    got = ours(["state", str(cp), "--batch-id", str(batch), "--jobs", "1"], tmp_path)
+    cp = dynamodb_sample.checkpoint
+    batch = max(int(p.name) for p in (Path(cp) / "commits").iterdir() if p.name.isdigit())
+    with dynamo.queries.provider_confs(spark, dynamo.endpoint, dynamodb_sample.demo.PREFIX):
+        expected = spark_state(spark, cp, 0, "default", batch)
+    got = ours(["state", cp, "--batch-id", str(batch), "--jobs", "1"], tmp_path)
     assert_same_rows(got, expected)

@@ -3,7 +3,6 @@ checkpoints uploaded, and a CLI runner that captures what a user would see."""
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 from collections.abc import Iterator
@@ -15,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import SAMPLES
-from tests.remote.servers import env_for
+from tests.remote.servers import moto_environment
 
 # Every provider and shape once: HDFS (with Spark's .crc sidecars kept), RocksDB changelog
 # checkpointing, a stream-stream join (four stores), transformWithState (state variables).
@@ -59,17 +58,9 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3]:
     """moto's S3 server on a free loopback port; the environment points every client at it
     through ``AWS_ENDPOINT_URL``, as a user of MinIO or an on-prem S3 would."""
     import boto3
-    from moto.server import ThreadedMotoServer
 
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    saved = dict(os.environ)
-    os.environ.update(env_for(endpoint))
-    os.environ["STATEGLASS_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
-    try:
+    with moto_environment() as endpoint:
+        os.environ["STATEGLASS_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
         client = boto3.client("s3", endpoint_url=endpoint)
         client.create_bucket(Bucket=BUCKET)
         copies = tmp_path_factory.mktemp("copies")
@@ -78,10 +69,6 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3]:
             # copyfile, not copy2: new mtimes, as the upload gives the objects.
             shutil.copytree(SAMPLES / sample, copies / sample, copy_function=shutil.copyfile)
         yield S3(endpoint, client, copies)
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-        server.stop()
 
 
 @dataclass

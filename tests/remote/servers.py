@@ -174,3 +174,27 @@ def env_for(endpoint: str) -> dict[str, str]:
         "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
         "AWS_EC2_METADATA_DISABLED": "true",
     }
+
+
+@contextmanager
+def moto_environment() -> Iterator[str]:
+    """moto's server (every AWS service it has) on a free loopback port, with this process's
+    environment pointing the AWS chain at it (:func:`env_for`) until the block ends; yields
+    the endpoint."""
+    import logging
+
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # not a line per request
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    saved = dict(os.environ)
+    os.environ.update(env_for(endpoint))
+    try:
+        yield endpoint
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        server.stop()
