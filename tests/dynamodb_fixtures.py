@@ -3,7 +3,8 @@ the whole test session (the environment points the AWS chain at it), and the Dyn
 (``sample_checkpoints/dynamodb``) loaded into it, unpacked and collected into a database.
 
 One server, because the environment has one ``AWS_ENDPOINT_URL``: the queries of
-``tests/dynamodb`` write their tables to it, beside the sample's.
+``tests/dynamodb`` write their tables to it, beside the sample's, and tests/remote's S3 bucket
+lives there too.
 """
 
 from __future__ import annotations
@@ -39,8 +40,10 @@ def sample_module(name: str) -> ModuleType:
 
 
 @pytest.fixture(scope="session")
-def moto_dynamodb() -> Iterator[str]:
-    """moto's server on a free loopback port; its endpoint, set as ``AWS_ENDPOINT_URL``."""
+def moto_aws() -> Iterator[str]:
+    """moto's server on a free loopback port; its endpoint, set as ``AWS_ENDPOINT_URL``. One for
+    every AWS service of the session (DynamoDB here, S3 in tests/remote): the environment has
+    one endpoint."""
     with moto_environment() as endpoint:
         yield endpoint
 
@@ -55,7 +58,7 @@ class DynamoSample:
 
 
 @pytest.fixture(scope="session")
-def dynamodb_sample(moto_dynamodb: str, tmp_path_factory: pytest.TempPathFactory) -> DynamoSample:
+def dynamodb_sample(moto_aws: str, tmp_path_factory: pytest.TempPathFactory) -> DynamoSample:
     import boto3
 
     demo = sample_module("demo")

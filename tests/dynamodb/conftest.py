@@ -34,12 +34,12 @@ class DynamoRun:
 
 
 @pytest.fixture(scope="session")
-def dynamo(spark: Any, moto_dynamodb: str, tmp_path_factory: pytest.TempPathFactory) -> DynamoRun:
+def dynamo(spark: Any, moto_aws: str, tmp_path_factory: pytest.TempPathFactory) -> DynamoRun:
     """The two queries run against the session's moto DynamoDB server."""
     if shutil.which("javac") is None:
         pytest.fail("no javac: install openjdk-17-jdk-headless (.ci/run does)", pytrace=False)
     queries = sample_module("queries")
-    endpoint = moto_dynamodb
+    endpoint = moto_aws
     base = tmp_path_factory.mktemp("dynamo")
     queries.load_jar(spark, queries.build_jar(base / "jar"))
     # The JVM's environment was fixed at its start: the provider's credentials come from

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from tests.conftest import SAMPLES
-from tests.remote.servers import moto_environment
 
 # Every provider and shape once: HDFS (with Spark's .crc sidecars kept), RocksDB changelog
 # checkpointing, a stream-stream join (four stores), transformWithState (state variables).
@@ -54,13 +53,16 @@ def upload(client: Any, bucket: str, local: Path, prefix: str, crc: bool = True)
 
 
 @pytest.fixture(scope="session")
-def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3]:
-    """moto's S3 server on a free loopback port; the environment points every client at it
-    through ``AWS_ENDPOINT_URL``, as a user of MinIO or an on-prem S3 would."""
+def s3(moto_aws: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3]:
+    """moto's S3 on a free loopback port (the session's one moto server); the environment
+    points every client at it through ``AWS_ENDPOINT_URL``, as a user of MinIO or an on-prem
+    S3 would."""
     import boto3
 
-    with moto_environment() as endpoint:
-        os.environ["STATEGLASS_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+    endpoint = moto_aws
+    saved = os.environ.get("STATEGLASS_CACHE_DIR")
+    os.environ["STATEGLASS_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+    try:
         client = boto3.client("s3", endpoint_url=endpoint)
         client.create_bucket(Bucket=BUCKET)
         copies = tmp_path_factory.mktemp("copies")
@@ -69,6 +71,11 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3]:
             # copyfile, not copy2: new mtimes, as the upload gives the objects.
             shutil.copytree(SAMPLES / sample, copies / sample, copy_function=shutil.copyfile)
         yield S3(endpoint, client, copies)
+    finally:
+        if saved is None:
+            os.environ.pop("STATEGLASS_CACHE_DIR", None)
+        else:
+            os.environ["STATEGLASS_CACHE_DIR"] = saved
 
 
 @dataclass
