@@ -7,6 +7,7 @@ files start at version 1 needs no snapshot.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
@@ -170,35 +171,60 @@ def gaps(versions: Iterable[int], lo: int, hi: int) -> list[int]:
 
 
 @dataclass(frozen=True)
+class CountRun:
+    """Consecutive recorded batches ``first..last`` with one partition count ``count``."""
+
+    first: int
+    last: int
+    count: int
+
+
+# The runs of one partition count among a checkpoint's recorded batches: a month of batches is
+# a handful of rows (one per repartition), so a rule never walks every batch per partition.
+_COUNT_RUNS = """
+    SELECT batch_id, shuffle_partitions,
+           prev IS DISTINCT FROM shuffle_partitions AS starts,
+           next IS DISTINCT FROM shuffle_partitions AS ends
+    FROM (
+        SELECT batch_id, shuffle_partitions,
+               lag(shuffle_partitions) OVER (ORDER BY batch_id) AS prev,
+               lead(shuffle_partitions) OVER (ORDER BY batch_id) AS next
+        FROM batches WHERE checkpoint = ? AND shuffle_partitions IS NOT NULL
+    )
+    WHERE starts OR ends
+    ORDER BY batch_id
+"""
+
+
+@dataclass(frozen=True)
 class PartitionCounts:
     """State partitions per batch, from each batch's ``spark.sql.shuffle.partitions``: a
     repartition (Spark 4.2+) changes the count, so a partition can start or end at it."""
 
-    by_batch: dict[int, int]
+    runs: tuple[CountRun, ...]
     default: int
 
     @classmethod
     def of(cls, ctx: Context, default: int) -> PartitionCounts:
-        rows = ctx.rows(
-            "SELECT batch_id, shuffle_partitions FROM batches "
-            "WHERE checkpoint = ? AND shuffle_partitions IS NOT NULL"
-        )
-        return cls({b: n for b, n in rows}, default)
+        runs, first = [], 0
+        for batch, count, starts, ends in ctx.rows(_COUNT_RUNS):
+            first = batch if starts else first
+            if ends:
+                runs.append(CountRun(int(first), int(batch), int(count)))
+        return cls(tuple(runs), default)
 
     def at(self, batch: int) -> int:
         """The count at ``batch``; a batch whose offsets are gone takes the next known one's."""
-        if batch in self.by_batch:
-            return self.by_batch[batch]
-        later = [b for b in self.by_batch if b > batch]
-        return self.by_batch[min(later)] if later else self.default
+        at = bisect.bisect_left([r.last for r in self.runs], batch)
+        return self.runs[at].count if at < len(self.runs) else self.default
 
     def most(self) -> int:
         """The largest count any batch had: every partition directory the store can have."""
-        return max([self.default, *self.by_batch.values()])
+        return max([self.default, *(r.count for r in self.runs)])
 
     def last_batch_of(self, partition: int, last: int) -> int | None:
         """The newest batch up to ``last`` whose state has ``partition`` (None: none has)."""
-        for batch in sorted((b for b in self.by_batch if b <= last), reverse=True):
-            if partition < self.by_batch[batch]:
-                return batch
+        for run in reversed(self.runs):
+            if run.first <= last and partition < run.count:
+                return min(run.last, last)
         return last if partition < self.default else None
