@@ -23,9 +23,11 @@ Errors print one line on stderr and exit with status 2 (``check`` also exits 2 f
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import os
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from stateglass.app.commands import COMMANDS, COMMANDS_BY_NAME, Reads
@@ -108,6 +110,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from stateglass.app.atomic import signals_unwind
 
     args = build_parser().parse_args(argv)
+    if threading.current_thread() is threading.main_thread():
+        # Long-running commands (watch, dashboard, metrics) run for months: `kill -USR1 PID`
+        # prints every thread's stack to stderr, without stopping the process.
+        faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)
     command = COMMANDS_BY_NAME[args.command]
     reads_checkpoints = Reads.CHECKPOINTS in command.reads
     try:

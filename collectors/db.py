@@ -848,11 +848,11 @@ class Database:
     def __init__(
         self,
         path: str,
-        lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
+        lock_timeout_s: float | None = None,
         history: HistorySettings | None = None,
     ) -> None:
         self.path = os.path.abspath(os.path.expanduser(path))
-        self.lock_timeout_s = lock_timeout_s
+        self.lock_timeout_s = DEFAULT_LOCK_TIMEOUT_S if lock_timeout_s is None else lock_timeout_s
         self.history = history or HistorySettings()
         self._lock = threading.Lock()
         # checkpoint -> versions written since this writer last maintained its history

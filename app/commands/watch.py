@@ -43,19 +43,28 @@ def run(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
     problems; ``--verbose`` prints every scan.
     """
     from stateglass.app.collecting import ProgressBar, scanner_for, summary_line
+    from stateglass.collectors.errors import DatabaseBusy
     from stateglass.collectors.watch import CheckpointWatcher, Debouncer
 
     scanner, roots = scanner_for(args)
     _as_watcher(scanner, args)
     verbose = getattr(args, "verbose", False)
-    summaries: list[ScanSummary] = []
+    summaries: list[ScanSummary | None] = []
     halt = stop or threading.Event()
     _start_progress(scanner.db, args.progress, halt)
 
     def first(root: str) -> None:
-        summaries.append(scanner.scan(root, ProgressBar(root)))
+        try:
+            summaries.append(scanner.scan(root, ProgressBar(root)))
+        except DatabaseBusy as exc:
+            # A reader (a dashboard judging health, a report) held the database past the
+            # timeout: the checkpoint stays watched and its next commit scans it again,
+            # rather than one slow reader ending a watch over a fleet.
+            print(f"stateglass: error: {exc}; scanned again at its next change", file=sys.stderr)
+            summaries.append(None)
         if len(summaries) == len(roots):
-            print(summary_line(summaries, scanner.db.path), file=sys.stderr)
+            done = [s for s in summaries if s is not None]
+            print(summary_line(done, scanner.db.path), file=sys.stderr)
             print(f"watching {len(roots)} checkpoint(s); Ctrl-C to stop", file=sys.stderr)
 
     watcher = CheckpointWatcher(
