@@ -296,9 +296,10 @@ import streamlit as st
 st.cache_data.clear()
 st.cache_resource.clear()
 # The state pages' own caches: read partitions and opened checkpoints.
-from stateglass.app.browse import store, views
+from stateglass.app.browse import diff, store, views
 store.CACHE.clear()
 views.SOURCES = views.Sources()
+diff._RECENT.clear()
 at2, again, cpu2 = run()
 charts = at.get("plotly_chart")
 print(json.dumps({
@@ -408,17 +409,23 @@ def with_real_checkpoint(days: float, partitions: int) -> tuple[pathlib.Path, st
     return out, root
 
 
-def measure_state_pages(db: pathlib.Path, checkpoint: str) -> list[dict[str, Any]]:
+def measure_state_pages(
+    db: pathlib.Path, checkpoint: str, baseline: str | None = None, runs: int = 1
+) -> list[dict[str, Any]]:
     """Browse, Diff and Key history on ``checkpoint``, each its own cold process, as
     :func:`measure`'s pages (each page's defaults: the newest version, the newest two, the
-    first key of the newest version's first partition)."""
+    first key of the newest version's first partition). With ``baseline`` (another
+    installation's Python, e.g. main's), each run of a page goes there first, then here."""
     steps: list[dict[str, Any]] = []
+    pythons = [("baseline", baseline), ("this", PY)] if baseline else [("this", PY)]
     for page in STATE_PAGES:
-        load = _load()
-        took, cpu, rss, out = _child([PY, "-c", _PAGE_CHILD, str(db), page, checkpoint])
-        info = json.loads(out.strip().splitlines()[-1])
-        row = {"step": f"{page} page", "wall_s": took, "proc_cpu_s": cpu, "rss_gib": rss}
-        steps.append({**row, "load": load, **info})
+        for _ in range(runs):
+            for code, python in pythons:
+                load = _load()
+                took, cpu, rss, out = _child([python, "-c", _PAGE_CHILD, str(db), page, checkpoint])
+                info = json.loads(out.strip().splitlines()[-1])
+                row = {"step": f"{page} page", "code": code, "wall_s": took, "proc_cpu_s": cpu}
+                steps.append({**row, "rss_gib": rss, "load": load, **info})
     return steps
 
 
@@ -491,6 +498,10 @@ def main() -> None:
     ap.add_argument("what", choices=("build", "measure", "state-pages", "all"))
     ap.add_argument("--days", type=float, default=1.0)
     ap.add_argument("--partitions", type=int, default=200)
+    ap.add_argument(
+        "--baseline", help="state-pages: also run each page with this Python (another install)"
+    )
+    ap.add_argument("--runs", type=int, default=1, help="state-pages: runs of each page")
     args = ap.parse_args()
     if args.what == "build":
         start = time.perf_counter()
@@ -504,7 +515,7 @@ def main() -> None:
         print(f"{os.path.getsize(db) / 2**20:.0f} MiB; versions per checkpoint:")
         for row in held(db):
             print(json.dumps(row))
-        for step in measure_state_pages(db, root):
+        for step in measure_state_pages(db, root, args.baseline, args.runs):
             print(json.dumps(step))
     else:
         for days in (1, 7, 30):
