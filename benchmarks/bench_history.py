@@ -5,6 +5,7 @@ Usage::
     .venv/bin/python benchmarks/bench_history.py build --days 1 [--partitions 200]
     .venv/bin/python benchmarks/bench_history.py measure --days 1      # builds first if needed
     .venv/bin/python benchmarks/bench_history.py all                   # a day, a week, a month
+    .venv/bin/python benchmarks/bench_history.py state-pages --days 30 # Browse, Diff, Key history
 
 The history is what a watcher writes for a query with a batch every 10 s (8,640 versions a
 day): it goes through the project's own write path, ``Database.record_scan`` (one
@@ -21,6 +22,15 @@ Each step is then measured as its own cold process (``/usr/bin/time``-style peak
 Streamlit's ``AppTest`` with every chart's JSON size, ``check --no-collect``,
 ``report --no-collect``, and one ``/metrics`` scrape (the collector the server runs).
 Databases are cached in ``benchmarks/out/history-<days>d.duckdb``.
+
+The history has no state files behind it, so ``state-pages`` measures the pages that read
+them (Browse, Diff, Key history) on a real checkpoint instead: PySpark writes one once with
+the same partition count (:func:`real_checkpoint`, ~110 batches; Spark's maintenance keeps
+the newest ~100 versions), ``scan_checkpoint`` collects it into a copy of the history's
+database (``…-real.duckdb``), and each page runs as its own cold process on that checkpoint,
+with the history's rows beside it in the same file. The real checkpoint's versions start at
+1: Spark cannot start a query at batch 259,200 short of running that many batches, so its
+rows sit beside the month's, not after them.
 """
 
 from __future__ import annotations
@@ -215,6 +225,48 @@ def build(days: float, partitions: int, milestones: tuple[float, ...] = ()) -> p
     return db_file
 
 
+# ---- a real checkpoint behind the history ------------------------------------------------------
+
+REAL_BATCHES = 110  # Spark keeps the newest 100 (minBatchesToRetain) and purges the rest
+REAL_ROWS = 25_000  # rows a batch: ~125 keys added or updated a partition, as in the history
+REAL_KEY_SPACE = 1_500_000  # ~1.3M keys after 110 batches: 4,000-11,000 a partition
+REAL_FILES_MTIME = 1_700_000_000
+
+
+def real_checkpoint(partitions: int) -> pathlib.Path:
+    """A checkpoint written by PySpark (cached): ``bench_collect.py``'s query, a streaming
+    ``groupBy(k).agg(count, sum)`` over one JSON file a batch, with ``partitions`` shuffle
+    partitions (HDFS provider) and :data:`REAL_BATCHES` batches of :data:`REAL_ROWS` rows over
+    :data:`REAL_KEY_SPACE` keys; Spark's own maintenance leaves the newest ~100 versions."""
+    import random
+
+    sys.path.insert(0, str(HERE))
+    import bench_collect
+
+    base = OUT / f"history-{partitions}p-real"
+    cp, src, done = base / "checkpoint", base / "src", base / "written"
+    if done.is_file():
+        return cp
+    import shutil
+
+    shutil.rmtree(base, ignore_errors=True)
+    src.mkdir(parents=True)
+    for n in range(REAL_BATCHES):
+        rnd = random.Random(n)
+        lines = []
+        for _ in range(REAL_ROWS):
+            key = rnd.randrange(REAL_KEY_SPACE)
+            lines.append(json.dumps({"k": f"key-{key:07d}", "v": key % 97}) + "\n")
+        path = src / f"{n:05d}.json"
+        path.write_text("".join(lines))
+        # One file a batch, in name order: the file source orders by modification time.
+        os.utime(path, (REAL_FILES_MTIME + n, REAL_FILES_MTIME + n))
+    print(f"writing {cp}: {partitions} partitions, {REAL_BATCHES} batches", file=sys.stderr)
+    took = bench_collect.run_query(str(src), str(cp), partitions)
+    done.write_text(f"{took:.0f} s\n")
+    return cp
+
+
 # ---- cold steps, each in a child process ------------------------------------------------------
 
 _PAGE_CHILD = r"""
@@ -232,6 +284,8 @@ SCRIPT = (
 def run():
     start, cpu = time.perf_counter(), time.process_time()
     at = AppTest.from_string(SCRIPT, default_timeout=600)
+    if len(sys.argv) > 3:  # the checkpoint to show (the sidebar's first one otherwise)
+        at.session_state["sg_checkpoint"] = sys.argv[3]
     at.run()
     return at, time.perf_counter() - start, time.process_time() - cpu
 
@@ -241,6 +295,11 @@ at, took, cpu = run()
 import streamlit as st
 st.cache_data.clear()
 st.cache_resource.clear()
+# The state pages' own caches: read partitions and opened checkpoints.
+from stateglass.app.browse import diff, store, views
+store.CACHE.clear()
+views.SOURCES = views.Sources()
+diff._RECENT.clear()
 at2, again, cpu2 = run()
 charts = at.get("plotly_chart")
 print(json.dumps({
@@ -248,6 +307,7 @@ print(json.dumps({
     "chart_bytes": sum(len(c.proto.spec) for c in charts),
     "largest_chart_bytes": max((len(c.proto.spec) for c in charts), default=0),
     "charts": len(charts),
+    "tables": len(at.dataframe),
     "errors": [str(e.value)[:300] for e in [*at.exception, *at2.exception]],
 }))
 """
@@ -323,6 +383,66 @@ def measure(db: pathlib.Path, cp: str) -> list[dict[str, Any]]:
     return steps
 
 
+STATE_PAGES = ("browse", "diff", "key_history")
+
+
+def with_real_checkpoint(days: float, partitions: int) -> tuple[pathlib.Path, str]:
+    """A copy of ``days``' database with :func:`real_checkpoint` collected into it by
+    ``scan_checkpoint`` (the collector's own write path); the copy and the checkpoint's root.
+    The month's file is only read (copied), never written."""
+    import shutil
+
+    from stateglass.collectors.db import Database
+    from stateglass.collectors.scan import scan_checkpoint
+
+    cp = real_checkpoint(partitions)
+    db = build(days, partitions)
+    out = db.with_name(f"{db.stem}-real.duckdb")
+    root = os.path.abspath(cp)
+    if not out.is_file():
+        part = out.with_suffix(".part")
+        shutil.copyfile(db, part)
+        start = time.perf_counter()
+        root = scan_checkpoint(Database(str(part)), str(cp)).checkpoint
+        print(f"  collected {root} in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+        os.replace(part, out)
+    return out, root
+
+
+def measure_state_pages(
+    db: pathlib.Path, checkpoint: str, baseline: str | None = None, runs: int = 1
+) -> list[dict[str, Any]]:
+    """Browse, Diff and Key history on ``checkpoint``, each its own cold process, as
+    :func:`measure`'s pages (each page's defaults: the newest version, the newest two, the
+    first key of the newest version's first partition). With ``baseline`` (another
+    installation's Python, e.g. main's), each run of a page goes there first, then here."""
+    steps: list[dict[str, Any]] = []
+    pythons = [("baseline", baseline), ("this", PY)] if baseline else [("this", PY)]
+    for page in STATE_PAGES:
+        for _ in range(runs):
+            for code, python in pythons:
+                load = _load()
+                took, cpu, rss, out = _child([python, "-c", _PAGE_CHILD, str(db), page, checkpoint])
+                info = json.loads(out.strip().splitlines()[-1])
+                row = {"step": f"{page} page", "code": code, "wall_s": took, "proc_cpu_s": cpu}
+                steps.append({**row, "rss_gib": rss, "load": load, **info})
+    return steps
+
+
+def held(db: pathlib.Path) -> list[dict[str, Any]]:
+    """Each checkpoint's store versions (first, last, how many) and batches in ``db``."""
+    from stateglass.collectors.db import read_query
+
+    rows = read_query(
+        str(db),
+        "SELECT checkpoint, min(version), max(version), count(*), "
+        "(SELECT count(*) FROM batches b WHERE b.checkpoint = s.checkpoint) "
+        "FROM store_versions s GROUP BY checkpoint ORDER BY checkpoint",
+    )
+    names = ("checkpoint", "first_version", "last_version", "versions", "batches")
+    return [dict(zip(names, row, strict=True)) for row in rows]
+
+
 def size(db: pathlib.Path) -> dict[str, Any]:
     """File size and bytes per partition-version; rows per table."""
     from stateglass.collectors.db import read_query
@@ -375,9 +495,13 @@ def report(days: float, partitions: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("what", choices=("build", "measure", "all"))
+    ap.add_argument("what", choices=("build", "measure", "state-pages", "all"))
     ap.add_argument("--days", type=float, default=1.0)
     ap.add_argument("--partitions", type=int, default=200)
+    ap.add_argument(
+        "--baseline", help="state-pages: also run each page with this Python (another install)"
+    )
+    ap.add_argument("--runs", type=int, default=1, help="state-pages: runs of each page")
     args = ap.parse_args()
     if args.what == "build":
         start = time.perf_counter()
@@ -385,6 +509,14 @@ def main() -> None:
         print(f"{db}: {os.path.getsize(db) / 2**20:.1f} MiB ({time.perf_counter() - start:.0f} s)")
     elif args.what == "measure":
         report(args.days, args.partitions)
+    elif args.what == "state-pages":
+        db, root = with_real_checkpoint(args.days, args.partitions)
+        print(f"# {args.days:g} days, {args.partitions} partitions: {db}, {root}")
+        print(f"{os.path.getsize(db) / 2**20:.0f} MiB; versions per checkpoint:")
+        for row in held(db):
+            print(json.dumps(row))
+        for step in measure_state_pages(db, root, args.baseline, args.runs):
+            print(json.dumps(step))
     else:
         for days in (1, 7, 30):
             report(days, args.partitions)

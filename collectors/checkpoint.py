@@ -113,7 +113,11 @@ class Checkpoint:
     def __init__(self, root: str, fs: FileSystem = LOCAL) -> None:
         self.root = root
         self.fs = fs
+        # Logs and listings read once per instance (a view of the directory as it was when
+        # opened, as the batch id lists are): pages ask them again for every retained version.
         self._commits: dict[int, CommitMetadata] = {}
+        self._offsets: dict[int, OffsetSeq] = {}
+        self._partitions: dict[int, list[int]] = {}
         # Collecting sets this: an unreadable schema file or operator metadata becomes an entry
         # here (the store is still listed) instead of an error that hides every store.
         self.schema_problems: list[CheckpointError] | None = None
@@ -199,7 +203,10 @@ class Checkpoint:
     def offsets(self, batch_id: int) -> OffsetSeq:
         if batch_id not in self.offset_batch_ids:
             raise NotFound(self.path("offsets", str(batch_id)), "no such batch in offsets/")
-        return self.parse(self.path("offsets", str(batch_id)), OffsetSeq.from_bytes)
+        if batch_id not in self._offsets:
+            path = self.path("offsets", str(batch_id))
+            self._offsets[batch_id] = self.parse(path, OffsetSeq.from_bytes)
+        return self._offsets[batch_id]
 
     def commit(self, batch_id: int) -> CommitMetadata:
         if batch_id not in self.commit_batch_ids:
@@ -270,11 +277,13 @@ class Checkpoint:
         return sorted(int(f.name) for f in self.list_dir("state") if f.is_dir and f.name.isdigit())
 
     def partitions(self, operator_id: int) -> list[int]:
-        return sorted(
-            int(f.name)
-            for f in self.list_dir("state", str(operator_id))
-            if f.is_dir and f.name.isdigit()
-        )
+        if operator_id not in self._partitions:
+            self._partitions[operator_id] = sorted(
+                int(f.name)
+                for f in self.list_dir("state", str(operator_id))
+                if f.is_dir and f.name.isdigit()
+            )
+        return list(self._partitions[operator_id])
 
     def store_dir(self, operator_id: int, partition: int, store_name: str) -> str:
         if store_name == DEFAULT_STORE:

@@ -28,6 +28,7 @@ from stateglass.collectors.errors import (
     NotFound,
     UnsupportedCheckpoint,
 )
+from stateglass.collectors.fs import FileInfo
 from stateglass.collectors.stores import StoreContext, StoreReader, open_store, row_layout
 from stateglass.collectors.stores.base import Change
 from stateglass.parsers.errors import ParseError, UnsupportedFormat
@@ -94,6 +95,7 @@ class StateSource:
         merge_v = conf.merge_operator_version if conf else None
         self.merge_delimiter = b"" if merge_v == 2 else b","
         self.encoding_format = conf.encoding_format if conf else "unsaferow"
+        self._listings: dict[int, tuple[FileInfo, ...]] = {}
 
     def partitions_for(self, batch_id: int | None) -> list[int]:
         """The store's partitions at ``batch_id`` (None: the last committed batch), or the
@@ -250,6 +252,11 @@ class StateSource:
         return out
 
     def reader(self, partition: int) -> StoreReader:
+        """A reader of ``partition``, on the source's listing of its directory: a page lists
+        the versions, then reads one or two of them, for each of 200 partitions, and one
+        listing of a partition's hundreds of files costs about what reading a version does.
+        The listing is the source's view of the directory, as the batch ids are the
+        checkpoint's (a dashboard opens a new source when a batch commits)."""
         ctx = StoreContext(
             fs=self.cp.fs,
             store_dir=self.cp.store_dir(self.store.operator_id, partition, self.store.store_name),
@@ -258,7 +265,10 @@ class StateSource:
             merge_delimiter=self.merge_delimiter,
             unique_ids=self._unique_ids(partition),
         )
-        return open_store(ctx, self.store.provider)
+        files = self._listings.get(partition)
+        if files is None:
+            files = self._listings[partition] = tuple(ctx.listing())
+        return open_store(replace(ctx, files=files), self.store.provider)
 
     def load(self, partition: int, version: int) -> Iterator[tuple[bytes, bytes]]:
         """Every (key, value) of ``partition`` at ``version``; a purged version says so."""

@@ -254,6 +254,10 @@ class PartitionCache:
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
         self._items: OrderedDict[CacheKey, PartitionData] = OrderedDict()
+        # Each entry's bytes as put, and their sum: summing them at every put made reading a
+        # version of N partitions cost N² size look-ups.
+        self._sizes: dict[CacheKey, int] = {}
+        self._total = 0
 
     def get(self, key: CacheKey) -> PartitionData | None:
         with self._lock:
@@ -264,23 +268,27 @@ class PartitionCache:
 
     def put(self, key: CacheKey, data: PartitionData) -> None:
         with self._lock:
+            self._total -= self._sizes.get(key, 0)
             self._items[key] = data
             self._items.move_to_end(key)
-            total = sum(d.nbytes for d in self._items.values())
+            self._sizes[key] = data.nbytes
+            self._total += self._sizes[key]
             # The newest entry stays even when it alone is over the budget: it is in use.
-            while total > self.max_bytes and len(self._items) > 1:
-                _, dropped = self._items.popitem(last=False)
-                total -= dropped.nbytes
+            while self._total > self.max_bytes and len(self._items) > 1:
+                dropped, _ = self._items.popitem(last=False)
+                self._total -= self._sizes.pop(dropped)
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self._sizes.clear()
+            self._total = 0
 
     def stats(self) -> tuple[int, int]:
         """(cached versions, bytes): a version counts once however many partitions it has."""
         with self._lock:
             versions = {(view, version) for view, version, _ in self._items}
-            return len(versions), sum(d.nbytes for d in self._items.values())
+            return len(versions), self._total
 
 
 CACHE = PartitionCache()

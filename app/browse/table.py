@@ -112,10 +112,27 @@ def page_table(
     return flat.table(picked)
 
 
+def one_row_per_key(view: StateView) -> bool:
+    """Whether the view has one row per stored key, so the collector's key counts are its
+    row counts: a plain store (not a state variable, column family or multi-value store)."""
+    if view.state_var is not None or view.read_timers:
+        return False
+    spec = open_source(view).row_codec.spec
+    return spec.state_kind is None and spec.cf_id is None and not spec.multi_value
+
+
 def iter_page(
-    request: PageRequest, *, cache: PartitionCache | None = None, jobs: int = 1
+    request: PageRequest,
+    *,
+    cache: PartitionCache | None = None,
+    jobs: int = 1,
+    total: int | None = None,
 ) -> Iterator[PageUpdate]:
-    """Progress while partitions are read; the last update has the page and the total."""
+    """Progress while partitions are read; the last update has the page and the total.
+
+    A known ``total`` (the collector's key count, for an unsearched :func:`one_row_per_key`
+    view) ends the reading once the page is full: the other partitions are not read to count.
+    """
     source = open_source(request.view)
     held = source.partitions_for(request.version - 1)  # a repartition changes them
     partitions = held if request.partition is None else [request.partition]
@@ -140,6 +157,9 @@ def iter_page(
         seen += data.num_rows if rows is None else len(rows)
         if table is None and seen >= offset + size:
             table = page_table(source, parts, offset, size)
+        if table is not None and total is not None and done < len(partitions):
+            yield PageUpdate(len(partitions), len(partitions), seen, table, total)
+            return
         yield PageUpdate(done, len(partitions), seen, table, None)
     if table is None:
         table = page_table(source, parts, offset, size)
@@ -155,7 +175,11 @@ def last(items: Iterable[T]) -> T:
 
 
 def read_page(
-    request: PageRequest, *, cache: PartitionCache | None = None, jobs: int = 1
+    request: PageRequest,
+    *,
+    cache: PartitionCache | None = None,
+    jobs: int = 1,
+    total: int | None = None,
 ) -> PageUpdate:
     """The final update of :func:`iter_page`: the page and the total."""
-    return last(iter_page(request, cache=cache, jobs=jobs))
+    return last(iter_page(request, cache=cache, jobs=jobs, total=total))

@@ -1,7 +1,8 @@
 """What the Browse, Diff and Key history pages share: the view picker, versions, the cache note.
 
-The state itself is read from the checkpoint's files (``stateglass.app.browse``); the database only
-lists checkpoints and stores.
+The state itself is read from the checkpoint's files (``stateglass.app.browse``); the database
+lists checkpoints and stores, and gives Browse the row total of a plain store (the collector's
+key counts), so its first page reads only the partitions it shows.
 """
 
 from __future__ import annotations

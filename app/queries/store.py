@@ -343,3 +343,31 @@ def history_kept(db: str, checkpoint: str) -> str:
         f"{int(row['rollup_versions'])} versions; totals over partitions at every version, "
         "for good."
     )
+
+
+def keys_at_version(
+    db: str,
+    checkpoint: str,
+    operator_id: int,
+    store_name: str,
+    version: int,
+    partitions: list[int],
+) -> int | None:
+    """The keys ``partitions`` held at ``version`` as the collector counted them, or None
+    unless every one of them was counted at that version (not collected yet, or rolled up).
+
+    Example: ``keys_at_version(db, "/data/cp", 0, "default", 123, list(range(200)))``.
+    """
+    if not partitions:
+        return None
+    row = read_frame(
+        db,
+        f"""
+        SELECT count(num_keys) AS counted, sum(num_keys) AS num_keys FROM state_versions
+        WHERE {STORE_WHERE} AND version = ? AND list_contains(?, partition_id)
+        """,
+        [checkpoint, operator_id, store_name, version, partitions],
+    ).iloc[0]
+    if int(row["counted"]) != len(set(partitions)):
+        return None
+    return int(row["num_keys"])

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from stateglass.app import queries
 from stateglass.app.browse.overdue import EVENT_TIME_COLUMN, overdue_page, utc_ms
-from stateglass.app.browse.table import PageRequest, iter_page
-from stateglass.app.browse.views import StateView, batch_label
+from stateglass.app.browse.table import PageRequest, iter_page, one_row_per_key
+from stateglass.app.browse.views import StateView, batch_label, open_source
 from stateglass.app.dashboard import context, state_ui
 from stateglass.app.escape import md, md_code
 
@@ -50,12 +51,13 @@ def render() -> None:
     _reset_page_when((view, version, partition, search, page_size))
     page = int(right.number_input("Page", min_value=1, step=1, key="sg_browse_page"))
     request = PageRequest(view, version, partition, search, page, page_size)
+    known = None if search else _collected_keys(view, version, partition)
 
     status, table_slot, footer = st.empty(), st.empty(), st.empty()
     shown = False
     update = None
     try:
-        for update in iter_page(request):
+        for update in iter_page(request, total=known):
             if update.partitions_done < update.partitions_total:
                 status.progress(
                     update.fraction,
@@ -93,6 +95,23 @@ def render() -> None:
     if page > pages:
         st.warning(f"There are only {pages:,} page(s).")
     state_ui.cache_note()
+
+
+def _collected_keys(view: StateView, version: int, partition: int | None) -> int | None:
+    """The rows at ``version`` as the collector counted them (one row per key), so the page
+    needs only the partitions it shows; None when the database cannot say."""
+    if not one_row_per_key(view):
+        return None
+    held = open_source(view).partitions_for(version - 1)
+    wanted = held if partition is None else [partition]
+    return context.load(
+        queries.keys_at_version,
+        view.checkpoint,
+        view.operator_id,
+        view.store_name,
+        version,
+        wanted,
+    )
 
 
 # ---- the eviction audit's "overdue" filter -------------------------------------------------------
