@@ -32,6 +32,22 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
+def time_judging(scanner: Any) -> list[float]:
+    """Time the scanner's judging of health apart from its scans: returns the list its CPU and
+    wall seconds add up in (the caller zeroes it before each scan)."""
+    judging = scanner._judge
+    judge_cpu = [0.0, 0.0]  # CPU, wall
+
+    def timed_judge(root: str, scan_at: Any) -> None:
+        t, c = time.monotonic(), time.process_time()
+        judging(root, scan_at)
+        judge_cpu[0] += time.process_time() - c
+        judge_cpu[1] += time.monotonic() - t
+
+    scanner._judge = timed_judge
+    return judge_cpu
+
+
 def run(
     partitions: int, workdir: Path, by_name: bool, replayed: tuple[int, ...]
 ) -> list[tuple[float, float]]:
@@ -47,16 +63,7 @@ def run(
     batches = tile_join(JOIN_SAMPLE, cp, held, partitions, replayed)
     policy = ReconcilePolicy(every_scans=1000, every_s=1e9) if by_name else None
     scanner = Scanner(Database(str(base / "sg.duckdb")), reconcile=policy, judge=by_name)
-    judging = scanner._judge
-    judge_cpu = [0.0, 0.0]  # CPU, wall
-
-    def timed_judge(root: str, scan_at: Any) -> None:
-        t, c = time.monotonic(), time.process_time()
-        judging(root, scan_at)
-        judge_cpu[0] += time.process_time() - c
-        judge_cpu[1] += time.monotonic() - t
-
-    scanner._judge = timed_judge  # type: ignore[method-assign]
+    judge_cpu = time_judging(scanner)
     times = []
     for batch in (None, *replayed):
         for rel in batches[batch] if batch is not None else ():

@@ -161,21 +161,15 @@ def time_known(
 
 def scan_commits(db_path: Path, cp: Path, held: Path, batches: dict[int, list[Path]]) -> list[Any]:
     """The first scan, then one scan by name per held batch: (wall, CPU, judge wall, judge CPU)."""
+    from bench_scan_by_name import time_judging
+
     from stateglass.collectors.db import Database
     from stateglass.collectors.reconcile import ReconcilePolicy
     from stateglass.collectors.scan import Scanner
 
     policy = ReconcilePolicy(every_scans=1000, every_s=1e9)
     scanner = Scanner(Database(str(db_path)), reconcile=policy, judge=True)
-    judging = scanner._judge
-    judged = [0.0, 0.0]
-
-    def timed_judge(root: str, scan_at: Any) -> None:
-        t, c = time.monotonic(), time.process_time()
-        judging(root, scan_at)
-        judged[:] = [time.monotonic() - t, time.process_time() - c]
-
-    scanner._judge = timed_judge  # type: ignore[method-assign]
+    judged = time_judging(scanner)  # CPU, wall
     out = []
     for batch in (None, *batches):
         for rel in batches[batch] if batch is not None else ():
@@ -183,8 +177,8 @@ def scan_commits(db_path: Path, cp: Path, held: Path, batches: dict[int, list[Pa
         judged[:] = [0.0, 0.0]
         t, c = time.monotonic(), time.process_time()
         summary = scanner.scan(str(cp))
-        wall, cpu = time.monotonic() - t - judged[0], time.process_time() - c - judged[1]
-        out.append((wall, cpu, *judged, summary.versions, summary.problems))
+        wall, cpu = time.monotonic() - t - judged[1], time.process_time() - c - judged[0]
+        out.append((wall, cpu, judged[1], judged[0], summary.versions, summary.problems))
     return out
 
 
