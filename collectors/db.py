@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -832,6 +832,26 @@ def _delete_where(conn: duckdb.DuckDBPyConnection, table: str, where: Mapping[st
     conn.execute(f"DELETE FROM {table} WHERE {clause}", list(where.values()))
 
 
+def _watermarks(rows: Callable[..., list[tuple[Any, ...]]], oldest: int) -> dict[int, int | None]:
+    """batch -> watermark of the batches that wrote version ``oldest`` and later; and of the
+    newest older batch with a watermark, if any: whether the query ever had a watermark
+    decides how its eviction rules read."""
+    out = dict(
+        rows(
+            "SELECT batch_id, watermark_ms FROM batches WHERE checkpoint = ? AND batch_id >= ?",
+            oldest - 1,
+        )
+    )
+    out.update(
+        rows(
+            "SELECT batch_id, watermark_ms FROM batches WHERE checkpoint = ? AND batch_id < ? "
+            "AND watermark_ms > 0 ORDER BY batch_id DESC LIMIT 1",
+            oldest - 1,
+        )
+    )
+    return out
+
+
 def _rows_by_chain(
     rows: Sequence[tuple[Any, ...]],
 ) -> dict[Chain, dict[int, Any]]:
@@ -891,19 +911,27 @@ class Database:
     # -- checkpoint scans ------------------------------------------------------------------
 
     def known(self, root: str) -> KnownScan:
-        """What earlier scans of the checkpoint ``root`` recorded (empty for a new one)."""
+        """What earlier scans of the checkpoint ``root`` recorded (empty for a new one).
+
+        Only what a scan can meet again is read: the versions, and the batches' watermarks,
+        from the oldest state file still on disk on. A month of history keeps a week of
+        partition rows (millions) beside a hundred versions of files; a scan only ever
+        counts versions it finds files of, and audits those."""
         with self._transaction() as conn:
 
-            def rows(sql: str) -> list[tuple[Any, ...]]:
-                return conn.execute(sql, [root]).fetchall()
+            def rows(sql: str, *more: Any) -> list[tuple[Any, ...]]:
+                return conn.execute(sql, [root, *more]).fetchall()
 
-            versions = rows(
-                "SELECT operator_id, store_name, partition_id, version, NULL "
-                "FROM state_versions WHERE checkpoint = ?"
+            state_files = rows(
+                "SELECT path, size_bytes, modified_at, version FROM state_files "
+                "WHERE checkpoint = ? AND NOT purged"
             )
-            live = rows(
+            # No live file (a new checkpoint, or every file purged): nothing to bound by.
+            oldest = min((v for *_, v in state_files if v is not None), default=0)
+            versions = rows(
                 "SELECT operator_id, store_name, partition_id, version, sst_bytes_live "
-                "FROM state_versions WHERE checkpoint = ? AND sst_bytes_live IS NOT NULL"
+                "FROM state_versions WHERE checkpoint = ? AND version >= ?",
+                oldest,
             )
             return KnownScan(
                 log_files={
@@ -912,18 +940,10 @@ class Database:
                         "SELECT path, size_bytes, modified_at FROM log_files WHERE checkpoint = ?"
                     )
                 },
-                state_files={
-                    p: (s, m)
-                    for p, s, m in rows(
-                        "SELECT path, size_bytes, modified_at FROM state_files "
-                        "WHERE checkpoint = ? AND NOT purged"
-                    )
-                },
+                state_files={p: (s, m) for p, s, m, _ in state_files},
                 versions={c: set(v) for c, v in _rows_by_chain(versions).items()},
-                sst_bytes_live=_rows_by_chain(live),
-                watermarks=dict(
-                    rows("SELECT batch_id, watermark_ms FROM batches WHERE checkpoint = ?")
-                ),
+                sst_bytes_live=_rows_by_chain([r for r in versions if r[4] is not None]),
+                watermarks=_watermarks(rows, oldest),
                 problem_paths=frozenset(
                     p for (p,) in rows("SELECT path FROM problems WHERE checkpoint = ?")
                 ),

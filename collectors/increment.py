@@ -17,18 +17,20 @@ listed in full at every scan.
 Example::
 
     versions = new_versions(logs, known.log_files)
-    found = lookup_listing(cp, stores, known.state_files, logs, versions, commits, memo)
+    remembered = KnownListing.build(cp, stores, known.state_files)
+    found = lookup_listing(cp, stores, remembered, logs, versions, commits)
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from stateglass.collectors.chains import ChainResult
 from stateglass.collectors.checkpoint import Checkpoint, StoreInfo
 from stateglass.collectors.db import Chain
 from stateglass.collectors.fs import FileInfo
-from stateglass.collectors.listing import FileStat, Listing, StateFile, classify
+from stateglass.collectors.listing import ChainIndex, FileStat, Listing, StateFile, classify
 from stateglass.collectors.scan_plan import unique_ids
 from stateglass.parsers.logs import CommitMetadata, batch_id_of
 
@@ -66,95 +68,97 @@ def _candidates(
     return names
 
 
-# path -> (its state file, its store directory, what a chain reader is handed of it); kept
-# between scans of one checkpoint by the scanner, so that a known file is built once.
-Memo = dict[str, tuple[StateFile, str, FileInfo | None]]
+def _stores_key(stores: Iterable[StoreInfo]) -> tuple[tuple[int, str, str, tuple[int, ...]], ...]:
+    return tuple((s.operator_id, s.store_name, s.provider, tuple(s.partitions)) for s in stores)
 
 
-def _known_file(
-    dirs: Mapping[str, tuple[StoreInfo, int]], path: str, size: int, mtime: float
-) -> tuple[StateFile, str, FileInfo | None] | None:
-    directory, name = path.rsplit("/", 1)
-    if directory.endswith("/SSTs"):
-        directory = directory[: -len("/SSTs")]
-        owner = dirs.get(directory)
-        if owner is None:
-            return None
-        return _state_file(FileStat(path, size, mtime), *owner, (None, "sst")), directory, None
-    owner, kind = dirs.get(directory), classify(name)
-    if owner is None or kind is None:
-        return None
-    info = FileInfo(name, False, size, mtime)
-    return _state_file(FileStat(path, size, mtime), *owner, kind), directory, info
+@dataclass
+class KnownListing:
+    """The known state files of one checkpoint as a listing gives them, kept by a watcher
+    between its scans by name: each scan adds the files it found and hands the same dicts on,
+    so that a scan costs what its commits add, not what the checkpoint holds."""
 
+    stores: tuple[tuple[int, str, str, tuple[int, ...]], ...]
+    # store directory -> (store, partition)
+    dirs: dict[str, tuple[StoreInfo, int]]
+    files: dict[str, StateFile]
+    # per store directory its versioned files by name (what a chain reader is handed)
+    by_dir: dict[str, dict[str, FileInfo]]
+    index: ChainIndex
 
-def _known_files(
-    dirs: Mapping[str, tuple[StoreInfo, int]], known: Mapping[str, tuple[int, float]], memo: Memo
-) -> tuple[dict[str, StateFile], dict[str, dict[str, FileInfo]], Memo]:
-    """The known state files as the listing would give them, per store directory its
-    versioned files by name (what a chain reader is handed), and the memo of this scan."""
-    files: dict[str, StateFile] = {}
-    by_dir: dict[str, dict[str, FileInfo]] = {d: {} for d in dirs}
-    kept: Memo = {}
-    for path, (size, mtime) in known.items():
-        hit = memo.get(path)
-        if hit is None or (hit[0].stat.size, hit[0].stat.mtime) != (size, mtime):
-            hit = _known_file(dirs, path, size, mtime)
-            if hit is None:
-                continue
-        f, directory, info = hit
-        owner = dirs.get(directory)
-        # The metadata may have changed since the memo was built (a store renamed, say).
-        if owner is None or (owner[0].operator_id, owner[0].store_name, owner[1]) != f.chain:
-            continue
-        kept[path] = hit
-        files[path] = f
-        if info is not None:
-            by_dir[directory][info.name] = info
-    return files, by_dir, kept
+    @classmethod
+    def build(
+        cls, cp: Checkpoint, stores: list[StoreInfo], known: Mapping[str, tuple[int, float]]
+    ) -> KnownListing:
+        """The known files (path -> size, mtime) of the stores' directories."""
+        dirs = {
+            cp.store_dir(s.operator_id, p, s.store_name): (s, p)
+            for s in stores
+            for p in s.partitions
+        }
+        found = cls(_stores_key(stores), dirs, {}, {d: {} for d in dirs}, ChainIndex())
+        for path, (size, mtime) in known.items():
+            found.add(path, size, mtime)
+        return found
+
+    def fits(self, stores: Iterable[StoreInfo]) -> bool:
+        """Whether it was built for these stores (the metadata may have changed since)."""
+        return self.stores == _stores_key(stores)
+
+    def add(self, path: str, size: int, mtime: float) -> None:
+        """A state file of a known store directory (anything else is left out)."""
+        directory, name = path.rsplit("/", 1)
+        sst = directory.endswith("/SSTs")
+        if sst:
+            directory = directory[: -len("/SSTs")]
+        owner = self.dirs.get(directory)
+        kind = (None, "sst") if sst else classify(name)
+        if owner is None or kind is None:
+            return
+        store, partition = owner
+        f = _state_file(FileStat(path, size, mtime), store, partition, kind)
+        self.files[path] = f
+        self.index.add(f)
+        if not sst:
+            self.by_dir[directory][name] = FileInfo(name, False, size, mtime)
+
+    def listing(self, logs: dict[str, FileStat]) -> Listing:
+        """A :class:`Listing` sharing this one's dicts: what the scan adds, this keeps."""
+        store_dirs = {d: tuple(f.values()) for d, f in self.by_dir.items()}
+        return Listing(logs, self.files, store_dirs, index=self.index)
 
 
 def lookup_listing(
     cp: Checkpoint,
-    stores: Iterable[StoreInfo],
-    known: Mapping[str, tuple[int, float]],
+    stores: list[StoreInfo],
+    known: KnownListing,
     logs: dict[str, FileStat],
     versions: Iterable[int],
     commits: Mapping[int, CommitMetadata],
-    memo: Memo,
-) -> tuple[Listing, dict[str, tuple[int, float]], Memo] | None:
-    """The known state files plus those of ``versions`` found by name, as a :class:`Listing`;
-    ``path -> (size, mtime)`` of the files looked up and found (what the scan diffs); and
-    the memo to pass to the next call.
+) -> tuple[Listing, dict[str, tuple[int, float]]] | None:
+    """The ``known`` state files plus those of ``versions`` found by name (added to
+    ``known``), as a :class:`Listing`; and ``path -> (size, mtime)`` of the files looked up
+    and found (what the scan diffs).
 
     None when a store directory has no known file: a new partition, or a store never listed,
     whose earlier versions only a full listing finds; and when a store's provider names its
     files otherwise than Spark's two (a plugin, or a store kept elsewhere such as DynamoDB,
     whose versions only its reader's listing finds).
     """
-    if any(s.provider not in _NAMES for s in stores):
-        return None
-    dirs = {
-        cp.store_dir(s.operator_id, p, s.store_name): (s, p) for s in stores for p in s.partitions
-    }
-    files, by_dir, memo = _known_files(dirs, known, memo)
-    if not all(by_dir.values()):
+    if any(s.provider not in _NAMES for s in stores) or not all(known.by_dir.values()):
         return None
     current: dict[str, tuple[int, float]] = {}
     wanted = sorted(versions)
-    for directory, (store, partition) in dirs.items():
+    for directory, (store, partition) in known.dirs.items():
         for version in wanted:
             for name in _candidates(store, partition, version, commits):
                 path = f"{directory}/{name}"
-                info, kind = cp.fs.stat(path), classify(name)
-                if info is None or kind is None:
+                info = cp.fs.stat(path) if classify(name) is not None else None
+                if info is None:
                     continue
-                stat = FileStat(path, info.size, info.mtime)
-                files[path] = _state_file(stat, store, partition, kind)
-                by_dir[directory][name] = FileInfo(name, False, info.size, info.mtime)
+                known.add(path, info.size, info.mtime)
                 current[path] = (info.size, info.mtime)
-    listing = Listing(logs, files, {d: tuple(f.values()) for d, f in by_dir.items()})
-    return listing, current, memo
+    return known.listing(logs), current
 
 
 def sst_files(
@@ -179,6 +183,6 @@ def sst_files(
                     continue  # named but not there: the chain reader filed the problem
                 stat = FileStat(path, info.size, info.mtime)
                 op, store, partition = chain
-                listing.state_files[path] = StateFile(stat, op, store, partition, None, "sst")
+                listing.add(StateFile(stat, op, store, partition, None, "sst"))
                 found[path] = (info.size, info.mtime)
     return found

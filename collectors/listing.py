@@ -53,6 +53,36 @@ class StateFile:
         return self.operator_id, self.store_name, self.partition_id
 
 
+Chain = tuple[int, str, int]
+
+
+@dataclass
+class ChainIndex:
+    """The state files of a listing per chain, and the versions they hold: what planning and
+    the version rows ask of every chain. A watcher keeps it between scans and adds each
+    commit's files, instead of grouping every known file again."""
+
+    files: dict[Chain, dict[str, StateFile]] = field(default_factory=dict)
+    versions: dict[Chain, set[int]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, files: Iterable[StateFile]) -> ChainIndex:
+        index = cls()
+        for f in files:
+            index.add(f)
+        return index
+
+    def add(self, f: StateFile) -> None:
+        chain = f.chain
+        by_path = self.files.get(chain)
+        if by_path is None:
+            by_path = self.files[chain] = {}
+            self.versions[chain] = set()
+        by_path[f.stat.path] = f
+        if f.version is not None:
+            self.versions[chain].add(f.version)
+
+
 @dataclass(frozen=True)
 class Listing:
     """Every log file (offsets/, commits/) and state file of one checkpoint."""
@@ -63,6 +93,23 @@ class Listing:
     store_dirs: dict[str, tuple[FileInfo, ...]] = field(default_factory=dict)
     # Spark's temporary files (kind "temp", no version) in store and SSTs/ directories.
     temp_files: dict[str, StateFile] = field(default_factory=dict)
+    # ``state_files`` per chain: kept up to date by whoever built the listing, or built here
+    # on first use (see :meth:`chains`).
+    index: ChainIndex | None = field(default=None, compare=False, repr=False)
+
+    def chains(self) -> ChainIndex:
+        """``state_files`` per chain (grouped once per listing)."""
+        if self.index is None:
+            # Frozen for its callers; the index is a cache of state_files, not a field of it.
+            object.__setattr__(self, "index", ChainIndex.of(self.state_files.values()))
+        assert self.index is not None
+        return self.index
+
+    def add(self, f: StateFile) -> None:
+        """One more state file (an SST a counted zip named), in the index as well."""
+        self.state_files[f.stat.path] = f
+        if self.index is not None:
+            self.index.add(f)
 
 
 @dataclass(frozen=True)

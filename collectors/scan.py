@@ -49,7 +49,7 @@ from stateglass.collectors.facts import (
     temp_file_rows,
 )
 from stateglass.collectors.fs import FileSystem
-from stateglass.collectors.increment import Memo, lookup_listing, new_versions, sst_files
+from stateglass.collectors.increment import KnownListing, lookup_listing, new_versions, sst_files
 from stateglass.collectors.listing import (
     FileDiff,
     Listing,
@@ -58,6 +58,7 @@ from stateglass.collectors.listing import (
     log_files,
 )
 from stateglass.collectors.reconcile import ReconcilePolicy
+from stateglass.collectors.remembered import Remembered, known_after
 from stateglass.collectors.scan_plan import (
     ChainSettings,
     commit_row,
@@ -144,6 +145,8 @@ class Observed:
     problems: ProblemLog
     # False when the state files were looked up by name: what went away is not known.
     listed: bool = True
+    # The known files a scan by name looked the new ones up beside (with them now).
+    known_listing: KnownListing | None = None
 
     @property
     def root(self) -> str:
@@ -302,8 +305,9 @@ class Scanner:
         # A watcher's scans look new commits' files up by name between full listings; without
         # a policy every scan lists everything (collect, check).
         self.reconcile = reconcile
-        # root -> the known files built by its last scan by name (see lookup_listing)
-        self._memo: dict[str, Memo] = {}
+        # root -> what its last scan left (see collectors.remembered): a watcher's scan by
+        # name starts from it instead of reading the database and grouping the known files.
+        self._remembered: dict[str, Remembered] = {}
         # A watcher's chains and audited partitions at their last version, for the next scan
         # (see collectors.carry); an engine that ships tasks elsewhere does not carry keys.
         self.carry = KeyCarry()
@@ -353,6 +357,9 @@ class Scanner:
             _verify(seen, {p: size for p, (size, _) in new_ssts.items()})
         write = self._write(seen, logs, results)
         self.db.record_scan(write)
+        if self.reconcile is not None:
+            known = known_after(seen.known, write)
+            self._remembered[seen.root] = Remembered(known, seen.known_listing)
         for result in results:
             if result.tail is not None:
                 self.carry.keep((seen.root, "chain", *result.task.chain), *result.tail)
@@ -382,14 +389,19 @@ class Scanner:
         cp = Checkpoint.open(path, self.fs)
         problems = ProblemLog(cp.root, now)
         stores, query_id = _read_metadata(cp, problems)
-        known = self.db.known(cp.root)
-        listed = self._list(cp, stores, known, by_name)
-        if isinstance(listed, Listing):
+        # Taken: given back only once this scan is written (a failed scan reads afresh).
+        kept = self._remembered.pop(cp.root, None)
+        by_name = by_name and self.reconcile is not None and not self.reconcile.full_due(cp.root)
+        known = kept.known if by_name and kept is not None else self.db.known(cp.root)
+        looked_up = self._look_up(cp, stores, known, kept) if by_name else None
+        if looked_up is None:
+            unchanged = {p: v for p, v in known.state_files.items() if p not in known.problem_paths}
+            listing = list_checkpoint(cp, stores, unchanged)
             # A file with a problem is looked at again (stat-ed) every scan: it may be repaired.
-            listing, known_now = listed, known.state_files
+            known_now = known.state_files
             current = {p: (f.stat.size, f.stat.mtime) for p, f in listing.state_files.items()}
         else:
-            listing, current = listed
+            listing, current = looked_up[0]
             known_now = {p: known.state_files[p] for p in current if p in known.state_files}
         return Observed(
             cp=cp,
@@ -403,31 +415,29 @@ class Scanner:
             ),
             files=diff_files(known_now, current),
             problems=problems,
-            listed=isinstance(listed, Listing),
+            listed=looked_up is None,
+            known_listing=looked_up[1] if looked_up is not None else None,
         )
 
-    def _list(
-        self, cp: Checkpoint, stores: list[StoreInfo], known: KnownScan, by_name: bool
-    ) -> Listing | tuple[Listing, dict[str, tuple[int, float]]]:
-        """A full listing, or when the policy allows, the known files plus the new commits'
-        files looked up by name (with ``path -> (size, mtime)`` of those found)."""
-        if by_name and self.reconcile is not None and not self.reconcile.full_due(cp.root):
-            logs = log_files(cp)
-            versions = new_versions(logs, known.log_files)
-            commits = {}
-            for version in versions:
-                try:
-                    commits[version - 1] = cp.commit(version - 1)
-                except CheckpointError:
-                    continue  # not committed yet, or unreadable: a problem of the log's own
-            found = lookup_listing(
-                cp, stores, known.state_files, logs, versions, commits, self._memo.pop(cp.root, {})
-            )
-            if found is not None:
-                listing, current, self._memo[cp.root] = found
-                return listing, current
-        unchanged = {p: v for p, v in known.state_files.items() if p not in known.problem_paths}
-        return list_checkpoint(cp, stores, unchanged)
+    def _look_up(
+        self, cp: Checkpoint, stores: list[StoreInfo], known: KnownScan, kept: Remembered | None
+    ) -> tuple[tuple[Listing, dict[str, tuple[int, float]]], KnownListing] | None:
+        """The known files plus the new commits' files looked up by name (with
+        ``path -> (size, mtime)`` of those found), and the known files to remember; None when
+        only a full listing will do."""
+        logs = log_files(cp)
+        versions = new_versions(logs, known.log_files)
+        commits = {}
+        for version in versions:
+            try:
+                commits[version - 1] = cp.commit(version - 1)
+            except CheckpointError:
+                continue  # not committed yet, or unreadable: a problem of the log's own
+        files = kept.listing if kept is not None else None
+        if files is None or not files.fits(stores):
+            files = KnownListing.build(cp, stores, known.state_files)
+        found = lookup_listing(cp, stores, files, logs, versions, commits)
+        return (found, files) if found is not None else None
 
     def _judge(self, root: str, scan_at: datetime) -> None:
         """Store the health verdicts of the scan just written. What cannot be judged stores

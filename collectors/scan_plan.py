@@ -21,7 +21,7 @@ from typing import Any
 from stateglass.collectors.chains import ChainResult, ChainTask
 from stateglass.collectors.checkpoint import StoreInfo
 from stateglass.collectors.db import Chain
-from stateglass.collectors.listing import FileStat, Listing, StateFile, version_file_stats
+from stateglass.collectors.listing import FileStat, Listing, version_file_stats
 from stateglass.parsers.logs import CommitMetadata, OffsetSeq
 
 
@@ -47,16 +47,13 @@ def _chain_starts(
 ) -> dict[Chain, int]:
     """Per chain, the first version to read: its oldest new or changed file, or its oldest
     version not counted yet. Chains with neither are left out: nothing to read."""
-    versions: dict[Chain, set[int]] = {}
     dirty: dict[Chain, int] = {}
-    for f in listing.state_files.values():
-        if f.version is None:
-            continue
-        versions.setdefault(f.chain, set()).add(f.version)
-        if f.stat.path in touched:
+    for path in touched:
+        f = listing.state_files.get(path)
+        if f is not None and f.version is not None:
             dirty[f.chain] = min(dirty.get(f.chain, f.version), f.version)
     starts: dict[Chain, int] = {}
-    for chain, found in versions.items():
+    for chain, found in listing.chains().versions.items():
         uncounted = found - counted.get(chain, set())
         first = [v for v in (dirty.get(chain), min(uncounted, default=None)) if v is not None]
         if first:
@@ -224,9 +221,7 @@ def version_rows(
 ) -> list[dict[str, Any]]:
     """The ``state_versions`` rows of the versions the chains counted, with the byte counts
     their files give (a zip's replay cost needs the live SST bytes of earlier scans too)."""
-    by_chain: dict[Chain, list[StateFile]] = {}
-    for f in listing.state_files.values():
-        by_chain.setdefault(f.chain, []).append(f)
+    by_chain = listing.chains().files
     rows = []
     for result in sorted(results, key=lambda r: r.task.chain):
         op, store, part = chain = result.task.chain
@@ -235,7 +230,7 @@ def version_rows(
             {c.version: c.sst_bytes_live for c in result.versions if c.sst_bytes_live is not None}
         )
         stats = version_file_stats(
-            by_chain.get(chain, []), [c.version for c in result.versions], live
+            by_chain.get(chain, {}).values(), [c.version for c in result.versions], live
         )
         for c in result.versions:
             s = stats[c.version]

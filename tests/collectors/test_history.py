@@ -176,3 +176,57 @@ def test_history_settings_from_a_config_file() -> None:
     for bad in ({"keep": 1}, {"rollup_versions": 0}, {"rollup_versions": 1.5}, {"enabled": 1}):
         with pytest.raises(BadConfig):
             from_config({"history": bad}, "x")
+
+
+def test_known_reads_history_only_from_the_oldest_live_file(tmp_path: Path) -> None:
+    """A scan meets again only versions it finds files of: ``Database.known`` leaves the rows
+    of versions whose files are all purged (a month of them) in the database, and the
+    watermarks of their batches, but keeps whether the query ever had a watermark."""
+    from datetime import datetime
+
+    from stateglass.collectors.db import _OFFSET_COLUMNS, ScanWrite
+
+    root, now = "/cp", datetime(2026, 1, 1)
+    db = Database(str(tmp_path / "sg.duckdb"), history=HistorySettings(enabled=False))
+
+    def file(version: int) -> dict[str, Any]:
+        return {
+            "checkpoint": root,
+            "operator_id": 0,
+            "store_name": "default",
+            "partition_id": 0,
+            "version": version,
+            "kind": "delta",
+            "path": f"{root}/state/0/0/{version}.delta",
+            "size_bytes": 10,
+            "modified_at": 1.0,
+            "purged": version < 8,
+            "first_seen": now,
+            "purged_at": None,
+        }
+
+    db.record_scan(
+        ScanWrite(
+            root=root,
+            now=now,
+            metadata_path=f"{root}/metadata",
+            checkpoint={"checkpoint": root, "query_id": None, "first_seen": now}
+            | {"last_scan": now, "pinned_conf": None},
+            batch_offsets=[
+                dict.fromkeys(_OFFSET_COLUMNS.split(","))
+                | {"checkpoint": root, "batch_id": b, "committed": False}
+                | {"watermark_ms": 5 if b == 2 else 0}
+                for b in range(10)
+            ],
+            state_files=[file(v) for v in range(1, 11)],
+            state_versions=[
+                {"checkpoint": root, "operator_id": 0, "store_name": "default"}
+                | {"partition_id": 0, "version": v, "num_keys": v}
+                for v in range(1, 11)
+            ],
+        )
+    )
+    known = db.known(root)
+    assert known.versions == {(0, "default", 0): {8, 9, 10}}
+    assert known.watermarks == {2: 5, 7: 0, 8: 0, 9: 0}
+    assert set(known.state_files) == {file(v)["path"] for v in (8, 9, 10)}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from stateglass.collectors.listing import (
@@ -105,3 +107,21 @@ def test_checkpoint_of() -> None:
     assert checkpoint_of("/data/ab/state/0/0/1.delta", roots) == "/data/ab"
     assert checkpoint_of("/data/a/offsets/3", roots) == "/data/a"
     assert checkpoint_of("/elsewhere/x", roots) is None
+
+
+def test_a_file_is_judged_by_its_hadoop_sidecar_only_when_it_has_one(tmp_path: Path) -> None:
+    from stateglass.collectors.checksums import verify_files
+    from stateglass.collectors.fs import LOCAL
+    from tests.collectors.test_watch_scale import hadoop_crc
+
+    data = bytes(range(256)) * 5
+    good, flipped, bare = (tmp_path / n for n in ("1.delta", "2.delta", "3.delta"))
+    for f in (good, flipped, bare):
+        f.write_bytes(data)
+        if f is not bare:
+            f.with_name(f".{f.name}.crc").write_bytes(hadoop_crc(data))
+    flipped.write_bytes(data[:700] + bytes([data[700] ^ 1]) + data[701:])
+    found = verify_files(LOCAL, {str(f): len(data) for f in (good, flipped, bare)})
+    assert found == [
+        (str(flipped), "does not match .2.delta.crc: CRC-32 of bytes 512..1023 differs")
+    ]

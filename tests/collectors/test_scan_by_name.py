@@ -185,6 +185,25 @@ def _move(batch_files: list[str], held: Path, cp: Path) -> None:
         os.rename(held / rel, cp / rel)
 
 
+def assert_remembered_is_known(scanner: Scanner, root: str) -> None:
+    """What a watcher remembers after its scan is what the database tells a fresh one; the
+    versions remembered may reach further back (the database reads from the oldest live
+    file on)."""
+    remembered, fresh = scanner._remembered[root].known, scanner.db.known(root)
+    assert remembered.log_files == fresh.log_files
+    assert remembered.state_files == fresh.state_files
+    assert remembered.problem_paths == fresh.problem_paths
+    assert {b: remembered.watermarks[b] for b in fresh.watermarks} == fresh.watermarks
+    oldest = min(min(v) for v in fresh.versions.values())
+    versions = {c: {v for v in vs if v >= oldest} for c, vs in remembered.versions.items()}
+    assert {c: vs for c, vs in versions.items() if vs} == fresh.versions
+    live = {
+        c: {v: b for v, b in vb.items() if v >= oldest}
+        for c, vb in remembered.sst_bytes_live.items()
+    }
+    assert {c: vb for c, vb in live.items() if vb} == fresh.sst_bytes_live
+
+
 def test_carried_key_sets_count_what_the_files_count(tmp_path: Path) -> None:
     """A watcher applies each new delta to the key sets (and the eviction audit's event
     times) its previous scan ended with; a scanner that rebuilds every version from its
@@ -203,6 +222,7 @@ def test_carried_key_sets_count_what_the_files_count(tmp_path: Path) -> None:
         _move(batches[batch], held, cp)
         carried.scan(str(cp))
         full.scan(str(cp))
+        assert_remembered_is_known(carried, str(cp))
     expected, got = table_rows(full_db), table_rows(carried_db)
     newest = max(REPLAYED) + 1
     assert {r[3] for r in counts(carried_db)} >= {newest}

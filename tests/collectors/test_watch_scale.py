@@ -261,9 +261,11 @@ def judged(db: str) -> bool:
     )
 
 
-def tile_join(sample: Path, cp: Path, held: Path, partitions: int) -> dict[int, list[str]]:
+def tile_join(
+    sample: Path, cp: Path, held: Path, partitions: int, replayed: tuple[int, ...] = REPLAYED
+) -> dict[int, list[str]]:
     """Copy ``sample`` to ``cp`` with its partitions tiled out to ``partitions``, and the
-    files of the batches in ``REPLAYED`` placed under ``held`` instead (same relative paths).
+    files of the batches in ``replayed`` placed under ``held`` instead (same relative paths).
 
     Partition P is a hard link of every file of real partition P mod 4 (the sample has 4).
     Spark writes a store's ``_metadata/schema`` only in partition 0, so only it keeps one.
@@ -285,7 +287,7 @@ def tile_join(sample: Path, cp: Path, held: Path, partitions: int) -> dict[int, 
                 b'"spark.sql.shuffle.partitions":"4"',
                 b'"spark.sql.shuffle.partitions":"%d"' % partitions,
             )
-    out: dict[int, list[str]] = {b: [] for b in REPLAYED}
+    out: dict[int, list[str]] = {b: [] for b in replayed}
 
     def place(src: str, rel: str, link: bool) -> None:
         batch = batch_of(rel)
