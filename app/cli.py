@@ -23,6 +23,7 @@ Errors print one line on stderr and exit with status 2 (``check`` also exits 2 f
 from __future__ import annotations
 
 import argparse
+import contextlib
 import faulthandler
 import os
 import signal
@@ -113,7 +114,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         # Long-running commands (watch, dashboard, metrics) run for months: `kill -USR1 PID`
         # prints every thread's stack to stderr, without stopping the process.
-        faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)
+        with contextlib.suppress(ValueError, OSError):
+            # (a stderr with no file descriptor, as under a test's capture, has nowhere to go)
+            faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)
     command = COMMANDS_BY_NAME[args.command]
     reads_checkpoints = Reads.CHECKPOINTS in command.reads
     try:
