@@ -5,6 +5,8 @@ Usage::
     .venv/bin/python benchmarks/bench_history.py build --days 1 [--partitions 200]
     .venv/bin/python benchmarks/bench_history.py measure --days 1      # builds first if needed
     .venv/bin/python benchmarks/bench_history.py all                   # a day, a week, a month
+    .venv/bin/python benchmarks/bench_history.py measure --days 30 --db /tmp/copy.duckdb \
+        --only state --only overview       # a copy of a built database, some steps
 
 The history is what a watcher writes for a query with a batch every 10 s (8,640 versions a
 day): it goes through the project's own write path, ``Database.record_scan`` (one
@@ -290,19 +292,27 @@ def _load() -> str:
         return " ".join(f.read().split()[:3])
 
 
-def measure(db: pathlib.Path, cp: str) -> list[dict[str, Any]]:
-    """Each step as its own cold process: its seconds, peak RSS and chart bytes."""
+PAGES = ("overview", "query", "state", "health")
+OTHER_STEPS = ("check", "report", "metrics")
+
+
+def measure(db: pathlib.Path, cp: str, only: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """Each step as its own cold process: its seconds, peak RSS and chart bytes (``only``:
+    these pages or steps, by the names of ``PAGES`` and ``OTHER_STEPS``)."""
     exe = str(ROOT / ".venv" / "bin" / "stateglass")
     steps: list[dict[str, Any]] = []
-    for page in ("overview", "query", "state", "health"):
+    for page in PAGES:
+        if only and page not in only:
+            continue
         load = _load()
         took, cpu, rss, out = _child([PY, "-c", _PAGE_CHILD, str(db), page])
         info = json.loads(out.strip().splitlines()[-1])
         row = {"step": f"{page} page", "wall_s": took, "proc_cpu_s": cpu, "rss_gib": rss}
         steps.append({**row, "load": load, **info})
-    for name, argv in (
-        ("check --no-collect", [exe, "check", cp, "--db", str(db), "--no-collect"]),
+    for short, name, argv in (
+        ("check", "check --no-collect", [exe, "check", cp, "--db", str(db), "--no-collect"]),
         (
+            "report",
             "report --no-collect",
             [
                 exe,
@@ -315,8 +325,10 @@ def measure(db: pathlib.Path, cp: str) -> list[dict[str, Any]]:
                 str(db.with_suffix(".report.html")),
             ],
         ),
-        ("/metrics scrape", [PY, "-c", _METRICS_CHILD, str(db)]),
+        ("metrics", "/metrics scrape", [PY, "-c", _METRICS_CHILD, str(db)]),
     ):
+        if only and short not in only:
+            continue
         load = _load()
         took, cpu, rss, out = _child(argv)
         steps.append({"step": name, "wall_s": took, "cpu_s": cpu, "rss_gib": rss, "load": load})
@@ -355,11 +367,25 @@ def size(db: pathlib.Path) -> dict[str, Any]:
     }
 
 
-def report(days: float, partitions: int) -> None:
+def _recorded_checkpoint(db: pathlib.Path) -> str:
+    """The checkpoint a database's history is recorded under (it was built elsewhere)."""
+    from stateglass.collectors.db import read_query
+
+    return str(read_query(str(db), "SELECT min(checkpoint) FROM checkpoints")[0][0])
+
+
+def report(
+    days: float, partitions: int, db_file: pathlib.Path | None = None, only: tuple[str, ...] = ()
+) -> None:
     start = time.perf_counter()
-    db, cp = paths(days, partitions)
-    built = db.is_file()
-    db = build(days, partitions)
+    if db_file is not None:
+        # A copy made elsewhere (``--db``): its rows name the checkpoint they were built under.
+        db, built = db_file, True
+        cp: pathlib.Path | str = _recorded_checkpoint(db)
+    else:
+        db, cp = paths(days, partitions)
+        built = db.is_file()
+        db = build(days, partitions)
     print(
         f"# {days:g} days, {partitions} partitions: {db} "
         f"({'cached' if built else f'built in {time.perf_counter() - start:.0f} s'})"
@@ -369,7 +395,7 @@ def report(days: float, partitions: int) -> None:
         f"machine: {platform.machine()} {os.cpu_count()} cores, Python "
         f"{platform.python_version()}, {dt.date.today()}"
     )
-    for step in measure(db, str(cp)):
+    for step in measure(db, str(cp), only):
         print(json.dumps(step))
 
 
@@ -378,13 +404,26 @@ def main() -> None:
     ap.add_argument("what", choices=("build", "measure", "all"))
     ap.add_argument("--days", type=float, default=1.0)
     ap.add_argument("--partitions", type=int, default=200)
+    ap.add_argument(
+        "--db",
+        type=pathlib.Path,
+        help="measure this database (a copy of a built one) instead of benchmarks/out's; the "
+        "report is written beside it",
+    )
+    ap.add_argument(
+        "--only",
+        action="append",
+        choices=PAGES + OTHER_STEPS,
+        default=[],
+        help="measure only this page or step (repeatable)",
+    )
     args = ap.parse_args()
     if args.what == "build":
         start = time.perf_counter()
         db = build(args.days, args.partitions, (1, 7))
         print(f"{db}: {os.path.getsize(db) / 2**20:.1f} MiB ({time.perf_counter() - start:.0f} s)")
     elif args.what == "measure":
-        report(args.days, args.partitions)
+        report(args.days, args.partitions, args.db, tuple(args.only))
     else:
         for days in (1, 7, 30):
             report(days, args.partitions)
