@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from stateglass.collectors.checksums import KIND as CHECKSUM_KIND
@@ -217,6 +217,15 @@ class PartitionCounts:
         """The count at ``batch``; a batch whose offsets are gone takes the next known one's."""
         at = bisect.bisect_left([r.last for r in self.runs], batch)
         return self.runs[at].count if at < len(self.runs) else self.default
+
+    def spans(self) -> Iterator[tuple[int | None, int | None, int]]:
+        """(after, through, count): the batches after ``after`` up to ``through`` have
+        ``count`` partitions, as :meth:`at` answers (``None``: no bound on that side)."""
+        after: int | None = None
+        for run in self.runs:
+            yield after, run.last, run.count
+            after = run.last
+        yield after, None, self.default
 
     def most(self) -> int:
         """The largest count any batch had: every partition directory the store can have."""
