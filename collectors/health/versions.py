@@ -142,7 +142,17 @@ def _bad_ssts(ctx: Context, bad: dict[str, list[tuple[str, str]]]) -> tuple[Vers
 
 
 def live_chain_files(ctx: Context) -> dict[tuple[int, str, int], ChainFiles]:
-    """``(operator, store, partition) -> ChainFiles`` from ``state_files`` and ``problems``."""
+    """``(operator, store, partition) -> ChainFiles`` from ``state_files`` and ``problems``.
+
+    Four rules read it: built once per evaluation (a month's live files are 22,000 rows), so
+    callers only read what they get."""
+    if "live_chain_files" not in ctx.shared:
+        ctx.shared["live_chain_files"] = _live_chain_files(ctx)
+    found: dict[tuple[int, str, int], ChainFiles] = ctx.shared["live_chain_files"]
+    return found
+
+
+def _live_chain_files(ctx: Context) -> dict[tuple[int, str, int], ChainFiles]:
     out: dict[tuple[int, str, int], ChainFiles] = {}
     bad = bad_state_files(ctx)
     bad_ssts, failing_reads = _bad_ssts(ctx, bad)
