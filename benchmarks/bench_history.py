@@ -7,6 +7,8 @@ Usage::
     .venv/bin/python benchmarks/bench_history.py all                   # a day, a week, a month
     .venv/bin/python benchmarks/bench_history.py measure --days 30 --db /tmp/copy.duckdb \
         --only state --only overview       # a copy of a built database, some steps
+    .venv/bin/python benchmarks/bench_history.py measure --days 30 --db /tmp/copy.duckdb \
+        --verdicts                         # the health verdicts stored first, as by `watch`
 
 The history is what a watcher writes for a query with a batch every 10 s (8,640 versions a
 day): it goes through the project's own write path, ``Database.record_scan`` (one
@@ -374,8 +376,25 @@ def _recorded_checkpoint(db: pathlib.Path) -> str:
     return str(read_query(str(db), "SELECT min(checkpoint) FROM checkpoints")[0][0])
 
 
+def store_verdicts(db: pathlib.Path) -> float:
+    """Judge each checkpoint and store its verdicts, as a watcher does after every scan (the
+    history is written without one); CPU seconds it took."""
+    from stateglass.collectors.db import Database, read_query
+    from stateglass.collectors.health.stored import judge_and_store
+
+    cpu = time.process_time()
+    writer = Database(str(db))
+    for cp, scanned in read_query(str(db), "SELECT checkpoint, last_scan FROM checkpoints"):
+        judge_and_store(writer, cp, scanned)
+    return time.process_time() - cpu
+
+
 def report(
-    days: float, partitions: int, db_file: pathlib.Path | None = None, only: tuple[str, ...] = ()
+    days: float,
+    partitions: int,
+    db_file: pathlib.Path | None = None,
+    only: tuple[str, ...] = (),
+    verdicts: bool = False,
 ) -> None:
     start = time.perf_counter()
     if db_file is not None:
@@ -391,6 +410,8 @@ def report(
         f"({'cached' if built else f'built in {time.perf_counter() - start:.0f} s'})"
     )
     print(json.dumps(size(db)))
+    if verdicts:
+        print(f"verdicts stored as a watcher would ({store_verdicts(db):.2f} CPU s)")
     print(
         f"machine: {platform.machine()} {os.cpu_count()} cores, Python "
         f"{platform.python_version()}, {dt.date.today()}"
@@ -417,13 +438,19 @@ def main() -> None:
         default=[],
         help="measure only this page or step (repeatable)",
     )
+    ap.add_argument(
+        "--verdicts",
+        action="store_true",
+        help="store the health verdicts first, as a watcher does after each scan (the pages "
+        "and the scrape then read them rather than judging the history afresh)",
+    )
     args = ap.parse_args()
     if args.what == "build":
         start = time.perf_counter()
         db = build(args.days, args.partitions, (1, 7))
         print(f"{db}: {os.path.getsize(db) / 2**20:.1f} MiB ({time.perf_counter() - start:.0f} s)")
     elif args.what == "measure":
-        report(args.days, args.partitions, args.db, tuple(args.only))
+        report(args.days, args.partitions, args.db, tuple(args.only), args.verdicts)
     else:
         for days in (1, 7, 30):
             report(days, args.partitions)
