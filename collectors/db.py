@@ -1168,18 +1168,16 @@ def _refresh_buckets(
     store without a mark, or marked with another width, is counted again from its rows."""
     cp, op, name = store
     where = {"cp": cp, "op": op, "store": name}
-    newest = conn.execute(
-        "SELECT max(version) FROM partition_newest "
-        "WHERE checkpoint = $cp AND operator_id = $op AND store_name = $store",
+    # One statement: a scan pays this for every store it wrote, usually to find nothing to do.
+    newest, marked, done = conn.execute(
+        "SELECT (SELECT max(version) FROM partition_newest WHERE checkpoint = $cp "
+        "        AND operator_id = $op AND store_name = $store), m.width, m.through_version "
+        "FROM (SELECT 1) LEFT JOIN bucket_marks m ON m.checkpoint = $cp "
+        "     AND m.operator_id = $op AND m.store_name = $store",
         where,
-    ).fetchall()[0][0]
-    mark = conn.execute(
-        "SELECT width, through_version FROM bucket_marks "
-        "WHERE checkpoint = $cp AND operator_id = $op AND store_name = $store",
-        where,
-    ).fetchall()
+    ).fetchall()[0]
     through = (int(newest or 0) // width) * width
-    if not mark or mark[0][0] != width:
+    if marked != width:
         conn.execute(
             "DELETE FROM partition_buckets "
             "WHERE checkpoint = $cp AND operator_id = $op AND store_name = $store",
@@ -1187,12 +1185,13 @@ def _refresh_buckets(
         )
         ranges = [(1, through)]
     else:
-        done = int(mark[0][1])
         late = sorted({(v - 1) // width for v in written if v <= done})
         ranges = [(b * width + 1, (b + 1) * width) for b in late] + [(done + 1, through)]
     for lo, hi in ranges:
         if lo <= hi:
             conn.execute(_BUCKETS, {**where, "n": width, "lo": lo, "hi": hi})
+    if (marked, done) == (width, through):
+        return
     _upsert(
         conn,
         "bucket_marks",
