@@ -259,8 +259,8 @@ print(json.dumps({
 _METRICS_CHILD = """
 import json, sys, time
 start = time.perf_counter()
-from stateglass.app.metrics import Collector
-families = list(Collector(sys.argv[1]).collect())
+from stateglass.app.metrics import HistoryCollector
+families = list(HistoryCollector(sys.argv[1]).collect())
 print(json.dumps({"s": time.perf_counter() - start, "families": len(families)}))
 """
 
@@ -333,7 +333,11 @@ def measure(db: pathlib.Path, cp: str, only: tuple[str, ...] = ()) -> list[dict[
             continue
         load = _load()
         took, cpu, rss, out = _child(argv)
-        steps.append({"step": name, "wall_s": took, "cpu_s": cpu, "rss_gib": rss, "load": load})
+        row = {"step": name, "wall_s": took, "cpu_s": cpu, "rss_gib": rss, "load": load}
+        if short == "metrics":
+            # A child that failed would otherwise pass for a fast scrape.
+            row.update(json.loads(out.strip().splitlines()[-1]))
+        steps.append(row)
     return steps
 
 
