@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
+import numpy as np
 import pandas as pd
 
 from stateglass.collectors.stores import CHANGE_KINDS, FULL_KINDS
@@ -73,6 +74,26 @@ def _int(value: object) -> int | None:
     return None if math.isnan(f) else int(f)
 
 
+def _files_by_partition(live: pd.DataFrame) -> dict[int, list[tuple[int, str, float]]]:
+    """``live``'s files with a version, per partition: (version, kind, size_bytes) each."""
+    versioned = live.dropna(subset=["version"])
+    out: dict[int, list[tuple[int, str, float]]] = {}
+    for part, version, kind, size in zip(
+        versioned["partition_id"].tolist(),
+        versioned["version"].tolist(),
+        versioned["kind"].tolist(),
+        versioned["size_bytes"].tolist(),
+        strict=True,
+    ):
+        out.setdefault(int(part), []).append((int(version), str(kind), size))
+    return out
+
+
+def _total(sizes: Sequence[float]) -> int:
+    """Sum of sizes, a missing one counting nothing (as pandas' ``sum``)."""
+    return int(sum(s for s in sizes if s is not None and s == s))
+
+
 def current_cost(live: pd.DataFrame, facts: pd.DataFrame) -> list[PartitionCost]:
     """Per partition at its newest version, from the files on disk now (not purged).
 
@@ -81,49 +102,51 @@ def current_cost(live: pd.DataFrame, facts: pd.DataFrame) -> list[PartitionCost]
     sst_files_live, sst_bytes_live, …): a zip's SSTs are counted from what its metadata
     listed when it was collected.
     """
+    # Plain lists per partition: a month's store is 200 partitions × 300 versions, and
+    # filtering a frame per partition cost half a CPU second there.
+    by_partition = _files_by_partition(live)
+    newest_of = facts.groupby("partition_id")["version"].max()
+    ssts = {
+        (int(p), int(v)): (f, b)
+        for p, v, f, b in zip(
+            facts["partition_id"].tolist(),
+            facts["version"].tolist(),
+            facts["sst_files_live"].tolist(),
+            facts["sst_bytes_live"].tolist(),
+            strict=True,
+        )
+    }
     out = []
-    versioned = live.dropna(subset=["version"])
-    for partition, part in facts.groupby("partition_id"):
-        newest = int(part["version"].max())
-        files = versioned[versioned["partition_id"] == partition]
-        full = files[files["kind"].isin(FULL_KINDS) & (files["version"] <= newest)]
-        base = int(full["version"].max()) if not full.empty else 0
-        base_files = full[full["version"] == base]
-        snapshot_bytes = int(base_files["size_bytes"].sum())
+    for partition, top in newest_of.items():
+        part, newest = int(partition), int(top)
+        files = by_partition.get(part, [])
+        full = [f for f in files if f[1] in FULL_KINDS and f[0] <= newest]
+        base = max((f[0] for f in full), default=0)
+        base_files = [f for f in full if f[0] == base]
+        snapshot_bytes = _total([f[2] for f in base_files])
         file_count = len(base_files)
-        if base and "zip" in set(base_files["kind"]):
-            row = part[part["version"] == base]
-            ssts = _int(row["sst_files_live"].iloc[0]) if not row.empty else None
-            sst_bytes = _int(row["sst_bytes_live"].iloc[0]) if not row.empty else None
-            file_count += ssts or 0
-            snapshot_bytes += sst_bytes or 0
-        changes = files[
-            files["kind"].isin(CHANGE_KINDS)
-            & (files["version"] > base)
-            & (files["version"] <= newest)
-        ]
-        replayed = set(int(v) for v in changes["version"])
+        if base and any(f[1] == "zip" for f in base_files):
+            sst_files, sst_bytes = ssts.get((part, base), (None, None))
+            file_count += _int(sst_files) or 0
+            snapshot_bytes += _int(sst_bytes) or 0
+        changes = [f for f in files if f[1] in CHANGE_KINDS and base < f[0] <= newest]
+        replayed = {f[0] for f in changes}
         # RocksDB without changelog checkpointing loads its zip at V: nothing to replay.
         needed = range(base + 1, newest + 1) if base != newest else range(0)
         missing = tuple(v for v in needed if v not in replayed)
         out.append(
             PartitionCost(
-                partition=int(partition),
+                partition=part,
                 version=newest,
                 base_version=base,
                 replays=len(replayed),
                 files=file_count + len(changes),
                 snapshot_bytes=snapshot_bytes,
-                replay_bytes=int(changes["size_bytes"].sum()),
-                missing=missing if _needs_replay(files) else (),
+                replay_bytes=_total([f[2] for f in changes]),
+                missing=missing if any(f[1] in CHANGE_KINDS for f in files) else (),
             )
         )
     return out
-
-
-def _needs_replay(files: pd.DataFrame) -> bool:
-    """A store that writes deltas or changelogs; a RocksDB store without them never replays."""
-    return bool(files["kind"].isin(CHANGE_KINDS).any())
 
 
 def snapshot_versions(provider: str, min_deltas: int, changelog: bool, newest: int) -> int:
@@ -140,6 +163,35 @@ def _per_key(sizes: pd.Series, keys: pd.Series) -> float | None:
     return float(ratios.median()) if not ratios.empty else None
 
 
+_FACT_COLUMNS = (
+    "version",
+    "num_keys",
+    "keys_added",
+    "keys_updated",
+    "keys_removed",
+    "delta_bytes",
+    "snapshot_bytes",
+    "sst_bytes_live",
+    "sst_files_live",
+)
+
+
+def _np_per_key(sizes: np.ndarray, keys: np.ndarray) -> float | None:
+    """:func:`_per_key` on float arrays (NaN for null): the same median, without a Series."""
+    ok = keys > 0  # NaN compares false, as a null filled with 0
+    ratios = sizes[ok] / keys[ok]
+    ratios = ratios[~np.isnan(ratios)]
+    return float(np.nanmedian(ratios)) if ratios.size else None
+
+
+def _np_delta_per_key(cols: dict[str, np.ndarray]) -> float | None:
+    """:func:`_delta_per_key` on float arrays."""
+    changed = np.vstack([cols["keys_added"], cols["keys_updated"], cols["keys_removed"]])
+    known = ~np.isnan(changed).all(axis=0)
+    total = np.where(known, np.nansum(changed, axis=0), np.nan)
+    return _np_per_key(cols["delta_bytes"], total)
+
+
 def what_if(
     facts: pd.DataFrame, provider: str, min_deltas: int, changelog: bool
 ) -> list[PartitionCost]:
@@ -152,59 +204,77 @@ def what_if(
         "float64"
     ).fillna(0)
     store_per_key = _per_key(full_bytes, facts["num_keys"]) or _delta_per_key(facts)
+    # Float arrays per partition, sorted by version: indexing a frame per version of each
+    # partition cost over half a CPU second on a month's store (200 × 300 versions).
+    data = {c: facts[c].to_numpy(dtype="float64", na_value=np.nan) for c in _FACT_COLUMNS}
+    parts = facts["partition_id"].to_numpy()
+    order = np.lexsort((data["version"], parts))
+    ids, starts = np.unique(parts[order], return_index=True)
     out = []
-    for partition, part in facts.groupby("partition_id"):
-        part = part.sort_values("version")
-        newest = int(part["version"].max())
-        base = snapshot_versions(provider, min_deltas, changelog, newest)
-        by_version = part.set_index("version")
-        estimated = False
-        snapshot_bytes, files = 0, 0
-        part_full = part["snapshot_bytes"].astype("float64") + part["sst_bytes_live"].astype(
-            "float64"
-        ).fillna(0)
-        per_key = (
-            _per_key(part_full, part["num_keys"]) or _delta_per_key(part) or store_per_key or 0.0
-        )
-        if base:
-            row = by_version.loc[base] if base in by_version.index else None
-            real = None if row is None else _int(row["snapshot_bytes"])
-            if real is not None and row is not None:
-                ssts = _int(row["sst_files_live"])
-                snapshot_bytes = real + (_int(row["sst_bytes_live"]) or 0)
-                files = 1 + (ssts or 0)
-            else:
-                keys = 0 if row is None else (_int(row["num_keys"]) or 0)
-                snapshot_bytes = round(keys * per_key)
-                files = 1 + _typical_ssts(part)
-                estimated = True
-        replay_bytes = 0
-        for v in range(base + 1, newest + 1):
-            row = by_version.loc[v] if v in by_version.index else None
-            real = None if row is None else _int(row["delta_bytes"])
-            if real is not None:
-                replay_bytes += real
-                continue
-            estimated = True
-            if row is not None:
-                changed = sum(
-                    _int(row[c]) or 0 for c in ("keys_added", "keys_updated", "keys_removed")
-                )
-                replay_bytes += round(changed * per_key)
-        replays = newest - base
+    for partition, rows in zip(ids, np.split(order, starts[1:]), strict=True):
+        cols = {c: values[rows] for c, values in data.items()}
         out.append(
-            PartitionCost(
-                partition=int(partition),
-                version=newest,
-                base_version=base,
-                replays=replays,
-                files=files + replays,
-                snapshot_bytes=snapshot_bytes,
-                replay_bytes=replay_bytes,
-                estimated=estimated,
-            )
+            _what_if_partition(int(partition), cols, provider, min_deltas, changelog, store_per_key)
         )
     return out
+
+
+def _what_if_partition(
+    partition: int,
+    cols: dict[str, np.ndarray],
+    provider: str,
+    min_deltas: int,
+    changelog: bool,
+    store_per_key: float | None,
+) -> PartitionCost:
+    """One partition of :func:`what_if`: ``cols`` are its facts' columns, by version."""
+    newest = int(cols["version"].max())
+    base = snapshot_versions(provider, min_deltas, changelog, newest)
+    at = {int(v): i for i, v in enumerate(cols["version"].tolist())}
+    rows = {c: values.tolist() for c, values in cols.items()}
+    estimated = False
+    snapshot_bytes, files = 0, 0
+    part_full = cols["snapshot_bytes"] + np.nan_to_num(cols["sst_bytes_live"], nan=0.0)
+    per_key = (
+        _np_per_key(part_full, cols["num_keys"]) or _np_delta_per_key(cols) or store_per_key or 0.0
+    )
+    if base:
+        i = at.get(base)
+        real = None if i is None else _int(rows["snapshot_bytes"][i])
+        if real is not None and i is not None:
+            ssts = _int(rows["sst_files_live"][i])
+            snapshot_bytes = real + (_int(rows["sst_bytes_live"][i]) or 0)
+            files = 1 + (ssts or 0)
+        else:
+            keys = 0 if i is None else (_int(rows["num_keys"][i]) or 0)
+            snapshot_bytes = round(keys * per_key)
+            counts = cols["sst_files_live"][~np.isnan(cols["sst_files_live"])]
+            files = 1 + (int(np.nanmedian(counts)) if counts.size else 0)
+            estimated = True
+    replay_bytes = 0
+    for v in range(base + 1, newest + 1):
+        i = at.get(v)
+        real = None if i is None else _int(rows["delta_bytes"][i])
+        if real is not None:
+            replay_bytes += real
+            continue
+        estimated = True
+        if i is not None:
+            changed = sum(
+                _int(rows[c][i]) or 0 for c in ("keys_added", "keys_updated", "keys_removed")
+            )
+            replay_bytes += round(changed * per_key)
+    replays = newest - base
+    return PartitionCost(
+        partition=partition,
+        version=newest,
+        base_version=base,
+        replays=replays,
+        files=files + replays,
+        snapshot_bytes=snapshot_bytes,
+        replay_bytes=replay_bytes,
+        estimated=estimated,
+    )
 
 
 def _delta_per_key(facts: pd.DataFrame) -> float | None:
@@ -216,11 +286,6 @@ def _delta_per_key(facts: pd.DataFrame) -> float | None:
         .sum(axis=1, min_count=1)
     )
     return _per_key(facts["delta_bytes"], changed)
-
-
-def _typical_ssts(part: pd.DataFrame) -> int:
-    counts = part["sst_files_live"].dropna()
-    return int(counts.median()) if not counts.empty else 0
 
 
 def inferred_min_deltas(facts: pd.DataFrame, provider: str, changelog: bool) -> int | None:

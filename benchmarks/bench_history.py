@@ -6,6 +6,10 @@ Usage::
     .venv/bin/python benchmarks/bench_history.py measure --days 1      # builds first if needed
     .venv/bin/python benchmarks/bench_history.py all                   # a day, a week, a month
     .venv/bin/python benchmarks/bench_history.py state-pages --days 30 # Browse, Diff, Key history
+    .venv/bin/python benchmarks/bench_history.py measure --days 30 --db /tmp/copy.duckdb \
+        --only state --only overview       # a copy of a built database, some steps
+    .venv/bin/python benchmarks/bench_history.py measure --days 30 --db /tmp/copy.duckdb \
+        --verdicts                         # the health verdicts stored first, as by `watch`
 
 The history is what a watcher writes for a query with a batch every 10 s (8,640 versions a
 day): it goes through the project's own write path, ``Database.record_scan`` (one
@@ -315,8 +319,8 @@ print(json.dumps({
 _METRICS_CHILD = """
 import json, sys, time
 start = time.perf_counter()
-from stateglass.app.metrics import Collector
-families = list(Collector(sys.argv[1]).collect())
+from stateglass.app.metrics import HistoryCollector
+families = list(HistoryCollector(sys.argv[1]).collect())
 print(json.dumps({"s": time.perf_counter() - start, "families": len(families)}))
 """
 
@@ -350,19 +354,27 @@ def _load() -> str:
         return " ".join(f.read().split()[:3])
 
 
-def measure(db: pathlib.Path, cp: str) -> list[dict[str, Any]]:
-    """Each step as its own cold process: its seconds, peak RSS and chart bytes."""
+PAGES = ("overview", "query", "state", "health")
+OTHER_STEPS = ("check", "report", "metrics")
+
+
+def measure(db: pathlib.Path, cp: str, only: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """Each step as its own cold process: its seconds, peak RSS and chart bytes (``only``:
+    these pages or steps, by the names of ``PAGES`` and ``OTHER_STEPS``)."""
     exe = str(ROOT / ".venv" / "bin" / "stateglass")
     steps: list[dict[str, Any]] = []
-    for page in ("overview", "query", "state", "health"):
+    for page in PAGES:
+        if only and page not in only:
+            continue
         load = _load()
         took, cpu, rss, out = _child([PY, "-c", _PAGE_CHILD, str(db), page])
         info = json.loads(out.strip().splitlines()[-1])
         row = {"step": f"{page} page", "wall_s": took, "proc_cpu_s": cpu, "rss_gib": rss}
         steps.append({**row, "load": load, **info})
-    for name, argv in (
-        ("check --no-collect", [exe, "check", cp, "--db", str(db), "--no-collect"]),
+    for short, name, argv in (
+        ("check", "check --no-collect", [exe, "check", cp, "--db", str(db), "--no-collect"]),
         (
+            "report",
             "report --no-collect",
             [
                 exe,
@@ -375,11 +387,17 @@ def measure(db: pathlib.Path, cp: str) -> list[dict[str, Any]]:
                 str(db.with_suffix(".report.html")),
             ],
         ),
-        ("/metrics scrape", [PY, "-c", _METRICS_CHILD, str(db)]),
+        ("metrics", "/metrics scrape", [PY, "-c", _METRICS_CHILD, str(db)]),
     ):
+        if only and short not in only:
+            continue
         load = _load()
         took, cpu, rss, out = _child(argv)
-        steps.append({"step": name, "wall_s": took, "cpu_s": cpu, "rss_gib": rss, "load": load})
+        row = {"step": name, "wall_s": took, "cpu_s": cpu, "rss_gib": rss, "load": load}
+        if short == "metrics":
+            # A child that failed would otherwise pass for a fast scrape.
+            row.update(json.loads(out.strip().splitlines()[-1]))
+        steps.append(row)
     return steps
 
 
@@ -475,21 +493,54 @@ def size(db: pathlib.Path) -> dict[str, Any]:
     }
 
 
-def report(days: float, partitions: int) -> None:
+def _recorded_checkpoint(db: pathlib.Path) -> str:
+    """The checkpoint a database's history is recorded under (it was built elsewhere)."""
+    from stateglass.collectors.db import read_query
+
+    return str(read_query(str(db), "SELECT min(checkpoint) FROM checkpoints")[0][0])
+
+
+def store_verdicts(db: pathlib.Path) -> float:
+    """Judge each checkpoint and store its verdicts, as a watcher does after every scan (the
+    history is written without one); CPU seconds it took."""
+    from stateglass.collectors.db import Database, read_query
+    from stateglass.collectors.health.stored import judge_and_store
+
+    cpu = time.process_time()
+    writer = Database(str(db))
+    for cp, scanned in read_query(str(db), "SELECT checkpoint, last_scan FROM checkpoints"):
+        judge_and_store(writer, cp, scanned)
+    return time.process_time() - cpu
+
+
+def report(
+    days: float,
+    partitions: int,
+    db_file: pathlib.Path | None = None,
+    only: tuple[str, ...] = (),
+    verdicts: bool = False,
+) -> None:
     start = time.perf_counter()
-    db, cp = paths(days, partitions)
-    built = db.is_file()
-    db = build(days, partitions)
+    if db_file is not None:
+        # A copy made elsewhere (``--db``): its rows name the checkpoint they were built under.
+        db, built = db_file, True
+        cp: pathlib.Path | str = _recorded_checkpoint(db)
+    else:
+        db, cp = paths(days, partitions)
+        built = db.is_file()
+        db = build(days, partitions)
     print(
         f"# {days:g} days, {partitions} partitions: {db} "
         f"({'cached' if built else f'built in {time.perf_counter() - start:.0f} s'})"
     )
     print(json.dumps(size(db)))
+    if verdicts:
+        print(f"verdicts stored as a watcher would ({store_verdicts(db):.2f} CPU s)")
     print(
         f"machine: {platform.machine()} {os.cpu_count()} cores, Python "
         f"{platform.python_version()}, {dt.date.today()}"
     )
-    for step in measure(db, str(cp)):
+    for step in measure(db, str(cp), only):
         print(json.dumps(step))
 
 
@@ -502,13 +553,32 @@ def main() -> None:
         "--baseline", help="state-pages: also run each page with this Python (another install)"
     )
     ap.add_argument("--runs", type=int, default=1, help="state-pages: runs of each page")
+    ap.add_argument(
+        "--db",
+        type=pathlib.Path,
+        help="measure this database (a copy of a built one) instead of benchmarks/out's; the "
+        "report is written beside it",
+    )
+    ap.add_argument(
+        "--only",
+        action="append",
+        choices=PAGES + OTHER_STEPS,
+        default=[],
+        help="measure only this page or step (repeatable)",
+    )
+    ap.add_argument(
+        "--verdicts",
+        action="store_true",
+        help="store the health verdicts first, as a watcher does after each scan (the pages "
+        "and the scrape then read them rather than judging the history afresh)",
+    )
     args = ap.parse_args()
     if args.what == "build":
         start = time.perf_counter()
         db = build(args.days, args.partitions, (1, 7))
         print(f"{db}: {os.path.getsize(db) / 2**20:.1f} MiB ({time.perf_counter() - start:.0f} s)")
     elif args.what == "measure":
-        report(args.days, args.partitions)
+        report(args.days, args.partitions, args.db, tuple(args.only), args.verdicts)
     elif args.what == "state-pages":
         db, root = with_real_checkpoint(args.days, args.partitions)
         print(f"# {args.days:g} days, {args.partitions} partitions: {db}, {root}")

@@ -44,7 +44,7 @@ from stateglass.collectors.errors import DatabaseBusy, DatabaseError
 from stateglass.collectors.history import HistorySettings
 from stateglass.collectors.progress_schema import PROGRESS_TABLES
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 @dataclass(frozen=True)
@@ -312,6 +312,37 @@ TABLES: dict[str, str] = {
             max_replay_bytes BIGINT,
             max_versions_since_snapshot INTEGER,
             PRIMARY KEY (checkpoint, operator_id, store_name, partition_id, bucket)
+        )
+    """,
+    # Partition rows still kept at full resolution, one row per partition and complete bucket
+    # of ``bucket_marks.width`` versions (kept by every scan): the State page's cells read
+    # these instead of the window's partition rows, and partition rows only after
+    # ``bucket_marks.through_version`` (the newest bucket, not complete yet).
+    "partition_buckets": """
+        CREATE TABLE IF NOT EXISTS partition_buckets (
+            checkpoint VARCHAR NOT NULL,
+            operator_id INTEGER NOT NULL,
+            store_name VARCHAR NOT NULL,
+            partition_id INTEGER NOT NULL,
+            bucket BIGINT NOT NULL,
+            last_version BIGINT NOT NULL,
+            min_keys BIGINT,
+            max_keys BIGINT,
+            last_keys BIGINT,
+            bytes HUGEINT,
+            PRIMARY KEY (checkpoint, operator_id, store_name, partition_id, bucket)
+        )
+    """,
+    # Per store: the bucket width of ``partition_buckets`` and the version through which every
+    # partition row kept is counted there.
+    "bucket_marks": """
+        CREATE TABLE IF NOT EXISTS bucket_marks (
+            checkpoint VARCHAR NOT NULL,
+            operator_id INTEGER NOT NULL,
+            store_name VARCHAR NOT NULL,
+            width INTEGER NOT NULL,
+            through_version BIGINT NOT NULL,
+            PRIMARY KEY (checkpoint, operator_id, store_name)
         )
     """,
     # Purged state files, compacted per (version, kind) by ``maintain``: what each version
@@ -591,6 +622,8 @@ KEYS: dict[str, tuple[str, ...]] = {
     "partition_newest": ("checkpoint", "operator_id", "store_name", "partition_id"),
     "state_rollups": ("checkpoint", "operator_id", "store_name", "partition_id", "bucket"),
     "file_summaries": ("checkpoint", "operator_id", "store_name", "version", "kind"),
+    "partition_buckets": ("checkpoint", "operator_id", "store_name", "partition_id", "bucket"),
+    "bucket_marks": ("checkpoint", "operator_id", "store_name"),
     "history_maintenance": ("checkpoint",),
     # Progress: keyed by the query, not the checkpoint path, so an event log and a
     # listener directory of one query land on the same rows; both runs of a restart stay.
@@ -702,6 +735,20 @@ _ROLL_UP = """
                                                excluded.max_versions_since_snapshot)
 """
 
+# One store's partition rows of versions ``$lo``..``$hi`` as bucket rows of ``$n`` versions,
+# replacing those buckets' rows: the range is whole buckets, so each is counted from all its rows.
+_BUCKETS = """
+    INSERT OR REPLACE INTO partition_buckets BY NAME
+    SELECT checkpoint, operator_id, store_name, partition_id, (version - 1) // $n AS bucket,
+           max(version) AS last_version, min(num_keys) AS min_keys, max(num_keys) AS max_keys,
+           arg_max_null(num_keys, version) AS last_keys,
+           sum(coalesce(delta_bytes, 0) + coalesce(snapshot_bytes, 0)) AS bytes
+    FROM state_versions
+    WHERE checkpoint = $cp AND operator_id = $op AND store_name = $store
+      AND version BETWEEN $lo AND $hi
+    GROUP BY ALL
+"""
+
 # Purged state files with a version, summed per (version, kind): files and bytes add up.
 _COMPACT_FILES = """
     INSERT INTO file_summaries BY NAME
@@ -736,6 +783,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
     # Version 5 only adds the stored health verdicts (created from TABLES).
     5: (),
+    # Version 6 adds the bucket rows of the partition rows kept (created from TABLES, filled
+    # by Database() from the history so far: see _fill_buckets).
+    6: (),
 }
 
 
@@ -888,6 +938,8 @@ class Database:
                 for version in range(found + 1, SCHEMA_VERSION + 1):
                     for statement in MIGRATIONS.get(version, ()):
                         conn.execute(statement)
+                if found < 6:
+                    _fill_buckets(conn, self.history.rollup_versions)
                 conn.execute("UPDATE schema_info SET version = ?", [SCHEMA_VERSION])
             for view in VIEWS.values():
                 conn.execute(view)
@@ -957,7 +1009,7 @@ class Database:
             _record_files(conn, write)
             _record_problems(conn, write)
             _record_facts(conn, write)
-            _record_history(conn, write)
+            _record_history(conn, write, self.history.rollup_versions)
         # Retention runs in a transaction of its own after the scan's, every so many versions:
         # the scan's rows are committed (and readable) first, whatever maintaining costs.
         versions = len({r["version"] for r in write.state_versions})
@@ -1094,8 +1146,9 @@ def _record_temp_files(conn: duckdb.DuckDBPyConnection, write: ScanWrite) -> Non
     )
 
 
-def _record_history(conn: duckdb.DuckDBPyConnection, write: ScanWrite) -> None:
-    """Store totals and each partition's newest version, for the versions this scan wrote."""
+def _record_history(conn: duckdb.DuckDBPyConnection, write: ScanWrite, width: int) -> None:
+    """Store totals, each partition's newest version and the bucket rows, for the versions
+    this scan wrote (buckets of ``width`` versions)."""
     if not write.state_versions:
         return
     touched = sorted(
@@ -1111,6 +1164,67 @@ def _record_history(conn: duckdb.DuckDBPyConnection, write: ScanWrite) -> None:
     }
     conn.execute(_STORE_VERSIONS.format(source=_TOUCHED), params)
     conn.execute(_PARTITION_NEWEST.format(source=_TOUCHED), params)
+    written: dict[tuple[int, str], list[int]] = {}
+    for op, store, version in touched:
+        written.setdefault((op, store), []).append(version)
+    for (op, store), versions in written.items():
+        _refresh_buckets(conn, (write.root, op, store), width, versions)
+
+
+def _fill_buckets(conn: duckdb.DuckDBPyConnection, width: int) -> None:
+    """Bucket rows for every store with partition rows (a database from before them)."""
+    for store in conn.execute(
+        "SELECT DISTINCT checkpoint, operator_id, store_name FROM partition_newest"
+    ).fetchall():
+        _refresh_buckets(conn, store, width, [])
+
+
+def _refresh_buckets(
+    conn: duckdb.DuckDBPyConnection, store: tuple[str, int, str], width: int, written: list[int]
+) -> None:
+    """Keep one store's ``partition_buckets`` whole: the buckets completed since its mark
+    (the newest version collected of any partition closes every bucket before it), and the
+    complete ones a scan wrote into again (a partition's row arriving late, a rewrite). A
+    store without a mark, or marked with another width, is counted again from its rows."""
+    cp, op, name = store
+    where = {"cp": cp, "op": op, "store": name}
+    # One statement: a scan pays this for every store it wrote, usually to find nothing to do.
+    newest, marked, done = conn.execute(
+        "SELECT (SELECT max(version) FROM partition_newest WHERE checkpoint = $cp "
+        "        AND operator_id = $op AND store_name = $store), m.width, m.through_version "
+        "FROM (SELECT 1) LEFT JOIN bucket_marks m ON m.checkpoint = $cp "
+        "     AND m.operator_id = $op AND m.store_name = $store",
+        where,
+    ).fetchall()[0]
+    through = (int(newest or 0) // width) * width
+    if marked != width:
+        conn.execute(
+            "DELETE FROM partition_buckets "
+            "WHERE checkpoint = $cp AND operator_id = $op AND store_name = $store",
+            where,
+        )
+        ranges = [(1, through)]
+    else:
+        late = sorted({(v - 1) // width for v in written if v <= done})
+        ranges = [(b * width + 1, (b + 1) * width) for b in late] + [(done + 1, through)]
+    for lo, hi in ranges:
+        if lo <= hi:
+            conn.execute(_BUCKETS, {**where, "n": width, "lo": lo, "hi": hi})
+    if (marked, done) == (width, through):
+        return
+    _upsert(
+        conn,
+        "bucket_marks",
+        [
+            {
+                "checkpoint": cp,
+                "operator_id": op,
+                "store_name": name,
+                "width": width,
+                "through_version": through,
+            }
+        ],
+    )
 
 
 def _full_from(conn: duckdb.DuckDBPyConnection, root: str, history: HistorySettings) -> int | None:
@@ -1144,6 +1258,12 @@ def _maintain(
     """Roll up the partition rows before the window, compact the purged files' rows."""
     below = _full_from(conn, root, history) if history.enabled else None
     rolled = rows = 0
+    # Bucket rows of this width first, so that none straddles ``below`` (a bucket boundary).
+    for store in conn.execute(
+        "SELECT DISTINCT operator_id, store_name FROM partition_newest WHERE checkpoint = ?",
+        [root],
+    ).fetchall():
+        _refresh_buckets(conn, (root, *store), history.rollup_versions, [])
     if below is not None:
         params = {"cp": root, "below": below, "n": history.rollup_versions}
         rolled = conn.execute(
@@ -1154,6 +1274,11 @@ def _maintain(
             rows = conn.execute(_ROLL_UP, params).fetchall()[0][0]
             conn.execute(
                 "DELETE FROM state_versions WHERE checkpoint = $cp AND version < $below",
+                {"cp": root, "below": below},
+            )
+            # Their bucket rows go with them: the roll-ups count those versions now.
+            conn.execute(
+                "DELETE FROM partition_buckets WHERE checkpoint = $cp AND last_version < $below",
                 {"cp": root, "below": below},
             )
     files = 0
@@ -1224,6 +1349,19 @@ _PARTIAL_HISTORY_VIEWS = ("store_totals", "partition_skew", "state_growth")
 _REPARTITION_VIEWS = ("repartitions", "snapshot_lag", *_PARTIAL_HISTORY_VIEWS)
 
 
+# A database from before the bucket rows reads as if it had none yet (empty, no marks): the
+# State page's cells come from the partition rows, as they did.
+_NO_BUCKETS = {
+    "partition_buckets": "SELECT NULL::VARCHAR AS checkpoint, NULL::INTEGER AS operator_id, "
+    "NULL::VARCHAR AS store_name, NULL::INTEGER AS partition_id, NULL::BIGINT AS bucket, "
+    "NULL::BIGINT AS last_version, NULL::BIGINT AS min_keys, NULL::BIGINT AS max_keys, "
+    "NULL::BIGINT AS last_keys, NULL::HUGEINT AS bytes WHERE false",
+    "bucket_marks": "SELECT NULL::VARCHAR AS checkpoint, NULL::INTEGER AS operator_id, "
+    "NULL::VARCHAR AS store_name, NULL::INTEGER AS width, NULL::BIGINT AS through_version "
+    "WHERE false",
+}
+
+
 def _views_for_an_older_database(conn: duckdb.DuckDBPyConnection) -> None:
     found = {
         name
@@ -1232,10 +1370,17 @@ def _views_for_an_older_database(conn: duckdb.DuckDBPyConnection) -> None:
             "'repartitions')"
         ).fetchall()
     }
-    tables = conn.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE table_name IN "
-        "('state_versions', 'operators', 'batches', 'store_versions', 'partition_newest')"
-    ).fetchall()[0][0]
+    present = {
+        name
+        for (name,) in conn.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE table_name IN ('state_versions', "
+            "'operators', 'batches', 'store_versions', 'partition_newest', 'bucket_marks')"
+        ).fetchall()
+    }
+    if "bucket_marks" not in present:
+        for name, select in _NO_BUCKETS.items():
+            conn.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {select}")
+    tables = len(present - {"bucket_marks"})
     # The views read the per-store tables a writer of this version keeps: without them the
     # database keeps what it has until a writer upgrades it.
     if found == {"store_totals", "repartitions"} or tables < 5:

@@ -57,7 +57,9 @@ from stateglass.app.queries.progress import (
 from stateglass.app.queries.restart import live_state_files, restart_facts
 from stateglass.app.queries.store import (
     HEATMAP_COLUMNS,
+    CellGrid,
     bytes_by_kind,
+    cell_grid,
     disk_usage,
     history_kept,
     history_note,
@@ -80,10 +82,12 @@ __all__ = [
     "RATE_SECONDS",
     "ROCKSDB_METRICS",
     "STORE_WHERE",
+    "CellGrid",
     "batch_chart",
     "batch_summary",
     "batches",
     "bytes_by_kind",
+    "cell_grid",
     "change_key",
     "checkpoint_overview",
     "data_version",

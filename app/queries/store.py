@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -40,16 +41,22 @@ def store_history(db: str, checkpoint: str, operator_id: int, store_name: str) -
         """,
         [checkpoint, operator_id, store_name],
     ).iloc[0]
-    counts = read_frame(
-        db,
-        f"SELECT version, partitions FROM store_totals WHERE {STORE_WHERE} ORDER BY version",
-        [checkpoint, operator_id, store_name],
-    )
     moves = read_frame(
         db,
         "SELECT batch_id, partitions_before, partitions_after FROM repartitions "
         "WHERE checkpoint = ? ORDER BY batch_id",
         [checkpoint],
+    )
+    # The count per version matters only where a repartition changed it: a month is 259,200
+    # versions to read for nothing otherwise.
+    counts = (
+        read_frame(
+            db,
+            f"SELECT version, partitions FROM store_totals WHERE {STORE_WHERE} ORDER BY version",
+            [checkpoint, operator_id, store_name],
+        )
+        if not moves.empty
+        else None
     )
 
     def _int(value: Any) -> int | None:
@@ -68,7 +75,7 @@ def store_history(db: str, checkpoint: str, operator_id: int, store_name: str) -
         # Per version where a repartition changed the count (see figures.complete_total).
         "partitions_by_version": (
             tuple((int(v), int(n)) for v, n in counts.itertuples(index=False))
-            if not moves.empty
+            if counts is not None
             else None
         ),
     }
@@ -123,6 +130,73 @@ def history_note(history: dict[str, Any]) -> str:
 HEATMAP_COLUMNS = 250
 
 
+@dataclass(frozen=True)
+class CellGrid:
+    """The columns of :func:`partition_cells`: versions ``lo``..``hi`` cut into columns of
+    ``width`` versions from ``anchor`` on. A grid this coarse is aligned to the store's bucket
+    rows (``partition_buckets``, ``bucket`` versions each), so each of them falls in one column
+    whole; ``buckets`` is the range of bucket numbers read from them (empty: none)."""
+
+    lo: int
+    hi: int
+    anchor: int
+    width: int
+    bucket: int | None
+    buckets: tuple[int, int]
+
+    def partition_ranges(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        """The two version ranges still read from the partition rows: before and after the
+        bucket rows read (an empty range has its end before its start)."""
+        first, last = self.buckets
+        if self.bucket is None or first > last:
+            return (self.lo, self.hi), (1, 0)
+        return (self.lo, first * self.bucket), ((last + 1) * self.bucket + 1, self.hi)
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def cell_grid(
+    db: str,
+    checkpoint: str,
+    operator_id: int,
+    store_name: str,
+    first: int | None = None,
+    last: int | None = None,
+    columns: int = HEATMAP_COLUMNS,
+    bucket_rows: bool = True,
+) -> CellGrid:
+    """The grid :func:`partition_cells` draws versions ``first``..``last`` on (see there)."""
+    row = read_frame(
+        db,
+        f"""
+        SELECT (SELECT coalesce(?, min(first_version)) FROM partition_newest
+                WHERE {STORE_WHERE}) AS lo,
+               (SELECT coalesce(?, max(version)) FROM partition_newest
+                WHERE {STORE_WHERE}) AS hi,
+               (SELECT max(width) FROM bucket_marks WHERE {STORE_WHERE}) AS bucket,
+               (SELECT max(through_version) FROM bucket_marks WHERE {STORE_WHERE}) AS through
+        """,
+        [first, checkpoint, operator_id, store_name, last]
+        + [checkpoint, operator_id, store_name] * 3,
+    ).iloc[0]
+    if pd.isna(row["lo"]) or pd.isna(row["hi"]):
+        return CellGrid(1, 0, 1, 1, None, (1, 0))
+    lo, hi = int(row["lo"]), int(row["hi"])
+    width = max(1, _ceil_div(hi - lo + 1, columns))
+    n = None if pd.isna(row["bucket"]) else int(row["bucket"])
+    if n is None or width < n:
+        return CellGrid(lo, hi, lo, width, None, (1, 0))
+    # Columns start at a bucket's first version and span whole buckets.
+    anchor = (lo - 1) // n * n + 1
+    width = _ceil_div(_ceil_div(hi - anchor + 1, columns), n) * n
+    # Bucket rows whose versions all lie in lo..hi and are counted there (through the mark).
+    through = min(hi, int(row["through"]))
+    buckets = (_ceil_div(lo - 1, n), through // n - 1) if bucket_rows else (1, 0)
+    return CellGrid(lo, hi, anchor, width, n, buckets)
+
+
 def partition_cells(
     db: str,
     checkpoint: str,
@@ -131,48 +205,55 @@ def partition_cells(
     first: int | None = None,
     last: int | None = None,
     columns: int = HEATMAP_COLUMNS,
+    bucket_rows: bool = True,
 ) -> pd.DataFrame:
-    """Keys and bytes written per (partition, bucket of versions) of one store, between
+    """Keys and bytes written per (partition, column of versions) of one store, between
     versions ``first`` and ``last`` (the whole history by default): the State page's grids.
 
-    At most ``columns`` buckets of equal width; a zoom narrow enough gets one version a bucket
-    (full resolution where the partition rows are kept: see ``collectors/history.py``; older
-    rows are roll-ups, whose own buckets are the finest there is). Columns: partition_id,
-    version (the bucket's last version, shared by every partition), num_keys (the last count
-    in the bucket), min_keys and max_keys (the bucket's extremes), bytes (written in the
-    bucket: delta or changelog plus snapshot or zip).
+    At most ``columns`` columns of equal width (:func:`cell_grid`); a zoom narrow enough gets
+    one version a column (full resolution where the partition rows are kept: see
+    ``collectors/history.py``; older rows are roll-ups, whose own buckets are the finest
+    there is). Columns wider than a bucket of ``partition_buckets`` are made of whole buckets,
+    read from those rows rather than from the partition rows, so a page costs the same
+    whatever the full-resolution window holds; ``bucket_rows=False`` counts the same grid
+    from the partition rows alone (what the bucket rows must equal). Columns: partition_id,
+    version (the column's last version, shared by every partition), num_keys (the last count
+    in the column), min_keys and max_keys (its extremes), bytes (written in it: delta or
+    changelog plus snapshot or zip).
+    """
+    grid = cell_grid(db, checkpoint, operator_id, store_name, first, last, columns, bucket_rows)
+    before, after = grid.partition_ranges()
+    store = [checkpoint, operator_id, store_name]
+    partition_rows = f"""
+        SELECT partition_id, version AS last_version, num_keys AS last_keys,
+               num_keys AS min_keys, num_keys AS max_keys,
+               coalesce(delta_bytes, 0) + coalesce(snapshot_bytes, 0) AS bytes
+        FROM state_versions WHERE {STORE_WHERE} AND version BETWEEN ? AND ?
     """
     return read_frame(
         db,
         f"""
-        WITH span AS (
-            SELECT coalesce(?, min(first_version)) AS lo, coalesce(?, max(version)) AS hi
-            FROM partition_newest WHERE {STORE_WHERE}
-        ),
-        grid AS (
-            SELECT lo, hi, greatest(1, CAST(ceil((hi - lo + 1) / ?) AS BIGINT)) AS width
-            FROM span
-        ),
-        rows AS (
-            SELECT partition_id, version AS last_version, num_keys AS last_keys,
-                   num_keys AS min_keys, num_keys AS max_keys,
-                   coalesce(delta_bytes, 0) + coalesce(snapshot_bytes, 0) AS bytes
-            FROM state_versions, grid
-            WHERE {STORE_WHERE} AND version BETWEEN lo AND hi
+        WITH rows AS (
+            {partition_rows}
+            UNION ALL
+            {partition_rows}
+            UNION ALL
+            SELECT partition_id, last_version, last_keys, min_keys, max_keys, bytes
+            FROM partition_buckets WHERE {STORE_WHERE} AND bucket BETWEEN ? AND ?
             UNION ALL
             SELECT partition_id, last_version, last_keys, min_keys, max_keys,
                    coalesce(delta_bytes, 0) + coalesce(snapshot_bytes, 0) AS bytes
-            FROM state_rollups, grid
-            WHERE {STORE_WHERE} AND last_version BETWEEN lo AND hi
+            FROM state_rollups WHERE {STORE_WHERE} AND last_version BETWEEN ? AND ?
         )
         SELECT partition_id,
-               least(hi, lo + ((last_version - lo) // width + 1) * width - 1) AS version,
+               least({grid.hi}, {grid.anchor}
+                     + ((last_version - {grid.anchor}) // {grid.width} + 1) * {grid.width} - 1)
+                   AS version,
                arg_max_null(last_keys, last_version) AS num_keys,
                min(min_keys) AS min_keys, max(max_keys) AS max_keys, sum(bytes) AS bytes
-        FROM rows, grid GROUP BY ALL ORDER BY partition_id, version
+        FROM rows GROUP BY ALL ORDER BY partition_id, version
         """,
-        [first, last, checkpoint, operator_id, store_name, columns]
-        + [checkpoint, operator_id, store_name] * 2,
+        [*store, *before, *store, *after, *store, *grid.buckets, *store, grid.lo, grid.hi],
     )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
@@ -70,6 +70,8 @@ class Context:
     # compat's prediction for a changed query (``check --next``), and that query's checkpoint
     compat: Any = None
     next_name: str = ""
+    # What several rules derive alike, derived once per evaluation (see live_chain_files).
+    shared: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run ``sql``; its first ``?`` is the checkpoint, ``params`` fill the others."""

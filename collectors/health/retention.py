@@ -43,11 +43,7 @@ class Retention:
             for part in range(counts.most()):
                 files = chains.get((store.operator_id, store.store_name, part))
                 per_part.append({v - 1 for v in files.readable()} if files else set())
-            readable = {
-                b
-                for b in readable
-                if all(b in per_part[p] for p in range(min(counts.at(b), len(per_part))))
-            }
+            readable = _readable_in_every_partition(readable, per_part, counts)
         # Restarting from (or reading) batch B also needs its offsets/B and commits/B.
         logs: dict[str, set[int]] = {"offsets": set(), "commits": set()}
         bad = bad_state_files(ctx)
@@ -69,3 +65,28 @@ class Retention:
         if len(recent) < expected:
             return [ctx.finding(self, WARN, text, self.hint)]
         return [ctx.finding(self, OK, text)]
+
+
+def _readable_in_every_partition(
+    batches: set[int], per_part: list[set[int]], counts: PartitionCounts
+) -> set[int]:
+    """The ``batches`` whose state version every partition their batch has can read
+    (``per_part[p]``: the batches partition ``p`` can read). Walked per span of one partition
+    count, from partition 0's few readable batches: a month is 259,200 batches, of which
+    Spark keeps about a hundred."""
+    out: set[int] = set()
+    for after, through, count in counts.spans():
+        need = min(count, len(per_part))
+
+        def inside(b: int, after: int | None = after, through: int | None = through) -> bool:
+            return (after is None or b > after) and (through is None or b <= through)
+
+        if need == 0:
+            out |= {b for b in batches if inside(b)}
+            continue
+        out |= {
+            b
+            for b in per_part[0]
+            if b in batches and inside(b) and all(b in per_part[p] for p in range(1, need))
+        }
+    return out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from stateglass.collectors.health.base import ERR, OK, WARN, Context, Finding, fmt_seconds, median
 
 
@@ -24,14 +26,7 @@ class StalledQuery:
         if not rows:
             return [ctx.finding(self, OK, "no batch committed yet: nothing to compare with")]
         batch, last = rows[0]
-        intervals = [
-            r[0] / 1000
-            for r in ctx.rows(
-                "SELECT interval_ms FROM trigger_intervals WHERE checkpoint = ? "
-                "AND interval_ms > 0 ORDER BY batch_id DESC LIMIT ?",
-                [cfg.window],
-            )
-        ]
+        intervals = recent_intervals(ctx, cfg.window)
         idle = (ctx.now - last).total_seconds()
         typical = median(intervals)
         since = (
@@ -53,3 +48,28 @@ class StalledQuery:
         if idle > warn_at:
             return [ctx.finding(self, WARN, text, self.hint)]
         return [ctx.finding(self, OK, text)]
+
+
+def recent_intervals(ctx: Context, window: int) -> list[float]:
+    """The newest ``window`` positive trigger intervals in seconds, newest first: what the
+    ``trigger_intervals`` view gives, read from the newest batches only (the view's ``lag``
+    runs over every batch, 259,200 at a month), going further back only while too few."""
+    fetch = 2 * window + 2
+    while True:
+        stamps = [
+            ts
+            for (ts,) in ctx.rows(
+                "SELECT batch_timestamp_ms FROM batches WHERE checkpoint = ? "
+                "ORDER BY batch_id DESC LIMIT ?",
+                [fetch],
+            )
+        ]
+        out: list[float] = []
+        for newer, older in pairwise(stamps):
+            if newer is not None and older is not None and newer - older > 0:
+                out.append((newer - older) / 1000)
+                if len(out) == window:
+                    return out
+        if len(stamps) < fetch:
+            return out
+        fetch *= 4

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from stateglass.collectors.checksums import KIND as CHECKSUM_KIND
@@ -142,7 +142,17 @@ def _bad_ssts(ctx: Context, bad: dict[str, list[tuple[str, str]]]) -> tuple[Vers
 
 
 def live_chain_files(ctx: Context) -> dict[tuple[int, str, int], ChainFiles]:
-    """``(operator, store, partition) -> ChainFiles`` from ``state_files`` and ``problems``."""
+    """``(operator, store, partition) -> ChainFiles`` from ``state_files`` and ``problems``.
+
+    Four rules read it: built once per evaluation (a month's live files are 22,000 rows), so
+    callers only read what they get."""
+    if "live_chain_files" not in ctx.shared:
+        ctx.shared["live_chain_files"] = _live_chain_files(ctx)
+    found: dict[tuple[int, str, int], ChainFiles] = ctx.shared["live_chain_files"]
+    return found
+
+
+def _live_chain_files(ctx: Context) -> dict[tuple[int, str, int], ChainFiles]:
     out: dict[tuple[int, str, int], ChainFiles] = {}
     bad = bad_state_files(ctx)
     bad_ssts, failing_reads = _bad_ssts(ctx, bad)
@@ -217,6 +227,15 @@ class PartitionCounts:
         """The count at ``batch``; a batch whose offsets are gone takes the next known one's."""
         at = bisect.bisect_left([r.last for r in self.runs], batch)
         return self.runs[at].count if at < len(self.runs) else self.default
+
+    def spans(self) -> Iterator[tuple[int | None, int | None, int]]:
+        """(after, through, count): the batches after ``after`` up to ``through`` have
+        ``count`` partitions, as :meth:`at` answers (``None``: no bound on that side)."""
+        after: int | None = None
+        for run in self.runs:
+            yield after, run.last, run.count
+            after = run.last
+        yield after, None, self.default
 
     def most(self) -> int:
         """The largest count any batch had: every partition directory the store can have."""

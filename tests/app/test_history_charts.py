@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pandas as pd
 import pytest
 
 from stateglass.app import figures, queries
@@ -83,6 +84,17 @@ def test_heatmap_cells_are_bucketed_and_keep_the_spike(long_db: str) -> None:
     fig = figures.partition_heatmap(cells, metric="max_keys")
     assert len(fig.to_json()) < MAX_FIGURE_BYTES
     assert len(figures.keys_over_versions(cells).to_json()) < MAX_FIGURE_BYTES
+
+
+def test_columns_of_whole_buckets_come_from_bucket_rows_and_keep_the_spike(long_db: str) -> None:
+    # 6,000 versions in 10 columns: 720 versions each, two buckets of 360 (the default).
+    grid = queries.cell_grid(long_db, *STORE, columns=10)
+    assert (grid.width, grid.bucket, grid.buckets) == (720, 360, (0, VERSIONS // 360 - 1))
+    cells = queries.partition_cells(long_db, *STORE, columns=10)
+    whole = queries.partition_cells(long_db, *STORE, columns=10, bucket_rows=False)
+    pd.testing.assert_frame_equal(cells, whole)
+    assert cells[cells["max_keys"] == SPIKE]["partition_id"].tolist() == [SPIKE_PARTITION]
+    assert cells["version"].max() == VERSIONS
 
 
 def test_a_zoomed_range_comes_at_full_resolution(long_db: str) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pandas as pd
 import pytest
 
 from stateglass.app import queries
@@ -73,6 +74,65 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a):
         return math.isnan(b)
     return bool(a == b)
+
+
+# (columns, first, last): grids coarse enough to read bucket rows of 2 versions, and finer.
+GRIDS = [(1, None, None), (3, None, None), (5, None, None), (12, None, None), (2, 3, 12),
+         (2, 2, 9), (4, 4, 11), (1, 5, 5)]  # fmt: skip
+
+
+def _cells_match_the_partition_rows(db: str, root: str) -> None:
+    """The State page's cells from the bucket rows are the cells counted from the partition
+    rows (and roll-ups) alone, column for column, on every grid."""
+    buckets_read = 0
+    with queries.session(db):
+        for columns, first, last in GRIDS:
+            got = queries.partition_cells(db, root, *STORE, first, last, columns)
+            want = queries.partition_cells(
+                db, root, *STORE, first, last, columns, bucket_rows=False
+            )
+            pd.testing.assert_frame_equal(got, want)
+            assert first is not None or not got.empty
+            grid = queries.cell_grid(db, root, *STORE, first, last, columns)
+            buckets_read += grid.buckets[1] >= grid.buckets[0]
+    assert buckets_read >= 3
+
+
+def test_cells_from_bucket_rows_equal_the_partition_rows(
+    purged: tuple[str, str], tmp_path: Path
+) -> None:
+    root, db = purged
+    copy = str(tmp_path / "b.duckdb")
+    shutil.copyfile(db, copy)
+    # Every complete bucket of the 12 versions is counted (the scans kept them).
+    assert read_query(
+        copy, "SELECT width, through_version FROM bucket_marks WHERE checkpoint = ?", [root]
+    ) == [(2, 12)]
+    _cells_match_the_partition_rows(copy, root)
+    # A narrow zoom is drawn version by version: full resolution, from the partition rows.
+    zoom = queries.partition_cells(copy, root, *STORE, 9, 12)
+    assert zoom["version"].drop_duplicates().tolist() == [9, 10, 11, 12]
+    assert queries.cell_grid(copy, root, *STORE, 9, 12).bucket is None
+
+    # Rows arriving late into complete buckets (forgotten, so the next scan writes them
+    # again) replace those buckets' rows.
+    with duckdb.connect(copy) as conn:
+        conn.execute("DELETE FROM state_versions WHERE partition_id = 1 AND version IN (9, 11)")
+        conn.execute(
+            "UPDATE state_files SET size_bytes = size_bytes + 1 "
+            "WHERE NOT purged AND partition_id = 1 AND version IN (9, 11)"
+        )
+    with pytest.raises(AssertionError):  # the check sees bucket rows that miss a change
+        _cells_match_the_partition_rows(copy, root)
+    scan_checkpoint(Database(copy, history=TINY), root)
+    _cells_match_the_partition_rows(copy, root)
+
+    # maintain rolls the old partition rows up and drops their bucket rows with them.
+    Database(copy, history=TINY).maintain(root)
+    assert read_query(copy, "SELECT min(bucket) FROM partition_buckets") == [
+        ((KEPT_FROM - 1) // 2,)
+    ]
+    _cells_match_the_partition_rows(copy, root)
 
 
 def test_maintain_rolls_up_and_compacts_without_losing_what_pages_show(
@@ -155,6 +215,27 @@ def test_an_older_database_gets_the_new_tables_filled(purged: tuple[str, str], t
     Database(copy)
     assert read_query(copy, "SELECT version FROM schema_info") == [(SCHEMA_VERSION,)]
     assert _same(_views(copy, root), before)
+
+
+def test_a_database_from_before_bucket_rows_reads_and_then_gets_them(
+    purged: tuple[str, str], tmp_path: Path
+) -> None:
+    root, db = purged
+    copy = str(tmp_path / "v5.duckdb")
+    shutil.copyfile(db, copy)
+    want = queries.partition_cells(copy, root, *STORE, columns=3, bucket_rows=False)
+    with duckdb.connect(copy) as conn:  # what schema 5 had: no bucket rows
+        conn.execute("DROP TABLE partition_buckets")
+        conn.execute("DROP TABLE bucket_marks")
+        conn.execute("UPDATE schema_info SET version = 5")
+    # Read as it is (a dashboard on an older database): from the partition rows.
+    assert queries.cell_grid(copy, root, *STORE, columns=3).bucket is None
+    assert not queries.partition_cells(copy, root, *STORE, columns=3).empty
+    # The first writer to open it fills the bucket rows of the history so far.
+    Database(copy, history=TINY)
+    assert read_query(copy, "SELECT version FROM schema_info") == [(SCHEMA_VERSION,)]
+    pd.testing.assert_frame_equal(queries.partition_cells(copy, root, *STORE, columns=3), want)
+    _cells_match_the_partition_rows(copy, root)
 
 
 def test_maintain_command_says_what_it_kept(purged: tuple[str, str], tmp_path: Path, capsys):

@@ -37,7 +37,8 @@ def _store(selection: context.StoreSelection) -> None:
         f"{md(selection.operator_name)} · store {md_code(selection.store_name)}"
     )
     with st.spinner("Reading state history…"):
-        versions = context.load(queries.partition_cells, *args)
+        # The same arguments as the charts' unzoomed load, so the page reads its cells once.
+        versions = context.load(queries.partition_cells, *args, None, None)
         usage = context.load(queries.disk_usage, *args)
         history = context.load(queries.store_history, *args)
     if versions.empty:
@@ -104,7 +105,8 @@ def _zoom(args: tuple[str, int, str]) -> tuple[int | None, int | None, str]:
     first, last = st.slider(
         "Versions shown", min_value=lo, max_value=hi, value=(lo, hi), key="sg_state_zoom"
     )
-    width = -(-(last - first + 1) // queries.HEATMAP_COLUMNS)
+    picked = (None, None) if (first, last) == (lo, hi) else (first, last)
+    width = context.load(queries.cell_grid, *args, *picked).width
     note = (
         ""
         if width <= 1
@@ -112,7 +114,7 @@ def _zoom(args: tuple[str, int, str]) -> tuple[int | None, int | None, str]:
         "band and the keys heatmap at each bucket's minimum and maximum, so no spike is lost);"
         " narrow the range above to see single versions."
     )
-    return (None, None, note) if (first, last) == (lo, hi) else (first, last, note)
+    return (*picked, note)
 
 
 def _growth_charts(args: tuple[str, int, str], history: dict[str, Any]) -> None:
