@@ -43,6 +43,10 @@ WATCHED_DIRS = ("commits", "offsets")
 OVERFLOW_LOGGER = "watchdog.observers.inotify_c"
 
 
+# How long an ending watch waits for watchdog's threads.
+OBSERVER_STOP_S = 5.0
+
+
 class Debouncer:
     """Collects keys and releases each once it has been quiet for ``delay_s``.
 
@@ -271,5 +275,7 @@ class CheckpointWatcher:
         finally:
             logging.getLogger(OVERFLOW_LOGGER).removeHandler(overflow)
             self._observer.stop()
-            self._observer.join()
+            # watchdog's threads are daemons: a stop that does not finish (an inotify reader
+            # that never wakes) must not keep the watch from ending, or from reporting why.
+            self._observer.join(timeout=OBSERVER_STOP_S)
             self._observer = None
