@@ -44,7 +44,7 @@ from stateglass.collectors.errors import DatabaseBusy, DatabaseError
 from stateglass.collectors.history import HistorySettings
 from stateglass.collectors.progress_schema import PROGRESS_TABLES
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 @dataclass(frozen=True)
@@ -434,7 +434,9 @@ TABLES: dict[str, str] = {
             scan_at TIMESTAMP NOT NULL,
             judged_at TIMESTAMP NOT NULL,
             config_key VARCHAR NOT NULL,
-            worst VARCHAR NOT NULL
+            worst VARCHAR NOT NULL,
+            -- JSON: what each clock rule read, and from when it holds (stored.py)
+            clock_facts VARCHAR
         )
     """,
     "health_findings": """
@@ -736,6 +738,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
     # Version 5 only adds the stored health verdicts (created from TABLES).
     5: (),
+    # Version 6 keeps with each stored verdict the facts its clock rules read, so that readers
+    # apply the clock to them rather than judge those rules again (NULL: judged again).
+    6: ("ALTER TABLE health_judged ADD COLUMN IF NOT EXISTS clock_facts VARCHAR",),
 }
 
 
