@@ -44,7 +44,7 @@ from stateglass.collectors.errors import DatabaseBusy, DatabaseError
 from stateglass.collectors.history import HistorySettings
 from stateglass.collectors.progress_schema import PROGRESS_TABLES
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 @dataclass(frozen=True)
@@ -465,7 +465,9 @@ TABLES: dict[str, str] = {
             scan_at TIMESTAMP NOT NULL,
             judged_at TIMESTAMP NOT NULL,
             config_key VARCHAR NOT NULL,
-            worst VARCHAR NOT NULL
+            worst VARCHAR NOT NULL,
+            -- JSON: what each clock rule read, and from when it holds (stored.py)
+            clock_facts VARCHAR
         )
     """,
     "health_findings": """
@@ -786,6 +788,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # Version 6 adds the bucket rows of the partition rows kept (created from TABLES, filled
     # by Database() from the history so far: see _fill_buckets).
     6: (),
+    # Version 7 keeps with each stored verdict the facts its clock rules read, so that readers
+    # apply the clock to them rather than judge those rules again (NULL: judged again).
+    7: ("ALTER TABLE health_judged ADD COLUMN IF NOT EXISTS clock_facts VARCHAR",),
 }
 
 

@@ -19,11 +19,13 @@ def size_sparkline(sizes: pd.DataFrame, column: str = "bytes") -> go.Figure:
     if is_empty(sizes, ["version", column]):
         return empty_figure(title, "no state")
     frame = sizes.sort_values("version")
-    fig = go.Figure()
-    fig.add_scatter(
-        x=frame["version"],
-        y=numeric(frame, column),
-        customdata=frame["version"].astype("int64") - 1,
+    versions = frame["version"].astype("int64").to_numpy()
+    # One constructor, arrays rather than Series: an Overview page draws 24 of these, and
+    # each update_* call or pandas column costs plotly another round of validation.
+    line = go.Scatter(
+        x=versions,
+        y=numeric(frame, column).to_numpy(),
+        customdata=versions - 1,
         mode="lines",
         # NaN where some partition is unknown (queries.size_history): a gap, not a drop.
         connectgaps=False,
@@ -31,13 +33,20 @@ def size_sparkline(sizes: pd.DataFrame, column: str = "bytes") -> go.Figure:
         line={"color": "#4C78A8", "width": 1.5},
         hovertemplate=f"version %{{x}} (batch %{{customdata}})<br>%{{y:,}} {unit}<extra></extra>",
     )
-    fig.update_layout(
-        height=70,
-        margin={"l": 0, "r": 0, "t": 0, "b": 0},
-        showlegend=False,
-        # No title: a sparkline sits beside its label; the axis titles stay for screen readers.
-        meta={"title": title},
+    return go.Figure(
+        data=[line],
+        layout={
+            "height": 70,
+            "margin": {"l": 0, "r": 0, "t": 0, "b": 0},
+            "showlegend": False,
+            # No title: a sparkline sits beside its label; the axis titles stay for screen
+            # readers.
+            "meta": {"title": title},
+            "xaxis": {"visible": False, "title": {"text": "state version (batch id + 1)"}},
+            "yaxis": {
+                "visible": False,
+                "title": {"text": unit},
+                **(BYTES_TICKS if unit == "bytes" else {}),
+            },
+        },
     )
-    fig.update_xaxes(visible=False, title_text="state version (batch id + 1)")
-    fig.update_yaxes(visible=False, title_text=unit, **(BYTES_TICKS if unit == "bytes" else {}))
-    return fig

@@ -25,7 +25,17 @@ import duckdb
 
 from stateglass.collectors.db import SCHEMA_VERSION, reader
 from stateglass.collectors.errors import CheckpointError, NotFound
-from stateglass.collectors.health.base import ERR, OK, WARN, Context, Finding, Rule, worst
+from stateglass.collectors.health.base import (
+    ERR,
+    OK,
+    WARN,
+    ClockRule,
+    Context,
+    Facts,
+    Finding,
+    Rule,
+    worst,
+)
 from stateglass.collectors.health.commit_time import CommitTime
 from stateglass.collectors.health.config import HealthConfig, load_config
 from stateglass.collectors.health.damaged_files import DamagedFiles
@@ -89,6 +99,11 @@ RULES: dict[str, Rule] = {
         StateLeak(),
     )
 }
+# The rules whose verdict moves with the clock alone between scans (a query stalls, a batch
+# gets stuck, a file ages into an orphan): stored verdicts keep their facts instead.
+CLOCK_RULES: dict[str, ClockRule] = {
+    rule_id: rule for rule_id, rule in RULES.items() if isinstance(rule, ClockRule)
+}
 
 
 def evaluate(
@@ -125,15 +140,42 @@ def evaluate_many(
     to its :class:`NotFound` rather than failing the others. ``rules``: only these rule ids
     (the stored verdicts' readers judge the clock's rules alone).
     """
+    with history(db_path) as conn:
+        return evaluate_on(conn, db_path, checkpoints, now, config, rules)
+
+
+def evaluate_on(
+    conn: duckdb.DuckDBPyConnection,
+    db_path: str,
+    checkpoints: list[str],
+    now: datetime | None = None,
+    config: HealthConfig | None = None,
+    rules: Collection[str] | None = None,
+) -> dict[str, list[Finding] | CheckpointError]:
+    """:func:`evaluate_many` on a connection :func:`history` opened."""
     from stateglass.collectors.remote import canonical
 
     out: dict[str, list[Finding] | CheckpointError] = {}
-    with _history(db_path) as conn:
-        for checkpoint in checkpoints:
-            root = canonical(checkpoint)
-            ctx = _context(conn, db_path, root, now, config)
-            out[root] = ctx if isinstance(ctx, CheckpointError) else _run_rules(ctx, rules)
+    for checkpoint in checkpoints:
+        root = canonical(checkpoint)
+        ctx = _context(conn, db_path, root, now, config)
+        out[root] = ctx if isinstance(ctx, CheckpointError) else _run_rules(ctx, rules)
     return out
+
+
+def evaluate_with_facts(
+    db_path: str, checkpoint: str, config: HealthConfig | None = None
+) -> tuple[list[Finding], dict[str, Facts], datetime]:
+    """:func:`evaluate` now, with the facts each clock rule judged from (by rule id) and the
+    moment (naive UTC) from which they hold: what a watcher stores after a scan."""
+    from stateglass.collectors.remote import canonical
+
+    with history(db_path) as conn:
+        ctx = _context(conn, db_path, canonical(checkpoint), None, config)
+        if isinstance(ctx, CheckpointError):
+            raise ctx
+        facts: dict[str, Facts] = {}
+        return _run_rules(ctx, facts=facts), facts, ctx.now
 
 
 def judge(
@@ -155,7 +197,7 @@ def judge(
     from stateglass.collectors.remote import canonical
 
     root = canonical(checkpoint)
-    with _history(db_path) as conn:
+    with history(db_path) as conn:
         ctx = _context(conn, db_path, root, now, config)
         if isinstance(ctx, CheckpointError):
             raise ctx
@@ -163,16 +205,35 @@ def judge(
         return restart_verdict(ctx, compat, next_name), _run_rules(ctx)
 
 
-def _run_rules(ctx: Context, rules: Collection[str] | None = None) -> list[Finding]:
+def _run_rules(
+    ctx: Context, rules: Collection[str] | None = None, facts: dict[str, Facts] | None = None
+) -> list[Finding]:
+    """The enabled rules' findings (of ``rules`` only, when given); into ``facts``, what each
+    clock rule read."""
     findings: list[Finding] = []
     for rule_id, rule in RULES.items():
-        if ctx.config.enabled(rule_id) and (rules is None or rule_id in rules):
+        if not ctx.config.enabled(rule_id) or (rules is not None and rule_id not in rules):
+            continue
+        if facts is not None and isinstance(rule, ClockRule):
+            facts[rule_id] = rule.facts(ctx)
+            findings.extend(rule.at(facts[rule_id], ctx.now, ctx.config))
+        else:
             findings.extend(rule.check(ctx))
     return findings
 
 
+def utc_naive(now: datetime | None) -> datetime:
+    """``now`` (default: the current time) as naive UTC, like every timestamp in the database;
+    a naive ``now`` is taken as UTC."""
+    if now is None:
+        now = datetime.now(tz=UTC)
+    if now.tzinfo is not None:
+        now = now.astimezone(UTC).replace(tzinfo=None)
+    return now
+
+
 @contextmanager
-def _history(db_path: str) -> Iterator[duckdb.DuckDBPyConnection]:
+def history(db_path: str) -> Iterator[duckdb.DuckDBPyConnection]:
     """A read-only connection to a history database of the current schema."""
     db_file = os.path.abspath(os.path.expanduser(db_path))
     if not os.path.isfile(db_file):
@@ -199,13 +260,9 @@ def _context(
     now: datetime | None,
     config: HealthConfig | None,
 ) -> Context | NotFound:
-    if now is None:
-        now = datetime.now(tz=UTC)
-    if now.tzinfo is not None:
-        now = now.astimezone(UTC).replace(tzinfo=None)
     known = conn.execute("SELECT count(*) FROM checkpoints WHERE checkpoint = ?", [root])
     if known.fetchall()[0][0] == 0:
         db_file = os.path.abspath(os.path.expanduser(db_path))
         why = f"not collected into {db_file}; run `stateglass collect {root}` first"
         return NotFound(root, why)
-    return Context(conn, root, now, config or HealthConfig())
+    return Context(conn, root, utc_naive(now), config or HealthConfig())

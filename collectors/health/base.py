@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import duckdb
@@ -130,6 +130,11 @@ class Context:
         )
 
 
+def query_finding(rule: Rule, status: str, text: str, hint: str = "") -> Finding:
+    """A finding about the whole query (no store): what a clock rule gives without a context."""
+    return Finding(rule=rule.id, title=rule.title, status=status, finding=text, hint=hint)
+
+
 class Rule(Protocol):
     """A health rule: a stable id, a title, and a function of the history."""
 
@@ -138,6 +143,30 @@ class Rule(Protocol):
 
     def check(self, ctx: Context) -> list[Finding]:
         """At least one finding; an OK finding says what was measured."""
+        ...
+
+
+# What a clock rule reads of the history: JSON values only (str, int, float, bool, None,
+# lists, dicts), so that facts stored as JSON give the very findings fresh ones give.
+Facts = Mapping[str, Any]
+
+
+@runtime_checkable
+class ClockRule(Rule, Protocol):
+    """A rule whose verdict moves with the clock between scans (a query stalls, a file ages).
+
+    Split in two so that what the history says is read once per scan and the clock is applied
+    at every read: ``check(ctx)`` is ``at(facts(ctx), ctx.now, ctx.config)``. The facts hold
+    for any moment from ``ctx.now`` on (not before it: files old enough then may be counted
+    together), until the next scan.
+    """
+
+    def facts(self, ctx: Context) -> dict[str, Any]:
+        """What the history says, apart from the clock."""
+        ...
+
+    def at(self, facts: Facts, now: datetime, config: HealthConfig) -> list[Finding]:
+        """The findings at ``now`` (naive UTC) with ``config`` (the one ``facts`` was read with)."""
         ...
 
 

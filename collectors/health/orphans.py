@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
-from datetime import UTC
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
-from stateglass.collectors.health.base import OK, WARN, Context, Finding, fmt_bytes, fmt_seconds
+from stateglass.collectors.health.base import (
+    OK,
+    WARN,
+    Context,
+    Facts,
+    Finding,
+    fmt_bytes,
+    fmt_seconds,
+    query_finding,
+)
+
+if TYPE_CHECKING:
+    from stateglass.collectors.health.config import HealthConfig
 
 # SSTs of a partition whose live zips all have their references recorded (sst_files_live is
 # set), that no live zip references, and that are older than the partition's newest zip (a
-# newer one may belong to a version being uploaded right now).
+# newer one may belong to a version being uploaded right now). Of any age: the clock picks
+# those old enough (``Orphans.at``).
 _UNREFERENCED_SSTS = """
     WITH zips AS (
         SELECT operator_id, store_name, partition_id, version, max(modified_at) AS mtime
@@ -35,11 +50,11 @@ _UNREFERENCED_SSTS = """
          AND z.version BETWEEN r.first_version AND r.last_version
         WHERE r.checkpoint = $cp
     )
-    SELECT s.operator_id, s.store_name, s.partition_id, s.path, s.size_bytes, s.modified_at
+    SELECT s.path, s.size_bytes, s.modified_at
     FROM state_files s
     JOIN newest n USING (operator_id, store_name, partition_id)
     WHERE s.checkpoint = $cp AND s.kind = 'sst' AND NOT s.purged
-      AND s.modified_at <= n.newest_zip AND s.modified_at <= $before
+      AND s.modified_at <= n.newest_zip
       AND NOT EXISTS (
           SELECT 1 FROM unknown u
           WHERE u.operator_id = s.operator_id AND u.store_name = s.store_name
@@ -49,8 +64,13 @@ _UNREFERENCED_SSTS = """
           WHERE r.operator_id = s.operator_id AND r.store_name = s.store_name
             AND r.partition_id = s.partition_id
             AND r.sst_file = regexp_extract(s.path, '[^/]+$'))
-    ORDER BY s.modified_at
+    ORDER BY s.modified_at, s.path
 """
+
+# (modified_at, files, bytes) from the oldest: the files of one mtime, or all those already
+# old enough when the facts were read (one entry, at the oldest one's mtime).
+Ages = list[list[float]]
+KINDS = ("temporary files", "unreferenced SSTs")
 
 
 class Orphans:
@@ -64,37 +84,62 @@ class Orphans:
     )
 
     def check(self, ctx: Context) -> list[Finding]:
-        cfg = ctx.config.orphans
-        now_s = ctx.now.replace(tzinfo=UTC).timestamp()
-        before = now_s - cfg.min_age_seconds
+        return self.at(self.facts(ctx), ctx.now, ctx.config)
+
+    def facts(self, ctx: Context) -> dict[str, Any]:
+        """Each kind's candidates by age, and its oldest file (the finding's example)."""
+        settled = _seconds(ctx.now) - ctx.config.orphans.min_age_seconds
         temps = ctx.rows(
             "SELECT path, size_bytes, modified_at FROM temp_files WHERE checkpoint = ? "
-            "AND modified_at <= ? ORDER BY modified_at",
-            [before],
+            "ORDER BY modified_at, path"
         )
-        ssts = [
-            tuple(r)
-            for r in ctx.conn.execute(
-                _UNREFERENCED_SSTS, {"cp": ctx.checkpoint, "before": before}
-            ).fetchall()
-        ]
+        ssts = ctx.conn.execute(_UNREFERENCED_SSTS, {"cp": ctx.checkpoint}).fetchall()
+        return {
+            kind: {"ages": _ages(rows, settled), "oldest": _relative(rows[0][0], ctx.checkpoint)}
+            for kind, rows in zip(KINDS, (temps, ssts), strict=True)
+            if rows
+        }
+
+    def at(self, facts: Facts, now: datetime, config: HealthConfig) -> list[Finding]:
+        cfg = config.orphans
+        now_s = _seconds(now)
+        before = now_s - cfg.min_age_seconds
         parts = []
-        for label, rows, size_col, time_col, path_col in (
-            ("temporary files", temps, 1, 2, 0),
-            ("unreferenced SSTs", ssts, 4, 5, 3),
-        ):
-            if rows:
-                oldest = now_s - min(r[time_col] for r in rows)
-                total = sum(r[size_col] for r in rows)
-                example = _relative(rows[0][path_col], ctx.checkpoint)
+        for kind in KINDS:
+            found = facts.get(kind) or {"ages": [], "oldest": ""}
+            ages = [a for a in found["ages"] if a[0] <= before]
+            if ages:
+                files = sum(int(a[1]) for a in ages)
+                total = sum(int(a[2]) for a in ages)
+                oldest = fmt_seconds(now_s - ages[0][0])
                 parts.append(
-                    f"{len(rows)} {label} ({fmt_bytes(total)}, oldest {fmt_seconds(oldest)} old, "
-                    f"e.g. {example})"
+                    f"{files} {kind} ({fmt_bytes(total)}, oldest {oldest} old, "
+                    f"e.g. {found['oldest']})"
                 )
         limit = f"files younger than {fmt_seconds(cfg.min_age_seconds)} are not counted"
         if parts:
-            return [ctx.finding(self, WARN, "; ".join(parts) + f"; {limit}", self.hint)]
-        return [ctx.finding(self, OK, f"no temporary files or unreferenced SSTs; {limit}")]
+            return [query_finding(self, WARN, "; ".join(parts) + f"; {limit}", self.hint)]
+        return [query_finding(self, OK, f"no temporary files or unreferenced SSTs; {limit}")]
+
+
+def _seconds(moment: datetime) -> float:
+    """Epoch seconds of a naive UTC moment, as file mtimes are kept."""
+    return moment.replace(tzinfo=UTC).timestamp()
+
+
+def _ages(rows: Sequence[tuple[Any, ...]], settled: float) -> Ages:
+    """``(path, size, mtime)`` rows, oldest first, as :data:`Ages`: files at or before
+    ``settled`` (old enough at any moment the facts hold) in one entry, the younger ones
+    per mtime, since the clock counts them one by one."""
+    ages: Ages = []
+    for _, size, mtime in rows:
+        last = ages[-1] if ages else None
+        if last is not None and (last[0] == mtime or mtime <= settled):
+            last[1] += 1
+            last[2] += size
+        else:
+            ages.append([mtime, 1, size])
+    return ages
 
 
 def _relative(path: str, root: str) -> str:

@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from itertools import pairwise
+from typing import TYPE_CHECKING, Any
 
-from stateglass.collectors.health.base import ERR, OK, WARN, Context, Finding, fmt_seconds, median
+from stateglass.collectors.health.base import (
+    ERR,
+    OK,
+    WARN,
+    Context,
+    Facts,
+    Finding,
+    fmt_seconds,
+    median,
+    query_finding,
+)
+
+if TYPE_CHECKING:
+    from stateglass.collectors.health.config import HealthConfig
 
 
 class StalledQuery:
@@ -18,36 +33,52 @@ class StalledQuery:
     )
 
     def check(self, ctx: Context) -> list[Finding]:
-        cfg = ctx.config.stalled_query
+        return self.at(self.facts(ctx), ctx.now, ctx.config)
+
+    def facts(self, ctx: Context) -> dict[str, Any]:
+        """The last committed batch, when, and the median trigger interval before it."""
         rows = ctx.rows(
             "SELECT batch_id, committed_at FROM batches WHERE checkpoint = ? AND committed "
             "AND committed_at IS NOT NULL ORDER BY batch_id DESC LIMIT 1"
         )
         if not rows:
-            return [ctx.finding(self, OK, "no batch committed yet: nothing to compare with")]
+            return {}
         batch, last = rows[0]
-        intervals = recent_intervals(ctx, cfg.window)
-        idle = (ctx.now - last).total_seconds()
-        typical = median(intervals)
+        intervals = recent_intervals(ctx, ctx.config.stalled_query.window)
+        return {
+            "batch": batch,
+            "last": last.isoformat(),
+            "typical": median(intervals),
+            "intervals": len(intervals),
+        }
+
+    def at(self, facts: Facts, now: datetime, config: HealthConfig) -> list[Finding]:
+        cfg = config.stalled_query
+        if not facts:
+            return [query_finding(self, OK, "no batch committed yet: nothing to compare with")]
+        last = datetime.fromisoformat(facts["last"])
+        idle = (now - last).total_seconds()
+        typical = facts["typical"]
         since = (
-            f"no commit for {fmt_seconds(idle)} since batch {batch} ({last:%Y-%m-%d %H:%M:%S} UTC)"
+            f"no commit for {fmt_seconds(idle)} since batch {facts['batch']} "
+            f"({last:%Y-%m-%d %H:%M:%S} UTC)"
         )
         if typical is None:
             return [
-                ctx.finding(self, OK, f"{since}; fewer than 2 batches, no trigger interval yet")
+                query_finding(self, OK, f"{since}; fewer than 2 batches, no trigger interval yet")
             ]
         warn_at = max(cfg.warn_factor * typical, cfg.min_seconds)
         err_at = max(cfg.err_factor * typical, cfg.min_seconds) if cfg.err_factor > 0 else None
         text = (
-            f"{since}; median trigger interval {fmt_seconds(typical)} over {len(intervals)} "
+            f"{since}; median trigger interval {fmt_seconds(typical)} over {facts['intervals']} "
             f"batches, WARN above {fmt_seconds(warn_at)}"
             + (f", ERR above {fmt_seconds(err_at)}" if err_at is not None else "")
         )
         if err_at is not None and idle > err_at:
-            return [ctx.finding(self, ERR, text, self.hint)]
+            return [query_finding(self, ERR, text, self.hint)]
         if idle > warn_at:
-            return [ctx.finding(self, WARN, text, self.hint)]
-        return [ctx.finding(self, OK, text)]
+            return [query_finding(self, WARN, text, self.hint)]
+        return [query_finding(self, OK, text)]
 
 
 def recent_intervals(ctx: Context, window: int) -> list[float]:

@@ -9,9 +9,14 @@ one writer keeps the findings (``health_judged``, ``health_findings``). Readers
 - they were judged after the checkpoint's last recorded scan (``scan_at = last_scan``), and
 - with the same thresholds (``config_key``, a digest of the :class:`HealthConfig`);
 
-otherwise the checkpoint is judged fresh, as before. The rules that read the clock rather
-than the history (:data:`CLOCK_RULES`: a query stalls, a batch gets stuck, a file ages into an
-orphan without any new scan) are always judged fresh; they read a few rows each.
+otherwise the checkpoint is judged fresh, as before. The rules that read the clock as well as
+the history (:data:`~collectors.health.CLOCK_RULES`: a query stalls, a batch gets stuck, a
+file ages into an orphan, all without a new scan) are never taken from storage: the watcher
+stores what each of them read of the history (``clock_facts``: the last commit, the running
+batch, the candidate orphans by age), and a reader applies its own clock to those facts,
+which gives the findings judging the whole history at that moment gives, for the price of a
+JSON parse. Facts hold from the moment they were read (``as_of``) until the next scan; a
+reader asking about an earlier moment, or a row stored without them, judges those rules fresh.
 
 ``stateglass check`` and the Health page judge everything fresh: they answer for one
 checkpoint, with the caller's own thresholds and the progress events ingested since.
@@ -26,23 +31,19 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import duckdb
-
-from stateglass.collectors.db import reader
 from stateglass.collectors.errors import CheckpointError
-from stateglass.collectors.health.base import Finding, worst
+from stateglass.collectors.health.base import Facts, Finding, worst
 from stateglass.collectors.health.config import HealthConfig
 
 if TYPE_CHECKING:
-    from stateglass.collectors.db import Database
+    import duckdb
 
-# Rules whose verdict moves with time alone: never taken from storage.
-CLOCK_RULES = frozenset({"stalled_query", "stuck_batch", "orphans"})
+    from stateglass.collectors.db import Database
 
 Judged = dict[str, list[Finding] | CheckpointError]
 
@@ -55,22 +56,25 @@ def config_key(config: HealthConfig) -> str:
 def judge_and_store(
     db: Database, root: str, scan_at: datetime, config: HealthConfig | None = None
 ) -> str | None:
-    """Judge ``root`` as the scan at ``scan_at`` left it and store the findings; the worst
-    status, or None when it could not be judged (nothing is stored then)."""
-    from stateglass.collectors.health import evaluate_many
+    """Judge ``root`` as the scan at ``scan_at`` left it and store the findings with the
+    clock rules' facts; the worst status, or None when it could not be judged (nothing is
+    stored then)."""
+    from stateglass.collectors.health import evaluate_with_facts
 
     config = config or HealthConfig()
-    found = evaluate_many(db.path, [root], config=config)[root]
-    if isinstance(found, CheckpointError):
+    try:
+        found, facts, as_of = evaluate_with_facts(db.path, root, config)
+    except CheckpointError:
         return None
     status = worst(found)
     db.record_verdicts(
         {
             "checkpoint": root,
             "scan_at": scan_at,
-            "judged_at": datetime.now(),
+            "judged_at": as_of,
             "config_key": config_key(config),
             "worst": status,
+            "clock_facts": json.dumps({"as_of": as_of.isoformat(), "rules": facts}),
         },
         [_row(root, i, f) for i, f in enumerate(found)],
     )
@@ -81,31 +85,64 @@ def _row(root: str, seq: int, f: Finding) -> dict[str, Any]:
     return {"checkpoint": root, "seq": seq, **dataclasses.asdict(f)}
 
 
-def _read_stored(db_file: str, roots: Sequence[str], key: str) -> dict[str, list[Finding]]:
-    """The stored findings of ``roots`` still valid (judged after their last scan, with the
-    thresholds ``key``), without the clock's rules."""
-    out: dict[str, list[Finding]] = {}
-    try:
-        with reader(db_file) as conn:
-            valid = conn.execute(
-                "SELECT j.checkpoint FROM health_judged j JOIN checkpoints c "
-                "ON c.checkpoint = j.checkpoint AND c.last_scan = j.scan_at "
-                "WHERE j.config_key = ? AND j.checkpoint IN (SELECT unnest(?::VARCHAR[]))",
-                [key, list(roots)],
-            ).fetchall()
-            out = {r: [] for (r,) in valid}
-            rows = conn.execute(
-                "SELECT checkpoint, rule, title, status, finding, hint, operator_id, "
-                "store_name, partition_id FROM health_findings "
-                "WHERE checkpoint IN (SELECT unnest(?::VARCHAR[])) ORDER BY checkpoint, seq",
-                [list(out)],
-            ).fetchall()
-    except duckdb.CatalogException:
-        return {}  # a database from before stored verdicts: everything is judged fresh
+# A stored verdict: its findings apart from the clock rules', and their facts (None: judge
+# the clock rules fresh).
+Kept = tuple[list[Finding], Mapping[str, Facts] | None]
+
+
+def _read_stored(
+    conn: duckdb.DuckDBPyConnection,
+    roots: Sequence[str],
+    config: HealthConfig,
+    now: datetime,
+) -> dict[str, Kept]:
+    """The stored verdicts of ``roots`` still valid (judged after their last scan, with
+    ``config``'s thresholds), without the clock rules' findings."""
+    from stateglass.collectors.health import CLOCK_RULES
+
+    valid = conn.execute(
+        "SELECT j.checkpoint, j.clock_facts FROM health_judged j JOIN checkpoints c "
+        "ON c.checkpoint = j.checkpoint AND c.last_scan = j.scan_at "
+        "WHERE j.config_key = ? AND j.checkpoint IN (SELECT unnest(?::VARCHAR[]))",
+        [config_key(config), list(roots)],
+    ).fetchall()
+    out: dict[str, Kept] = {r: ([], _usable(facts, config, now)) for r, facts in valid}
+    rows = conn.execute(
+        "SELECT checkpoint, rule, title, status, finding, hint, operator_id, "
+        "store_name, partition_id FROM health_findings "
+        "WHERE checkpoint IN (SELECT unnest(?::VARCHAR[])) ORDER BY checkpoint, seq",
+        [list(out)],
+    ).fetchall()
     for root, *fields in rows:
         if fields[0] not in CLOCK_RULES:
-            out[root].append(Finding(*fields))
+            out[root][0].append(Finding(*fields))
     return out
+
+
+def _usable(stored: str | None, config: HealthConfig, now: datetime) -> Mapping[str, Facts] | None:
+    """The clock rules' stored facts when they answer for ``now``: read at or before it, one
+    for every clock rule ``config`` enables."""
+    from stateglass.collectors.health import CLOCK_RULES
+
+    if stored is None:
+        return None
+    facts = json.loads(stored)
+    if now < datetime.fromisoformat(facts["as_of"]):
+        return None
+    rules: dict[str, Facts] = facts["rules"]
+    enabled = [r for r in CLOCK_RULES if config.enabled(r)]
+    return rules if all(r in rules for r in enabled) else None
+
+
+def _at(facts: Mapping[str, Facts], now: datetime, config: HealthConfig) -> list[Finding]:
+    """The clock rules' findings at ``now`` from their stored facts."""
+    from stateglass.collectors.health import CLOCK_RULES
+
+    found: list[Finding] = []
+    for rule_id, rule in CLOCK_RULES.items():
+        if config.enabled(rule_id):
+            found.extend(rule.at(facts[rule_id], now, config))
+    return found
 
 
 def stored_many(
@@ -115,20 +152,23 @@ def stored_many(
     config: HealthConfig | None = None,
 ) -> Judged:
     """Findings per checkpoint as :func:`~collectors.health.evaluate_many` gives them: stored
-    ones where they hold (the clock's rules judged now), the others judged fresh."""
-    from stateglass.collectors.health import RULES, evaluate_many
+    ones where they hold (the clock's rules applied to their facts at ``now``), the others
+    judged fresh; all on one read-only connection."""
+    from stateglass.collectors.health import CLOCK_RULES, RULES, evaluate_on, history, utc_naive
     from stateglass.collectors.remote import canonical
 
     config = config or HealthConfig()
     roots = [canonical(c) for c in checkpoints]
-    db_file = os.path.abspath(os.path.expanduser(db_path))
-    stored = _read_stored(db_file, roots, config_key(config)) if os.path.isfile(db_file) else {}
-    # Called even with nothing to judge: it checks the file and its schema for every reader.
-    fresh = evaluate_many(db_path, [r for r in roots if r not in stored], now, config)
-    clock = evaluate_many(db_path, list(stored), now, config, rules=CLOCK_RULES)
+    moment = utc_naive(now)
+    # Opened even with nothing to judge: it checks the file and its schema for every reader.
+    with history(db_path) as conn:
+        stored = _read_stored(conn, roots, config, moment)
+        fresh = evaluate_on(conn, db_path, [r for r in roots if r not in stored], moment, config)
+        unheld = [r for r, (_, facts) in stored.items() if facts is None]
+        clock = evaluate_on(conn, db_path, unheld, moment, config, rules=CLOCK_RULES)
     order = {rule: i for i, rule in enumerate(RULES)}
-    for root, kept in stored.items():
-        timed = clock.get(root)
+    for root, (kept, facts) in stored.items():
+        timed = clock.get(root) if facts is None else _at(facts, moment, config)
         if isinstance(timed, CheckpointError):
             fresh[root] = timed
             continue

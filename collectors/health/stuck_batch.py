@@ -2,7 +2,23 @@
 
 from __future__ import annotations
 
-from stateglass.collectors.health.base import ERR, OK, WARN, Context, Finding, fmt_seconds, median
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from stateglass.collectors.health.base import (
+    ERR,
+    OK,
+    WARN,
+    Context,
+    Facts,
+    Finding,
+    fmt_seconds,
+    median,
+    query_finding,
+)
+
+if TYPE_CHECKING:
+    from stateglass.collectors.health.config import HealthConfig
 
 
 class StuckBatch:
@@ -15,29 +31,42 @@ class StuckBatch:
     )
 
     def check(self, ctx: Context) -> list[Finding]:
-        cfg = ctx.config.stuck_batch
+        return self.at(self.facts(ctx), ctx.now, ctx.config)
+
+    def facts(self, ctx: Context) -> dict[str, Any]:
+        """The newest batch, when it started if it is not committed, and the median batch."""
         newest = ctx.rows(
             "SELECT batch_id, committed, offsets_written_at FROM batches WHERE checkpoint = ? "
             "ORDER BY batch_id DESC LIMIT 1"
         )
         if not newest:
-            return [ctx.finding(self, OK, "no batch yet")]
+            return {}
         batch, committed, started = newest[0]
         # Spark runs one batch at a time: only the newest can be running.
         if committed or started is None:
-            return [ctx.finding(self, OK, f"every batch is committed (last: batch {batch})")]
+            return {"batch": batch, "started": None}
         durations = [
             r[0] / 1000
             for r in ctx.rows(
                 "SELECT duration_ms FROM batch_durations WHERE checkpoint = ? "
                 "AND duration_ms >= 0 ORDER BY batch_id DESC LIMIT ?",
-                [cfg.window],
+                [ctx.config.stuck_batch.window],
             )
         ]
-        typical = median(durations)
+        return {"batch": batch, "started": started.isoformat(), "typical": median(durations)}
+
+    def at(self, facts: Facts, now: datetime, config: HealthConfig) -> list[Finding]:
+        cfg = config.stuck_batch
+        if not facts:
+            return [query_finding(self, OK, "no batch yet")]
+        batch = facts["batch"]
+        if facts["started"] is None:
+            return [query_finding(self, OK, f"every batch is committed (last: batch {batch})")]
+        started = datetime.fromisoformat(facts["started"])
+        typical = facts["typical"]
         warn_at = max(cfg.warn_factor * (typical or 0), cfg.warn_min_seconds)
         err_at = max(cfg.err_factor * (typical or 0), cfg.err_min_seconds)
-        age = (ctx.now - started).total_seconds()
+        age = (now - started).total_seconds()
         text = (
             f"batch {batch} started {fmt_seconds(age)} ago ({started:%Y-%m-%d %H:%M:%S} UTC) "
             "and is not committed; "
@@ -45,7 +74,7 @@ class StuckBatch:
             + f", WARN above {fmt_seconds(warn_at)}, ERR above {fmt_seconds(err_at)}"
         )
         if age > err_at:
-            return [ctx.finding(self, ERR, text, self.hint)]
+            return [query_finding(self, ERR, text, self.hint)]
         if age > warn_at:
-            return [ctx.finding(self, WARN, text, self.hint)]
-        return [ctx.finding(self, OK, text)]
+            return [query_finding(self, WARN, text, self.hint)]
+        return [query_finding(self, OK, text)]

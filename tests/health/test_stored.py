@@ -3,11 +3,17 @@ scan, with the reader's thresholds. Otherwise the reader judges fresh, as before
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import json
+import os
+import shutil
+import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import duckdb
+
 from stateglass.collectors.db import Database, read_query
-from stateglass.collectors.health import evaluate_many, load_config
+from stateglass.collectors.health import CLOCK_RULES, evaluate_many, load_config
 from stateglass.collectors.health.stored import config_key, stored_many
 from stateglass.collectors.scan import Scanner
 from tests.conftest import SAMPLES, copy_checkpoint
@@ -61,3 +67,77 @@ def test_stored_verdicts_hold_until_a_scan_or_other_thresholds(tmp_path: Path) -
     Scanner(db).scan(cp)
     found = stored_many(db_path, [cp], config=holes_off)[cp]
     assert "planted" not in {f.finding for f in found} and "holes" not in _rules(found)
+
+
+def _at(path: Path, epoch_s: float) -> None:
+    os.utime(path, (epoch_s, epoch_s))
+
+
+def _dying_query(cp: Path, t0: float) -> None:
+    """``cp`` as a query that died in batch 11 seconds before ``t0``, leaving temporary files
+    and an SST no zip references behind."""
+    os.remove(cp / "commits" / "11")  # offsets of batch 11 written, no commit
+    _at(cp / "offsets" / "10", t0 - 6)  # batch 10 took a second
+    _at(cp / "commits" / "10", t0 - 5)
+    _at(cp / "offsets" / "11", t0 - 2)
+    part = cp / "state" / "0" / "0"
+    # Two temporary files, 10 minutes old two seconds apart: the rule counts one, then both.
+    for name, age in (("13.zip.0b8e5c1e", 1), ("12.zip.5a1d7e20", 3)):
+        leftover = part / f".{name}-2f7a-4b4e-9d43-3c1c2b0f8a11.tmp"
+        shutil.copyfile(part / "12.zip", leftover)
+        _at(leftover, t0 - age)
+    stray = part / "SSTs" / "000999-6f1c8a52-8a8e-4d43-a1de-3b3c71f1f0a4.sst"
+    shutil.copyfile(next((part / "SSTs").glob("*.sst")), stray)
+    _at(stray, t0 - 4)
+    _at(part / "12.zip", t0 - 3)  # the stray is older than the newest zip: not in flight
+
+
+def test_clock_rules_from_stored_facts_equal_a_full_judgement_at_any_moment(
+    tmp_path: Path,
+) -> None:
+    """Readers apply their clock to the facts the watcher stored: at every moment, on either
+    side of each clock rule's thresholds, that gives what judging the whole history then
+    gives, finding for finding; before the facts were read, the reader judges afresh."""
+    cp = copy_checkpoint(SAMPLES / "spark-4.3" / "agg-rocks", tmp_path / "cp")
+    t0 = time.time()
+    _dying_query(cp, t0)
+    db_path = str(tmp_path / "sg.duckdb")
+    root = Scanner(Database(db_path), judge=True).scan(str(cp)).checkpoint
+    (stored_facts,) = read_query(db_path, "SELECT clock_facts FROM health_judged")[0]
+    as_of = datetime.fromisoformat(json.loads(stored_facts)["as_of"]).replace(tzinfo=UTC)
+    # A second either side of each default threshold: no commit for 5 minutes, batch 11
+    # running for 5 and 60, the newer temporary file 10 minutes old; the moment the facts
+    # were read, and a second before it.
+    moments = {as_of, as_of - timedelta(seconds=1), as_of + timedelta(days=2)}
+    for since, threshold in ((t0 - 5, 300), (t0 - 2, 300), (t0 - 2, 3600), (t0 - 1, 600)):
+        for side in (-1, 1):
+            moments.add(datetime.fromtimestamp(since + threshold + side, tz=UTC))
+    seen: dict[str, set[str]] = {}
+    orphans: dict[datetime, str] = {}
+    for now in sorted(moments):
+        shown = stored_many(db_path, [root], now)[root]
+        assert shown == evaluate_many(db_path, [root], now)[root], now
+        assert isinstance(shown, list)
+        for f in shown:
+            if f.rule in CLOCK_RULES:
+                seen.setdefault(f.rule, set()).add(f.status)
+            if f.rule == "orphans":
+                orphans[now] = f.finding
+    # The older temporary file counts first, then both.
+    newer_aged = t0 - 1 + 600
+    assert "1 temporary files" in orphans[datetime.fromtimestamp(newer_aged - 1, tz=UTC)]
+    assert "2 temporary files" in orphans[datetime.fromtimestamp(newer_aged + 1, tz=UTC)]
+    # The clock crossed every rule's thresholds in the sweep.
+    assert seen == {
+        "stalled_query": {"OK", "WARN"},
+        "stuck_batch": {"OK", "WARN", "ERR"},
+        "orphans": {"OK", "WARN"},
+    }
+    # What a reader shows comes from the stored facts, not from the history again.
+    facts = json.loads(stored_facts)
+    facts["rules"]["stalled_query"]["batch"] = 999
+    with duckdb.connect(db_path) as conn:
+        conn.execute("UPDATE health_judged SET clock_facts = ?", [json.dumps(facts)])
+    later = stored_many(db_path, [root], as_of + timedelta(hours=1))[root]
+    assert isinstance(later, list)
+    assert any("since batch 999" in f.finding for f in later if f.rule == "stalled_query")

@@ -140,7 +140,7 @@ def _cell(box: Any, label: str, value: str, help: str | None = None) -> None:
     box.markdown(f"**{value}**")
 
 
-def _card(row: pd.Series, sizes: pd.DataFrame, verdict: Verdict) -> None:
+def _card(row: pd.Series, sizes: pd.DataFrame, events: pd.DataFrame, verdict: Verdict) -> None:
     now = pd.Timestamp.now(tz="UTC").tz_localize(None)
     with st.container(border=True):
         name, last, since, lag, keys, disk, spark, badge = st.columns(
@@ -204,7 +204,7 @@ def _card(row: pd.Series, sizes: pd.DataFrame, verdict: Verdict) -> None:
                 ):
                     for rule, status, finding, hint in bad:
                         st.markdown(f"**{md(status)} {md(rule)}**: {md(finding)}  \n_{md(hint)}_")
-        _progress_line(row["checkpoint"])
+        _progress_line(events[events["checkpoint"] == row["checkpoint"]])
         if row["problems"]:
             st.warning(
                 f"{row['problems']} file(s) could not be read; see the Query page.", icon="⚠️"
@@ -251,6 +251,7 @@ def render() -> None:
     with queries.session(db):
         overview = context.load(queries.checkpoint_overview)
         sizes = context.load(queries.size_history)
+        events = context.load(queries.progress_overview)
     if overview.empty:
         st.info("No checkpoints collected yet: watch one above.")
         return
@@ -269,7 +270,7 @@ def render() -> None:
         return
     page_verdicts = verdicts(db, shown)
     for _, row in shown.iterrows():
-        _card(row, sizes, page_verdicts[row["checkpoint"]])
+        _card(row, sizes, events, page_verdicts[row["checkpoint"]])
     pages = max(1, -(-matching // fleet.PAGE_SIZE))
     first = (number - 1) * fleet.PAGE_SIZE + 1
     st.caption(
@@ -303,10 +304,8 @@ def lag_trend(events: pd.DataFrame) -> str:
     return text
 
 
-def _progress_line(checkpoint: str) -> None:
-    """The card's last line: input rate and lag trend from Spark's progress events."""
-    events = context.load(queries.progress_overview)
-    mine = events[events["checkpoint"] == checkpoint]
+def _progress_line(mine: pd.DataFrame) -> None:
+    """The card's last line: input rate and lag trend from the checkpoint's progress events."""
     if mine.empty:
         st.caption("Input rate and lag trend: " + queries.NO_PROGRESS)
         return
