@@ -253,11 +253,16 @@ def pct(values: list[float], q: float) -> str:
     return f"{values[min(len(values) - 1, int(q * len(values)))]:.1f} s"
 
 
-def growth(s: Series, warmup_s: float) -> tuple[float, float, float]:
-    """(median MiB of the minute after the warmup, of the last minute, growth %)."""
-    after = [r for t, r in zip(s.times, s.rss, strict=True) if warmup_s <= t < warmup_s + 60]
+def growth(s: Series, warmup_s: float, window_s: float = 60.0) -> tuple[float, float, float]:
+    """(median MiB of the ``window_s`` after the warmup, of the last ``window_s``, growth %).
+
+    A watcher's RSS rises and falls by a third with each scan of 20 checkpoints: one minute
+    holds a handful of scans, so its median moves with how many were in flight; a longer
+    window shows the trend.
+    """
+    after = [r for t, r in zip(s.times, s.rss, strict=True) if warmup_s <= t < warmup_s + window_s]
     end = s.times[-1] if s.times else 0.0
-    last = [r for t, r in zip(s.times, s.rss, strict=True) if t >= end - 60]
+    last = [r for t, r in zip(s.times, s.rss, strict=True) if t >= end - window_s]
     if not after or not last:
         return 0.0, 0.0, 0.0
     a, b = statistics.median(after), statistics.median(last)
@@ -458,14 +463,18 @@ def _report(args: argparse.Namespace, r: dict[str, object]) -> None:
     elapsed = float(r["elapsed"])  # type: ignore[arg-type]
     print(f"\nload at the end: {load_average()}\n")
     print(
-        "| process | RSS after warmup (median, MiB) | RSS last minute | growth | peak RSS "
-        "| CPU (share of a core) |"
+        "| process | RSS after warmup (median, MiB) | RSS last minute | growth | "
+        "growth, 5-minute windows | peak RSS | CPU (share of a core) |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for name, s in series.items():
         a, b, g = growth(s, args.warmup * 60)
+        g5 = growth(s, args.warmup * 60, 300.0)[2]
         share = (s.cpu[-1] - s.cpu[0]) / (s.times[-1] - s.times[0]) if len(s.times) > 1 else 0
-        print(f"| `{name}` | {a:.0f} | {b:.0f} | **{g:+.1f} %** | {max(s.rss):.0f} | {share:.0%} |")
+        print(
+            f"| `{name}` | {a:.0f} | {b:.0f} | **{g:+.1f} %** | **{g5:+.1f} %** "
+            f"| {max(s.rss):.0f} | {share:.0%} |"
+        )
     page, scrape_l, scrape_s = r["page"], r["scrape"], r["scrape_s"]
     assert isinstance(page, list) and isinstance(scrape_l, list) and isinstance(scrape_s, list)
     total, lost_b, lost_v = r["lost"]  # type: ignore[misc]
