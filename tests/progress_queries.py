@@ -138,35 +138,45 @@ def compacting(spark: Any, base: Path) -> Ran:
     return Ran(base / "compacting", events_of(query))
 
 
-def _rate(
-    spark: Any, base: Path, name: str, start: Callable[[Any, list[Any]], Any], batches: int
-) -> Ran:
-    """A rate source (50 rows/s) query, stopped once ``batches`` batches read input.
-
-    ``start(writer, holder)`` starts the query; ``holder`` then holds it (a sink can ask it
-    for its last progress).
-    """
+def _start_rate(spark: Any, base: Path, name: str, start: Callable[[Any, list[Any]], Any]) -> Any:
+    """Start a rate source (50 rows/s) query: ``start(writer, holder)`` starts it; ``holder``
+    then holds it (a sink can ask it for its last progress)."""
     stream = spark.readStream.format("rate").option("rowsPerSecond", 50).load()
     holder: list[Any] = []
     query = start(stream.writeStream.option("checkpointLocation", str(base / name)), holder)
     holder.append(query)
+    return query
+
+
+def _stop_each(running: dict[str, tuple[Any, int]], base: Path) -> dict[str, Ran]:
+    """Stop each running query (by checkpoint name) once ``batches`` batches read input; the
+    queries run side by side, so the wait is the longest one's, not their sum."""
+    done: dict[str, Ran] = {}
     deadline = time.monotonic() + 300
     try:
         while time.monotonic() < deadline:
-            with_input = [p for p in query.recentProgress if p.numInputRows > 0]
-            if len(with_input) >= batches:
+            for name, (query, batches) in running.items():
+                if name in done:
+                    continue
+                if sum(1 for p in query.recentProgress if p.numInputRows > 0) >= batches:
+                    query.stop()
+                    done[name] = Ran(base / name, events_of(query))
+            if len(done) == len(running):
                 break
             time.sleep(0.2)
     finally:
-        query.stop()
-    return Ran(base / name, events_of(query))
+        for name, (query, _) in running.items():
+            if name not in done:
+                query.stop()
+                done[name] = Ran(base / name, events_of(query))
+    return done
 
 
 def _epoch(timestamp: str) -> float:
     return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
 
 
-def falling_behind(spark: Any, base: Path, batches: int = 4, slower: float = 1.05) -> Ran:
+def _behind_sink(slower: float) -> Callable[[Any, list[Any]], Any]:
     """A sink that cannot keep up: it needs ``slower`` × the time the batch's input took to
     arrive.
 
@@ -189,23 +199,25 @@ def falling_behind(spark: Any, base: Path, batches: int = 4, slower: float = 1.0
         if last["numInputRows"] > 0:
             time.sleep(slower * (time.time() - _epoch(last["timestamp"])))
 
-    return _rate(
-        spark,
-        base,
-        "behind",
-        lambda w, holder: w.foreachBatch(lambda f, b: slow_sink(f, b, holder)).start(),
-        batches,
-    )
+    return lambda w, holder: w.foreachBatch(lambda f, b: slow_sink(f, b, holder)).start()
 
 
-def keeping_up(spark: Any, base: Path, batches: int = 4) -> Ran:
+def _keeping_up(writer: Any, _: list[Any]) -> Any:
     """A light query on a 3-second trigger: each batch takes a fraction of the interval (a
     noop batch of 150 rows, well under a second even on a loaded 2-core machine), and the
     run waits for about five triggers, so a short interval keeps the test short."""
-    return _rate(
-        spark,
-        base,
-        "keeping-up",
-        lambda w, _: w.format("noop").trigger(processingTime="3 seconds").start(),
-        batches,
-    )
+    return writer.format("noop").trigger(processingTime="3 seconds").start()
+
+
+def falling_behind_and_keeping_up(
+    spark: Any, base: Path, batches: int = 4, slower: float = 1.05
+) -> tuple[Ran, Ran]:
+    """Two rate-source queries, ``behind`` (:func:`_behind_sink`) and ``keeping-up``
+    (:func:`_keeping_up`), each stopped once ``batches`` batches read input. Both wait on the
+    clock (a sleeping sink, a trigger interval), not on the CPU: they run side by side."""
+    running = {
+        "behind": (_start_rate(spark, base, "behind", _behind_sink(slower)), batches),
+        "keeping-up": (_start_rate(spark, base, "keeping-up", _keeping_up), batches),
+    }
+    done = _stop_each(running, base)
+    return done["behind"], done["keeping-up"]

@@ -103,7 +103,7 @@ def test_serves_then_stops_its_server_and_watcher(tmp_path: Path) -> None:
             except OSError:
                 pass
             assert time.monotonic() < deadline, "the dashboard never answered"
-            time.sleep(0.3)
+            time.sleep(0.05)
         children = _children(proc.pid)
         assert len(children) == 2  # the Streamlit server and the watcher
         assert read_query(str(db), "SELECT count(*) FROM checkpoints") == [(1,)]
@@ -155,7 +155,7 @@ def test_the_server_hands_new_paths_to_the_one_watcher(tmp_path: Path) -> None:
         deadline = time.monotonic() + 90
         while len(_children(proc.pid)) < 2 or not db.exists():
             assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.3)
+            time.sleep(0.05)
         children = _children(proc.pid)
         watchers = [c for c in children if "stateglass.app.watchers" in _cmdline(c)]
         (server,) = [c for c in children if c not in watchers]

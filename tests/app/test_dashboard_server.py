@@ -78,7 +78,7 @@ def _wait_healthy(proc: subprocess.Popen[bytes], port: int) -> None:
         except OSError:
             pass
         assert time.monotonic() < deadline, "the dashboard never answered"
-        time.sleep(0.3)
+        time.sleep(0.05)
 
 
 def _cross_origin_upgrade(port: int) -> None:
@@ -181,7 +181,7 @@ def test_the_audit_catches_streamlits_own_lookup(tmp_path: Path) -> None:
         _wait_healthy(proc, port)
         deadline = time.monotonic() + 15
         while not _outward(log) and time.monotonic() < deadline:
-            time.sleep(0.2)
+            time.sleep(0.05)
     finally:
         proc.terminate()
         proc.wait(30)

@@ -128,7 +128,7 @@ def standalone_cluster(tmp: Path, workers: int = 2) -> Iterator[Cluster]:
                 pass
             if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
                 raise RuntimeError(f"the cluster did not start:\n{cluster.log_tail()}")
-            time.sleep(0.5)
+            time.sleep(0.1)
         yield cluster
     finally:
         stop(procs)

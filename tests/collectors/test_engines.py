@@ -71,6 +71,15 @@ def reference_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     return _collect(LocalEngine(), tmp_path_factory.mktemp("ref") / "ref.duckdb")
 
 
+@pytest.fixture(scope="module")
+def incremental_reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, int]:
+    """The local engine's two-step collect, made once for every engine's class: where its
+    copies are, its database, and how many chains its second scan counted."""
+    where = tmp_path_factory.mktemp("incremental-ref")
+    db, chains = _collect_in_two_steps(LocalEngine(), where)
+    return where, db, chains
+
+
 class EngineConformance:
     """Tables written through an engine equal the reference tables, row for row."""
 
@@ -94,13 +103,15 @@ class EngineConformance:
             summary = scan_checkpoint(db, str(SAMPLES / name), engine=engine)
             assert (summary.chains, summary.versions) == (0, 0)
 
-    def test_incremental_collect_identical(self, engine: Engine, tmp_path: Path) -> None:
-        ref, ref_chains = _collect_in_two_steps(LocalEngine(), tmp_path / "ref")
+    def test_incremental_collect_identical(
+        self, engine: Engine, incremental_reference: tuple[Path, str, int], tmp_path: Path
+    ) -> None:
+        ref_where, ref, ref_chains = incremental_reference
         got, chains = _collect_in_two_steps(engine, tmp_path / "engine")
         assert chains == ref_chains > 0
         for name in TABLES:
             mine = table(got, name, str(tmp_path / "engine"))
-            assert mine == table(ref, name, str(tmp_path / "ref")), name
+            assert mine == table(ref, name, str(ref_where)), name
             assert mine or name == "problems"
 
 

@@ -81,17 +81,28 @@ def test_collect_on_the_cluster_equals_the_local_engine(
     spark_cluster: Cluster, tmp_path: Path
 ) -> None:
     checkpoints = [str(copy_sample(name, tmp_path)) for name in SAMPLES]
-    reference = Database(str(tmp_path / "local.duckdb"))
-    for cp in checkpoints:
-        scan_checkpoint(reference, cp, engine=LocalEngine())
     env = spark_env(tmp_path / "conf", [str(DECOY), VENV_SITE])
     db = str(tmp_path / "cluster.duckdb")
     started = time.monotonic()
-    proc = _run(
+    # The local engine's tables are made while the cluster's driver starts (seconds of JVM).
+    cluster_run = subprocess.Popen(
         _collect(checkpoints, db, spark_cluster.master_url),
-        env,
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    try:
+        reference = Database(str(tmp_path / "local.duckdb"))
+        for cp in checkpoints:
+            scan_checkpoint(reference, cp, engine=LocalEngine())
+        _, stderr = cluster_run.communicate(timeout=240)
+    finally:
+        if cluster_run.poll() is None:
+            cluster_run.kill()
+            cluster_run.wait()
+    assert cluster_run.returncode == 0, stderr[-3000:]
     print(f"cluster collect: {time.monotonic() - started:.1f} s")
     versions = table(db, "state_versions")
     assert len(versions) > 50  # not empty-versus-empty

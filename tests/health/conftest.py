@@ -39,10 +39,12 @@ class Built:
     retention: Path
 
 
-def _run(spark: Any, src: Path, schema: str, build: Any, cp: Path, conf: dict[str, str]) -> None:
+def _start(spark: Any, src: Path, schema: str, build: Any, cp: Path, conf: dict[str, str]) -> Any:
+    """Start one query with ``conf``: a query copies the session's confs when it starts, so
+    the next one may start with others while it runs."""
     with spark_conf(spark, {**BATCH_CONF, **conf}):
         stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(str(src))
-        query = (
+        return (
             build(stream)
             .writeStream.format("noop")
             .outputMode("update")
@@ -50,7 +52,6 @@ def _run(spark: Any, src: Path, schema: str, build: Any, cp: Path, conf: dict[st
             .trigger(availableNow=True)
             .start()
         )
-        query.awaitTermination()
 
 
 @pytest.fixture(scope="session")
@@ -62,7 +63,8 @@ def built(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Built:
     keys = [[{"k": b * 200 + i, "v": i} for i in range(200)] for b in range(6)]
     write_batch_files(base / "src-keys", keys)
     write_batch_files(base / "src-keys-5", keys[:5])
-    _run(
+    # The three run at once: a batch costs mostly driver round trips, which they then share.
+    unbounded = _start(
         spark,
         base / "src-keys",
         "k BIGINT, v BIGINT",
@@ -74,7 +76,7 @@ def built(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Built:
             "spark.sql.streaming.stateStore.minDeltasForSnapshot": "100",
         },
     )
-    _run(
+    retention = _start(
         spark,
         base / "src-keys-5",
         "k BIGINT, v BIGINT",
@@ -96,7 +98,7 @@ def built(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Built:
         rows += [{"k": f"user-{b}-{i}", "p": "x"} for i in range(20)]
         skew.append(rows)
     write_batch_files(base / "src-skew", skew)
-    _run(
+    skewed = _start(
         spark,
         base / "src-skew",
         "k STRING, p STRING",
@@ -104,6 +106,8 @@ def built(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Built:
         base / "skew",
         {"spark.sql.shuffle.partitions": "4"},
     )
+    for query in (unbounded, retention, skewed):
+        query.awaitTermination()
     return Built(base / "unbounded", base / "skew", base / "retention")
 
 

@@ -288,7 +288,7 @@ def _answers(proc: subprocess.Popen[bytes], url: str) -> bytes:
             with urllib.request.urlopen(url, timeout=5) as page:
                 return bytes(page.read())
         except (urllib.error.URLError, ConnectionError):
-            time.sleep(0.2)
+            time.sleep(0.05)
     pytest.fail(f"{url} did not answer within {DASHBOARD_DEADLINE_S:.0f} s")
 
 
