@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from stateglass.app.browse.growth import _rolled, attribute_growth, window_versions
+from stateglass.app.browse.growth import attribute_growth, window_versions
+from stateglass.app.browse.rolling import roll
 from stateglass.app.browse.views import StateView, open_source, versions
 from tests.collectors.helpers import SAMPLES
 
@@ -60,26 +61,26 @@ def test_which_partitions_roll(name: str, rolls: bool) -> None:
     view = StateView(str(SAMPLES / name))
     source = open_source(view.keyed(open_source(view).row_codec))
     base, steps = window_versions(versions(view), 10)
-    present = {k for k, _ in source.load_items(0, base)} if base else set()
-    added = _rolled(source, 0, present, base, steps)
-    assert (added is not None) == rolls
-    if added is not None:
-        assert len(added) == len(steps)
+    rolled = roll(source, 0, base, steps, lambda: source.load_keys(0, base))
+    assert (rolled is not None) == rolls
+    if rolled is not None:
+        assert len(rolled.added) == len(steps)
+        assert rolled.keys == {k for k, _ in source.load_items(0, steps[-1])}
 
 
 def test_steps_too_big_to_narrow_are_read_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     """A step whose unshared SSTs name too many keys (a compaction) is read whole; the other
     steps stay narrowed, and the figures do not change."""
-    from stateglass.app.browse import growth
+    from stateglass.app.browse import rolling
 
-    narrowed = growth.unshared_keys
+    narrowed = rolling.unshared_keys
     calls: list[int] = []
 
     def every_other(source: object, partition: int, before: int, after: int) -> object:
         calls.append(after)
         return None if after % 2 else narrowed(source, partition, before, after)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(growth, "unshared_keys", every_other)
+    monkeypatch.setattr(rolling, "unshared_keys", every_other)
     view = StateView(str(SAMPLES / "spark-4.3/agg-rocks"))
     mixed = attribute_growth(view, window=4, top=EVERYTHING)
     assert any(v % 2 for v in calls) and any(v % 2 == 0 for v in calls)
