@@ -4,6 +4,7 @@ Usage::
 
     .venv/bin/python benchmarks/bench_bigstore.py --workdir /work/bench-data/scale
         [--provider rocksdb --provider hdfs] [--only diff,growth,report] [--no-reference]
+        [--scratch DIR]
 
 Reuses the checkpoints ``bench_scale.py`` writes and caches under ``--workdir`` (10M keys,
 64 partitions, 21 versions; run it first with ``--write-only``). For each provider, in one
@@ -18,7 +19,9 @@ warm process with empty caches, timing wall and CPU seconds of each:
   results compared field by field;
 * ``stateglass report --no-collect`` as a whole process on a database collected first.
 
-``--no-reference`` skips the old ways (minutes at 10M keys). The figures go to stdout as
+``--no-reference`` skips the old ways (minutes at 10M keys). ``--scratch DIR`` puts the
+report's database and output under ``DIR/<provider>`` (default: ``<provider>/bigstore`` in
+``--workdir``; give one when the stores are shared read-only). The figures go to stdout as
 Markdown, with the date and load averages, ready for docs/benchmarks.md.
 """
 
@@ -162,6 +165,7 @@ def main() -> None:
     ap.add_argument("--provider", action="append", choices=("hdfs", "rocksdb"))
     ap.add_argument("--only", default="diff,growth,report")
     ap.add_argument("--no-reference", action="store_true", help="skip the old ways")
+    ap.add_argument("--scratch", help="where the report's database and output go")
     args = ap.parse_args()
     only = set(args.only.split(","))
     print(
@@ -181,7 +185,11 @@ def main() -> None:
         if "growth" in only:
             bench_growth(cp, not args.no_reference)
         if "report" in only:
-            scratch = os.path.join(os.path.abspath(args.workdir), provider, "bigstore")
+            scratch = (
+                os.path.join(os.path.abspath(args.scratch), provider)
+                if args.scratch
+                else os.path.join(os.path.abspath(args.workdir), provider, "bigstore")
+            )
             os.makedirs(scratch, exist_ok=True)
             bench_report(cp, scratch)
 

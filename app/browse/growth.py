@@ -240,6 +240,7 @@ def iter_growth(
     share_sample: int = SHARE_SAMPLE,
     *,
     roll: bool = True,
+    jobs: int = 1,
 ) -> Iterator[Progress]:
     """(fraction done, None) while partitions are read, then (1.0, the result).
 
@@ -247,7 +248,8 @@ def iter_growth(
     values, and the keys each version of the window added), then the chart, counting only
     the top contributors' values. ``roll=False`` rebuilds each partition at every version
     of the window instead of rolling forward through the change files (same figures;
-    kept as the reference the rolled reading is tested against).
+    kept as the reference the rolled reading is tested against). ``jobs`` > 1 rolls the
+    partitions of the first pass in that many forked worker processes.
     """
     keyed = view.keyed(open_source(view).row_codec)
     source = open_source(keyed)
@@ -258,7 +260,7 @@ def iter_growth(
     total_work = 2 * len(groups) or 1
     try:
         ranking = yield from _rank_new_values(
-            source, keys, (base, steps), top, total_work, roll, groups
+            source, keys, (base, steps), top, total_work, roll, groups, jobs=jobs
         )
     except _OutOfOrder:
         ranking = yield from _rank_new_values(
@@ -330,6 +332,7 @@ def _rank_new_values(
     groups: list[tuple[int, ...]],
     *,
     from_keys: bool = True,
+    jobs: int = 1,
 ) -> Generator[Progress, None, _Ranking]:
     """First pass, base against newest: the ``top`` (field, value)s of the new keys.
 
@@ -341,38 +344,50 @@ def _rank_new_values(
     of reading it whole at base and newest, where every item is a row. Its new keys are then
     counted in the order the window touched them, not the newest version's order; that
     order decides which tied values a full counter drops, so a counter that must drop
-    raises :class:`_OutOfOrder` (the caller ranks again, reading whole).
+    raises :class:`_OutOfOrder` (the caller ranks again, reading whole). ``jobs`` > 1
+    rolls partitions in that many forked workers.
     """
     counters: list[Counter[str]] = [Counter() for _ in keys.fields]
     approximate = unordered = False
     new_keys = keys_total = kept = 0
     reads: dict[tuple[int, ...], _Read] = {}
-    from_keys = from_keys and roll and every_item_a_row(source.row_codec)
-    for n, group in enumerate(groups, start=1):
-        rolled = _roll_from_keys(source, group, window) if from_keys else None
-        if rolled is not None:
-            data = partition_data(source, group[0], rolled.new)
-            items = np.arange(data.num_items, dtype=np.int64)
-            keys_total += len(rolled.keys)
-            reads[group] = _Read(rolled.added, None, sampled=True)
-            unordered = True
-        else:
-            data, items, added = _whole_ends(source, group, window, roll)
-            keys_total += data.num_items
-            kept += data.nbytes
-            reads[group] = _Read(added, data if kept <= KEPT_BYTES else None)
-        new_keys += len(items)
-        for values in keys.values(data, items):
-            for counter, value in zip(counters, values, strict=True):
-                counter[value] += 1
-        del data
-        for counter in counters:
-            if len(counter) > MAX_VALUES:
-                if unordered:
-                    raise _OutOfOrder
-                _prune(counter)
-                approximate = True
-        yield n / total_work, None
+    # A store read as one (a repartition inside the window) is not rolled from keys.
+    from_keys = (
+        from_keys
+        and roll
+        and every_item_a_row(source.row_codec)
+        and all(len(g) == 1 for g in groups)
+    )
+    base, steps = window
+    rolls = rolling.roll_each(source, [g[0] for g in groups], base, steps, jobs)
+    try:
+        for n, group in enumerate(groups, start=1):
+            rolled = next(rolls) if from_keys else None
+            if rolled is not None:
+                data = partition_data(source, group[0], rolled.new)
+                items = np.arange(data.num_items, dtype=np.int64)
+                keys_total += rolled.num_keys
+                reads[group] = _Read(rolled.added, None, sampled=True)
+                unordered = True
+            else:
+                data, items, added = _whole_ends(source, group, window, roll)
+                keys_total += data.num_items
+                kept += data.nbytes
+                reads[group] = _Read(added, data if kept <= KEPT_BYTES else None)
+            new_keys += len(items)
+            for values in keys.values(data, items):
+                for counter, value in zip(counters, values, strict=True):
+                    counter[value] += 1
+            del data
+            for counter in counters:
+                if len(counter) > MAX_VALUES:
+                    if unordered:
+                        raise _OutOfOrder
+                    _prune(counter)
+                    approximate = True
+            yield n / total_work, None
+    finally:
+        rolls.close()  # stops the workers of a ranking left early
     ranked = sorted(
         (
             (c, f, v)
@@ -387,17 +402,6 @@ def _rank_new_values(
 class _OutOfOrder(Exception):
     """New keys were counted out of the newest version's order, and a counter must drop
     tied values: which ones depends on that order."""
-
-
-def _roll_from_keys(
-    source: StateSource, group: tuple[int, ...], window: tuple[int, list[int]]
-) -> rolling.Rolled | None:
-    """One partition rolled through the window from its base's key set (None: it cannot)."""
-    if len(group) != 1:
-        return None  # a store read as one (a repartition inside the window)
-    base, steps = window
-    p = group[0]
-    return rolling.roll(source, p, base, steps, lambda: source.load_keys(p, base))
 
 
 def _whole_ends(
@@ -513,9 +517,10 @@ def attribute_growth(
     share_sample: int = SHARE_SAMPLE,
     *,
     roll: bool = True,
+    jobs: int = 1,
 ) -> GrowthAttribution:
     """:func:`iter_growth`'s result."""
-    result = last(iter_growth(view, window, top, share_sample, roll=roll))[1]
+    result = last(iter_growth(view, window, top, share_sample, roll=roll, jobs=jobs))[1]
     assert result is not None
     return result
 

@@ -21,16 +21,21 @@ Example::
 
     rolled = roll(source, partition=3, base=10, steps=[11, 12], base_keys=lambda: keys)
     if rolled is not None:
-        print(len(rolled.keys), "keys at 12,", len(rolled.new), "of them new since 10")
+        print(rolled.num_keys, "keys at 12,", len(rolled.new), "of them new since 10")
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
+import multiprocessing
+import shutil
+import tempfile
+from collections.abc import Callable, Collection, Generator, Iterator
 from dataclasses import dataclass
 
 from stateglass.app.browse.diff import unshared_keys
 from stateglass.app.browse.store import PartitionData, partition_data
+from stateglass.collectors.engines.forked import ForkedPool
+from stateglass.collectors.signals import restore_default_signals
 from stateglass.collectors.state import StateSource
 
 Item = tuple[bytes, bytes]
@@ -57,7 +62,7 @@ class Rolled:
     """A partition rolled from ``base`` through the steps of a window."""
 
     added: list[PartitionData]  # per step: the items that version added
-    keys: set[bytes]  # the stored keys at the newest version
+    num_keys: int  # stored keys at the newest version
     new: list[Item]  # the items at the newest version whose keys the base did not hold
 
 
@@ -96,6 +101,41 @@ def roll(
         return None
 
 
+# Set in the parent just before the fork; read by the workers: (source, base, steps).
+_JOB: tuple[StateSource, int, list[int]] | None = None
+
+
+def roll_each(
+    source: StateSource, partitions: list[int], base: int, steps: list[int], jobs: int = 1
+) -> Generator[Rolled | None, None, None]:
+    """:func:`roll` of each partition from its base's key set, in order; ``jobs`` > 1
+    rolls them in that many forked workers (partitions are independent, and what comes
+    back is small: the items each step added and the new keys)."""
+    if jobs <= 1 or len(partitions) <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        for p in partitions:
+            yield roll(source, p, base, steps, lambda p=p: source.load_keys(p, base))  # type: ignore[misc]
+        return
+    global _JOB
+    # A worker stopped by SIGTERM skips its cleanup: its RocksDB restores go under one
+    # directory that the parent removes.
+    scratch = tempfile.mkdtemp(prefix="stateglass-growth-")
+    _JOB = (source, base, steps)
+    saved, tempfile.tempdir = tempfile.tempdir, scratch
+    try:
+        with ForkedPool(source.cp.root, jobs, initializer=restore_default_signals) as pool:
+            yield from pool.results(_roll_one, partitions)
+    finally:
+        _JOB = None
+        tempfile.tempdir = saved
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _roll_one(partition: int) -> Rolled | None:
+    assert _JOB is not None
+    source, base, steps = _JOB
+    return roll(source, partition, base, steps, lambda: source.load_keys(partition, base))
+
+
 def _fold(
     source: StateSource, partition: int, base_keys: set[bytes], walk: Iterator[_Step]
 ) -> Rolled:
@@ -106,8 +146,11 @@ def _fold(
     for step in walk:
         if step.touched is None:
             assert step.keys is not None and step.values is not None
-            # Set operations at C speed; only the keys that matter are looked up.
-            fresh, now_new = step.keys - present, step.keys - base_keys
+            # Set operations at C speed; only the keys that matter are looked up. A key
+            # the base did not hold is here either fresh or already new before.
+            fresh = step.keys - present
+            now_new = {k for k in fresh if k not in base_keys}
+            now_new.update(k for k, v in latest.items() if v is not None and k in step.keys)
             found = step.values(fresh | now_new)
             present = step.keys
             latest = {k: found.get(k) for k in now_new}
@@ -126,7 +169,7 @@ def _fold(
                 latest[k] = v
         added.append(partition_data(source, partition, fresh_items))
     new = [(k, v) for k, v in latest.items() if v is not None]
-    return Rolled(added, present, new)
+    return Rolled(added, len(present), new)
 
 
 def _through_changes(
@@ -183,4 +226,4 @@ def _lookup(
     return values
 
 
-__all__ = ["Rolled", "roll"]
+__all__ = ["Rolled", "roll", "roll_each"]
