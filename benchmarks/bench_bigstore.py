@@ -15,8 +15,9 @@ warm process with empty caches, timing wall and CPU seconds of each:
   zips do not share) against two whole scans (every partition read at both versions and
   matched on key bytes, what it did before), rows compared kind by kind;
 * growth attribution over the default window (10 versions) rolled forward
-  (``attribute_growth``) against rebuilding every version (``roll=False``, the old way),
-  results compared field by field;
+  (``attribute_growth``), then the same with a worker process per core (as the report
+  runs it; CPU seconds include the workers'), against rebuilding every version
+  (``roll=False``, the old way), results compared field by field;
 * ``stateglass report --no-collect`` as a whole process on a database collected first.
 
 ``--no-reference`` skips the old ways (minutes at 10M keys). ``--scratch DIR`` puts the
@@ -31,6 +32,7 @@ import argparse
 import datetime as dt
 import os
 import platform
+import resource
 import shutil
 import sys
 import time
@@ -131,6 +133,13 @@ def bench_growth(cp: str, reference: bool) -> None:
         ),
         flush=True,
     )
+    jobs = os.cpu_count() or 1
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall2, cpu2, forked = timed(lambda: attribute_growth(view, jobs=jobs))
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu2 += (after.ru_utime - children.ru_utime) + (after.ru_stime - children.ru_stime)
+    print(line(f"growth (rolled, {jobs} worker processes, as the report)", wall2, cpu2))
+    print(f"growth with workers identical: {forked == new}", flush=True)
     if not reference:
         return
     wall0, cpu0, old = timed(lambda: attribute_growth(view, roll=False))
