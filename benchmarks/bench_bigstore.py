@@ -4,6 +4,7 @@ Usage::
 
     .venv/bin/python benchmarks/bench_bigstore.py --workdir /work/bench-data/scale
         [--provider rocksdb --provider hdfs] [--only diff,growth,report] [--no-reference]
+        [--scratch DIR]
 
 Reuses the checkpoints ``bench_scale.py`` writes and caches under ``--workdir`` (10M keys,
 64 partitions, 21 versions; run it first with ``--write-only``). For each provider, in one
@@ -14,11 +15,14 @@ warm process with empty caches, timing wall and CPU seconds of each:
   zips do not share) against two whole scans (every partition read at both versions and
   matched on key bytes, what it did before), rows compared kind by kind;
 * growth attribution over the default window (10 versions) rolled forward
-  (``attribute_growth``) against rebuilding every version (``roll=False``, the old way),
-  results compared field by field;
+  (``attribute_growth``), then the same with a worker process per core (as the report
+  runs it; CPU seconds include the workers'), against rebuilding every version
+  (``roll=False``, the old way), results compared field by field;
 * ``stateglass report --no-collect`` as a whole process on a database collected first.
 
-``--no-reference`` skips the old ways (minutes at 10M keys). The figures go to stdout as
+``--no-reference`` skips the old ways (minutes at 10M keys). ``--scratch DIR`` puts the
+report's database and output under ``DIR/<provider>`` (default: ``<provider>/bigstore`` in
+``--workdir``; give one when the stores are shared read-only). The figures go to stdout as
 Markdown, with the date and load averages, ready for docs/benchmarks.md.
 """
 
@@ -28,6 +32,7 @@ import argparse
 import datetime as dt
 import os
 import platform
+import resource
 import shutil
 import sys
 import time
@@ -128,6 +133,13 @@ def bench_growth(cp: str, reference: bool) -> None:
         ),
         flush=True,
     )
+    jobs = os.cpu_count() or 1
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall2, cpu2, forked = timed(lambda: attribute_growth(view, jobs=jobs))
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu2 += (after.ru_utime - children.ru_utime) + (after.ru_stime - children.ru_stime)
+    print(line(f"growth (rolled, {jobs} worker processes, as the report)", wall2, cpu2))
+    print(f"growth with workers identical: {forked == new}", flush=True)
     if not reference:
         return
     wall0, cpu0, old = timed(lambda: attribute_growth(view, roll=False))
@@ -162,6 +174,7 @@ def main() -> None:
     ap.add_argument("--provider", action="append", choices=("hdfs", "rocksdb"))
     ap.add_argument("--only", default="diff,growth,report")
     ap.add_argument("--no-reference", action="store_true", help="skip the old ways")
+    ap.add_argument("--scratch", help="where the report's database and output go")
     args = ap.parse_args()
     only = set(args.only.split(","))
     print(
@@ -181,7 +194,11 @@ def main() -> None:
         if "growth" in only:
             bench_growth(cp, not args.no_reference)
         if "report" in only:
-            scratch = os.path.join(os.path.abspath(args.workdir), provider, "bigstore")
+            scratch = (
+                os.path.join(os.path.abspath(args.scratch), provider)
+                if args.scratch
+                else os.path.join(os.path.abspath(args.workdir), provider, "bigstore")
+            )
             os.makedirs(scratch, exist_ok=True)
             bench_report(cp, scratch)
 

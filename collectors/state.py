@@ -300,6 +300,13 @@ class StateSource:
         except MissingVersion as exc:
             raise self.explain_missing(version, exc) from exc
 
+    def load_keys(self, partition: int, version: int) -> set[bytes]:
+        """The stored keys of ``partition`` at ``version``, values never read."""
+        try:
+            return self.reader(partition).load_keys(version)
+        except MissingVersion as exc:
+            raise self.explain_missing(version, exc) from exc
+
     def lookup(
         self, partition: int, keys: Collection[bytes], versions: Sequence[int]
     ) -> Iterator[tuple[int, dict[bytes, bytes]]]:
@@ -317,6 +324,14 @@ class StateSource:
         :meth:`StoreReader.differing_keys`); None when the files cannot say."""
         with self.explaining(before):
             return self.reader(partition).differing_keys(before, after)
+
+    def flushed_changes(
+        self, partition: int, before: int, after: int
+    ) -> dict[bytes, bytes | None] | None:
+        """What ``after`` changed from ``before`` when it only added flushed files (see
+        :meth:`StoreReader.flushed_changes`); None when the files cannot say."""
+        with self.explaining(before):
+            return self.reader(partition).flushed_changes(before, after)
 
     def changes(self, partition: int, version: int) -> Iterator[Change]:
         """The records ``version`` wrote in ``partition``; a purged version says so."""

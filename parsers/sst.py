@@ -1,7 +1,9 @@
 """RocksDB block-based table files (``SSTs/*.sst``): the user key of every entry.
 
 What the diff of two RocksDB versions needs from an SST: which keys it holds (puts, deletes
-and merge operands alike); the values are read through RocksDB itself. Layout (RocksDB's
+and merge operands alike); the values are read through RocksDB itself. Growth attribution
+also reads whole entries (:func:`sst_entries`: key, sequence number and type, value) of the
+SSTs a flush added, which are that batch's writes. Layout (RocksDB's
 ``table/format.h``, ``table/block_based/block.h``; Spark writes ``format_version=5``):
 
 * a footer in the last 53 bytes: checksum type (1 byte), the metaindex and index block
@@ -51,6 +53,8 @@ TRAILER_SIZE = 5
 INTERNAL_SUFFIX = 8  # sequence number << 8 | value type
 _NO_COMPRESSION, _SNAPPY, _LZ4, _LZ4HC, _ZSTD = 0, 1, 4, 5, 7
 _U32 = struct.Struct("<I")
+# Entry types of an internal key's last byte (RocksDB's ``ValueType``) a reader may act on.
+TYPE_DELETION, TYPE_VALUE, TYPE_MERGE, TYPE_SINGLE_DELETION = 0x0, 0x1, 0x2, 0x7
 _XXH3_PRIME = 0x6B9083D9  # RocksDB's ModifyChecksumForLastByte
 _CRC_MASK_DELTA = 0xA282EAD8
 
@@ -191,6 +195,39 @@ def _block_keys(block: bytes, out: list[bytes]) -> None:
         pos += non_shared + value_len
 
 
+def _block_entries(block: bytes, out: list[tuple[bytes, int, bytes]]) -> None:
+    end, _ = _restarts(block)
+    pos = 0
+    key = b""
+    while pos < end:
+        shared, pos = _varint(block, pos, end)
+        non_shared, pos = _varint(block, pos, end)
+        value_len, pos = _varint(block, pos, end)
+        if shared > len(key) or pos + non_shared + value_len > end:
+            raise CorruptData("data block entry runs past its block", pos)
+        key = key[:shared] + block[pos : pos + non_shared]
+        if len(key) < INTERNAL_SUFFIX:
+            raise CorruptData("internal key shorter than its 8-byte suffix", pos)
+        tag = int.from_bytes(key[-INTERNAL_SUFFIX:], "little")
+        pos += non_shared
+        out.append((key[:-INTERNAL_SUFFIX], tag, block[pos : pos + value_len]))
+        pos += value_len
+
+
+def sst_entries(data: bytes) -> list[tuple[bytes, int, bytes]]:
+    """``(user key, tag, value)`` of every entry, in file order; the tag is RocksDB's
+    ``sequence << 8 | type`` (:data:`TYPE_VALUE`, :data:`TYPE_DELETION`, …). A table with
+    range deletions (a ``rocksdb.range_del`` block) is refused: its entries do not say
+    every key it removes."""
+    table = _Table(data)
+    if any(name == b"rocksdb.range_del" for name, _, _ in _meta_handles(table)):
+        raise UnsupportedFormat("SST with range deletions")
+    out: list[tuple[bytes, int, bytes]] = []
+    for offset, size in _data_handles(table):
+        _block_entries(table.block(offset, size), out)
+    return out
+
+
 def sst_keys(data: bytes) -> list[bytes]:
     """The user key of every entry of the table, in file order (a key may repeat)."""
     table = _Table(data)
@@ -256,4 +293,4 @@ def verify_sst(data: bytes) -> None:
         raise CorruptData(f"blocks end at {at}, the footer starts at {len(data) - FOOTER_SIZE}", at)
 
 
-__all__ = ["SstBlock", "sst_blocks", "sst_keys", "verify_sst"]
+__all__ = ["SstBlock", "sst_blocks", "sst_entries", "sst_keys", "verify_sst"]

@@ -13,17 +13,23 @@ Definitions (docs/state_forensics.md):
 * The chart's *keys added at version v* are keys at v absent at v − 1 (gross: a key evicted
   and added again counts again), for the top contributors' values.
 
-Reading: each partition is rebuilt at ``base`` and at ``newest`` only; the versions between
-are rolled forward through their change files (HDFS deltas, RocksDB changelogs), keeping
-the keys each one adds. RocksDB zips without changelogs are compared on the keys of the SSTs
-neighbouring versions do not share. A partition where neither works is rebuilt at each
-version instead; all ways give the same figures.
+Reading (:mod:`app.browse.rolling`): where every stored item is a row, each partition is
+taken at ``base`` as its key set only, then rolled forward through the window: through the
+change files (HDFS deltas, RocksDB changelogs), or, for RocksDB zips without changelogs,
+through the keys of the SSTs neighbouring versions do not share (a step that compacted is
+read whole). The rolled key set is the newest version's, and the keys the window touched
+that base did not hold give the new keys with their newest values, so the newest version
+is never read whole in the first pass; the second pass reads it for the share of all keys
+only when there are contributors to count, keeping the sampled items. Other partitions
+(column families, list state, a repartition inside the window) are read whole at ``base``
+and ``newest``, rolled between when they can; where nothing rolls, the partition is
+rebuilt at each version. All ways give the same figures.
 
-Memory: one partition at two versions at a time, the keys each version of the window added
-(their bytes), the newest versions up to :data:`KEPT_BYTES` (else read again for the share
-of all keys), plus one counter per field; a field with more than :data:`MAX_VALUES` distinct
-values among the new keys keeps its largest counts only (the result then says
-``approximate``).
+Memory: one partition's key set (or, read whole, two versions of it) at a time, the items
+each version of the window added, whole newest versions up to :data:`KEPT_BYTES` (else read
+again for the share of all keys), plus one counter per field; a field with more than
+:data:`MAX_VALUES` distinct values among the new keys keeps its largest counts only (the
+result then says ``approximate``).
 
 Example::
 
@@ -42,12 +48,16 @@ from decimal import Decimal
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 
+from stateglass.app.browse import rolling
 from stateglass.app.browse.cells import Flattener, cell_text
-from stateglass.app.browse.diff import unshared_keys
-from stateglass.app.browse.store import PartitionData, partition_data, read_partition
+from stateglass.app.browse.store import (
+    PartitionData,
+    every_item_a_row,
+    partition_data,
+    read_partition,
+)
 from stateglass.app.browse.table import last
 from stateglass.app.browse.views import StateView, identity_width, open_source, versions
 from stateglass.app.errors import AppError
@@ -206,7 +216,10 @@ class _Read:
     # Per step: the items that version added (its values), rolled forward through the
     # change files; None when the partition is rebuilt at each version instead.
     added: list[PartitionData] | None
-    newest: PartitionData | None  # None: not kept (over the budget), read again
+    newest: PartitionData | None  # None: not kept (over the budget, or rolled), read again
+    # Rolled from its keys (every item a row): the second pass reads of the newest version
+    # only the items its sample takes.
+    sampled: bool = False
 
 
 @dataclass
@@ -227,6 +240,7 @@ def iter_growth(
     share_sample: int = SHARE_SAMPLE,
     *,
     roll: bool = True,
+    jobs: int = 1,
 ) -> Iterator[Progress]:
     """(fraction done, None) while partitions are read, then (1.0, the result).
 
@@ -234,7 +248,8 @@ def iter_growth(
     values, and the keys each version of the window added), then the chart, counting only
     the top contributors' values. ``roll=False`` rebuilds each partition at every version
     of the window instead of rolling forward through the change files (same figures;
-    kept as the reference the rolled reading is tested against).
+    kept as the reference the rolled reading is tested against). ``jobs`` > 1 rolls the
+    partitions of the first pass in that many forked worker processes.
     """
     keyed = view.keyed(open_source(view).row_codec)
     source = open_source(keyed)
@@ -243,9 +258,14 @@ def iter_growth(
     keys = _Keys(source)
     groups = _groups(source, [base, *steps])
     total_work = 2 * len(groups) or 1
-    ranking = yield from _rank_new_values(
-        source, keys, (base, steps), top, total_work, roll, groups
-    )
+    try:
+        ranking = yield from _rank_new_values(
+            source, keys, (base, steps), top, total_work, roll, groups, jobs=jobs
+        )
+    except _OutOfOrder:
+        ranking = yield from _rank_new_values(
+            source, keys, (base, steps), top, total_work, roll, groups, from_keys=False
+        )
     ranked, new_keys = ranking.ranked, ranking.new_keys
     stride = max(1, -(-ranking.keys_total // max(1, share_sample)))
     chosen = yield from _count_chosen(
@@ -310,45 +330,64 @@ def _rank_new_values(
     total_work: int,
     roll: bool,
     groups: list[tuple[int, ...]],
+    *,
+    from_keys: bool = True,
+    jobs: int = 1,
 ) -> Generator[Progress, None, _Ranking]:
     """First pass, base against newest: the ``top`` (field, value)s of the new keys.
 
     Returns them ranked, with the new keys, the keys at newest, whether a field had too
     many values to count them all, and per partition what the second pass needs. The
     counters end here: only the top values go on.
+
+    ``from_keys``: roll a partition from its base's key set (:func:`rolling.roll`) instead
+    of reading it whole at base and newest, where every item is a row. Its new keys are then
+    counted in the order the window touched them, not the newest version's order; that
+    order decides which tied values a full counter drops, so a counter that must drop
+    raises :class:`_OutOfOrder` (the caller ranks again, reading whole). ``jobs`` > 1
+    rolls partitions in that many forked workers.
     """
-    base, steps = window
-    newest = steps[-1] if steps else base
     counters: list[Counter[str]] = [Counter() for _ in keys.fields]
-    approximate = False
+    approximate = unordered = False
     new_keys = keys_total = kept = 0
     reads: dict[tuple[int, ...], _Read] = {}
-    for n, group in enumerate(groups, start=1):
-        # Rolling forward follows one partition's change files: a store read as one (a
-        # repartition inside the window) is rebuilt at each version instead.
-        p, single = group[0], len(group) == 1
-        base_list = source.load_items(p, base) if base > 0 and single else []
-        if not single:
-            before = _read(source, base, group) if base > 0 else None
-        else:
-            before = partition_data(source, p, base_list) if base > 0 else None
-        after = _read(source, newest, group)
-        keys_total += after.num_items
-        items = _added_items(before, after)
-        new_keys += len(items)
-        for values in keys.values(after, items):
-            for counter, value in zip(counters, values, strict=True):
-                counter[value] += 1
-        for counter in counters:
-            if len(counter) > MAX_VALUES:
-                _prune(counter)
-                approximate = True
-        present = {k for k, _ in base_list}
-        del base_list, before
-        added = _rolled(source, p, present, base, steps) if roll and single else None
-        kept += after.nbytes
-        reads[group] = _Read(added, after if kept <= KEPT_BYTES else None)
-        yield n / total_work, None
+    # A store read as one (a repartition inside the window) is not rolled from keys.
+    from_keys = (
+        from_keys
+        and roll
+        and every_item_a_row(source.row_codec)
+        and all(len(g) == 1 for g in groups)
+    )
+    base, steps = window
+    rolls = rolling.roll_each(source, [g[0] for g in groups], base, steps, jobs)
+    try:
+        for n, group in enumerate(groups, start=1):
+            rolled = next(rolls) if from_keys else None
+            if rolled is not None:
+                data = partition_data(source, group[0], rolled.new)
+                items = np.arange(data.num_items, dtype=np.int64)
+                keys_total += rolled.num_keys
+                reads[group] = _Read(rolled.added, None, sampled=True)
+                unordered = True
+            else:
+                data, items, added = _whole_ends(source, group, window, roll)
+                keys_total += data.num_items
+                kept += data.nbytes
+                reads[group] = _Read(added, data if kept <= KEPT_BYTES else None)
+            new_keys += len(items)
+            for values in keys.values(data, items):
+                for counter, value in zip(counters, values, strict=True):
+                    counter[value] += 1
+            del data
+            for counter in counters:
+                if len(counter) > MAX_VALUES:
+                    if unordered:
+                        raise _OutOfOrder
+                    _prune(counter)
+                    approximate = True
+            yield n / total_work, None
+    finally:
+        rolls.close()  # stops the workers of a ranking left early
     ranked = sorted(
         (
             (c, f, v)
@@ -360,83 +399,32 @@ def _rank_new_values(
     return _Ranking(ranked, new_keys, keys_total, approximate, reads)
 
 
-def _rolled(
-    source: StateSource, partition: int, present: set[bytes], base: int, steps: list[int]
-) -> list[PartitionData] | None:
-    """Per step, the items that version added: ``present`` (the stored keys at ``base``)
-    rolled forward through the change files. None when a version of the window has no
-    change file (then :func:`_unshared`), or list-state merges (whose values need the
-    whole store) appear.
-
-    A key counts as added at a step when it is present after the step's records and was
-    not before them, whatever happened in between (removed and put again: not added).
-    """
-    reader = source.reader(partition)
-    if not set(range(base + 1, (steps[-1] if steps else base) + 1)) <= reader.change_versions():
-        return _unshared(source, partition, base, steps)
-    out = []
-    previous = base
-    for step in steps:
-        touched: dict[bytes, bytes | None] = {}
-        for version in range(previous + 1, step + 1):
-            with source.explaining(version):
-                for kind, key, value in reader.changes(version):
-                    if kind == "append":
-                        return None
-                    touched[key] = value if kind == "update" else None
-        added = [(k, v) for k, v in touched.items() if v is not None and k not in present]
-        for k, v in touched.items():
-            if v is None:
-                present.discard(k)
-            else:
-                present.add(k)
-        out.append(partition_data(source, partition, added))
-        previous = step
-    return out
+class _OutOfOrder(Exception):
+    """New keys were counted out of the newest version's order, and a counter must drop
+    tied values: which ones depends on that order."""
 
 
-def _unshared(
-    source: StateSource, partition: int, base: int, steps: list[int]
-) -> list[PartitionData] | None:
-    """:func:`_rolled` for full versions that share files (RocksDB zips without
-    changelogs): per step, the keys of the SSTs it does not share with the step before,
-    looked up in both (each version restored once, for the keys of its steps). A step whose files
-    name too many keys (a compaction rewrote the store) reads its two versions whole. None
-    when the versions share nothing (no zips: nothing gained over rebuilding)."""
-    chain = [base, *steps]
-    candidates = [
-        unshared_keys(source, partition, previous, step)
-        for previous, step in zip(chain, steps, strict=False)
-    ]
-    if all(c is None for c in candidates):
-        return None
-    # Each version is looked up for the keys of the (at most two) steps it bounds only.
-    wanted: dict[int, set[bytes]] = {}
-    for previous, step, keys in zip(chain[:-1], steps, candidates, strict=True):
-        if keys is not None:
-            wanted.setdefault(previous, set()).update(keys)
-            wanted.setdefault(step, set()).update(keys)
-    found = {
-        v: dict(source.lookup(partition, keys, [v]))[v] if v > 0 else {}
-        for v, keys in wanted.items()
-    }
-    out = []
-    for previous, step, keys in zip(chain[:-1], steps, candidates, strict=True):
-        if keys is None:
-            out.append(_added_whole(source, partition, previous, step))
-            continue
-        before, after = found[previous], found[step]
-        added = [(k, after[k]) for k in keys if k in after and k not in before]
-        out.append(partition_data(source, partition, added))
-    return out
-
-
-def _added_whole(source: StateSource, partition: int, before: int, after: int) -> PartitionData:
-    """The items of ``after`` not in ``before``, both versions read whole."""
-    old = read_partition(source, before, partition) if before > 0 else None
-    new = read_partition(source, after, partition)
-    take = pa.array(_added_items(old, new))
-    return PartitionData(partition, new.keys.take(take), new.values.take(take))
+def _whole_ends(
+    source: StateSource, group: tuple[int, ...], window: tuple[int, list[int]], roll_on: bool
+) -> tuple[PartitionData, np.ndarray, list[PartitionData] | None]:
+    """A partition (or group) read whole at base and newest: the newest, its items whose
+    keys base does not hold, and the items each step added (rolled forward through the
+    change files; None when it cannot, or for a group, or ``roll_on`` false)."""
+    base, steps = window
+    # Rolling forward follows one partition's change files: a store read as one (a
+    # repartition inside the window) is rebuilt at each version instead.
+    p, single = group[0], len(group) == 1
+    base_list = source.load_items(p, base) if base > 0 and single else []
+    if not single:
+        before = _read(source, base, group) if base > 0 else None
+    else:
+        before = partition_data(source, p, base_list) if base > 0 else None
+    after = _read(source, steps[-1] if steps else base, group)
+    items = _added_items(before, after)
+    present = {k for k, _ in base_list}
+    del base_list, before
+    rolled = rolling.roll(source, p, base, steps, lambda: present) if roll_on and single else None
+    return after, items, None if rolled is None else rolled.added
 
 
 def _count_chosen(
@@ -460,6 +448,7 @@ def _count_chosen(
     )
     for n, group in enumerate(groups, start=len(groups) + 1):
         read = ranking.reads.pop(group)
+        stride_in = stride  # of the items of ``newest``: 1 when it holds the sample only
         if read.added is None:
             newest: PartitionData | None = _count_rebuilt(
                 source, keys, window, group, ranked, chosen
@@ -472,9 +461,14 @@ def _count_chosen(
                     chosen.per_step[:, s] += _matches(keys, data, every, ranked)
             newest = read.newest
             if newest is None and ranked:
-                newest = _read(source, steps[-1] if steps else base, group)
+                version = steps[-1] if steps else base
+                if read.sampled:
+                    items = source.load_items(group[0], version)[::stride]
+                    newest, stride_in = partition_data(source, group[0], items), 1
+                else:
+                    newest = _read(source, version, group)
         if ranked and newest is not None:
-            every = np.arange(0, newest.num_items, stride, dtype=np.int64)
+            every = np.arange(0, newest.num_items, stride_in, dtype=np.int64)
             chosen.keys_now += len(every)
             chosen.at_newest += _matches(keys, newest, every, ranked)
         yield n / total_work, None
@@ -523,9 +517,10 @@ def attribute_growth(
     share_sample: int = SHARE_SAMPLE,
     *,
     roll: bool = True,
+    jobs: int = 1,
 ) -> GrowthAttribution:
     """:func:`iter_growth`'s result."""
-    result = last(iter_growth(view, window, top, share_sample, roll=roll))[1]
+    result = last(iter_growth(view, window, top, share_sample, roll=roll, jobs=jobs))[1]
     assert result is not None
     return result
 

@@ -99,13 +99,19 @@ class PartitionData:
         return out
 
 
-def _index(codec: RowCodec, items: list[tuple[bytes, bytes]]) -> tuple[list[int], list[int]]:
-    """(kept item positions, rows per kept item): items of other column families give none."""
+def every_item_a_row(codec: RowCodec) -> bool:
+    """Whether every stored item gives exactly one row (no column families to drop, no
+    lists to flatten): then a partition's rows are its items, whatever their values."""
     spec = codec.spec
     if spec.provider == "hdfs" and spec.state_kind is None and not spec.multi_value:
+        return True
+    return codec.raw_capable and spec.cf_id is None  # one row per item, checked when decoded
+
+
+def _index(codec: RowCodec, items: list[tuple[bytes, bytes]]) -> tuple[list[int], list[int]]:
+    """(kept item positions, rows per kept item): items of other column families give none."""
+    if every_item_a_row(codec):
         return list(range(len(items))), []
-    if codec.raw_capable and spec.cf_id is None:
-        return list(range(len(items))), []  # one row per item, checked when decoded
     if codec.raw_capable:
         payloads = codec.payloads
         return [i for i, (k, v) in enumerate(items) if payloads(k, v) is not None], []

@@ -8,6 +8,7 @@ says why instead.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import pandas as pd
@@ -17,7 +18,7 @@ from stateglass.app.browse.growth import GrowthAttribution, attribute_growth
 from stateglass.app.browse.views import StateView, views_of
 from stateglass.app.errors import AppError
 from stateglass.collectors.checkpoint import Checkpoint
-from stateglass.collectors.errors import BadConfig, CheckpointError, StorageError
+from stateglass.collectors.errors import BadConfig, CheckpointError, EngineError, StorageError
 from stateglass.parsers.errors import ParseError
 
 
@@ -92,9 +93,11 @@ def _growth(
         cp = Checkpoint.open(checkpoint)
         views = views_of(cp.store(operator_id, store_name), cp.root)
         view: StateView = next((v for v in views if not v.read_timers), views[0])
-        return attribute_growth(view), ""
-    # ParseError too: a cell that does not decode must cost the section, not the report.
-    except (CheckpointError, BadConfig, StorageError, AppError, ParseError) as exc:
+        # A report is a process of its own: its partitions are rolled on every core.
+        return attribute_growth(view, jobs=os.cpu_count() or 1), ""
+    # ParseError too: a cell that does not decode must cost the section, not the report;
+    # EngineError: a worker process that died (killed for want of memory, say).
+    except (CheckpointError, BadConfig, StorageError, AppError, ParseError, EngineError) as exc:
         return None, f"growth attribution not available: {exc}"
 
 

@@ -169,3 +169,10 @@ class StoreReader(Protocol):
         ``after`` (a superset, sorted), read from the files one references and the other
         does not; None when the provider's files cannot say (then both are read whole)."""
         ...
+
+    def flushed_changes(self, before: int, after: int) -> dict[bytes, bytes | None] | None:
+        """When full version ``after`` only adds files to ``before``'s, and those files hold
+        the batch's writes, newer than every other entry: the state at ``after`` of every
+        key they name (its value, or None when removed). Keys they do not name are as at
+        ``before``. None when the files cannot say (a compaction, say)."""
+        ...

@@ -275,6 +275,9 @@ class DynamoStoreReader:
     def differing_keys(self, before: int, after: int) -> list[bytes] | None:
         return None  # no item is shared between versions: the manifests say what changed
 
+    def flushed_changes(self, before: int, after: int) -> dict[bytes, bytes | None] | None:
+        return None  # the manifests say what changed
+
     def _fetch(self, pks: Sequence[str]) -> dict[str, tuple[bytes, bytes | None]]:
         missing = [pk for pk in pks if pk not in self._records]
         for pk, item in self.client.batch_get(self.tables.state, missing).items():

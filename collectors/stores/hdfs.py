@@ -267,6 +267,9 @@ class HdfsStoreReader:
     def differing_keys(self, before: int, after: int) -> list[bytes] | None:
         return None  # no file is shared between versions: the deltas say what changed
 
+    def flushed_changes(self, before: int, after: int) -> dict[bytes, bytes | None] | None:
+        return None  # the deltas say what changed
+
     def changes(self, version: int) -> Iterator[Change]:
         if version not in self.deltas:
             raise MissingVersion(

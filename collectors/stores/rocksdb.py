@@ -32,9 +32,17 @@ from stateglass.parsers.changelog import Changelog, parse_changelog, unwrap_dele
 from stateglass.parsers.compression import decompress
 from stateglass.parsers.errors import ParseError, UnsupportedFormat
 from stateglass.parsers.rocksdb_checkpoint import RocksDBCheckpointMetadata, check_zip_entries
-from stateglass.parsers.sst import sst_keys
+from stateglass.parsers.sst import (
+    TYPE_DELETION,
+    TYPE_SINGLE_DELETION,
+    TYPE_VALUE,
+    sst_entries,
+    sst_keys,
+)
 
 _CHANGE_TYPES: dict[str, ChangeType] = {"put": "update", "delete": "delete", "merge": "append"}
+# SST entry types a flush's state can be read from without RocksDB's merge operator.
+_FLUSHED_TYPES = frozenset({TYPE_VALUE, TYPE_DELETION, TYPE_SINGLE_DELETION})
 # Share of a version's SST bytes beyond which its unshared SSTs are not worth reading for
 # keys (decoding them costs more than reading the two versions whole).
 UNSHARED_MAX = 0.25
@@ -276,18 +284,9 @@ class RocksDBStoreReader:
         records are in no SST), when the unshared SSTs are over :data:`UNSHARED_MAX` of the
         newer version's bytes past 1 MiB (a compaction: their keys are most of the store),
         or when an SST is in a codec we do not decode."""
-        picked = [self._pick(self.zips, v) for v in (before, after)]
-        names = [n for n in picked if n is not None]
-        if len(names) != 2:
+        files = self._sst_sizes(before, after)
+        if files is None:
             return None
-        files = []
-        for name in names:
-            archive = _Zip(self.ctx, name)
-            archive.close()
-            logs = [i for i in archive.infos if i.filename.endswith(".log") and i.file_size]
-            if logs or any(f.size_bytes for f in archive.meta.log_files):
-                return None
-            files.append({f.dfs_sst_file_name: f.size_bytes for f in archive.meta.sst_files})
         unshared = set(files[0]) ^ set(files[1])
         total = sum(files[1].values())
         if total > UNSHARED_MIN_BYTES and (
@@ -305,6 +304,51 @@ class RocksDBStoreReader:
                 raise wrap_parse_error(path, exc) from exc
         return sorted(keys)  # RocksDB's bytewise order: the order a whole scan gives
 
+    def _sst_sizes(self, *versions: int) -> list[dict[str, int]] | None:
+        """Per version, its zip's SSTs and their sizes; None when a version has no zip of
+        its own or its zip carries a non-empty write-ahead log (records in no SST)."""
+        files = []
+        for version in versions:
+            name = self._pick(self.zips, version)
+            if name is None:
+                return None
+            archive = _Zip(self.ctx, name)
+            archive.close()
+            logs = [i for i in archive.infos if i.filename.endswith(".log") and i.file_size]
+            if logs or any(f.size_bytes for f in archive.meta.log_files):
+                return None
+            files.append({f.dfs_sst_file_name: f.size_bytes for f in archive.meta.sst_files})
+        return files
+
+    def flushed_changes(self, before: int, after: int) -> dict[bytes, bytes | None] | None:
+        """See :meth:`StoreReader.flushed_changes`: when ``after``'s zip references every SST
+        of ``before``'s and more, nothing was compacted away, so the SSTs it adds are
+        flushes of the batch's writes, newer than every other entry: per key, the entry
+        with the highest sequence number is its state at ``after``. None when a version
+        has no zip or a WAL, when SSTs were removed (a compaction), or when an entry is
+        not a put or a delete (merge operands, blobs) or ties on its sequence number."""
+        files = self._sst_sizes(before, after)
+        if files is None or not set(files[0]) <= set(files[1]):
+            return None
+        newest: dict[bytes, int] = {}
+        out: dict[bytes, bytes | None] = {}
+        for sst in sorted(set(files[1]) - set(files[0])):
+            path = self.ctx.join(self.SHARED_DIR or "SSTs", sst)
+            try:
+                entries = sst_entries(self.ctx.fs.read(path))
+            except UnsupportedFormat:
+                return None
+            except ParseError as exc:
+                raise wrap_parse_error(path, exc) from exc
+            for key, tag, value in entries:
+                kind, seen = tag & 0xFF, newest.get(key, -1)
+                if kind not in _FLUSHED_TYPES or (tag >> 8) == seen:
+                    return None
+                if (tag >> 8) > seen:
+                    newest[key] = tag >> 8
+                    out[key] = value if kind == TYPE_VALUE else None
+        return out
+
     def zip_metadata(self, version: int) -> RocksDBCheckpointMetadata | None:
         """The metadata of ``version``'s zip; None without a zip of the committed id."""
         if version not in self._metadata:
@@ -321,7 +365,13 @@ class RocksDBStoreReader:
         return set(self.zips)
 
     def load_keys(self, version: int) -> set[bytes]:
-        return set() if version == 0 else {k for k, _ in self.load(version)}
+        if version == 0:
+            return set()
+        zip_name, replay = self._plan(version)
+        if replay or zip_name is None:
+            return {k for k, _ in self.load(version)}
+        with restored_db(self.ctx, zip_name) as db:
+            return db.key_set()
 
     def apply_keys(self, keys: set[bytes], version: int) -> tuple[int, int, int]:
         return apply_changes(keys, self.changes(version))
@@ -563,6 +613,13 @@ class _Items:
         except Exception as exc:
             raise CorruptFile(self.path, f"RocksDB read failed: {exc}") from exc
         return {k: v for k, v in found.items() if v is not None}
+
+    def key_set(self) -> set[bytes]:
+        """Every key, values left inside RocksDB (built in one call: no generator step a key)."""
+        try:
+            return set(self.db.keys(read_opt=self.scan_options()))  # type: ignore[attr-defined]
+        except Exception as exc:
+            raise CorruptFile(self.path, f"RocksDB read failed: {exc}") from exc
 
     def items(self) -> Iterator[tuple[bytes, bytes]]:
         try:

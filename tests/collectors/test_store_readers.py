@@ -127,6 +127,9 @@ class Delegating:
     def differing_keys(self, before: int, after: int) -> list[bytes] | None:
         return self.of.differing_keys(before, after)
 
+    def flushed_changes(self, before: int, after: int) -> dict[bytes, bytes | None] | None:
+        return self.of.flushed_changes(before, after)
+
     def recorded_num_keys(self, version: int) -> int | None:
         return self.of.recorded_num_keys(version)
 
