@@ -30,6 +30,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 from stateglass.app.commands import COMMANDS, COMMANDS_BY_NAME, Reads
 
@@ -106,6 +107,10 @@ def exit_status(exc: BaseException) -> int | None:
     return None
 
 
+def _ignore_unraisable(_: Any) -> None:
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from stateglass.app.args import apply_storage_args, print_counts
     from stateglass.app.atomic import signals_unwind
@@ -129,6 +134,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = exit_status(exc)
         if status is None:
             raise
+        if argv is None and isinstance(exc, KeyboardInterrupt):
+            # Object-store requests the stop abandoned mid-flight are closed as the
+            # interpreter ends, and their clients raise there (aiobotocore's context
+            # variables): the user asked to stop, so those are not worth a traceback.
+            sys.unraisablehook = _ignore_unraisable
         return status
     finally:
         if reads_checkpoints:

@@ -37,6 +37,7 @@ from stateglass.app.browse.store import PartitionData, partition_data
 from stateglass.collectors.engines.forked import ForkedPool
 from stateglass.collectors.signals import restore_default_signals
 from stateglass.collectors.state import StateSource
+from stateglass.collectors.watch import is_remote
 
 Item = tuple[bytes, bytes]
 # The value at a step of keys that may have changed (None: absent there).
@@ -111,7 +112,14 @@ def roll_each(
     """:func:`roll` of each partition from its base's key set, in order; ``jobs`` > 1
     rolls them in that many forked workers (partitions are independent, and what comes
     back is small: the items each step added and the new keys)."""
-    if jobs <= 1 or len(partitions) <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+    if (
+        jobs <= 1
+        or len(partitions) <= 1
+        or "fork" not in multiprocessing.get_all_start_methods()
+        # fsspec's object-store clients (s3fs, adlfs, gcsfs) run an event loop that a forked
+        # child cannot use: remote stores are rolled in this process.
+        or is_remote(source.cp.root)
+    ):
         for p in partitions:
             yield roll(source, p, base, steps, lambda p=p: source.load_keys(p, base))  # type: ignore[misc]
         return

@@ -197,6 +197,11 @@ def test_watch_stays_idle_and_records_every_commit(
         while committed(db) != {0, 1, 2} and time.monotonic() < deadline + 120:
             time.sleep(0.1)
         assert committed(db) == {0, 1, 2}
+        # The last scan's rows come before its health verdicts: idle begins after both.
+        while not judged(db):
+            assert watcher.poll() is None, log.read_text()
+            assert time.monotonic() < deadline + 240, "no verdicts stored after the last scan"
+            time.sleep(0.1)
         quiet(watcher.pid)  # the scan of the last commit ends
         second_idle = idle_cpu(watcher.pid)
         assert inotify_watches(watcher.pid) == 3
