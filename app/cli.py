@@ -84,6 +84,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def interrupted_query(exc: BaseException) -> bool:
+    """Whether ``exc`` is DuckDB's own word for a Ctrl+C that landed inside a query: it stops
+    the query and raises this instead of the KeyboardInterrupt."""
+    return type(exc).__name__ == "InterruptException" or (
+        isinstance(exc, RuntimeError) and str(exc) == "Query interrupted"
+    )
+
+
 def exit_status(exc: BaseException) -> int | None:
     """The exit status for what ended a command, its one line printed; None: not ours."""
     from stateglass.app.atomic import Terminated
@@ -101,7 +109,7 @@ def exit_status(exc: BaseException) -> int | None:
     if isinstance(exc, Terminated):
         print(f"stateglass: stopped by {signal.Signals(exc.signum).name}", file=sys.stderr)
         return exc.exit_status
-    if isinstance(exc, KeyboardInterrupt):
+    if isinstance(exc, KeyboardInterrupt) or interrupted_query(exc):
         print("stateglass: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     return None
@@ -134,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = exit_status(exc)
         if status is None:
             raise
-        if argv is None and isinstance(exc, KeyboardInterrupt):
+        if argv is None and (isinstance(exc, KeyboardInterrupt) or interrupted_query(exc)):
             # Object-store requests the stop abandoned mid-flight are closed as the
             # interpreter ends, and their clients raise there (aiobotocore's context
             # variables): the user asked to stop, so those are not worth a traceback.
