@@ -35,6 +35,7 @@ from stateglass.collectors.poll import DEFAULT_INTERVAL_S, CommitPoller
 from stateglass.collectors.remote import fs_for as remote_fs_for
 
 if TYPE_CHECKING:
+    from watchdog.events import FileSystemEvent
     from watchdog.observers.api import BaseObserver
 
 # Subdirectories whose entries say a batch started or ended.
@@ -92,6 +93,22 @@ class Debouncer:
 def is_whole(path: str) -> bool:
     """Whether an event path names a finished file (no part of it is a Spark temp name)."""
     return not any(is_temporary(part) for part in path.split(os.sep) if part)
+
+
+def event_paths(event: FileSystemEvent) -> tuple[str, str | None] | None:
+    """``(path, moved-to path)`` of a watchdog event that may mean new state; None for noise.
+
+    A directory's "modified" event only says that an entry in it changed, and that entry has
+    its own event. Spark renames ``commits/N`` into place and then its ``.N.crc``, so the
+    directory's event arrives after the commit's: kept, it would scan the checkpoint a
+    second time for each batch, for nothing.
+    """
+    if event.event_type in ("opened", "closed_no_write"):
+        return None
+    if event.is_directory and event.event_type == "modified":
+        return None
+    dest = getattr(event, "dest_path", "") or None
+    return os.fsdecode(event.src_path), dest and os.fsdecode(dest)
 
 
 def is_commit(path: str, root: str) -> bool:
@@ -244,17 +261,16 @@ class CheckpointWatcher:
 
     def run(self, stop: threading.Event) -> None:
         """Watch until ``stop`` is set, scanning each root after its writes settle."""
-        from watchdog.events import FileSystemEvent, FileSystemEventHandler
+        from watchdog.events import FileSystemEventHandler
         from watchdog.observers import Observer
 
         watcher = self
 
         class Handler(FileSystemEventHandler):
             def on_any_event(self, event: FileSystemEvent) -> None:
-                if event.event_type in ("opened", "closed_no_write"):
-                    return
-                dest = getattr(event, "dest_path", "") or None
-                watcher.event(os.fsdecode(event.src_path), dest and os.fsdecode(dest))
+                paths = event_paths(event)
+                if paths is not None:
+                    watcher.event(*paths)
 
         overflow = _OverflowHandler(self.overflowed)
         logging.getLogger(OVERFLOW_LOGGER).addHandler(overflow)

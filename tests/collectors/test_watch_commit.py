@@ -8,8 +8,25 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from stateglass.collectors.watch import OVERFLOW_LOGGER, CheckpointWatcher, Debouncer, is_commit
+from watchdog.events import (
+    DirCreatedEvent,
+    DirModifiedEvent,
+    FileClosedEvent,
+    FileClosedNoWriteEvent,
+    FileCreatedEvent,
+    FileMovedEvent,
+    FileOpenedEvent,
+)
+
+from stateglass.collectors.watch import (
+    OVERFLOW_LOGGER,
+    CheckpointWatcher,
+    Debouncer,
+    event_paths,
+    is_commit,
+)
 
 
 def test_is_commit() -> None:
@@ -41,6 +58,64 @@ def test_watcher_marks_only_whole_commit_files_settled() -> None:
     assert watcher.debouncer.pop_due(0.0) == []
     watcher.event(os.path.join(root, "commits", ".3.1f2e.tmp"), os.path.join(root, "commits", "3"))
     assert watcher.debouncer.pop_due(0.0) == [root]
+
+
+def test_a_directory_changing_because_an_entry_did_is_not_an_event() -> None:
+    """Spark's last writes of a batch, as watchdog reports them: only the entries count."""
+    commits = os.path.join(os.sep, "cp", "commits")
+    tmp, crc = os.path.join(commits, ".2.ab.tmp"), os.path.join(commits, "..2.ab.tmp.crc")
+    assert event_paths(FileMovedEvent(tmp, os.path.join(commits, "2"))) == (
+        tmp,
+        os.path.join(commits, "2"),
+    )
+    assert event_paths(FileCreatedEvent(crc)) == (crc, None)
+    assert event_paths(FileClosedEvent(crc)) == (crc, None)
+    assert event_paths(DirCreatedEvent(commits)) == (commits, None)
+    assert event_paths(DirModifiedEvent(commits)) is None
+    assert event_paths(FileOpenedEvent(crc)) is None
+    assert event_paths(FileClosedNoWriteEvent(crc)) is None
+
+
+class _RecordingWatcher(CheckpointWatcher):
+    """The watcher, with the paths its events carried kept in order."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.seen: list[str] = []
+
+    def event(self, src_path: str, dest_path: str | None = None) -> None:
+        self.seen.append(dest_path or src_path)
+        super().event(src_path, dest_path)
+
+
+def test_one_scan_per_commit_written_as_spark_writes_it(tmp_path: Path) -> None:
+    """The commit, then its checksum renamed beside it after the scan began: one scan."""
+    root = tmp_path / "cp"
+    (root / "commits").mkdir(parents=True)
+    (root / "offsets").mkdir()
+    scanned: list[str] = []
+    added: list[str] = []
+    # A quiet period longer than the test: whatever else is recorded stays pending.
+    watcher = _RecordingWatcher(
+        [str(root)], scanned.append, Debouncer(delay_s=600.0), on_added=added.append
+    )
+    stop, thread = _run(watcher)
+    try:
+        assert _wait(lambda: added == [str(root)])
+        (root / "commits" / ".2.ab.tmp").write_text("v1\n{}")
+        os.rename(root / "commits" / ".2.ab.tmp", root / "commits" / "2")
+        assert _wait(lambda: scanned == [str(root)])
+        (root / "commits" / "..2.ab.tmp.crc").write_bytes(b"crc")
+        os.rename(root / "commits" / "..2.ab.tmp.crc", root / "commits" / ".2.crc")
+        # A temporary file written last: once its event is in, every earlier one is.
+        marker = root / "offsets" / ".3.cd.tmp"
+        marker.write_text("v1\n{}")
+        assert _wait(lambda: str(marker) in watcher.seen)
+        assert len(watcher.debouncer) == 0
+        assert scanned == [str(root)]
+    finally:
+        stop.set()
+        thread.join(10)
 
 
 def _run(watcher: CheckpointWatcher) -> tuple[threading.Event, threading.Thread]:
