@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from stateglass.collectors.errors import CheckpointError, NotACheckpoint, NotFound, wrap_parse_error
 from stateglass.collectors.fs import LOCAL, FileInfo, FileSystem
+from stateglass.collectors.operator_names import INFERRED, INFERRED_HELP
 from stateglass.collectors.stores import READERS, reader_class
 from stateglass.parsers.errors import ParseError
 from stateglass.parsers.logs import CommitMetadata, OffsetSeq, StreamMetadata, batch_id_of
@@ -502,14 +503,6 @@ def _tws_properties(meta: OperatorMetadata | None) -> tuple[str | None, tuple[St
         if isinstance(name, str) and isinstance(kind, str):
             found.append(StateVariable(name, kind, bool(var.get("ttlEnabled", False))))
     return (time_mode if isinstance(time_mode, str) else None), tuple(found)
-
-
-# Marks an operator name read from the state schema (Spark 3.x writes no operator metadata).
-INFERRED = " (inferred)"
-INFERRED_HELP = (
-    "(inferred): Spark 3.x writes no operator metadata, so the operator's name is inferred "
-    "from its state schema"
-)
 
 
 def _guess_operator_name(cp: Checkpoint, op: int, partitions: list[int]) -> str:

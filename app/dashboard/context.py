@@ -18,10 +18,12 @@ import pandas as pd
 import streamlit as st
 
 from stateglass.app import queries
+from stateglass.app.errors import AppError
 from stateglass.app.escape import md, md_code
-from stateglass.collectors.checkpoint import INFERRED, INFERRED_HELP
 from stateglass.collectors.db import read_query
+from stateglass.collectors.errors import BadConfig, CheckpointError
 from stateglass.collectors.locations import DEFAULT_DB
+from stateglass.collectors.operator_names import INFERRED, INFERRED_HELP
 
 if TYPE_CHECKING:
     from stateglass.collectors.health import HealthConfig
@@ -31,6 +33,8 @@ DB_ENV = "STATEGLASS_DB"
 HEALTH_CONFIG_ENV = "STATEGLASS_HEALTH_CONFIG"
 # How often the sidebar checks the database for new data (seconds).
 REFRESH_S = 2.0
+# Errors a page shows as one line instead of a traceback.
+USER_ERRORS = (CheckpointError, BadConfig, AppError)
 
 
 def db_path() -> str:

@@ -17,15 +17,12 @@ import streamlit as st
 from stateglass.app.browse import store as browse_store
 from stateglass.app.browse.views import StateView, batch_label, open_source, versions, views_of
 from stateglass.app.dashboard import context
-from stateglass.app.errors import AppError
 from stateglass.collectors.checkpoint import Checkpoint
-from stateglass.collectors.errors import BadConfig, CheckpointError
 
 T = TypeVar("T")
 
 PAGE_SIZES = (25, 50, 100, 250, 500)
-# Errors a page shows as one line instead of a traceback.
-USER_ERRORS = (CheckpointError, BadConfig, AppError)
+USER_ERRORS = context.USER_ERRORS
 
 
 # Why Overview's key count exceeds one state variable's rows (transformWithState).

@@ -11,10 +11,9 @@ from typing import Any
 
 import pandas as pd
 
-from stateglass.app.queries.connection import read_frame
+from stateglass.app.queries.connection import REPARTITIONED, read_frame
 from stateglass.app.queries.downsample import MAX_POINTS, downsampled
 from stateglass.app.queries.progress import progress_sources
-from stateglass.collectors.source_log import files_per_log_batch
 from stateglass.parsers.offsets import (
     FILE_LOG,
     RATE_SECONDS,
@@ -99,8 +98,8 @@ def repartitions(db: str, checkpoint: str) -> pd.DataFrame:
     return read_frame(
         db,
         "SELECT batch_id, partitions_before, partitions_after AS shuffle_partitions "
-        "FROM repartitions WHERE checkpoint = ? ORDER BY batch_id",
-        [checkpoint],
+        f"FROM repartitions WHERE checkpoint = ? AND {REPARTITIONED} ORDER BY batch_id",
+        [checkpoint, checkpoint],
     )
 
 
@@ -150,6 +149,9 @@ def input_from_offsets(frame: pd.DataFrame, checkpoint: str | None = None) -> pd
                 continue
             # Read the source log once per source (setdefault would read it every batch).
             if sid not in file_counts:
+                # Only a file source needs the checkpoint reader (and its store readers).
+                from stateglass.collectors.source_log import files_per_log_batch
+
                 file_counts[sid] = files_per_log_batch(checkpoint, sid)
             counts = file_counts[sid]
             start = -1 if before is None else int(before)

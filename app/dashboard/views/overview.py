@@ -14,8 +14,8 @@ from stateglass.app.dashboard import context, fleet
 from stateglass.app.errors import AppError
 from stateglass.app.escape import md, md_code
 from stateglass.app.watchers import WatcherRegistry, checkpoints_at
-from stateglass.collectors.checkpoint import INFERRED, INFERRED_HELP
 from stateglass.collectors.errors import CollectorError
+from stateglass.collectors.operator_names import INFERRED, INFERRED_HELP
 
 BadgeColor = Literal["green", "orange", "red", "gray"]
 BADGE_COLORS: dict[str, BadgeColor] = {"OK": "green", "WARN": "orange", "ERR": "red", "n/a": "gray"}

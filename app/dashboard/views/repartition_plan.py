@@ -7,6 +7,8 @@ skew, the slowest restart and the estimated rewrite time, or Spark's reason to r
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pandas as pd
 import streamlit as st
 
@@ -14,14 +16,20 @@ from stateglass.app import figures
 from stateglass.app.dashboard import context
 from stateglass.app.errors import AppError
 from stateglass.app.escape import md
-from stateglass.app.partition_plan import REWRITE_MODEL, Plan, StorePlan, plan_partitions
-from stateglass.collectors.checkpoint import Checkpoint
 from stateglass.collectors.errors import CollectorError
+
+# The planner reads every key, only after its button: the page imports it (the checkpoint and
+# store readers, the health thresholds) only then.
+if TYPE_CHECKING:
+    from stateglass.app.partition_plan import Plan, StorePlan
 
 
 @st.cache_data(ttl=600, max_entries=32, show_spinner=False)
 def _plan(checkpoint: str, operator_id: int, store_name: str, n: int, stamp: int | None) -> Plan:
     # ``stamp`` (the last committed batch) is only part of the key: a new batch replans.
+    from stateglass.app.partition_plan import plan_partitions
+    from stateglass.collectors.checkpoint import Checkpoint
+
     cp = Checkpoint.open(checkpoint)
     return plan_partitions(cp, n, operator_id=operator_id, store_name=store_name)
 
@@ -38,6 +46,9 @@ def render(selection: context.StoreSelection) -> None:
     n = int(left.number_input("partitions", 1, 100_000, 8, key="sg_plan_partitions"))
     if not right.button("Plan", key="sg_plan_go"):
         return
+    from stateglass.app.partition_plan import REWRITE_MODEL
+    from stateglass.collectors.checkpoint import Checkpoint
+
     try:
         stamp = Checkpoint.open(selection.checkpoint).last_committed_batch
         with st.spinner("Reading every key of the store…"):

@@ -6,38 +6,49 @@ Kept apart from ``state.py`` so each section is one function the page calls.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import streamlit as st
 
 from stateglass.app import figures, queries, restart_cost
-from stateglass.app.browse.growth import (
-    DEFAULT_TOP,
-    DEFAULT_WINDOW,
-    GrowthAttribution,
-    attribute_growth,
-)
-from stateglass.app.browse.views import StateView, views_of
 from stateglass.app.dashboard import context
-from stateglass.app.dashboard.state_ui import USER_ERRORS
+from stateglass.app.dashboard.context import USER_ERRORS
 from stateglass.app.escape import md, md_code
-from stateglass.collectors.checkpoint import Checkpoint
+
+# Growth attribution reads the checkpoint's state files (Arrow, the store caches, a process
+# pool): imported only once the checkpoint has a view to read.
+if TYPE_CHECKING:
+    from stateglass.app.browse.growth import GrowthAttribution
+    from stateglass.app.browse.views import StateView
 
 WINDOWS = (5, 10, 20, 50, 100)
+# The growth section's defaults: browse.growth's DEFAULT_WINDOW and DEFAULT_TOP (a test holds
+# them equal), here so that drawing the widgets imports none of the state readers.
+DEFAULT_WINDOW = 10
+DEFAULT_TOP = 5
 
 
 @st.cache_data(ttl=600, max_entries=32, show_spinner=False)
 def _growth(view: StateView, stamp: int, window: int, top: int) -> GrowthAttribution:
     # ``stamp`` (the store's newest collected version) is only part of the key: a new batch
     # misses the cache, a scan that found nothing new does not.
+    from stateglass.app.browse.growth import attribute_growth
+
     return attribute_growth(view, window=window, top=top)
 
 
 def _growth_view(selection: context.StoreSelection) -> StateView | None:
     """The store's view, or the chosen state variable when it keeps several."""
+    from stateglass.collectors.checkpoint import Checkpoint
+
     try:
         cp = Checkpoint.open(selection.checkpoint)
-        options = views_of(cp.store(selection.operator_id, selection.store_name), cp.root)
+        store = cp.store(selection.operator_id, selection.store_name)
+        # The state readers, only for a checkpoint that opens.
+        from stateglass.app.browse.views import views_of
+
+        options = views_of(store, cp.root)
     except USER_ERRORS as exc:
         context.show_error(exc)
         return None
