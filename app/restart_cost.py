@@ -106,13 +106,16 @@ def current_cost(live: pd.DataFrame, facts: pd.DataFrame) -> list[PartitionCost]
     # filtering a frame per partition cost half a CPU second there.
     by_partition = _files_by_partition(live)
     newest_of = facts.groupby("partition_id")["version"].max()
+    # Only the versions that listed SSTs: a row without either count reads as no SSTs, as a
+    # missing row does (an HDFS store has none, and a month's window is 60,000 rows).
+    listed = facts[facts["sst_files_live"].notna() | facts["sst_bytes_live"].notna()]
     ssts = {
         (int(p), int(v)): (f, b)
         for p, v, f, b in zip(
-            facts["partition_id"].tolist(),
-            facts["version"].tolist(),
-            facts["sst_files_live"].tolist(),
-            facts["sst_bytes_live"].tolist(),
+            listed["partition_id"].tolist(),
+            listed["version"].tolist(),
+            listed["sst_files_live"].tolist(),
+            listed["sst_bytes_live"].tolist(),
             strict=True,
         )
     }
