@@ -13,7 +13,9 @@ that lists every directory (``collect``'s, and the watcher's before scans by nam
 watcher's ``ReconcilePolicy`` (which also carries key sets between scans and judges health
 after each, timed apart). Prints each scan's wall and CPU time, the median and 95th percentile
 over the commits, and the load average: on a shared machine the CPU time is the steadier
-figure.
+figure. ``--rows`` times each commit up to the moment its rows are committed (the end of
+``Database.record_scan``: commit-to-row) beside the whole scan (a watcher checks the new
+files' checksums after that, ``collectors/late_checks.py``).
 """
 
 from __future__ import annotations
@@ -48,9 +50,22 @@ def time_judging(scanner: Any) -> list[float]:
     return judge_cpu
 
 
+def time_rows(db: Any) -> list[float]:
+    """Note the monotonic and CPU clocks as each scan's rows are committed."""
+    record = db.record_scan
+    at = [0.0, 0.0]
+
+    def timed_record(write: Any) -> None:
+        record(write)
+        at[:] = [time.monotonic(), time.process_time()]
+
+    db.record_scan = timed_record
+    return at
+
+
 def run(
     partitions: int, workdir: Path, by_name: bool, replayed: tuple[int, ...]
-) -> list[tuple[float, float]]:
+) -> list[tuple[float, float, float, float]]:
     from stateglass.collectors.db import Database
     from stateglass.collectors.reconcile import ReconcilePolicy
     from stateglass.collectors.scan import Scanner
@@ -64,6 +79,7 @@ def run(
     policy = ReconcilePolicy(every_scans=1000, every_s=1e9) if by_name else None
     scanner = Scanner(Database(str(base / "sg.duckdb")), reconcile=policy, judge=by_name)
     judge_cpu = time_judging(scanner)
+    rows_at = time_rows(scanner.db)
     times = []
     for batch in (None, *replayed):
         for rel in batches[batch] if batch is not None else ():
@@ -72,7 +88,7 @@ def run(
         t, c = time.monotonic(), time.process_time()
         scanner.scan(str(cp))
         wall, cpu = time.monotonic() - t - judge_cpu[1], time.process_time() - c - judge_cpu[0]
-        times.append((wall, cpu))
+        times.append((wall, cpu, rows_at[0] - t, rows_at[1] - c))
     if by_name:
         print(
             f"  judging health after the last scan: {judge_cpu[1]:.1f} s, {judge_cpu[0]:.1f} s CPU",
@@ -94,6 +110,7 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=8, choices=range(1, 11))
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--by-name-only", action="store_true")
+    parser.add_argument("--rows", action="store_true", help="also time commit-to-row")
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="sg-by-name-"))
     replayed = tuple(range(12 - args.commits, 12))
@@ -105,17 +122,18 @@ def main() -> None:
     for by_name in (True,) if args.by_name_only else (False, True):
         before = os.getloadavg()[0]
         first, *commits = run(args.partitions, workdir, by_name, replayed)
-        each = ", ".join(f"{w:.1f}/{c:.1f}" for w, c in commits)
-        walls, cpus = [w for w, _ in commits], [c for _, c in commits]
-        stats = " | ".join(
-            f"{percentile(walls, q):.1f} s / {percentile(cpus, q):.2f} s" for q in (50, 95)
-        )
         label = "by name" if by_name else "full listing"
-        print(
-            f"| {label} | {first[0]:.1f} s / {first[1]:.1f} s | {each} | {stats} | "
-            f"{before:.1f} → {os.getloadavg()[0]:.1f} |",
-            flush=True,
-        )
+        for what, at in (("", 0), (", commit-to-row", 2))[: 2 if args.rows else 1]:
+            each = ", ".join(f"{t[at]:.1f}/{t[at + 1]:.1f}" for t in commits)
+            walls, cpus = [t[at] for t in commits], [t[at + 1] for t in commits]
+            stats = " | ".join(
+                f"{percentile(walls, q):.1f} s / {percentile(cpus, q):.2f} s" for q in (50, 95)
+            )
+            print(
+                f"| {label}{what} | {first[at]:.1f} s / {first[at + 1]:.1f} s | {each} | "
+                f"{stats} | {before:.1f} → {os.getloadavg()[0]:.1f} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -82,8 +82,9 @@ def _sidecar_mismatch(fs: FileSystem, path: str, size: int) -> tuple[str | None,
     ):
         sidecar = posixpath.join(folder, sidecar_name)
         try:
-            if fs.stat(sidecar) is None:
-                continue
+            # Read without a stat first: a missing checksum file fails the open as cheaply,
+            # and one that is there costs one system call less (20,000 new files a commit on
+            # a 10,000-partition checkpoint).
             checksum = fs.read(sidecar)
             why = by_size(size, checksum, sidecar)
             if why is None and size > 0:

@@ -1023,6 +1023,12 @@ class Database:
         if self.history.enabled and written >= self.history.maintain_every:
             self.maintain(write.root)
 
+    def record_problems(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Add problem rows found after their scan was written (a watcher's checksum checks,
+        :mod:`collectors.late_checks`), in one transaction."""
+        with self._transaction() as conn:
+            _upsert(conn, "problems", rows)
+
     # -- history ---------------------------------------------------------------------------
 
     def maintain(self, root: str | None = None) -> list[MaintainResult]:

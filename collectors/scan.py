@@ -50,6 +50,7 @@ from stateglass.collectors.facts import (
 )
 from stateglass.collectors.fs import FileSystem
 from stateglass.collectors.increment import KnownListing, lookup_listing, new_versions, sst_files
+from stateglass.collectors.late_checks import LateChecks
 from stateglass.collectors.listing import (
     FileDiff,
     Listing,
@@ -225,13 +226,13 @@ def _file_empty_files(seen: Observed) -> None:
             )
 
 
-def _verify_checksums(seen: Observed) -> None:
-    """A new file that disagrees with its checksum file (or an SST with its own block
-    checksums) is damaged (a bit flip)."""
+def _unchecked(seen: Observed) -> dict[str, int]:
+    """The new or changed files (path -> size as listed), to check against their checksum
+    files: one that disagrees (or an SST with its own block checksums) is damaged."""
     listing = seen.listing
     sizes = {p: listing.state_files[p].stat.size for p in seen.files.touched}
     sizes.update({p: listing.log_files[p].size for p in seen.logs.touched})
-    _verify(seen, sizes)
+    return sizes
 
 
 def _verify(seen: Observed, sizes: dict[str, int]) -> None:
@@ -311,6 +312,9 @@ class Scanner:
         # A watcher's chains and audited partitions at their last version, for the next scan
         # (see collectors.carry); an engine that ships tasks elsewhere does not carry keys.
         self.carry = KeyCarry()
+        # A watcher checks new files' checksums right after writing its scan's rows
+        # (collectors/late_checks.py); collect and check before their one write.
+        self.late = LateChecks() if reconcile is not None else None
         # A watcher judges each checkpoint's health right after writing its scan and stores
         # the verdicts (collectors/health/stored.py), with these thresholds.
         self.judge = judge
@@ -333,7 +337,11 @@ class Scanner:
         seen = self._load(path, by_name)
         logs = _read_logs(seen)
         _file_empty_files(seen)
-        _verify_checksums(seen)
+        unchecked = _unchecked(seen)
+        if self.late is None:
+            _verify(seen, unchecked)
+        else:
+            seen.problems.rows += self.late.unwritten(seen.root, seen.rejudged)
         tasks = plan(
             seen.stores,
             seen.listing,
@@ -352,9 +360,11 @@ class Scanner:
         if not seen.listed:
             new_ssts = sst_files(seen.cp, seen.listing, seen.known.state_files, results)
             seen = replace(seen, files=replace(seen.files, added=seen.files.added | set(new_ssts)))
-            # Found through the zips after the checksums above: verified now, or never (the
-            # next full listing knows them already and reads no known file again).
-            _verify(seen, {p: size for p, (size, _) in new_ssts.items()})
+            # Found through the zips after the checksums above: verified with them, or never
+            # (the next full listing knows them already and reads no known file again).
+            unchecked.update({p: size for p, (size, _) in new_ssts.items()})
+            if self.late is None:
+                _verify(seen, {p: size for p, (size, _) in new_ssts.items()})
         write = self._write(seen, logs, results)
         self.db.record_scan(write)
         if self.reconcile is not None:
@@ -363,6 +373,14 @@ class Scanner:
         for result in results:
             if result.tail is not None:
                 self.carry.keep((seen.root, "chain", *result.task.chain), *result.tail)
+        summary = _summary(seen, logs, tasks, write)
+        if self.late is not None:
+            damaged = self._check_late(seen, unchecked)
+            if damaged and not seen.listed:
+                # As a scan by name that trips before its write: a full listing settles it.
+                again = self._scan(path, progress, by_name=False)
+                return _merged(summary, again, len(damaged))
+            summary = replace(summary, problems=len({p["path"] for p in write.problems} | damaged))
         if self.judge:
             self._judge(seen.root, seen.now)
         if self.reconcile is not None:
@@ -370,17 +388,19 @@ class Scanner:
                 self.reconcile.listed(seen.root)
             else:
                 self.reconcile.looked_up(seen.root)
-        return ScanSummary(
-            checkpoint=seen.root,
-            files_added=len(seen.files.added) + len(seen.logs.added),
-            files_changed=len(seen.files.changed) + len(seen.logs.changed),
-            files_purged=len(seen.files.removed),
-            batches=logs.batches,
-            chains=len(tasks),
-            versions=len(write.state_versions),
-            # Damaged files: one file may have several problem rows (a checksum and a decoder).
-            problems=len({p["path"] for p in write.problems}),
-        )
+        return summary
+
+    def _check_late(self, seen: Observed, unchecked: dict[str, int]) -> set[str]:
+        """A watcher's checksum checks, after its rows: the damaged files' problem rows are
+        written, and remembered as known problems."""
+        assert self.late is not None
+        self.late.written(seen.root)
+        damaged = self.late.check(self.db, seen.cp.fs, seen.root, seen.now, unchecked)
+        kept = self._remembered.get(seen.root)
+        if damaged and kept is not None:
+            known = replace(kept.known, problem_paths=kept.known.problem_paths | damaged)
+            self._remembered[seen.root] = Remembered(known, kept.listing)
+        return damaged
 
     def _load(self, path: str, by_name: bool) -> Observed:
         """Open and list the checkpoint, and diff it against what earlier scans recorded."""
@@ -535,6 +555,36 @@ class Scanner:
             eviction_rules=rules,
             eviction_audit=audit,
         )
+
+
+def _summary(
+    seen: Observed, logs: LogRows, tasks: list[ChainTask], write: ScanWrite
+) -> ScanSummary:
+    return ScanSummary(
+        checkpoint=seen.root,
+        files_added=len(seen.files.added) + len(seen.logs.added),
+        files_changed=len(seen.files.changed) + len(seen.logs.changed),
+        files_purged=len(seen.files.removed),
+        batches=logs.batches,
+        chains=len(tasks),
+        versions=len(write.state_versions),
+        # Damaged files: one file may have several problem rows (a checksum and a decoder).
+        problems=len({p["path"] for p in write.problems}),
+    )
+
+
+def _merged(first: ScanSummary, again: ScanSummary, damaged: int) -> ScanSummary:
+    """A scan by name and the full listing its late checks called for, as one scan."""
+    return ScanSummary(
+        checkpoint=first.checkpoint,
+        files_added=first.files_added + again.files_added,
+        files_changed=first.files_changed + again.files_changed,
+        files_purged=first.files_purged + again.files_purged,
+        batches=first.batches + again.batches,
+        chains=first.chains + again.chains,
+        versions=first.versions + again.versions,
+        problems=first.problems + damaged + again.problems,
+    )
 
 
 def scan_checkpoint(

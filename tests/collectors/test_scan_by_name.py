@@ -24,7 +24,7 @@ import pytest
 from stateglass.collectors.db import TABLES, Database, read_query
 from stateglass.collectors.reconcile import ReconcilePolicy
 from stateglass.collectors.scan import Scanner
-from tests.collectors.test_watch_scale import JOIN_SAMPLE, REPLAYED, tile_join
+from tests.collectors.test_watch_scale import JOIN_SAMPLE, REPLAYED, hadoop_crc, tile_join
 from tests.conftest import SAMPLES, copy_checkpoint
 
 STEPS = 6
@@ -256,3 +256,48 @@ def test_a_reconcile_catches_what_lookups_by_name_cannot(tmp_path: Path) -> None
     assert policy.full_due(str(cp))
     scanner.scan(str(cp))  # the reconcile
     assert seen() == (True, True)
+
+
+def _damage_sidecar(root: Path, delta: Path) -> None:
+    """Give ``delta`` a Hadoop sidecar of other bytes (one bit apart): it reads whole, and
+    only its checksum check can tell."""
+    sidecar = root / delta.parent / f".{delta.name}.crc"
+    data = bytearray((root / delta).read_bytes())
+    data[len(data) // 2] ^= 0x01
+    sidecar.unlink()  # a hard link of the sample's other partitions' files: write a new one
+    sidecar.write_bytes(hadoop_crc(bytes(data)))
+
+
+def test_a_damaged_new_file_is_reported_as_a_collect_reports_it(tmp_path: Path) -> None:
+    """A watcher checks new files against their checksum files after writing its rows
+    (collectors/late_checks.py). A damaged file gets the problem row a collect files, on a
+    full listing and on a scan by name, which then lists in full (as one that trips before
+    its write); what the watcher remembers is what the database says, and every table ends
+    as a collect's."""
+    cp, held = tmp_path / "cp", tmp_path / "held"
+    batches = tile_join(JOIN_SAMPLE, cp, held, 4)
+    watcher_db, collect_db = str(tmp_path / "watcher.duckdb"), str(tmp_path / "collect.duckdb")
+    policy = ReconcilePolicy(every_scans=1, every_s=1e9)
+    watcher = Scanner(Database(watcher_db), reconcile=policy)
+    collect = Scanner(Database(collect_db))
+    batch = REPLAYED[0]
+    listed = Path(f"state/0/2/right-keyToNumValues/{batch}.delta")
+    looked_up = Path(f"state/0/1/left-keyToNumValues/{batch + 1}.delta")
+    _damage_sidecar(cp, listed)
+    _damage_sidecar(held, looked_up)
+    for path in (listed, looked_up):
+        if path == looked_up:
+            _move(batches[batch], held, cp)
+            assert not policy.full_due(str(cp))
+        summary = watcher.scan(str(cp))
+        collect.scan(str(cp))
+        assert summary.problems == 1
+        assert not policy.full_due(str(cp))  # a full listing came last
+        rows = read_query(
+            watcher_db, "SELECT path, kind FROM problems WHERE path = ?", [str(cp / path)]
+        )
+        assert rows == [(str(cp / path), "ChecksumMismatch")]
+        assert_remembered_is_known(watcher, str(cp))
+    expected, got = table_rows(collect_db), table_rows(watcher_db)
+    for table in expected:
+        assert got[table] == expected[table], table
