@@ -172,6 +172,10 @@ def spark() -> Iterator[Any]:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.memory", "2g")
+        # Spark starts one maintenance task per session, at the interval the first stateful
+        # query asks for; tests that need snapshots and purges while they watch would
+        # otherwise wait out the default 60 s, and see none.
+        .config("spark.sql.streaming.stateStore.maintenanceInterval", "500ms")
         .config("spark.log.level", "ERROR")
         .getOrCreate()
     )
