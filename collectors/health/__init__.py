@@ -45,7 +45,7 @@ from stateglass.collectors.health.late_rows import LateRows
 from stateglass.collectors.health.memory_per_key import MemoryPerKey
 from stateglass.collectors.health.orphans import Orphans
 from stateglass.collectors.health.partition_skew import PartitionSkew
-from stateglass.collectors.health.restart import Restart, RestartVerdict, restart_verdict
+from stateglass.collectors.health.restart import Restart, RestartVerdict, context_verdict
 from stateglass.collectors.health.retention import Retention
 from stateglass.collectors.health.rocksdb_stalls import RocksdbStalls
 from stateglass.collectors.health.schema_drift import SchemaDrift
@@ -104,6 +104,17 @@ RULES: dict[str, Rule] = {
 CLOCK_RULES: dict[str, ClockRule] = {
     rule_id: rule for rule_id, rule in RULES.items() if isinstance(rule, ClockRule)
 }
+
+
+# The rules on Spark's progress events, which ``collect --progress`` ingests between scans:
+# a stored verdict may predate the newest events, so the Health page judges these fresh.
+PROGRESS_RULES: tuple[str, ...] = (
+    FallingBehind.id,
+    LateRows.id,
+    CommitTime.id,
+    MemoryPerKey.id,
+    RocksdbStalls.id,
+)
 
 
 def evaluate(
@@ -165,9 +176,10 @@ def evaluate_on(
 
 def evaluate_with_facts(
     db_path: str, checkpoint: str, config: HealthConfig | None = None
-) -> tuple[list[Finding], dict[str, Facts], datetime]:
-    """:func:`evaluate` now, with the facts each clock rule judged from (by rule id) and the
-    moment (naive UTC) from which they hold: what a watcher stores after a scan."""
+) -> tuple[list[Finding], dict[str, Facts], datetime, RestartVerdict]:
+    """:func:`evaluate` now, with the facts each clock rule judged from (by rule id), the
+    moment (naive UTC) from which they hold and the restart verdict: what a watcher stores
+    after a scan."""
     from stateglass.collectors.remote import canonical
 
     with history(db_path) as conn:
@@ -175,7 +187,7 @@ def evaluate_with_facts(
         if isinstance(ctx, CheckpointError):
             raise ctx
         facts: dict[str, Facts] = {}
-        return _run_rules(ctx, facts=facts), facts, ctx.now
+        return _run_rules(ctx, facts=facts), facts, ctx.now, context_verdict(ctx)
 
 
 def judge(
@@ -202,7 +214,7 @@ def judge(
         if isinstance(ctx, CheckpointError):
             raise ctx
         ctx.compat, ctx.next_name = compat, next_name
-        return restart_verdict(ctx, compat, next_name), _run_rules(ctx)
+        return context_verdict(ctx), _run_rules(ctx)
 
 
 def _run_rules(
