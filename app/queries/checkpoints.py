@@ -4,6 +4,7 @@ the files a scan could not read."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -77,29 +78,57 @@ def checkpoint_overview(db: str) -> pd.DataFrame:
 SPARKLINE_POINTS = 300
 
 
-def size_history(db: str) -> pd.DataFrame:
+def size_history(db: str, checkpoints: Sequence[str] | None = None) -> pd.DataFrame:
     """Keys and bytes written per (checkpoint, version), summed over stores and partitions;
-    downsampled per checkpoint to :data:`SPARKLINE_POINTS` (:mod:`.downsample`).
+    downsampled per checkpoint to :data:`SPARKLINE_POINTS` (:mod:`.downsample`). Only the
+    ``checkpoints`` named (a page of the Overview's cards), when given.
 
     Columns: checkpoint, version, num_keys, bytes (delta + snapshot bytes at the version).
     Both are NULL at a version where some store lacks a partition (``store_totals``), so the
     sparkline shows a gap there rather than a drop.
     """
-    source = """
-        WITH n AS (
+    where = "" if checkpoints is None else "WHERE p.checkpoint IN (SELECT unnest(?::VARCHAR[]))"
+    # store_totals' rule for a whole version, inlined: that view read twice (once more to
+    # count each checkpoint's stores) joined a month of batches twice.
+    source = f"""
+        WITH expected AS (
+            SELECT n.checkpoint, n.operator_id, n.store_name,
+                   greatest(count(*), coalesce(any_value(o.num_partitions), 0)) AS partitions
+            FROM partition_newest n
+            LEFT JOIN operators o USING (checkpoint, operator_id, store_name)
+            GROUP BY n.checkpoint, n.operator_id, n.store_name
+        ),
+        t AS MATERIALIZED (
+            SELECT p.checkpoint, p.operator_id, p.store_name, p.version, p.num_keys, p.bytes,
+                   p.known_partitions >= coalesce(b.shuffle_partitions, e.partitions)
+                       AS complete
+            FROM store_versions p JOIN expected e USING (checkpoint, operator_id, store_name)
+            LEFT JOIN batches b ON b.checkpoint = p.checkpoint AND b.batch_id = p.version - 1
+            {where}
+        ),
+        n AS (
             SELECT checkpoint, count(DISTINCT (operator_id, store_name)) AS stores
-            FROM store_totals GROUP BY checkpoint
+            FROM t GROUP BY checkpoint
         )
+        -- One store: a version's row is its total (grouping a month by version costs more
+        -- than the rest of the query).
+        SELECT t.checkpoint, t.version,
+               CASE WHEN t.complete THEN t.num_keys END AS num_keys,
+               CASE WHEN t.complete THEN t.bytes END AS bytes
+        FROM t JOIN n USING (checkpoint) WHERE n.stores = 1
+        UNION ALL
         SELECT t.checkpoint, t.version,
                CASE WHEN count(*) FILTER (WHERE t.complete) = any_value(n.stores)
                     THEN sum(t.num_keys) END AS num_keys,
                CASE WHEN count(*) FILTER (WHERE t.complete) = any_value(n.stores)
                     THEN sum(t.bytes) END AS bytes
-        FROM store_totals t JOIN n USING (checkpoint)
+        FROM t JOIN n USING (checkpoint) WHERE n.stores > 1
         GROUP BY t.checkpoint, t.version
     """
     return read_frame(
-        db, downsampled(source, ["num_keys", "bytes"], SPARKLINE_POINTS, series="checkpoint")
+        db,
+        downsampled(source, ["num_keys", "bytes"], SPARKLINE_POINTS, series="checkpoint"),
+        [] if checkpoints is None else [list(checkpoints)],
     )
 
 
