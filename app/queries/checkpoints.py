@@ -87,24 +87,13 @@ def size_history(db: str, checkpoints: Sequence[str] | None = None) -> pd.DataFr
     Both are NULL at a version where some store lacks a partition (``store_totals``), so the
     sparkline shows a gap there rather than a drop.
     """
-    where = "" if checkpoints is None else "WHERE p.checkpoint IN (SELECT unnest(?::VARCHAR[]))"
-    # store_totals' rule for a whole version, inlined: that view read twice (once more to
-    # count each checkpoint's stores) joined a month of batches twice.
+    where = "" if checkpoints is None else "WHERE checkpoint IN (SELECT unnest(?::VARCHAR[]))"
+    # store_totals read once: counting each checkpoint's stores from the view a second time
+    # joined a month of batches twice.
     source = f"""
-        WITH expected AS (
-            SELECT n.checkpoint, n.operator_id, n.store_name,
-                   greatest(count(*), coalesce(any_value(o.num_partitions), 0)) AS partitions
-            FROM partition_newest n
-            LEFT JOIN operators o USING (checkpoint, operator_id, store_name)
-            GROUP BY n.checkpoint, n.operator_id, n.store_name
-        ),
-        t AS MATERIALIZED (
-            SELECT p.checkpoint, p.operator_id, p.store_name, p.version, p.num_keys, p.bytes,
-                   p.known_partitions >= coalesce(b.shuffle_partitions, e.partitions)
-                       AS complete
-            FROM store_versions p JOIN expected e USING (checkpoint, operator_id, store_name)
-            LEFT JOIN batches b ON b.checkpoint = p.checkpoint AND b.batch_id = p.version - 1
-            {where}
+        WITH t AS MATERIALIZED (
+            SELECT checkpoint, operator_id, store_name, version, num_keys, bytes, complete
+            FROM store_totals {where}
         ),
         n AS (
             SELECT checkpoint, count(DISTINCT (operator_id, store_name)) AS stores
@@ -112,9 +101,7 @@ def size_history(db: str, checkpoints: Sequence[str] | None = None) -> pd.DataFr
         )
         -- One store: a version's row is its total (grouping a month by version costs more
         -- than the rest of the query).
-        SELECT t.checkpoint, t.version,
-               CASE WHEN t.complete THEN t.num_keys END AS num_keys,
-               CASE WHEN t.complete THEN t.bytes END AS bytes
+        SELECT t.checkpoint, t.version, t.num_keys, t.bytes
         FROM t JOIN n USING (checkpoint) WHERE n.stores = 1
         UNION ALL
         SELECT t.checkpoint, t.version,

@@ -283,7 +283,7 @@ def test_a_pages_sparklines_read_its_checkpoints_alone_as_the_view_sums_them(
     fleet_db: str,
 ) -> None:
     """One-store and four-store checkpoints: the page's rows are the fleet's rows for it, and
-    both are the store_totals view's sums (the query inlines its rule)."""
+    both are the store_totals view's sums over stores (one store's rows are not grouped)."""
     every = queries.size_history(fleet_db)
     by_view = read_query(fleet_db, _SIZES_BY_VIEW)
     rows = [
