@@ -68,6 +68,15 @@ def session(db: str) -> Iterator[None]:
         _SESSION.reset(token)
 
 
+def session_connection(db: str) -> duckdb.DuckDBPyConnection | None:
+    """The :func:`session`'s connection to ``db`` (opened now if need be); None outside one,
+    or inside one for another database."""
+    shared = _SESSION.get()
+    if shared is None or shared.db != os.path.abspath(os.path.expanduser(db)):
+        return None
+    return shared.connection()
+
+
 def read_frame(db: str, sql: str, params: Sequence[Any] = ()) -> pd.DataFrame:
     """``sql`` on ``db`` as a DataFrame: on the :func:`session`'s connection when one is open
     for this database, else on a connection of its own."""

@@ -245,24 +245,35 @@ def utc_naive(now: datetime | None) -> datetime:
 
 
 @contextmanager
-def history(db_path: str) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A read-only connection to a history database of the current schema."""
+def history(
+    db_path: str, conn: duckdb.DuckDBPyConnection | None = None
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-only connection to a history database of the current schema: ``conn`` (one the
+    caller holds open on ``db_path``, e.g. a page's) when given, else one of its own."""
     db_file = os.path.abspath(os.path.expanduser(db_path))
     if not os.path.isfile(db_file):
         raise NotFound(db_file, "no such database; run `stateglass collect` first")
-    with reader(db_file) as conn:
-        try:
-            found = conn.execute("SELECT max(version) FROM schema_info").fetchall()[0][0]
-        except duckdb.CatalogException as exc:
-            raise CheckpointError(db_file, "not a StateGlass history database") from exc
-        if found is None or found < SCHEMA_VERSION:
-            # Read-only here: the writer upgrades a database when it next opens it.
-            raise CheckpointError(
-                db_file,
-                f"written by an older StateGlass (schema {found}, need {SCHEMA_VERSION}); "
-                "run `stateglass collect` once to upgrade it",
-            )
+    if conn is not None:
+        _check_schema(conn, db_file)
         yield conn
+        return
+    with reader(db_file) as opened:
+        _check_schema(opened, db_file)
+        yield opened
+
+
+def _check_schema(conn: duckdb.DuckDBPyConnection, db_file: str) -> None:
+    try:
+        found = conn.execute("SELECT max(version) FROM schema_info").fetchall()[0][0]
+    except duckdb.CatalogException as exc:
+        raise CheckpointError(db_file, "not a StateGlass history database") from exc
+    if found is None or found < SCHEMA_VERSION:
+        # Read-only here: the writer upgrades a database when it next opens it.
+        raise CheckpointError(
+            db_file,
+            f"written by an older StateGlass (schema {found}, need {SCHEMA_VERSION}); "
+            "run `stateglass collect` once to upgrade it",
+        )
 
 
 def _context(

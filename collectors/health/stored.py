@@ -156,10 +156,11 @@ def stored_many(
     checkpoints: Sequence[str],
     now: datetime | None = None,
     config: HealthConfig | None = None,
+    conn: duckdb.DuckDBPyConnection | None = None,
 ) -> Judged:
     """Findings per checkpoint as :func:`~collectors.health.evaluate_many` gives them: stored
     ones where they hold (the clock's rules applied to their facts at ``now``), the others
-    judged fresh; all on one read-only connection."""
+    judged fresh; all on one read-only connection (``conn``, the caller's, when given)."""
     from stateglass.collectors.health import CLOCK_RULES, RULES, evaluate_on, history, utc_naive
     from stateglass.collectors.remote import canonical
 
@@ -167,11 +168,11 @@ def stored_many(
     roots = [canonical(c) for c in checkpoints]
     moment = utc_naive(now)
     # Opened even with nothing to judge: it checks the file and its schema for every reader.
-    with history(db_path) as conn:
-        stored = _read_stored(conn, roots, config, moment)
-        fresh = evaluate_on(conn, db_path, [r for r in roots if r not in stored], moment, config)
+    with history(db_path, conn) as read:
+        stored = _read_stored(read, roots, config, moment)
+        fresh = evaluate_on(read, db_path, [r for r in roots if r not in stored], moment, config)
         unheld = [r for r, (_, facts) in stored.items() if facts is None]
-        clock = evaluate_on(conn, db_path, unheld, moment, config, rules=CLOCK_RULES)
+        clock = evaluate_on(read, db_path, unheld, moment, config, rules=CLOCK_RULES)
     order = {rule: i for i, rule in enumerate(RULES)}
     for root, (kept, facts) in stored.items():
         timed = clock.get(root) if facts is None else _at(facts, moment, config)

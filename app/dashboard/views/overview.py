@@ -13,6 +13,7 @@ from stateglass.app import allowed, figures, queries
 from stateglass.app.dashboard import context, fleet
 from stateglass.app.errors import AppError
 from stateglass.app.escape import md, md_code
+from stateglass.app.queries.connection import session_connection
 from stateglass.app.watchers import WatcherRegistry, checkpoints_at
 from stateglass.collectors.checkpoint import INFERRED, INFERRED_HELP
 from stateglass.collectors.errors import CollectorError
@@ -78,8 +79,13 @@ def verdicts(db: str, rows: pd.DataFrame) -> dict[str, Verdict]:
     if not missing:
         return out
     try:
+        # On the page's connection when there is one: opening another costs more than
+        # reading a page's stored verdicts.
         found: dict[str, Any] = stored_many(
-            db, [c for c, _ in missing], config=context.health_config()
+            db,
+            [c for c, _ in missing],
+            config=context.health_config(),
+            conn=session_connection(db),
         )
     except Exception as exc:
         found = {c: exc for c, _ in missing}
@@ -307,7 +313,7 @@ def render() -> None:
             return
         lines = sparklines(db, shown)
         events = context.load(queries.progress_overview, tuple(shown["checkpoint"]))
-    page_verdicts = verdicts(db, shown)
+        page_verdicts = verdicts(db, shown)
     mine, none = _by_checkpoint(events), events.iloc[:0]
     for _, row in shown.iterrows():
         checkpoint = row["checkpoint"]
