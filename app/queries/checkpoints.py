@@ -4,6 +4,7 @@ the files a scan could not read."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -77,29 +78,44 @@ def checkpoint_overview(db: str) -> pd.DataFrame:
 SPARKLINE_POINTS = 300
 
 
-def size_history(db: str) -> pd.DataFrame:
+def size_history(db: str, checkpoints: Sequence[str] | None = None) -> pd.DataFrame:
     """Keys and bytes written per (checkpoint, version), summed over stores and partitions;
-    downsampled per checkpoint to :data:`SPARKLINE_POINTS` (:mod:`.downsample`).
+    downsampled per checkpoint to :data:`SPARKLINE_POINTS` (:mod:`.downsample`). Only the
+    ``checkpoints`` named (a page of the Overview's cards), when given.
 
     Columns: checkpoint, version, num_keys, bytes (delta + snapshot bytes at the version).
     Both are NULL at a version where some store lacks a partition (``store_totals``), so the
     sparkline shows a gap there rather than a drop.
     """
-    source = """
-        WITH n AS (
+    where = "" if checkpoints is None else "WHERE checkpoint IN (SELECT unnest(?::VARCHAR[]))"
+    # store_totals read once: counting each checkpoint's stores from the view a second time
+    # joined a month of batches twice.
+    source = f"""
+        WITH t AS MATERIALIZED (
+            SELECT checkpoint, operator_id, store_name, version, num_keys, bytes, complete
+            FROM store_totals {where}
+        ),
+        n AS (
             SELECT checkpoint, count(DISTINCT (operator_id, store_name)) AS stores
-            FROM store_totals GROUP BY checkpoint
+            FROM t GROUP BY checkpoint
         )
+        -- One store: a version's row is its total (grouping a month by version costs more
+        -- than the rest of the query).
+        SELECT t.checkpoint, t.version, t.num_keys, t.bytes
+        FROM t JOIN n USING (checkpoint) WHERE n.stores = 1
+        UNION ALL
         SELECT t.checkpoint, t.version,
                CASE WHEN count(*) FILTER (WHERE t.complete) = any_value(n.stores)
                     THEN sum(t.num_keys) END AS num_keys,
                CASE WHEN count(*) FILTER (WHERE t.complete) = any_value(n.stores)
                     THEN sum(t.bytes) END AS bytes
-        FROM store_totals t JOIN n USING (checkpoint)
+        FROM t JOIN n USING (checkpoint) WHERE n.stores > 1
         GROUP BY t.checkpoint, t.version
     """
     return read_frame(
-        db, downsampled(source, ["num_keys", "bytes"], SPARKLINE_POINTS, series="checkpoint")
+        db,
+        downsampled(source, ["num_keys", "bytes"], SPARKLINE_POINTS, series="checkpoint"),
+        [] if checkpoints is None else [list(checkpoints)],
     )
 
 

@@ -45,6 +45,9 @@ class _Session:
         self.db = os.path.abspath(os.path.expanduser(db))
         self.stack = ExitStack()
         self.conn: duckdb.DuckDBPyConnection | None = None
+        # change_key per checkpoint (None: the whole database), asked once per session: each
+        # of a page's loads asks it, and on a month of batches it costs as much as a load.
+        self.keys: dict[str | None, str] = {}
 
     def connection(self) -> duckdb.DuckDBPyConnection:
         if self.conn is None:
@@ -70,6 +73,15 @@ def session(db: str) -> Iterator[None]:
             yield
     finally:
         _SESSION.reset(token)
+
+
+def session_connection(db: str) -> duckdb.DuckDBPyConnection | None:
+    """The :func:`session`'s connection to ``db`` (opened now if need be); None outside one,
+    or inside one for another database."""
+    shared = _SESSION.get()
+    if shared is None or shared.db != os.path.abspath(os.path.expanduser(db)):
+        return None
+    return shared.connection()
 
 
 def read_frame(db: str, sql: str, params: Sequence[Any] = ()) -> pd.DataFrame:
@@ -102,9 +114,19 @@ def data_version(db: str) -> float:
 def change_key(db: str, checkpoint: str | None = None) -> str:
     """What a cached load of ``checkpoint`` (of every checkpoint: ``None``) depends on: when
     it was last scanned and its newest committed batch. A commit of another checkpoint, or a
-    reader, leaves it alone (the file's mtime would not); "" without a database."""
+    reader, leaves it alone (the file's mtime would not); "" without a database. Asked once
+    per :func:`session`: the loads of one page run share one version."""
     if not os.path.exists(os.path.expanduser(db)):
         return ""
+    shared = _SESSION.get()
+    if shared is None or shared.db != os.path.abspath(os.path.expanduser(db)):
+        return _change_key(db, checkpoint)
+    if checkpoint not in shared.keys:
+        shared.keys[checkpoint] = _change_key(db, checkpoint)
+    return shared.keys[checkpoint]
+
+
+def _change_key(db: str, checkpoint: str | None) -> str:
     where = "WHERE checkpoint = ?" if checkpoint is not None else ""
     params = [checkpoint] * 2 if checkpoint is not None else []
     row = read_frame(

@@ -5,6 +5,8 @@ Every query here gives an empty frame with its columns when no progress was coll
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 
 from stateglass.app.queries.connection import has_tables, read_frame
@@ -188,8 +190,9 @@ def snapshot_uploads(db: str, checkpoint: str, operator_id: int, store_name: str
     )
 
 
-def progress_overview(db: str) -> pd.DataFrame:
-    """The newest 30 progress events of every checkpoint's query, for the Overview cards.
+def progress_overview(db: str, checkpoints: Sequence[str] | None = None) -> pd.DataFrame:
+    """The newest 30 progress events of every checkpoint's query (of ``checkpoints`` only,
+    when given: a page of the Overview's cards), for the Overview cards.
 
     Columns: checkpoint, batch_id, timestamp, input_rows_per_second,
     processed_rows_per_second, kafka_max_offsets_behind_latest.
@@ -204,16 +207,19 @@ def progress_overview(db: str) -> pd.DataFrame:
     ]
     if not has_tables(db, "progress"):
         return pd.DataFrame(columns=columns)
+    where = "" if checkpoints is None else "WHERE c.checkpoint IN (SELECT unnest(?::VARCHAR[]))"
     return read_frame(
         db,
-        """
+        f"""
         SELECT c.checkpoint, p.batch_id, p.timestamp, p.input_rows_per_second,
                p.processed_rows_per_second, p.kafka_max_offsets_behind_latest
         FROM checkpoints c JOIN progress p ON p.query_id = c.query_id
+        {where}
         QUALIFY row_number() OVER (
             PARTITION BY c.checkpoint ORDER BY p.timestamp DESC, p.batch_id DESC) <= 30
         ORDER BY c.checkpoint, p.timestamp, p.batch_id
         """,
+        [] if checkpoints is None else [list(checkpoints)],
     )
 
 

@@ -45,7 +45,7 @@ from stateglass.collectors.health.late_rows import LateRows
 from stateglass.collectors.health.memory_per_key import MemoryPerKey
 from stateglass.collectors.health.orphans import Orphans
 from stateglass.collectors.health.partition_skew import PartitionSkew
-from stateglass.collectors.health.restart import Restart, RestartVerdict, restart_verdict
+from stateglass.collectors.health.restart import Restart, RestartVerdict, context_verdict
 from stateglass.collectors.health.retention import Retention
 from stateglass.collectors.health.rocksdb_stalls import RocksdbStalls
 from stateglass.collectors.health.schema_drift import SchemaDrift
@@ -104,6 +104,17 @@ RULES: dict[str, Rule] = {
 CLOCK_RULES: dict[str, ClockRule] = {
     rule_id: rule for rule_id, rule in RULES.items() if isinstance(rule, ClockRule)
 }
+
+
+# The rules on Spark's progress events, which ``collect --progress`` ingests between scans:
+# a stored verdict may predate the newest events, so the Health page judges these fresh.
+PROGRESS_RULES: tuple[str, ...] = (
+    FallingBehind.id,
+    LateRows.id,
+    CommitTime.id,
+    MemoryPerKey.id,
+    RocksdbStalls.id,
+)
 
 
 def evaluate(
@@ -165,9 +176,10 @@ def evaluate_on(
 
 def evaluate_with_facts(
     db_path: str, checkpoint: str, config: HealthConfig | None = None
-) -> tuple[list[Finding], dict[str, Facts], datetime]:
-    """:func:`evaluate` now, with the facts each clock rule judged from (by rule id) and the
-    moment (naive UTC) from which they hold: what a watcher stores after a scan."""
+) -> tuple[list[Finding], dict[str, Facts], datetime, RestartVerdict]:
+    """:func:`evaluate` now, with the facts each clock rule judged from (by rule id), the
+    moment (naive UTC) from which they hold and the restart verdict: what a watcher stores
+    after a scan."""
     from stateglass.collectors.remote import canonical
 
     with history(db_path) as conn:
@@ -175,7 +187,7 @@ def evaluate_with_facts(
         if isinstance(ctx, CheckpointError):
             raise ctx
         facts: dict[str, Facts] = {}
-        return _run_rules(ctx, facts=facts), facts, ctx.now
+        return _run_rules(ctx, facts=facts), facts, ctx.now, context_verdict(ctx)
 
 
 def judge(
@@ -202,7 +214,7 @@ def judge(
         if isinstance(ctx, CheckpointError):
             raise ctx
         ctx.compat, ctx.next_name = compat, next_name
-        return restart_verdict(ctx, compat, next_name), _run_rules(ctx)
+        return context_verdict(ctx), _run_rules(ctx)
 
 
 def _run_rules(
@@ -233,24 +245,35 @@ def utc_naive(now: datetime | None) -> datetime:
 
 
 @contextmanager
-def history(db_path: str) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A read-only connection to a history database of the current schema."""
+def history(
+    db_path: str, conn: duckdb.DuckDBPyConnection | None = None
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-only connection to a history database of the current schema: ``conn`` (one the
+    caller holds open on ``db_path``, e.g. a page's) when given, else one of its own."""
     db_file = os.path.abspath(os.path.expanduser(db_path))
     if not os.path.isfile(db_file):
         raise NotFound(db_file, "no such database; run `stateglass collect` first")
-    with reader(db_file) as conn:
-        try:
-            found = conn.execute("SELECT max(version) FROM schema_info").fetchall()[0][0]
-        except duckdb.CatalogException as exc:
-            raise CheckpointError(db_file, "not a StateGlass history database") from exc
-        if found is None or found < SCHEMA_VERSION:
-            # Read-only here: the writer upgrades a database when it next opens it.
-            raise CheckpointError(
-                db_file,
-                f"written by an older StateGlass (schema {found}, need {SCHEMA_VERSION}); "
-                "run `stateglass collect` once to upgrade it",
-            )
+    if conn is not None:
+        _check_schema(conn, db_file)
         yield conn
+        return
+    with reader(db_file) as opened:
+        _check_schema(opened, db_file)
+        yield opened
+
+
+def _check_schema(conn: duckdb.DuckDBPyConnection, db_file: str) -> None:
+    try:
+        found = conn.execute("SELECT max(version) FROM schema_info").fetchall()[0][0]
+    except duckdb.CatalogException as exc:
+        raise CheckpointError(db_file, "not a StateGlass history database") from exc
+    if found is None or found < SCHEMA_VERSION:
+        # Read-only here: the writer upgrades a database when it next opens it.
+        raise CheckpointError(
+            db_file,
+            f"written by an older StateGlass (schema {found}, need {SCHEMA_VERSION}); "
+            "run `stateglass collect` once to upgrade it",
+        )
 
 
 def _context(

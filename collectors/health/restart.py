@@ -342,6 +342,15 @@ def restart_verdict(
     return RestartVerdict(RESTARTS, reason, evidence)
 
 
+def context_verdict(ctx: Context) -> RestartVerdict:
+    """:func:`restart_verdict` with ``ctx``'s own changed query, once per evaluation: the
+    verdict and the rule that quotes it read a month's logs and files once, not twice."""
+    if "restart_verdict" not in ctx.shared:
+        ctx.shared["restart_verdict"] = restart_verdict(ctx, ctx.compat, ctx.next_name)
+    found: RestartVerdict = ctx.shared["restart_verdict"]
+    return found
+
+
 def _repairs(loads: list[tuple[str, Load]]) -> tuple[str, ...]:
     out = []
     for where, load in loads:
@@ -362,7 +371,7 @@ class Restart:
     title = "Restart verdict"
 
     def check(self, ctx: Context) -> list[Finding]:
-        verdict = restart_verdict(ctx, ctx.compat, ctx.next_name)
+        verdict = context_verdict(ctx)
         text = f"{verdict.verdict}: {verdict.reason}"
         hint = ""
         if verdict.way_out is not None:

@@ -18,13 +18,17 @@ which gives the findings judging the whole history at that moment gives, for the
 JSON parse. Facts hold from the moment they were read (``as_of``) until the next scan; a
 reader asking about an earlier moment, or a row stored without them, judges those rules fresh.
 
-``stateglass check`` and the Health page judge everything fresh: they answer for one
-checkpoint, with the caller's own thresholds and the progress events ingested since.
+The watcher also stores the restart verdict (``clock_facts``' ``restart``: it reads only what
+a scan writes), so the Health page (:func:`judge_stored`) answers for one checkpoint without
+reading a month of logs and files again. It judges fresh the rules on Spark's progress events
+(:data:`~collectors.health.PROGRESS_RULES`: ``collect --progress`` ingests those between scans),
+so it shows what judging everything fresh shows. ``stateglass check`` judges everything fresh.
 
 Example::
 
     judge_and_store(db, "/data/checkpoints/orders", scan_at)      # the watcher
     stored_many(db.path, ["/data/checkpoints/orders"])            # the Overview, a scrape
+    verdict, findings = judge_stored(db.path, "/data/checkpoints/orders")  # the Health page
 """
 
 from __future__ import annotations
@@ -63,7 +67,7 @@ def judge_and_store(
 
     config = config or HealthConfig()
     try:
-        found, facts, as_of = evaluate_with_facts(db.path, root, config)
+        found, facts, as_of, verdict = evaluate_with_facts(db.path, root, config)
     except CheckpointError:
         return None
     status = worst(found)
@@ -74,7 +78,9 @@ def judge_and_store(
             "judged_at": as_of,
             "config_key": config_key(config),
             "worst": status,
-            "clock_facts": json.dumps({"as_of": as_of.isoformat(), "rules": facts}),
+            "clock_facts": json.dumps(
+                {"as_of": as_of.isoformat(), "rules": facts, "restart": verdict.to_json()}
+            ),
         },
         [_row(root, i, f) for i, f in enumerate(found)],
     )
@@ -150,10 +156,11 @@ def stored_many(
     checkpoints: Sequence[str],
     now: datetime | None = None,
     config: HealthConfig | None = None,
+    conn: duckdb.DuckDBPyConnection | None = None,
 ) -> Judged:
     """Findings per checkpoint as :func:`~collectors.health.evaluate_many` gives them: stored
     ones where they hold (the clock's rules applied to their facts at ``now``), the others
-    judged fresh; all on one read-only connection."""
+    judged fresh; all on one read-only connection (``conn``, the caller's, when given)."""
     from stateglass.collectors.health import CLOCK_RULES, RULES, evaluate_on, history, utc_naive
     from stateglass.collectors.remote import canonical
 
@@ -161,11 +168,11 @@ def stored_many(
     roots = [canonical(c) for c in checkpoints]
     moment = utc_naive(now)
     # Opened even with nothing to judge: it checks the file and its schema for every reader.
-    with history(db_path) as conn:
-        stored = _read_stored(conn, roots, config, moment)
-        fresh = evaluate_on(conn, db_path, [r for r in roots if r not in stored], moment, config)
+    with history(db_path, conn) as read:
+        stored = _read_stored(read, roots, config, moment)
+        fresh = evaluate_on(read, db_path, [r for r in roots if r not in stored], moment, config)
         unheld = [r for r, (_, facts) in stored.items() if facts is None]
-        clock = evaluate_on(conn, db_path, unheld, moment, config, rules=CLOCK_RULES)
+        clock = evaluate_on(read, db_path, unheld, moment, config, rules=CLOCK_RULES)
     order = {rule: i for i, rule in enumerate(RULES)}
     for root, (kept, facts) in stored.items():
         timed = clock.get(root) if facts is None else _at(facts, moment, config)
@@ -176,3 +183,70 @@ def stored_many(
         # Rules in their usual order; a rule's own findings keep theirs (the sort is stable).
         fresh[root] = sorted(both, key=lambda f: order.get(f.rule, len(order)))
     return fresh
+
+
+def judge_stored(
+    db_path: str,
+    checkpoint: str,
+    now: datetime | None = None,
+    config: HealthConfig | None = None,
+) -> tuple[dict[str, Any], list[Finding]]:
+    """:func:`~collectors.health.judge` for one checkpoint, the verdict as its ``to_json()``:
+    from the stored verdict while it holds (the progress rules judged fresh, the clock's
+    rules applied to their facts at ``now``), else everything judged fresh."""
+    from stateglass.collectors.health import history, judge, utc_naive
+    from stateglass.collectors.remote import canonical
+
+    config = config or HealthConfig()
+    root = canonical(checkpoint)
+    moment = utc_naive(now)
+    with history(db_path) as conn:
+        restart = _stored_restart(conn, root, config)
+        kept = _read_stored(conn, [root], config, moment).get(root) if restart else None
+        if restart is not None and kept is not None:
+            found = _with_fresh(conn, db_path, root, kept, moment, config)
+            if found is not None:
+                return restart, found
+    verdict, fresh = judge(db_path, root, now, config)
+    return verdict.to_json(), fresh
+
+
+def _stored_restart(
+    conn: duckdb.DuckDBPyConnection, root: str, config: HealthConfig
+) -> dict[str, Any] | None:
+    """The restart verdict stored with ``root``'s findings while they hold (None: a watcher
+    of an older StateGlass stored none)."""
+    rows = conn.execute(
+        "SELECT j.clock_facts FROM health_judged j JOIN checkpoints c "
+        "ON c.checkpoint = j.checkpoint AND c.last_scan = j.scan_at "
+        "WHERE j.config_key = ? AND j.checkpoint = ?",
+        [config_key(config), root],
+    ).fetchall()
+    if not rows or rows[0][0] is None:
+        return None
+    found: dict[str, Any] | None = json.loads(rows[0][0]).get("restart")
+    return found
+
+
+def _with_fresh(
+    conn: duckdb.DuckDBPyConnection,
+    db_path: str,
+    root: str,
+    kept: Kept,
+    now: datetime,
+    config: HealthConfig,
+) -> list[Finding] | None:
+    """``kept`` with the progress rules judged now (and the clock's, without their facts), in
+    the rules' order; None when ``root`` cannot be judged."""
+    from stateglass.collectors.health import CLOCK_RULES, PROGRESS_RULES, RULES, evaluate_on
+
+    stored, facts = kept
+    rules = set(PROGRESS_RULES) | (set() if facts is not None else set(CLOCK_RULES))
+    fresh = evaluate_on(conn, db_path, [root], now, config, rules=rules)[root]
+    if isinstance(fresh, CheckpointError):
+        return None
+    timed = _at(facts, now, config) if facts is not None else []
+    both = [f for f in stored if f.rule not in PROGRESS_RULES] + timed + fresh
+    order = {rule: i for i, rule in enumerate(RULES)}
+    # Rules in their usual order; a rule's own findings keep theirs (the sort is stable).
+    return sorted(both, key=lambda f: order.get(f.rule, len(order)))

@@ -260,3 +260,39 @@ def test_stored_verdicts_equal_fresh_judgements(fleet_db: str) -> None:
 def _clock(found: object) -> list[object]:
     assert isinstance(found, list), found
     return [f for f in found if f.rule in CLOCK_RULES]
+
+
+# What the Overview's sparklines read before: the store_totals view, twice.
+_SIZES_BY_VIEW = """
+    WITH n AS (
+        SELECT checkpoint, count(DISTINCT (operator_id, store_name)) AS stores
+        FROM store_totals GROUP BY checkpoint
+    )
+    SELECT t.checkpoint, t.version,
+           CASE WHEN count(*) FILTER (WHERE t.complete) = any_value(n.stores)
+                THEN sum(t.num_keys) END AS num_keys,
+           CASE WHEN count(*) FILTER (WHERE t.complete) = any_value(n.stores)
+                THEN sum(t.bytes) END AS bytes
+    FROM store_totals t JOIN n USING (checkpoint)
+    GROUP BY t.checkpoint, t.version
+    ORDER BY t.checkpoint, t.version
+"""
+
+
+def test_a_pages_sparklines_read_its_checkpoints_alone_as_the_view_sums_them(
+    fleet_db: str,
+) -> None:
+    """One-store and four-store checkpoints: the page's rows are the fleet's rows for it, and
+    both are the store_totals view's sums over stores (one store's rows are not grouped)."""
+    every = queries.size_history(fleet_db)
+    by_view = read_query(fleet_db, _SIZES_BY_VIEW)
+    rows = [
+        tuple(None if pd.isna(x) else x for x in r)
+        for r in every.astype(object).itertuples(index=False)
+    ]
+    assert rows == [tuple(r) for r in by_view]
+    assert any(r[2] is None for r in rows) and any(r[2] is not None for r in rows)
+    page = sorted(set(every["checkpoint"]))[100 : 100 + fleet.PAGE_SIZE]
+    mine = queries.size_history(fleet_db, page)
+    expected = every[every["checkpoint"].isin(page)].reset_index(drop=True)
+    assert mine.equals(expected)

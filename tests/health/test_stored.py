@@ -13,8 +13,8 @@ from pathlib import Path
 import duckdb
 
 from stateglass.collectors.db import Database, read_query
-from stateglass.collectors.health import CLOCK_RULES, evaluate_many, load_config
-from stateglass.collectors.health.stored import config_key, stored_many
+from stateglass.collectors.health import CLOCK_RULES, evaluate_many, judge, load_config
+from stateglass.collectors.health.stored import config_key, judge_stored, stored_many
 from stateglass.collectors.scan import Scanner
 from tests.conftest import SAMPLES, copy_checkpoint
 
@@ -141,3 +141,35 @@ def test_clock_rules_from_stored_facts_equal_a_full_judgement_at_any_moment(
     later = stored_many(db_path, [root], as_of + timedelta(hours=1))[root]
     assert isinstance(later, list)
     assert any("since batch 999" in f.finding for f in later if f.rule == "stalled_query")
+
+
+def test_the_health_page_reads_the_stored_verdict_and_judges_progress_now(tmp_path: Path) -> None:
+    """``judge_stored`` answers as ``judge`` does, from what the watcher stored: the restart
+    verdict and the history's rules as stored, the progress rules judged now (progress events
+    arrive between scans); a verdict stored without the restart one is judged afresh."""
+    cp = str(copy_checkpoint(SAMPLES / "spark-4.3" / "agg-rocks", tmp_path / "cp"))
+    db_path = str(tmp_path / "sg.duckdb")
+    root = Scanner(Database(db_path), judge=True).scan(cp).checkpoint
+    now = datetime.now(tz=UTC)
+    verdict, found = judge(db_path, root, now)
+    assert judge_stored(db_path, root, now) == (verdict.to_json(), found)
+
+    (stored,) = read_query(db_path, "SELECT clock_facts FROM health_judged")[0]
+    facts = json.loads(stored)
+    facts["restart"]["reason"] = "planted"
+    with duckdb.connect(db_path) as conn:
+        conn.execute("UPDATE health_judged SET clock_facts = ?", [json.dumps(facts)])
+        conn.execute(
+            "UPDATE health_findings SET finding = 'planted' "
+            "WHERE rule IN ('holes', 'falling_behind')"
+        )
+    shown_verdict, shown = judge_stored(db_path, root, now)
+    assert shown_verdict["reason"] == "planted"
+    planted = {f.rule for f in shown if f.finding == "planted"}
+    assert planted == {"holes"}, planted  # falling_behind is judged again
+    assert [f.rule for f in shown] == [f.rule for f in found]
+
+    del facts["restart"]
+    with duckdb.connect(db_path) as conn:
+        conn.execute("UPDATE health_judged SET clock_facts = ?", [json.dumps(facts)])
+    assert judge_stored(db_path, root, now) == (verdict.to_json(), found)

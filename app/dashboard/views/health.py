@@ -21,9 +21,11 @@ def _findings(
     db: str, data_version: str, checkpoint: str, config: str | None
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     # ``config`` (the --config path) is part of the cache key: other thresholds, other verdicts.
-    from stateglass.collectors.health import judge
+    # The verdicts the watcher stored after the last scan, where they hold: judging a month's
+    # history afresh reads every log entry and state file again.
+    from stateglass.collectors.health.stored import judge_stored
 
-    verdict, found = judge(db, checkpoint, config=context.health_config())
+    verdict, found = judge_stored(db, checkpoint, config=context.health_config())
     rows = [
         {
             "status": f.status,
@@ -34,7 +36,7 @@ def _findings(
         }
         for f in found
     ]
-    return verdict.to_json(), pd.DataFrame(rows)
+    return verdict, pd.DataFrame(rows)
 
 
 def _verdict(verdict: dict[str, Any]) -> None:

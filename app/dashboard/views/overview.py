@@ -13,6 +13,7 @@ from stateglass.app import allowed, figures, queries
 from stateglass.app.dashboard import context, fleet
 from stateglass.app.errors import AppError
 from stateglass.app.escape import md, md_code
+from stateglass.app.queries.connection import session_connection
 from stateglass.app.watchers import WatcherRegistry, checkpoints_at
 from stateglass.collectors.errors import CollectorError
 from stateglass.collectors.operator_names import INFERRED, INFERRED_HELP
@@ -78,8 +79,13 @@ def verdicts(db: str, rows: pd.DataFrame) -> dict[str, Verdict]:
     if not missing:
         return out
     try:
+        # On the page's connection when there is one: opening another costs more than
+        # reading a page's stored verdicts.
         found: dict[str, Any] = stored_many(
-            db, [c for c, _ in missing], config=context.health_config()
+            db,
+            [c for c, _ in missing],
+            config=context.health_config(),
+            conn=session_connection(db),
         )
     except Exception as exc:
         found = {c: exc for c, _ in missing}
@@ -140,7 +146,42 @@ def _cell(box: Any, label: str, value: str, help: str | None = None) -> None:
     box.markdown(f"**{value}**")
 
 
-def _card(row: pd.Series, sizes: pd.DataFrame, events: pd.DataFrame, verdict: Verdict) -> None:
+# Sparklines kept per server: enough for a few pages of cards, a new scan makes a new key.
+SPARKLINES_KEPT = 256
+
+
+@st.cache_resource
+def _sparklines(db: str) -> dict[tuple[str, str], Any]:
+    """Sparkline figures per (checkpoint, last scan) for this server: a commit of one
+    checkpoint redraws its card's line alone, not the page's."""
+    return {}
+
+
+def sparklines(db: str, shown: pd.DataFrame) -> dict[str, Any]:
+    """Each shown row's sparkline: kept ones, and the rest from one query of their sizes
+    (only the page's checkpoints: a fleet's whole history is not read for 24 cards)."""
+    cache = _sparklines(db)
+    scans = dict(zip(shown["checkpoint"], shown["last_scan"].astype(str), strict=True))
+    missing = [c for c, scan in scans.items() if (c, scan) not in cache]
+    if missing:
+        sizes = queries.size_history(db, missing)
+        mine = _by_checkpoint(sizes)
+        for checkpoint in missing:
+            for old in [k for k in cache if k[0] == checkpoint]:
+                del cache[old]
+            found = mine.get(checkpoint, sizes.iloc[:0])
+            cache[(checkpoint, scans[checkpoint])] = figures.size_sparkline(found, "num_keys")
+        for old in list(cache)[: max(0, len(cache) - SPARKLINES_KEPT)]:
+            del cache[old]
+    return {c: cache[(c, scan)] for c, scan in scans.items()}
+
+
+def _by_checkpoint(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """``frame``'s rows per checkpoint: one pass, not a filter of the whole frame per card."""
+    return {str(c): rows for c, rows in frame.groupby("checkpoint", sort=False)}
+
+
+def _card(row: pd.Series, sparkline: Any, events: pd.DataFrame, verdict: Verdict) -> None:
     now = pd.Timestamp.now(tz="UTC").tz_localize(None)
     with st.container(border=True):
         name, last, since, lag, keys, disk, spark, badge = st.columns(
@@ -184,9 +225,8 @@ def _card(row: pd.Series, sizes: pd.DataFrame, events: pd.DataFrame, verdict: Ve
             context.human_bytes(row["total_bytes"]),
             f"{_int(row['files'])} state files on disk now (purged ones not counted).",
         )
-        mine = sizes[sizes["checkpoint"] == row["checkpoint"]]
         spark.plotly_chart(
-            figures.size_sparkline(mine, "num_keys"),
+            sparkline,
             width="stretch",
             config={"displayModeBar": False},
             key=f"spark-{row['checkpoint']}",
@@ -204,7 +244,7 @@ def _card(row: pd.Series, sizes: pd.DataFrame, events: pd.DataFrame, verdict: Ve
                 ):
                     for rule, status, finding, hint in bad:
                         st.markdown(f"**{md(status)} {md(rule)}**: {md(finding)}  \n_{md(hint)}_")
-        _progress_line(events[events["checkpoint"] == row["checkpoint"]])
+        _progress_line(events)
         if row["problems"]:
             st.warning(
                 f"{row['problems']} file(s) could not be read; see the Query page.", icon="⚠️"
@@ -241,20 +281,7 @@ def _listed(db: str, overview: pd.DataFrame) -> tuple[pd.DataFrame, int, int]:
     return shown, min(number, pages), len(rows)
 
 
-def render() -> None:
-    st.title("Overview")
-    db = context.db_path()
-    _watch_box(db)
-    if not os.path.exists(db):
-        st.info(f"No database at {md_code(db)} yet: watch a checkpoint above.")
-        return
-    with queries.session(db):
-        overview = context.load(queries.checkpoint_overview)
-        sizes = context.load(queries.size_history)
-        events = context.load(queries.progress_overview)
-    if overview.empty:
-        st.info("No checkpoints collected yet: watch one above.")
-        return
+def _count_caption(db: str, overview: pd.DataFrame) -> None:
     watched = _registry(db).watched()
     live = sum(1 for c in overview["checkpoint"] if c in watched)
     st.caption(
@@ -264,13 +291,33 @@ def render() -> None:
         "but no commit yet), the keys at each partition's newest version, the state files on "
         "disk now, total keys over versions (sparkline) and the health rules' worst status."
     )
-    shown, number, matching = _listed(db, overview)
-    if matching == 0:
-        st.info("No checkpoint's path or query id contains that text.")
+
+
+def render() -> None:
+    st.title("Overview")
+    db = context.db_path()
+    _watch_box(db)
+    if not os.path.exists(db):
+        st.info(f"No database at {md_code(db)} yet: watch a checkpoint above.")
         return
-    page_verdicts = verdicts(db, shown)
+    # One read-only connection for the page's queries; the cards are drawn after it closes.
+    with queries.session(db):
+        overview = context.load(queries.checkpoint_overview)
+        if overview.empty:
+            st.info("No checkpoints collected yet: watch one above.")
+            return
+        _count_caption(db, overview)
+        shown, number, matching = _listed(db, overview)
+        if matching == 0:
+            st.info("No checkpoint's path or query id contains that text.")
+            return
+        lines = sparklines(db, shown)
+        events = context.load(queries.progress_overview, tuple(shown["checkpoint"]))
+        page_verdicts = verdicts(db, shown)
+    mine, none = _by_checkpoint(events), events.iloc[:0]
     for _, row in shown.iterrows():
-        _card(row, sizes, events, page_verdicts[row["checkpoint"]])
+        checkpoint = row["checkpoint"]
+        _card(row, lines[checkpoint], mine.get(checkpoint, none), page_verdicts[checkpoint])
     pages = max(1, -(-matching // fleet.PAGE_SIZE))
     first = (number - 1) * fleet.PAGE_SIZE + 1
     st.caption(
