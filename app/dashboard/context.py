@@ -233,7 +233,11 @@ def live_status() -> None:
         version = queries.data_version(db)
         seen = st.session_state.get("sg_data_version")
         st.session_state["sg_data_version"] = version
-        if seen is not None and version != seen:
+        # Only the fragment's own runs re-run the page. In a run of the whole page the page
+        # reads the database after this, so it draws at least this version; a rerun there
+        # would drop what started the run (a form's submit, a button's click).
+        inline = st.session_state.get("sg_status_inline", False)
+        if seen is not None and version != seen and not inline:
             st.rerun(scope="app")
         updated = queries.last_updated(db) if version else None
         st.caption(
@@ -250,5 +254,9 @@ def live_status() -> None:
             help=f"Check the database every {REFRESH_S:.0f} s and redraw when a collector "
             "has written new batches.",
         )
-        _status()
+        st.session_state["sg_status_inline"] = True
+        try:
+            _status()
+        finally:
+            st.session_state["sg_status_inline"] = False
         st.caption(f"Database: {md_code(db_path())}")

@@ -80,6 +80,26 @@ def test_overview_rejects_a_path_that_is_not_a_checkpoint(
     assert "not a Structured Streaming checkpoint" in error.value
 
 
+def test_a_commit_between_two_runs_keeps_the_submitted_watch(
+    samples_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A collector commits while the user types a path: the Watch they submit is handled,
+    not dropped by the live check's rerun (only the check's own timer re-runs the page)."""
+    monkeypatch.setenv(allowed.ALLOWED_ENV, allowed.encode([str(tmp_path)]))
+    at = run_page("overview")
+    before = os.stat(samples_db)
+    later = before.st_mtime + 5
+    try:
+        os.utime(samples_db, (later, later))  # what a collector's commit does to the file
+        at.text_input(key="sg_watch_path").input(str(tmp_path))
+        at.button[0].click().run()
+    finally:
+        os.utime(samples_db, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert not at.exception, [e.value for e in at.exception]
+    (error,) = at.error
+    assert "not a Structured Streaming checkpoint" in error.value
+
+
 def test_overview_watches_a_new_checkpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Watch starts a child collector; the card appears once its first scan lands."""
     from stateglass.app.dashboard.views.overview import _registry
