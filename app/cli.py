@@ -119,6 +119,10 @@ def _ignore_unraisable(_: Any) -> None:
     return None
 
 
+# Commands that run until stopped: the ones a soak traces (see app/memory_trace.py).
+_LONG_RUNNING = frozenset({"watch", "dashboard", "metrics"})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from stateglass.app.args import apply_storage_args, print_counts
     from stateglass.app.atomic import signals_unwind
@@ -131,6 +135,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             # (a stderr with no file descriptor, as under a test's capture, has nowhere to go)
             faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)
     command = COMMANDS_BY_NAME[args.command]
+    if args.command in _LONG_RUNNING:
+        from stateglass.app.memory_trace import start_from_env
+
+        start_from_env(args.command)
     reads_checkpoints = Reads.CHECKPOINTS in command.reads
     try:
         if reads_checkpoints:

@@ -55,8 +55,9 @@ from bench_state_read import _tree_rss_kib, load_average  # noqa: E402
 RUN_QUERIES = r"""
 import os, sys, time
 from pyspark.sql import SparkSession, functions as F
-root, n, trigger = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+root, n, trigger, retain = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+         .config("spark.sql.streaming.minBatchesToRetain", retain)
          .config("spark.ui.showConsoleProgress", "false")
          .config("spark.sql.shuffle.partitions", "4")
          .config("spark.driver.memory", "2g").config("spark.sql.session.timeZone", "UTC")
@@ -157,6 +158,23 @@ def committed(cp: str) -> dict[int, float]:
     return out
 
 
+def new_commits(cp: str, seen: dict[tuple[str, int], float]) -> None:
+    """Add the batches committed in ``cp`` since the last call to ``seen`` (with the commit
+    file's mtime): Spark purges old commit files, so the run's batches are gathered as they
+    come (a commit file lives ``--retain`` batches, minutes at these rates)."""
+    real = os.path.realpath(cp)
+    try:
+        names = os.listdir(os.path.join(cp, "commits"))
+    except OSError:
+        return
+    for name in names:
+        if name.isdigit() and (real, int(name)) not in seen:
+            try:
+                seen[(real, int(name))] = os.stat(os.path.join(cp, "commits", name)).st_mtime
+            except FileNotFoundError:
+                continue
+
+
 def page_batches(db: str) -> dict[str, int]:
     """What the Overview shows as each checkpoint's last committed batch."""
     from stateglass.app import queries
@@ -215,9 +233,9 @@ def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float) -> None:
     raise SystemExit(f"{url} did not answer in {timeout} s")
 
 
-def db_lost(db: str, checkpoints: list[str]) -> tuple[int, int, int]:
-    """(batches committed in the checkpoints, missing from ``batches``, missing a state
-    version in some store)."""
+def db_lost(db: str, seen: dict[tuple[str, int], float]) -> tuple[int, int, int]:
+    """(batches seen committed, missing from ``batches``, missing a state version in some
+    store)."""
     from stateglass.collectors.db import read_query
 
     total = lost_batches = lost_versions = 0
@@ -231,13 +249,11 @@ def db_lost(db: str, checkpoints: list[str]) -> tuple[int, int, int]:
     versions: dict[str, list[set[int]]] = {}
     for c, _, _, vs in stores:
         versions.setdefault(os.path.realpath(c), []).append(set(vs))
-    for cp in checkpoints:
-        real = os.path.realpath(cp)
-        for b in committed(cp):
-            total += 1
-            lost_batches += (real, b) not in have
-            per_store = versions.get(real, [set()])
-            lost_versions += any(b + 1 not in vs for vs in per_store)
+    for real, b in seen:
+        total += 1
+        lost_batches += (real, b) not in have
+        per_store = versions.get(real, [set()])
+        lost_versions += any(b + 1 not in vs for vs in per_store)
     return total, lost_batches, lost_versions
 
 
@@ -291,11 +307,22 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=20)
     ap.add_argument("--trigger", type=float, default=2.0, help="seconds between triggers")
     ap.add_argument("--warmup", type=float, default=5.0, help="minutes before RSS is judged")
+    ap.add_argument(
+        "--retain",
+        type=int,
+        default=100,
+        help="Spark's minBatchesToRetain (its default 100): fewer reach a steady file count sooner",
+    )
     ap.add_argument("--sample", type=float, default=5.0, help="seconds between RSS samples")
     ap.add_argument("--scrape", type=float, default=10.0, help="seconds between scrapes")
     ap.add_argument("--settle", type=float, default=120.0, help="seconds to catch up at the end")
     ap.add_argument("--workdir", default=None, help="default: a new temporary directory")
     ap.add_argument("--no-browser", action="store_true", help="no Chromium on the Overview")
+    ap.add_argument(
+        "--memtrace",
+        action="store_true",
+        help="the three report their allocators and caches every minute (app/memory_trace.py)",
+    )
     args = ap.parse_args()
     work = os.path.abspath(args.workdir or tempfile.mkdtemp(prefix="sg-soak-"))
     if os.path.commonpath([work, ROOT]) == ROOT:
@@ -305,6 +332,12 @@ def main() -> None:
     os.makedirs(cps_root)
     db = os.path.join(work, "soak.duckdb")
     env = {**os.environ, "PYTHONPYCACHEPREFIX": os.path.join(work, "pycache")}
+    if args.memtrace:
+        env.update(
+            STATEGLASS_MEMTRACE=os.path.join(work, "memtrace"),
+            STATEGLASS_MEMTRACE_ONLY="watch,streamlit,metrics",
+            STATEGLASS_MEMTRACE_EVERY="60",
+        )
     sg = shutil.which("stateglass", path=os.path.dirname(PY)) or "stateglass"
     print(
         f"date {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {platform.machine()} "
@@ -316,7 +349,15 @@ def main() -> None:
     browser: subprocess.Popen[bytes] | None = None
     try:
         procs["spark"] = start(
-            [PY, "-c", RUN_QUERIES, cps_root, str(args.queries), str(args.trigger)],
+            [
+                PY,
+                "-c",
+                RUN_QUERIES,
+                cps_root,
+                str(args.queries),
+                str(args.trigger),
+                str(args.retain),
+            ],
             os.path.join(work, "spark.log"),
             env,
         )
@@ -354,8 +395,14 @@ def main() -> None:
         open(os.path.join(work, "stop"), "w").close()
         procs["spark"].wait(300)
         result["settle_s"] = _settle(checkpoints, db, args.settle)
-        result["lost"] = db_lost(db, checkpoints)
+        seen = result["seen"]
+        assert isinstance(seen, dict)
+        for cp in checkpoints:
+            new_commits(cp, seen)
+        result["lost"] = db_lost(db, seen)
         _report(args, result)
+        if args.memtrace:
+            memtrace_report(os.path.join(work, "memtrace"))
     finally:
         open(os.path.join(work, "browser-stop"), "w").close()
         open(os.path.join(work, "stop"), "w").close()
@@ -398,7 +445,10 @@ def _run(
     page_seen: dict[tuple[str, int], float] = {}
     scrape_seen: dict[tuple[str, int], float] = {}
     scrape_s: list[float] = []
-    before = {os.path.realpath(cp): set(committed(cp)) for cp in checkpoints}
+    seen: dict[tuple[str, int], float] = {}
+    for cp in checkpoints:
+        new_commits(cp, seen)
+    before = set(seen)
     t0 = time.monotonic()
     next_sample = next_scrape = 0.0
     end = args.minutes * 60
@@ -420,6 +470,8 @@ def _run(
                     + f"; load {load_average()}",
                     flush=True,
                 )
+        for cp in checkpoints:
+            new_commits(cp, seen)
         first_seen(page_batches(db), page_seen, time.time())
         if now >= next_scrape:
             shown, took = scrape(metrics_url)
@@ -427,13 +479,11 @@ def _run(
             first_seen(shown, scrape_seen, time.time())
             next_scrape += args.scrape
         time.sleep(1.0)
-    commits = {
-        (os.path.realpath(cp), b): t
-        for cp in checkpoints
-        for b, t in committed(cp).items()
-        if b not in before[os.path.realpath(cp)]
-    }
+    for cp in checkpoints:
+        new_commits(cp, seen)
+    commits = {k: t for k, t in seen.items() if k not in before}
     return {
+        "seen": seen,
         "series": series,
         "page": latencies(commits, page_seen),
         "scrape": latencies(commits, scrape_seen),
@@ -500,6 +550,28 @@ def _report(args: argparse.Namespace, r: dict[str, object]) -> None:
         f"| versions lost (committed, not in the database) | **{lost_b}** batches, "
         f"**{lost_v}** state versions, of {total} committed |"
     )
+
+
+_FIELD = re.compile(r"(\w+)=([-\d.]+)")
+
+
+def memtrace_report(folder: str, every: int = 5) -> None:
+    """Every ``every``-th line of each process's memory report, as a table."""
+    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        with open(os.path.join(folder, name)) as fh:
+            rows = [dict(_FIELD.findall(x)) for x in fh if x.startswith("t=")]
+        if not rows:
+            continue
+        picked = rows[every - 1 :: every]
+        if not picked or picked[-1] is not rows[-1]:
+            picked.append(rows[-1])
+        keys = [k for k in rows[-1] if k != "t"]
+        print(f"\n{name.split('-')[0]} (minutes since it started; MiB or entries)\n")
+        print("| min | " + " | ".join(keys) + " |")
+        print("|---" * (len(keys) + 1) + "|")
+        for r in picked:
+            cells = [r.get(k, "") for k in keys]
+            print(f"| {float(r['t']) / 60:.0f} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

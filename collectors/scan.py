@@ -320,6 +320,10 @@ class Scanner:
         self.judge = judge
         self.health = health
 
+    def remembered(self) -> list[Remembered]:
+        """What this watcher remembers of each checkpoint between its scans."""
+        return list(self._remembered.values())
+
     def scan(
         self, path: str, progress: Progress | None = None, by_name: bool = True
     ) -> ScanSummary:

@@ -123,6 +123,25 @@ def _as_watcher(scanner: Scanner, args: argparse.Namespace) -> None:
     scanner.reconcile = reconcile_policy(args)
     scanner.judge = True
     scanner.health = load_config(getattr(args, "config", None))
+    _gauges(scanner)
+
+
+def _gauges(scanner: Scanner) -> None:
+    """What a soak's memory report counts of this watcher (app/memory_trace.py)."""
+    from stateglass.app.memory_trace import gauge
+    from stateglass.collectors.listing import classify
+    from stateglass.collectors.remembered import sizes
+    from stateglass.collectors.stores.hdfs import parse_hdfs_name
+
+    gauge("names_cached", lambda: classify.cache_info().currsize)
+    gauge("hdfs_names_cached", lambda: parse_hdfs_name.cache_info().currsize)
+    gauge("carried", lambda: len(scanner.carry))
+
+    def remembered(kind: str) -> Callable[[], int]:
+        return lambda: sizes(scanner.remembered())[kind]
+
+    for kind in ("versions", "watermarks", "files", "listed_files"):
+        gauge(f"remembered_{kind}", remembered(kind))
 
 
 def _watcher_options(args: argparse.Namespace) -> dict[str, Any]:

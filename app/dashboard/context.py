@@ -18,8 +18,10 @@ import pandas as pd
 import streamlit as st
 
 from stateglass.app import queries
+from stateglass.app.dashboard.newest import NewestOnly
 from stateglass.app.errors import AppError
 from stateglass.app.escape import md, md_code
+from stateglass.app.memory_trace import gauge
 from stateglass.collectors.db import read_query
 from stateglass.collectors.errors import BadConfig, CheckpointError
 from stateglass.collectors.locations import DEFAULT_DB
@@ -81,12 +83,14 @@ class StoreSelection:
     store_name: str
 
 
-# Frames are kept as objects (cache_resource, like the figures): cache_data would keep a
-# second, pickled copy of each and unpickle it at every hit. Pages only read them.
-@st.cache_resource(ttl=600, max_entries=256, show_spinner=False)
-def _cached(name: str, version: str, _fn: Callable[..., Any], *args: Any) -> Any:
-    # ``version`` is only part of the key: a commit changes it, so stale results are not hit.
-    return _fn(*args)
+# Frames are kept as objects (like the figures): cache_data would keep a second, pickled copy
+# of each and unpickle it at every hit. Pages only read them. One per question, for the
+# newest version only: a commit replaces the stale frame instead of adding one.
+@st.cache_resource(show_spinner=False)
+def _frames() -> NewestOnly:
+    cache = NewestOnly(max_entries=256, ttl_s=600)
+    gauge("frames_cached", cache.__len__)
+    return cache
 
 
 def _version(db: str, args: tuple[Any, ...]) -> str:
@@ -103,14 +107,17 @@ def load(fn: Callable[..., Any], *args: Any) -> Any:
     """
     db = db_path()
     name = f"{fn.__module__}.{fn.__qualname__}"
-    return _cached(name, _version(db, args), fn, db, *args)
+    key = "|".join([name, db, repr(args)])
+    return _frames().get(key, _version(db, args), lambda: fn(db, *args))
 
 
-# Figures are kept as objects (cache_resource): unpickling one rebuilds it, which costs about
-# as much as building it. Streamlit only reads them (to_dict), so sharing them is safe.
-@st.cache_resource(ttl=600, max_entries=64, show_spinner=False)
-def _cached_figure(key: str, version: str, _build: Callable[[], Any]) -> Any:
-    return _build()
+# Figures are kept as objects: unpickling one rebuilds it, which costs about as much as
+# building it. Streamlit only reads them (to_dict), so sharing them is safe.
+@st.cache_resource(show_spinner=False)
+def _figures() -> NewestOnly:
+    cache = NewestOnly(max_entries=64, ttl_s=600)
+    gauge("figures_cached", cache.__len__)
+    return cache
 
 
 def figure(builder: Callable[..., Any], fn: Callable[..., Any], *args: Any, **options: Any) -> Any:
@@ -122,7 +129,7 @@ def figure(builder: Callable[..., Any], fn: Callable[..., Any], *args: Any, **op
     db = db_path()
     names = [builder.__module__, builder.__qualname__, fn.__module__, fn.__qualname__]
     key = "|".join([*names, db, repr(args), repr(sorted(options.items()))])
-    return _cached_figure(key, _version(db, args), lambda: builder(load(fn, *args), **options))
+    return _figures().get(key, _version(db, args), lambda: builder(load(fn, *args), **options))
 
 
 def checkpoints() -> list[str]:

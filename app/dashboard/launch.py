@@ -21,6 +21,9 @@ def main() -> None:
     # tests/app/test_dashboard_server.py fails if a lookup leaves this machine.
     for cached in ("_external_ip", "_internal_ip"):
         setattr(net_util, cached, "")
+    from stateglass.app.memory_trace import start_from_env
+
+    start_from_env("streamlit")
     cli.main(prog_name="streamlit")
 
 
