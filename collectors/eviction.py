@@ -33,6 +33,7 @@ from stateglass.collectors.eviction_rules import (
     EvictionRule,
     eviction_rules,
 )
+from stateglass.collectors.fs import FileSystem
 from stateglass.collectors.stores import StoreReader
 from stateglass.parsers.errors import ParseError
 
@@ -132,13 +133,15 @@ def audit_store(
     watermarks: Mapping[int, int | None],
     tasks: Mapping[int, ChainTask] | None = None,
     carry: KeyCarry | None = None,
+    fs: FileSystem | None = None,
 ) -> tuple[list[AuditRow], list[CheckpointError]]:
     """Audit ``versions`` (partition -> versions) of one rule's store; problems do not stop it.
 
     ``tasks``: the scan's chain task per partition, whose file listing and unique ids the
     store readers reuse (no listing or commit file is read again). ``carry``: each
     partition's ``key -> event time`` at the last version audited, from and for a watcher's
-    previous and next scans (see :mod:`collectors.carry`)."""
+    previous and next scans (see :mod:`collectors.carry`). ``fs``: what the tasks' readers
+    read through instead of the checkpoint's (a scan's :class:`ReadMemo`)."""
     rows: list[AuditRow] = []
     problems: list[CheckpointError] = []
     if not versions:
@@ -151,7 +154,7 @@ def audit_store(
     for partition, wanted in sorted(versions.items()):
         try:
             task = (tasks or {}).get(partition)
-            reader = task.open_reader(cp.fs) if task else source.reader(partition)
+            reader = task.open_reader(fs or cp.fs) if task else source.reader(partition)
             name = (cp.root, "audit", rule.operator_id, rule.store_name, rule.state_var, partition)
             seed = carry.take(name) if carry is not None else None
             for version, items in _replay(reader, timer, sorted(wanted), seed):
@@ -298,6 +301,7 @@ def run_audit(
     counted: Mapping[tuple[int, str, int], tuple[ChainTask, Sequence[int]]],
     watermarks: Mapping[int, int | None],
     carry: KeyCarry | None = None,
+    fs: FileSystem | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[CheckpointError]]:
     """The scan's step: rules of every store, and the audit of the versions it just counted
     (``counted``: (operator, store, partition) -> versions). Returns table rows and problems."""
@@ -316,7 +320,7 @@ def run_audit(
         }
         versions = {part: vs for part, (_, vs) in mine.items()}
         tasks = {part: task for part, (task, _) in mine.items()}
-        found, trouble = audit_store(cp, rule, versions, watermarks, tasks, carry)
+        found, trouble = audit_store(cp, rule, versions, watermarks, tasks, carry, fs)
         rows.extend(found)
         if trouble:
             # The chains report unreadable files already; rows StateGlass cannot decode are

@@ -58,6 +58,7 @@ from stateglass.collectors.listing import (
     list_checkpoint,
     log_files,
 )
+from stateglass.collectors.read_memo import ReadMemo
 from stateglass.collectors.reconcile import ReconcilePolicy
 from stateglass.collectors.remembered import Remembered, known_after
 from stateglass.collectors.scan_plan import (
@@ -355,7 +356,9 @@ class Scanner:
             seen.cp.store_dir,
             self._seed_of(seen.root),
         )
-        results = self._run(seen, tasks, progress)
+        # A watcher's audit replays the deltas the counting just read: it reads them once.
+        reads = ReadMemo(seen.cp.fs) if self._carries() else None
+        results = self._run(seen, tasks, progress, reads)
         if not seen.listed and seen.problems.rows:
             # What the database knows may be stale: a purged snapshot the chain started from,
             # a newer one Spark's maintenance wrote. The full listing settles it, and files
@@ -369,7 +372,9 @@ class Scanner:
             unchecked.update({p: size for p, (size, _) in new_ssts.items()})
             if self.late is None:
                 _verify(seen, {p: size for p, (size, _) in new_ssts.items()})
-        write = self._write(seen, logs, results)
+        write = self._write(seen, logs, results, reads)
+        if reads is not None:
+            reads.clear()
         self.db.record_scan(write)
         if self.reconcile is not None:
             known = known_after(seen.known, write)
@@ -484,20 +489,27 @@ class Scanner:
         return lambda chain: self.carry.take((root, "chain", *chain))
 
     def _run(
-        self, seen: Observed, tasks: list[ChainTask], progress: Progress | None
+        self,
+        seen: Observed,
+        tasks: list[ChainTask],
+        progress: Progress | None,
+        reads: ReadMemo | None = None,
     ) -> list[ChainResult]:
-        """The engine counts the planned chains; their problems join the scan's."""
+        """The engine counts the planned chains (reading through ``reads``, which remembers
+        for the audit, when given); their problems join the scan's."""
         results: list[ChainResult] = []
         if progress:
             progress(0, len(tasks))
         try:
-            for result in self.engine.run(tasks, seen.cp.fs):
+            for result in self.engine.run(tasks, reads or seen.cp.fs):
                 results.append(result)
                 if progress:
                     progress(len(results), len(tasks))
         except CheckpointError as exc:
             # An EngineError is not the checkpoint's fault and passes: nothing is recorded.
             seen.problems.error(exc)
+        if reads is not None:
+            reads.stop()
         # Engines return chains in any order (workers finish when they finish): put them back
         # in task order, so that every table is written as a serial run writes it.
         position = {id(task): i for i, task in enumerate(tasks)}
@@ -508,7 +520,7 @@ class Scanner:
         return results
 
     def _eviction(
-        self, seen: Observed, logs: LogRows, results: list[ChainResult]
+        self, seen: Observed, logs: LogRows, results: list[ChainResult], reads: ReadMemo | None
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Eviction rules, and the audit that replays the versions just counted of the stores
         Spark evicts by event time, at the watermark of the batch that wrote each."""
@@ -520,13 +532,19 @@ class Scanner:
             return rules, audit
         counted = {r.task.chain: (r.task, [c.version for c in r.versions]) for r in results}
         carry = self.carry if self._carries() else None
-        rules, audit, _ = run_audit(seen.cp, seen.stores, counted, watermarks, carry)
+        rules, audit, _ = run_audit(seen.cp, seen.stores, counted, watermarks, carry, reads)
         return rules, audit
 
-    def _write(self, seen: Observed, logs: LogRows, results: list[ChainResult]) -> ScanWrite:
+    def _write(
+        self,
+        seen: Observed,
+        logs: LogRows,
+        results: list[ChainResult],
+        reads: ReadMemo | None = None,
+    ) -> ScanWrite:
         """Everything the scan learnt, as the rows of one write."""
         cp, root, now, listing = seen.cp, seen.root, seen.now, seen.listing
-        rules, audit = self._eviction(seen, logs, results)
+        rules, audit = self._eviction(seen, logs, results, reads)
         # Health facts: the schema files (small, read at every scan) and the pinned conf.
         schemas = schema_files(cp, seen.stores)
         return ScanWrite(
