@@ -130,9 +130,10 @@ def _read_whole(path: str) -> bytes:
     fd = os.open(path, os.O_RDONLY)
     try:
         size = os.fstat(fd).st_size
-        # Asking one byte past the size sees the end at once; a file still growing is read on.
+        # Asking one byte past the size sees the end at once. Anything else (a file still
+        # growing, or a read cut short: Linux returns at most 2 GiB a call) is read on.
         data = os.read(fd, size + 1)
-        if len(data) <= size:
+        if len(data) == size:
             return data
         chunks = [data]
         while chunk := os.read(fd, 1 << 20):
