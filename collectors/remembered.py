@@ -55,7 +55,7 @@ def _oldest_version(files: Iterable[str]) -> int:
 
 
 def _forget_before(known: KnownScan, oldest: int) -> None:
-    """Drop what :meth:`Database.known` no longer reads once Spark purged the files of
+    """Forget what :meth:`Database.known` no longer reads once Spark purged the files of
     versions before ``oldest``: their version rows, and the watermarks of the batches that
     wrote them (but the newest older one with a watermark, which tells how eviction reads).
     Without this, what a watcher remembers grows with every version until a full listing

@@ -61,7 +61,7 @@ class NewestOnly:
         return value
 
     def _forget(self, now: float) -> None:
-        """Drop what has not been used for ``ttl_s``, then the least recent over the limit."""
+        """Forget what has not been used for ``ttl_s``, then the least recent over the limit."""
         while self._entries:
             key, (_, _, used) = next(iter(self._entries.items()))
             if now - used < self.ttl_s and len(self._entries) <= self.max_entries:
