@@ -2,8 +2,8 @@
 
 A real PySpark aggregation runs one ``availableNow`` query per step (two batches each, so a
 scan by name sees two new commits at once), with small retention so that Spark's maintenance
-snapshots and purges files between steps (when this session's maintenance task runs at the
-short interval set here). After each step the checkpoint is quiet and two
+snapshots and purges files between steps (the session's Spark runs its maintenance every
+500 ms: tests/conftest.py). After each step the checkpoint is quiet and two
 scanners read it: one that lists every directory each time (the oracle), one whose policy
 looks new commits up by name until its last scan, which is due for a full reconcile. Every
 table must then be identical, apart from the wall-clock columns (when a scan ran).
@@ -27,7 +27,7 @@ from stateglass.collectors.scan import Scanner
 from tests.collectors.test_watch_scale import JOIN_SAMPLE, REPLAYED, hadoop_crc, tile_join
 from tests.conftest import SAMPLES, copy_checkpoint
 
-STEPS = 6
+STEPS = 4
 BATCHES_PER_STEP = 2
 # When a scan ran, not what it found: differs between two scanners of the same files.
 WALL_CLOCK = {"first_seen", "last_scan", "last_seen", "seen_at", "purged_at"}
@@ -173,8 +173,8 @@ def test_scans_by_name_and_one_reconcile_equal_full_scans(
     assert expected["state_versions"], "no state versions: the query kept no state"
     purged = read_query(full_db, "SELECT count(*) FROM state_files WHERE purged")[0][0]
     if not purged:
-        # Spark starts its maintenance task once per session, at the interval set then: after
-        # another test's query it keeps the default minute and purges nothing here.
+        # Spark starts its maintenance task once per session, at the interval set then
+        # (tests/conftest.py asks for 500 ms); a session started otherwise purges nothing here.
         with capsys.disabled():
             print("\nSpark's maintenance purged nothing during this run: purge checks idle")
     for table in expected:
