@@ -109,7 +109,10 @@ def start_from_env(name: str) -> bool:
     only = os.environ.get(ENV_ONLY)
     if not folder or (only and name not in only.split(",")):
         return False
-    every = float(os.environ.get(ENV_EVERY, "60"))
+    try:
+        every = max(1.0, float(os.environ.get(ENV_EVERY, "60")))
+    except ValueError:
+        every = 60.0  # a debugging aid: a mistyped period must not stop the command
     traced = os.environ.get(ENV_TRACEMALLOC) == "1"
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f"{name}-{os.getpid()}.txt")
