@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from typing import Any, Literal
 
@@ -151,29 +152,34 @@ SPARKLINES_KEPT = 256
 
 
 @st.cache_resource
-def _sparklines(db: str) -> dict[tuple[str, str], Any]:
+def _sparklines(db: str) -> tuple[threading.Lock, dict[tuple[str, str], Any]]:
     """Sparkline figures per (checkpoint, last scan) for this server: a commit of one
-    checkpoint redraws its card's line alone, not the page's."""
-    return {}
+    checkpoint redraws its card's line alone, not the page's. Every session's script thread
+    shares them, hence the lock."""
+    return threading.Lock(), {}
 
 
 def sparklines(db: str, shown: pd.DataFrame) -> dict[str, Any]:
     """Each shown row's sparkline: kept ones, and the rest from one query of their sizes
     (only the page's checkpoints: a fleet's whole history is not read for 24 cards)."""
-    cache = _sparklines(db)
+    lock, cache = _sparklines(db)
     scans = dict(zip(shown["checkpoint"], shown["last_scan"].astype(str), strict=True))
-    missing = [c for c, scan in scans.items() if (c, scan) not in cache]
-    if missing:
-        sizes = queries.size_history(db, missing)
-        mine = _by_checkpoint(sizes)
-        for checkpoint in missing:
-            for old in [k for k in cache if k[0] == checkpoint]:
+    with lock:
+        missing = [c for c, scan in scans.items() if (c, scan) not in cache]
+        if missing:
+            sizes = queries.size_history(db, missing)
+            mine = _by_checkpoint(sizes)
+            for checkpoint in missing:
+                for old in [k for k in cache if k[0] == checkpoint]:
+                    del cache[old]
+                found = mine.get(checkpoint, sizes.iloc[:0])
+                cache[(checkpoint, scans[checkpoint])] = figures.size_sparkline(found, "num_keys")
+            # The oldest first (dicts keep insertion order), never this page's own.
+            mine_now = {(c, scan) for c, scan in scans.items()}
+            extra = len(cache) - max(SPARKLINES_KEPT, len(mine_now))
+            for old in [k for k in cache if k not in mine_now][: max(0, extra)]:
                 del cache[old]
-            found = mine.get(checkpoint, sizes.iloc[:0])
-            cache[(checkpoint, scans[checkpoint])] = figures.size_sparkline(found, "num_keys")
-        for old in list(cache)[: max(0, len(cache) - SPARKLINES_KEPT)]:
-            del cache[old]
-    return {c: cache[(c, scan)] for c, scan in scans.items()}
+        return {c: cache[(c, scan)] for c, scan in scans.items()}
 
 
 def _by_checkpoint(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
