@@ -71,7 +71,9 @@ def test_samples_identical_to_jobs_1(tmp_path: Path) -> None:
     assert_same_tables([str(SAMPLES)], tmp_path)
 
 
-@pytest.mark.slow
+# The whole corpus (71 checkpoints) twice: a scale case of the samples' parity above, which
+# `make test` runs; `make bench-tests` runs this one.
+@pytest.mark.benchmark
 def test_corpus_identical_to_jobs_1(fixture_corpus: Path, tmp_path: Path) -> None:
     assert_same_tables([str(fixture_corpus)], tmp_path)
 
