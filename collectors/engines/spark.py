@@ -112,6 +112,13 @@ def _session(master: str | None) -> Any:
     return session
 
 
+def _quiet(sc: Any) -> None:
+    """Silence Spark's log after a failed job: what it logs while it stops (lost executors,
+    interrupted threads, with their Java stack traces) would follow our one-line error."""
+    with contextlib.suppress(Exception):
+        sc.setLogLevel("OFF")
+
+
 def _line(exc: BaseException) -> str:
     """One line out of a Spark/py4j error: ours if an executor sent one, else the first."""
     text = str(exc)
@@ -273,6 +280,7 @@ class SparkEngine:
         except CollectorError:
             raise  # ours already: one line of the right kind
         except Exception as exc:  # Py4JJavaError, PySparkException...: one line for the user
+            _quiet(sc)
             if watchdog is not None and watchdog.fired:
                 raise EngineError(
                     master,
