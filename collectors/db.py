@@ -814,7 +814,7 @@ def _connect(path: str, read_only: bool, timeout_s: float) -> duckdb.DuckDBPyCon
     delay = 0.005
     while True:
         try:
-            return duckdb.connect(path, read_only=read_only)
+            conn = duckdb.connect(path, read_only=read_only)
         except _OPEN_ERRORS as exc:
             if not _is_lock_conflict(exc):
                 # Not a DuckDB file, or not readable: one line naming it, not a traceback.
@@ -827,6 +827,11 @@ def _connect(path: str, read_only: bool, timeout_s: float) -> duckdb.DuckDBPyCon
                 ) from exc
             time.sleep(delay)
             delay = min(delay * 2, 0.2)
+            continue
+        # DuckDB draws its own progress bar on stderr for a query over 2 s, in the middle of
+        # the CLI's progress and the servers' logs; it is a per-connection setting.
+        conn.execute("SET enable_progress_bar = false")
+        return conn
 
 
 # table -> column -> SQL type, read from the catalog once per process: every database this
