@@ -2,10 +2,14 @@
 
 With ``STATEGLASS_MEMTRACE=DIR`` in its environment, a ``watch``, ``metrics`` or dashboard
 process appends one line every ``STATEGLASS_MEMTRACE_EVERY`` seconds (default 60) to
-``DIR/<name>-<pid>.txt``: its RSS; what the C allocator has handed out and holds free
-(``mallinfo2``: DuckDB allocates there); Python's live blocks; Arrow's pool; and the size of
-every structure that :func:`gauge` registered (caches, what a watcher remembers). RSS growing
-while the allocator's in-use bytes stay flat is memory freed but kept, not a leak.
+``DIR/<name>-<pid>.txt``: its RSS, its highest RSS since the line before (``rss_peak``: the
+transient peaks of work in flight), anonymous and file-backed (the libraries' code pages);
+what glibc's allocator has handed out and holds free (``mallinfo2``, every arena), its
+arenas and what they hold in all; the anonymous RSS that is none of glibc's
+(``rss_anon_other``: DuckDB's own statically linked jemalloc, which returns its memory when
+the connection closes, and Python's arenas); Python's live blocks; Arrow's pool; and the size
+of every structure that :func:`gauge` registered (caches, what a watcher remembers). RSS
+growing while the allocator's in-use bytes stay flat is memory freed but kept, not a leak.
 ``STATEGLASS_MEMTRACE_TRACEMALLOC=1`` adds :mod:`tracemalloc`'s allocation sites that grew
 most since the first report (it slows the process down by half again).
 ``STATEGLASS_MEMTRACE_ONLY=watch,streamlit`` picks the processes. Off by default.
@@ -19,7 +23,9 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import sys
+import tempfile
 import threading
 import time
 import tracemalloc
@@ -61,6 +67,52 @@ def _malloc_mib() -> tuple[float, float]:
     return (info.uordblks + info.hblkhd) / 2**20, info.fordblks / 2**20
 
 
+_INFO_TOTAL = re.compile(rb'<(total|system) type="(fast|rest|mmap|current)"[^>]*size="(\d+)"')
+
+
+def _arenas() -> tuple[int, float]:
+    """(arenas, MiB glibc holds from the system in all of them); (0, NaN) elsewhere.
+
+    Threads (DuckDB's, watchdog's) allocate in arenas of their own. DuckDB's tables and
+    query buffers are not here: its jemalloc maps its own memory."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.fdopen.restype = ctypes.c_void_p
+        libc.fdopen.argtypes = [ctypes.c_int, ctypes.c_char_p]
+        libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+        libc.fclose.argtypes = [ctypes.c_void_p]
+        with tempfile.TemporaryFile() as fh:
+            stream = libc.fdopen(os.dup(fh.fileno()), b"w")
+            libc.malloc_info(0, stream)
+            libc.fclose(stream)
+            fh.seek(0)
+            xml = fh.read()
+    except (OSError, AttributeError):
+        return 0, float("nan")
+    # The totals over all arenas follow the last </heap>.
+    tail = xml[xml.rfind(b"</heap>") :]
+    sizes = {kind: int(size) for _, kind, size in _INFO_TOTAL.findall(tail)}
+    return xml.count(b"<heap nr="), (sizes.get(b"current", 0) + sizes.get(b"mmap", 0)) / 2**20
+
+
+def _rss_split_mib() -> tuple[float, float, float]:
+    """(anonymous, file-backed, highest since the last call) resident MiB: code pages of
+    libraries count in the second; the third is the peak of the scans in between."""
+    found = {"RssAnon:": float("nan"), "RssFile:": float("nan"), "VmHWM:": float("nan")}
+    try:
+        with open("/proc/self/status") as fh:
+            for row in fh:
+                key, _, rest = row.partition("\t")
+                if key in found:
+                    found[key] = int(rest.split()[0]) / 1024
+        # "5" resets the peak (VmHWM) to the current RSS (Linux 4.0 on; proc(5)).
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except (OSError, ValueError):
+        pass
+    return found["RssAnon:"], found["RssFile:"], found["VmHWM:"]
+
+
 def _rss_mib() -> float:
     try:
         with open("/proc/self/statm") as fh:
@@ -72,11 +124,20 @@ def _rss_mib() -> float:
 def line(started: float) -> str:
     """One report: RSS, the allocators and the gauges."""
     used, free = _malloc_mib()
+    arenas, held = _arenas()
+    anon, mapped, peak = _rss_split_mib()
     parts = [
         f"t={time.monotonic() - started:.0f}s",
         f"rss={_rss_mib():.1f}MiB",
+        f"rss_peak={peak:.1f}MiB",
+        f"rss_anon={anon:.1f}MiB",
+        f"rss_file={mapped:.1f}MiB",
         f"malloc_used={used:.1f}MiB",
         f"malloc_free={free:.1f}MiB",
+        f"arenas={arenas}",
+        f"malloc_held={held:.1f}MiB",
+        # Python's arenas, thread stacks: anonymous memory that is not glibc's heap.
+        f"rss_anon_other={anon - held:.1f}MiB",
         f"py_blocks={sys.getallocatedblocks()}",
     ]
     arrow = sys.modules.get("pyarrow")

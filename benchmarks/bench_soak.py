@@ -23,7 +23,11 @@ Usage::
    its state version (``state_versions``, version = batch + 1, every store).
 
 RSS growth is judged after ``--warmup`` minutes (the first minutes fill caches and the
-database): the median of the last minute against the median of the minute after the warmup.
+database), three ways: the median of the last minute against the median of the minute after
+the warmup; the same with 5-minute windows; and the 10th percentile of the last 5-minute
+window against that of the first whole one after the warmup (what stays between scans). A
+table gives each 5-minute window's median, 10th percentile and max; every sample goes to
+``WORKDIR/rss.csv``.
 The figures go to stdout as Markdown, ready for docs/benchmarks.md.
 """
 
@@ -285,6 +289,29 @@ def growth(s: Series, warmup_s: float, window_s: float = 60.0) -> tuple[float, f
     return a, b, (b - a) / a * 100 if a else 0.0
 
 
+def windows(s: Series, width_s: float = 300.0) -> list[tuple[int, float, float, float]]:
+    """(first minute, median, 10th percentile, max) of the RSS samples of each ``width_s``
+    window from the start. The median is what the process holds with the usual scans in
+    flight, the 10th percentile what stays between them, the max the highest sample."""
+    found: dict[int, list[float]] = {}
+    for t, r in zip(s.times, s.rss, strict=True):
+        found.setdefault(int(t // width_s), []).append(r)
+    out = []
+    for k, rss in sorted(found.items()):
+        rss.sort()
+        p10 = rss[int(0.1 * (len(rss) - 1))]
+        out.append((int(k * width_s / 60), statistics.median(rss), p10, rss[-1]))
+    return out
+
+
+def floor_growth(s: Series, warmup_s: float, width_s: float = 300.0) -> float:
+    """Growth % of the 10th percentile: the first whole window after the warmup to the last."""
+    picked = [w for w in windows(s, width_s) if w[0] * 60 >= warmup_s]
+    if len(picked) < 2 or not picked[0][2]:
+        return 0.0
+    return (picked[-1][2] - picked[0][2]) / picked[0][2] * 100
+
+
 def start(cmd: list[str], log: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
     with open(log, "wb") as fh:
         return subprocess.Popen(cmd, stdout=fh, stderr=fh, env=env, start_new_session=True)
@@ -336,7 +363,7 @@ def main() -> None:
         env.update(
             STATEGLASS_MEMTRACE=os.path.join(work, "memtrace"),
             STATEGLASS_MEMTRACE_ONLY="watch,streamlit,metrics",
-            STATEGLASS_MEMTRACE_EVERY="60",
+            STATEGLASS_MEMTRACE_EVERY=os.environ.get("STATEGLASS_MEMTRACE_EVERY", "60"),
         )
     sg = shutil.which("stateglass", path=os.path.dirname(PY)) or "stateglass"
     print(
@@ -400,6 +427,9 @@ def main() -> None:
         for cp in checkpoints:
             new_commits(cp, seen)
         result["lost"] = db_lost(db, seen)
+        series = result["series"]
+        assert isinstance(series, dict)
+        save_samples(series, os.path.join(work, "rss.csv"))
         _report(args, result)
         if args.memtrace:
             memtrace_report(os.path.join(work, "memtrace"))
@@ -514,17 +544,20 @@ def _report(args: argparse.Namespace, r: dict[str, object]) -> None:
     print(f"\nload at the end: {load_average()}\n")
     print(
         "| process | RSS after warmup (median, MiB) | RSS last minute | growth | "
-        "growth, 5-minute windows | peak RSS | CPU (share of a core) |"
+        "growth, 5-minute windows | growth, 5-minute 10th percentiles | peak RSS "
+        "| CPU (share of a core) |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for name, s in series.items():
         a, b, g = growth(s, args.warmup * 60)
         g5 = growth(s, args.warmup * 60, 300.0)[2]
+        f5 = floor_growth(s, args.warmup * 60)
         share = (s.cpu[-1] - s.cpu[0]) / (s.times[-1] - s.times[0]) if len(s.times) > 1 else 0
         print(
-            f"| `{name}` | {a:.0f} | {b:.0f} | **{g:+.1f} %** | **{g5:+.1f} %** "
+            f"| `{name}` | {a:.0f} | {b:.0f} | **{g:+.1f} %** | **{g5:+.1f} %** | {f5:+.1f} % "
             f"| {max(s.rss):.0f} | {share:.0%} |"
         )
+    _window_table(series)
     page, scrape_l, scrape_s = r["page"], r["scrape"], r["scrape_s"]
     assert isinstance(page, list) and isinstance(scrape_l, list) and isinstance(scrape_s, list)
     total, lost_b, lost_v = r["lost"]  # type: ignore[misc]
@@ -550,6 +583,30 @@ def _report(args: argparse.Namespace, r: dict[str, object]) -> None:
         f"| versions lost (committed, not in the database) | **{lost_b}** batches, "
         f"**{lost_v}** state versions, of {total} committed |"
     )
+
+
+def _window_table(series: dict[str, Series]) -> None:
+    """RSS per 5-minute window: median / 10th percentile / max of the samples, per process."""
+    print("\nRSS per 5-minute window (median / 10th percentile / max of the samples, MiB):\n")
+    print("| minutes | " + " | ".join(f"`{n}`" for n in series) + " |")
+    print("|---" * (len(series) + 1) + "|")
+    rows = {n: windows(s) for n, s in series.items()}
+    for i, (minute, *_) in enumerate(next(iter(rows.values()), [])):
+        cells = [
+            f"{w[1]:.0f} / {w[2]:.0f} / {w[3]:.0f}" if (w := rows[n][i]) else ""
+            for n in series
+            if i < len(rows[n])
+        ]
+        print(f"| {minute}–{minute + 5} | " + " | ".join(cells) + " |")
+
+
+def save_samples(series: dict[str, Series], path: str) -> None:
+    """Every sample as CSV (process, seconds, RSS MiB, CPU s), for figures read again later."""
+    with open(path, "w") as fh:
+        fh.write("process,t_s,rss_mib,cpu_s\n")
+        for name, s in series.items():
+            for t, r, c in zip(s.times, s.rss, s.cpu, strict=True):
+                fh.write(f"{name},{t:.1f},{r:.1f},{c:.2f}\n")
 
 
 _FIELD = re.compile(r"(\w+)=([-\d.]+)")

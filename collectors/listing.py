@@ -26,6 +26,7 @@ from stateglass.collectors.stores import (
     classify_name,
     reader_class,
 )
+from stateglass.collectors.stores.base import NAMES_CACHED
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ def is_temporary(name: str) -> bool:
     return name.startswith(".") or name.endswith((".crc", ".tmp")) or name == "_temporary"
 
 
-@lru_cache(maxsize=16384)  # the same names recur in every partition directory
+@lru_cache(maxsize=NAMES_CACHED)  # the same names recur in every partition directory
 def classify(name: str) -> tuple[int | None, str] | None:
     """``(version, kind)`` of a file in a store directory; None when it is not a state file."""
     if is_temporary(name):

@@ -49,6 +49,7 @@ from stateglass.collectors.facts import (
     temp_file_rows,
 )
 from stateglass.collectors.fs import FileSystem
+from stateglass.collectors.heap_trim import give_back
 from stateglass.collectors.increment import KnownListing, lookup_listing, new_versions, sst_files
 from stateglass.collectors.late_checks import LateChecks
 from stateglass.collectors.listing import (
@@ -320,6 +321,8 @@ class Scanner:
         # the verdicts (collectors/health/stored.py), with these thresholds.
         self.judge = judge
         self.health = health
+        # A full listing since the last trim (see :meth:`scan`).
+        self._trim_due = False
 
     def remembered(self) -> list[Remembered]:
         """What this watcher remembers of each checkpoint between its scans."""
@@ -336,7 +339,14 @@ class Scanner:
         if self.reconcile is None:
             return self._scan(path, progress, by_name)
         with _gc_paused():
-            return self._scan(path, progress, by_name)
+            summary = self._scan(path, progress, by_name)
+        if self._trim_due:
+            # A full listing's transient peak (the known files read back, the listing's diff,
+            # DuckDB's query buffers) is freed by now: glibc would keep its pages resident for
+            # good in a watcher that runs for months (collectors/heap_trim.py).
+            self._trim_due = False
+            give_back()
+        return summary
 
     def _scan(self, path: str, progress: Progress | None, by_name: bool) -> ScanSummary:
         seen = self._load(path, by_name)
@@ -395,6 +405,7 @@ class Scanner:
         if self.reconcile is not None:
             if seen.listed:
                 self.reconcile.listed(seen.root)
+                self._trim_due = True
             else:
                 self.reconcile.looked_up(seen.root)
         return summary

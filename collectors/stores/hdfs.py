@@ -12,14 +12,14 @@ from typing import ClassVar
 
 from stateglass.collectors.errors import MissingVersion
 from stateglass.collectors.fs import FileInfo
-from stateglass.collectors.stores.base import Change, StoreContext
+from stateglass.collectors.stores.base import NAMES_CACHED, Change, StoreContext
 from stateglass.collectors.stores.keysets import apply_key_sets, apply_records
 from stateglass.parsers.compression import decompress
 from stateglass.parsers.records import read_record_keys, read_records
 
 
 # Every partition directory repeats the same names (1.delta, 2.delta, …): cache them.
-@lru_cache(maxsize=16384)
+@lru_cache(maxsize=NAMES_CACHED)
 def parse_hdfs_name(name: str) -> tuple[int, str] | None:
     """``(version, "delta"|"snapshot")`` for Spark's file names; None for anything else.
 

@@ -44,4 +44,11 @@ def test_a_watch_reports_its_memory_and_gauges(tmp_path: Path) -> None:
     (report,) = tmp_path.glob("watch-*.txt")
     first = report.read_text().splitlines()[0]
     assert first.startswith("t=") and " rss=" in first and " malloc_used=" in first
+    # Where RSS sits: the peak since the last line, anonymous against the libraries' pages,
+    # and glibc's arenas (DuckDB's own allocations are anonymous but none of glibc's).
+    fields = dict(f.split("=", 1) for f in first.split()[1:])
+    for name in ("rss_peak", "rss_anon", "rss_file", "malloc_held", "rss_anon_other"):
+        assert fields[name].endswith("MiB") and float(fields[name][:-3]) >= 0, name
+    assert float(fields["rss_peak"][:-3]) >= float(fields["rss"][:-3]) - 1
+    assert int(fields["arenas"]) >= 1
     assert " remembered_files=42" in first
