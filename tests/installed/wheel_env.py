@@ -10,6 +10,7 @@ the package index pip is configured with (its cache, after ``make install``).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -20,6 +21,19 @@ from tests.conftest import ROOT
 from tests.prebuild import Prebuild
 
 INSTALL_TIMEOUT_S = 900.0
+# What a clone holds beside its sources: none of it goes into the build's copy.
+NOT_SOURCE = shutil.ignore_patterns(
+    ".git",
+    ".venv",
+    "build",
+    "dist",
+    "out",
+    "*.egg-info",
+    "__pycache__",
+    ".*_cache",
+    ".hypothesis",
+    ".stateglass",
+)
 
 
 @dataclass(frozen=True)
@@ -97,8 +111,13 @@ class Built:
 
 
 def build_all(directory: Path, environment: dict[str, str]) -> Built:
+    # The builds run in a copy of the clone: building writes stateglass.egg-info into the
+    # source folder, and a process a test starts meanwhile in the clone reads the one there
+    # (``python -m`` puts the working folder first on sys.path).
+    source = directory / "source"
+    shutil.copytree(ROOT, source, symlinks=True, ignore=NOT_SOURCE)
     dist = directory / "dist"
-    build(ROOT, dist, environment)
+    build(source, dist, environment)
     assert len(list(dist.glob("stateglass-*.tar.gz"))) == 1
     (wheel,) = dist.glob("stateglass-*.whl")
     home = directory / "home"
@@ -112,10 +131,10 @@ def build_all(directory: Path, environment: dict[str, str]) -> Built:
     (sdist,) = dist.glob("stateglass-*.tar.gz")
     with tarfile.open(sdist) as archive:
         archive.extractall(directory / "sdist", filter="data")
-    (source,) = (directory / "sdist").iterdir()
+    (unpacked,) = (directory / "sdist").iterdir()
     pure = directory / "pure"
     # No working C compiler: the speedups are optional, so the build still succeeds.
-    build(source, pure, {**environment, "CC": "false", "LDSHARED": "false"}, "--wheel")
+    build(unpacked, pure, {**environment, "CC": "false", "LDSHARED": "false"}, "--wheel")
     return Built(dist, pure, venv)
 
 
