@@ -182,36 +182,3 @@ def spark() -> Iterator[Any]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
-
-
-@pytest.fixture(scope="session")
-def progress_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One real query with Spark 4.3's event-log defaults (rolling, zstd) and the StateGlass
-    listener, restarted once (two runs): ``checkpoint/``, ``eventlog/``, ``listener/`` and
-    ``recent_progress.json`` (see sample_checkpoints/progress_query.py). Its own Spark
-    process: event logging is a SparkContext setting the shared ``spark`` session lacks."""
-    import subprocess
-
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.skip("no Java: install openjdk-17 to run the Spark progress tests")
-    out = tmp_path_factory.mktemp("progress") / "run"
-    script = SAMPLES / "progress_query.py"
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(script),
-            "--out",
-            str(out),
-            "--listener",
-            "--restart",
-            "--batches",
-            "3",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return out

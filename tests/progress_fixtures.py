@@ -1,5 +1,6 @@
 """Session fixtures: the real queries of ``tests/progress_queries.py``, each run once per test
-session on the shared ``spark`` fixture, only when a test asks for it; and a helper that puts
+session on the shared ``spark`` fixture, only when a test asks for one (the file-source
+queries side by side, the rate-source ones side by side); and a helper that puts
 a run (checkpoint and progress events) into a fresh database."""
 
 from __future__ import annotations
@@ -34,23 +35,30 @@ def progress_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def steady_run(spark: Any, progress_base: Path) -> pq.Ran:
-    return pq.steady(spark, progress_base)
+def file_source_runs(spark: Any, progress_base: Path) -> dict[str, pq.Ran]:
+    """The four file-source queries, run side by side once when a test first asks for one:
+    four sequential runs cost the suite as much again in driver round trips."""
+    return pq.file_source_runs(spark, progress_base)
 
 
 @pytest.fixture(scope="session")
-def late_run(spark: Any, progress_base: Path) -> pq.Ran:
-    return pq.late(spark, progress_base)
+def steady_run(file_source_runs: dict[str, pq.Ran]) -> pq.Ran:
+    return file_source_runs["steady"]
 
 
 @pytest.fixture(scope="session")
-def growing_run(spark: Any, progress_base: Path) -> pq.Ran:
-    return pq.growing_values(spark, progress_base)
+def late_run(file_source_runs: dict[str, pq.Ran]) -> pq.Ran:
+    return file_source_runs["late"]
 
 
 @pytest.fixture(scope="session")
-def compacting_run(spark: Any, progress_base: Path) -> pq.Ran:
-    return pq.compacting(spark, progress_base)
+def growing_run(file_source_runs: dict[str, pq.Ran]) -> pq.Ran:
+    return file_source_runs["growing"]
+
+
+@pytest.fixture(scope="session")
+def compacting_run(file_source_runs: dict[str, pq.Ran]) -> pq.Ran:
+    return file_source_runs["compacting"]
 
 
 @pytest.fixture(scope="session")

@@ -32,6 +32,18 @@ class Ran:
     events: list[dict[str, Any]]
 
 
+@dataclass(frozen=True)
+class Running:
+    """A started query that stops by itself (``availableNow``): :meth:`finish` waits for it."""
+
+    checkpoint: Path
+    query: Any
+
+    def finish(self) -> Ran:
+        self.query.awaitTermination()
+        return Ran(self.checkpoint, events_of(self.query))
+
+
 def events_of(query: Any) -> list[dict[str, Any]]:
     return [json.loads(p.json) for p in query.recentProgress]
 
@@ -54,7 +66,7 @@ def windowed(
     batches: list[list[dict[str, Any]]],
     agg: Callable[[Any], Any],
     extra: dict[str, str] | None = None,
-) -> Ran:
+) -> Running:
     """``groupBy(window(ts, 1 hour), k).agg(...)`` with a 10-minute watermark, HDFS state."""
     from pyspark.sql import functions as F
 
@@ -81,18 +93,17 @@ def windowed(
             .trigger(availableNow=True)
             .start()
         )
-        query.awaitTermination()
-    return Ran(base / name, events_of(query))
+    return Running(base / name, query)
 
 
-def steady(spark: Any, base: Path) -> Ran:
+def steady(spark: Any, base: Path) -> Running:
     """Healthy: the same 500 keys every batch, one value each (max), no late rows."""
     from pyspark.sql import functions as F
 
     return windowed(spark, base, "steady", [steady_rows(b) for b in range(6)], F.max)
 
 
-def late(spark: Any, base: Path) -> Ran:
+def late(spark: Any, base: Path) -> Running:
     """As :func:`steady`, but batches 2 and 3 also carry rows two hours late: dropped."""
     from pyspark.sql import functions as F
 
@@ -100,14 +111,14 @@ def late(spark: Any, base: Path) -> Ran:
     return windowed(spark, base, "late", batches, F.max)
 
 
-def growing_values(spark: Any, base: Path) -> Ran:
+def growing_values(spark: Any, base: Path) -> Running:
     """As :func:`steady`, but each key collects every value it sees: values grow per key."""
     from pyspark.sql import functions as F
 
     return windowed(spark, base, "growing", [steady_rows(b) for b in range(6)], F.collect_list)
 
 
-def compacting(spark: Any, base: Path) -> Ran:
+def compacting(spark: Any, base: Path) -> Running:
     """RocksDB with ``compactOnCommit``: each commit compacts the whole store, which grows by
     more keys every batch, so commit time grows with it."""
     src = base / "src-compacting"
@@ -134,8 +145,23 @@ def compacting(spark: Any, base: Path) -> Ran:
             .trigger(availableNow=True)
             .start()
         )
-        query.awaitTermination()
-    return Ran(base / "compacting", events_of(query))
+    return Running(base / "compacting", query)
+
+
+def file_source_runs(spark: Any, base: Path) -> dict[str, Ran]:
+    """:func:`steady`, :func:`late`, :func:`growing_values` and :func:`compacting`, by name,
+    run side by side: a batch of these small queries costs mostly driver round trips, which
+    they then share. (Each query copies the session's confs when it starts.) What the rules
+    read of them is counts and sizes, and commit times only of ``compacting`` against
+    itself."""
+    starts = {
+        "steady": steady,
+        "late": late,
+        "growing": growing_values,
+        "compacting": compacting,
+    }
+    running = {name: start(spark, base) for name, start in starts.items()}
+    return {name: query.finish() for name, query in running.items()}
 
 
 def _start_rate(spark: Any, base: Path, name: str, start: Callable[[Any, list[Any]], Any]) -> Any:

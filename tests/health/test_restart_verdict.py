@@ -73,50 +73,56 @@ def _snapshots(checkpoint: Path, suffix: str) -> list[set[int]]:
     return [{int(f.name.split(".")[0]) for f in p.glob(f"*{suffix}")} for p in parts]
 
 
-def _wait_snapshots(spark: Any, base: Base, suffix: str) -> None:
-    """Feed one file per batch until every partition has two snapshots (written by Spark's
-    maintenance task, hence the running query), then add deltas after them."""
-    with spark_conf(spark, {**base.conf, **QUICK_SNAPSHOTS}):
-        query = _start(spark, base, base.checkpoint, {"processingTime": "100 milliseconds"})
-        try:
-            for n in range(40):
+def _wait_snapshots(spark: Any, bases: list[tuple[Base, str]]) -> list[Any]:
+    """Feed one file per batch to each query until every partition has two snapshots
+    (written by Spark's maintenance task, hence the running queries), then start one more run
+    of each that adds deltas after them, and return those runs. The queries run side by side:
+    a batch costs mostly driver round trips, which they then share."""
+    running = []
+    for base, suffix in bases:
+        with spark_conf(spark, {**base.conf, **QUICK_SNAPSHOTS}):
+            query = _start(spark, base, base.checkpoint, {"processingTime": "100 milliseconds"})
+        running.append((base, suffix, query))
+    waiting = list(running)
+    try:
+        for n in range(40):
+            for base, _, _ in waiting:
                 _write_input(base.inputs, f"{n:03d}", n)
+            for entry in list(waiting):
+                base, suffix, query = entry
                 commit = base.checkpoint / "commits" / str(n)
                 while not commit.exists():
                     query.processAllAvailable()
                 found = _snapshots(base.checkpoint, suffix)
                 if n >= 3 and found and all(len(s) >= 2 for s in found):
-                    break
-            else:
-                pytest.fail(f"Spark wrote no two {suffix} snapshots per partition in 40 batches")
-        finally:
+                    query.stop()
+                    waiting.remove(entry)
+            if not waiting:
+                break
+        else:
+            names = [str(base.checkpoint) for base, _, _ in waiting]
+            pytest.fail(f"Spark wrote no two snapshots per partition in 40 batches: {names}")
+    finally:
+        for _, _, query in running:
             query.stop()
     # Two more batches (one run) with snapshots rare again: deltas/changelogs after the newest
     # snapshot.
-    for n in (90, 91):
-        _write_input(base.inputs, f"{n:03d}", n)
-    with spark_conf(spark, base.conf):
-        _start(spark, base, base.checkpoint, {"availableNow": True}).awaitTermination()
+    last_runs = []
+    for base, _ in bases:
+        for n in (90, 91):
+            _write_input(base.inputs, f"{n:03d}", n)
+        with spark_conf(spark, base.conf):
+            last_runs.append(_start(spark, base, base.checkpoint, {"availableNow": True}))
+    return last_runs
 
 
 @pytest.fixture(scope="session")
 def bases(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Base]:
     root = tmp_path_factory.mktemp("restart-bases")
     out = {}
-    for name, conf, suffix in (
-        ("hdfs", {"spark.sql.streaming.stateStore.providerClass": HDFS}, ".snapshot"),
-        (
-            "rocksdb",
-            {"spark.sql.streaming.stateStore.providerClass": ROCKSDB, CHANGELOG: "true"},
-            ".zip",
-        ),
-    ):
-        base = Base(root / name / "checkpoint", root / name / "in", conf)
-        base.inputs.mkdir(parents=True)
-        _wait_snapshots(spark, base, suffix)
-        out[name] = base
     # Without changelogs every batch uploads its zip at commit: no waiting needed. Its SSTs
-    # are ZSTD-compressed, the one RocksDB codec the samples and the corpus lack.
+    # are ZSTD-compressed, the one RocksDB codec the samples and the corpus lack. It runs
+    # beside the two below.
     conf = {
         "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
         CHANGELOG: "false",
@@ -127,8 +133,24 @@ def bases(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Bas
     for n in range(3):
         _write_input(base.inputs, f"{n:03d}", n)
     with spark_conf(spark, conf):
-        _start(spark, base, base.checkpoint, {"availableNow": True}).awaitTermination()
+        running = [_start(spark, base, base.checkpoint, {"availableNow": True})]
     out["rocksdb0"] = base
+    snapshotted = []
+    for name, conf, suffix in (
+        ("hdfs", {"spark.sql.streaming.stateStore.providerClass": HDFS}, ".snapshot"),
+        (
+            "rocksdb",
+            {"spark.sql.streaming.stateStore.providerClass": ROCKSDB, CHANGELOG: "true"},
+            ".zip",
+        ),
+    ):
+        base = Base(root / name / "checkpoint", root / name / "in", conf)
+        base.inputs.mkdir(parents=True)
+        snapshotted.append((base, suffix))
+        out[name] = base
+    running += _wait_snapshots(spark, snapshotted)
+    for query in running:
+        query.awaitTermination()
     return out
 
 

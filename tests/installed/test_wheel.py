@@ -1,8 +1,7 @@
 """The wheel as a user installs it: built, installed into a fresh virtualenv, and run.
 
-The virtualenv has no access to the repository's ``.venv`` and runs from a folder outside the
-repository, so nothing here can import the source tree by accident. Dependencies come from
-the package index pip is configured with (its cache, after ``make install``).
+The builds and the virtualenv are made beside the suite while earlier tests run
+(tests/installed/wheel_env.py); the tests here check what they made and run it.
 """
 
 from __future__ import annotations
@@ -14,102 +13,34 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import tarfile
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, SAMPLES
+from tests.conftest import SAMPLES
+from tests.installed.wheel_env import PREBUILT, Built, Venv
 from tests.remote.servers import env_for, free_port, upload_tree
 
 SAMPLE = SAMPLES / "spark-4.3" / "agg-hdfs"
 ROCKS = SAMPLES / "spark-4.3" / "agg-rocks-cl"
-INSTALL_TIMEOUT_S = 900.0
 # A guard against a hung server, not a wait: the loop below returns as soon as it answers.
 DASHBOARD_DEADLINE_S = 120.0
 
 pytestmark = pytest.mark.slow
 
 
-@dataclass(frozen=True)
-class Venv:
-    root: Path
-    home: Path
-
-    @property
-    def python(self) -> str:
-        return str(self.root / "bin" / "python")
-
-    def run(
-        self, *args: str, env: dict[str, str] | None = None
-    ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(self.root / "bin" / "stateglass"), *args],
-            cwd=self.home,
-            env={**self.env(), **(env or {})},
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-
-    def env(self) -> dict[str, str]:
-        keep = ("PATH", "LANG", "LC_ALL", "TMPDIR", "JAVA_HOME")
-        env = {k: v for k, v in os.environ.items() if k in keep}
-        env["HOME"] = str(self.home)
-        env["PATH"] = f"{self.root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-        return env
-
-    def pip(self, *args: str) -> None:
-        # --no-compile: pip would byte-compile every dependency's modules (thousands of files)
-        # up front; Python writes the bytecode of what the tests import on first import.
-        proc = subprocess.run(
-            [self.python, "-m", "pip", "--disable-pip-version-check", *args, "--no-compile"],
-            cwd=self.home,
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            timeout=INSTALL_TIMEOUT_S,
-            check=False,
-        )
-        assert proc.returncode == 0, proc.stderr[-3000:]
-
-
-def _build(source: Path, dist: Path, *flags: str, env: dict[str, str] | None = None) -> None:
-    """``python -m build`` with no build isolation, so no download: setuptools and build come
-    from the repository's pinned set."""
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "build",
-            "--no-isolation",
-            *flags,
-            "--outdir",
-            str(dist),
-            str(source),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        env={**os.environ, **(env or {})},
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+@pytest.fixture(scope="module")
+def built() -> Built:
+    return PREBUILT.result()
 
 
 @pytest.fixture(scope="module")
-def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The sdist, then the wheel built from it."""
-    out = tmp_path_factory.mktemp("dist")
-    _build(ROOT, out)
-    assert len(list(out.glob("stateglass-*.tar.gz"))) == 1
-    return out
+def dist(built: Built) -> Path:
+    return built.dist
 
 
 @pytest.fixture(scope="module")
@@ -119,15 +50,8 @@ def wheel(dist: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Venv:
-    home = tmp_path_factory.mktemp("home")
-    root = home / "venv"
-    # The base interpreter, not this .venv's: a new environment sees none of our packages.
-    base = getattr(sys, "_base_executable", sys.executable)
-    subprocess.run([base, "-m", "venv", str(root)], check=True, timeout=120)
-    made = Venv(root, home)
-    made.pip("install", "--quiet", str(wheel))
-    return made
+def venv(built: Built) -> Venv:
+    return built.venv
 
 
 def _site_packages(venv: Venv) -> Path:
@@ -153,19 +77,14 @@ def test_the_wheel_carries_the_speedups_listener_grafana_and_docs(wheel: Path) -
     assert not any(n.split("/", 1)[0] in ("app", "collectors", "parsers", "tests") for n in names)
 
 
-def test_a_wheel_built_without_a_compiler_runs_on_pure_python(dist: Path, tmp_path: Path) -> None:
+def test_a_wheel_built_without_a_compiler_runs_on_pure_python(built: Built, tmp_path: Path) -> None:
     import zipfile
 
-    (sdist,) = dist.glob("stateglass-*.tar.gz")
-    with tarfile.open(sdist) as archive:
-        archive.extractall(tmp_path / "sdist", filter="data")
-    (source,) = (tmp_path / "sdist").iterdir()
-    pure = tmp_path / "pure"
-    # No working C compiler: the speedups are optional, so the build still succeeds.
-    _build(source, pure, "--wheel", env={"CC": "false", "LDSHARED": "false"})
-    (built,) = pure.glob("stateglass-*.whl")
+    # Built from the sdist with CC=false (wheel_env.build_all): the speedups are optional, so
+    # the build succeeded.
+    (built_wheel,) = built.pure.glob("stateglass-*.whl")
     unpacked = tmp_path / "unpacked"
-    zipfile.ZipFile(built).extractall(unpacked)
+    zipfile.ZipFile(built_wheel).extractall(unpacked)
     assert not list((unpacked / "stateglass" / "parsers").glob("_speedups*.so"))
     # -S: this .venv's packages arrive as a plain path entry whose .pth files (the editable
     # install's finder among them) do not run, so StateGlass comes from the unpacked wheel.
