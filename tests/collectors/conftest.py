@@ -1,4 +1,4 @@
-"""Session fixtures: every sample collected once by the local engine; a Spark cluster."""
+"""Every sample collected once per session by the local engine; a Spark cluster per module."""
 
 from __future__ import annotations
 
@@ -18,9 +18,11 @@ def samples_db(all_samples_db: SamplesDb) -> str:
     return all_samples_db.path
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """A standalone master and two workers (separate JVMs), stopped at the session's end."""
+    """A standalone master and two workers (separate JVMs), shared by one module's tests and
+    stopped after them: three idle JVMs would otherwise hold memory and wake for heartbeats
+    through the rest of the session."""
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         pytest.fail("the cluster tests need Java 17+ (see .ci/run)")
     with standalone_cluster(tmp_path_factory.mktemp("cluster")) as cluster:

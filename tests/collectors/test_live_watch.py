@@ -91,7 +91,9 @@ def test_watch_follows_a_live_query(
         .writeStream.format("noop")
         .outputMode("update")
         .option("checkpointLocation", str(cp))
-        .trigger(processingTime="1 second")
+        # Two batches a second: ENOUGH_BATCHES land in half the time, and a watcher that
+        # waited for its debounce's cap would fall further behind, not less.
+        .trigger(processingTime="500 milliseconds")
         .start()
     )
     watcher: subprocess.Popen[bytes] | None = None

@@ -113,7 +113,9 @@ def test_collect_on_the_cluster_equals_the_local_engine(
 def test_executors_missing_a_compiled_dependency(spark_cluster: Cluster, tmp_path: Path) -> None:
     checkpoint = str(copy_sample("spark-4.3/agg-hdfs", tmp_path))
     # No site-packages on the executors: lz4 and friends are missing there (the decoy is).
-    env = spark_env(tmp_path / "conf", [str(DECOY)], **{"spark.task.maxFailures": "1"})
+    # One executor fails as every one would: the second would only start a JVM to no end.
+    conf = {"spark.task.maxFailures": "1", "spark.cores.max": "1"}
+    env = spark_env(tmp_path / "conf", [str(DECOY)], **conf)
     db = str(tmp_path / "sg.duckdb")
     proc = _run(
         _collect([checkpoint], db, spark_cluster.master_url),

@@ -1,8 +1,8 @@
 """``--engine spark`` keeps Spark's console clutter out of stderr: a collect that fails ends with
 our one-line error, not with the progress bar of the stage that was running.
 
-Spark draws the bar for a stage that runs longer than half a second, so the probe's stage
-sleeps for two: with the bar on, stderr would hold ``[Stage 0:>`` lines.
+Spark draws the bar for a stage that runs longer than half a second (then every 200 ms), so
+the probe's stage sleeps for one: with the bar on, stderr would hold ``[Stage 0:>`` lines.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from stateglass.collectors.engines.spark import _session
 
 spark = _session("local[1]")
 assert spark.sparkContext.getConf().get("spark.ui.showConsoleProgress") == "false"
-spark.sparkContext.parallelize([0], 1).map(lambda x: time.sleep(2.0) or x).collect()
+spark.sparkContext.parallelize([0], 1).map(lambda x: time.sleep(1.0) or x).collect()
 print("stateglass: error: the last line", file=sys.stderr, flush=True)
 spark.stop()
 """

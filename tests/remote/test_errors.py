@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
 
 from tests.remote.conftest import S3
 from tests.remote.servers import Proxy
@@ -16,6 +17,19 @@ SAMPLE = "spark-4.3/agg-hdfs"
 OTHER = "spark-4.3/agg-rocks-cl"
 # Two attempts, not five: the failures below are meant to last, and the test should not wait.
 FEW_RETRIES = ("--storage-option", "config_kwargs.retries.max_attempts=2")
+
+
+@pytest.fixture
+def short_backoffs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """botocore waits a jittered 2**n s before each retry, seconds per failing file here; the
+    retries, their number and the error that ends them are what these tests prove, not the
+    wait. A hundredth of it, in this process only (the CLI runs in-process)."""
+    from botocore.retries.standard import ExponentialBackoff
+
+    delay = ExponentialBackoff.delay_amount
+    monkeypatch.setattr(
+        ExponentialBackoff, "delay_amount", lambda self, context: delay(self, context) / 100
+    )
 
 
 def _dump(db: Path) -> dict[str, list[tuple[Any, ...]]]:
@@ -78,7 +92,7 @@ def test_secrets_never_reach_output_db_or_report(s3: S3, cli: Any, tmp_path: Pat
 
 
 def test_connection_lost_mid_scan_leaves_the_database_as_it_was(
-    s3: S3, cli: Any, tmp_path: Path
+    s3: S3, cli: Any, tmp_path: Path, short_backoffs: None
 ) -> None:
     from stateglass.collectors.remote import COUNTS
 
@@ -111,7 +125,7 @@ def test_connection_lost_mid_scan_leaves_the_database_as_it_was(
     assert len(alone["state_versions"]) > 0
 
 
-def test_throttling_is_retried_then_reported(s3: S3, cli: Any) -> None:
+def test_throttling_is_retried_then_reported(s3: S3, cli: Any, short_backoffs: None) -> None:
     with Proxy(s3.endpoint) as proxy:
         os.environ["AWS_ENDPOINT_URL"] = proxy.url
         try:

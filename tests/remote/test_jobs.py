@@ -17,25 +17,35 @@ from tests.remote.conftest import S3
 
 def test_collect_jobs_2_matches_jobs_1(s3: S3, tmp_path: Path) -> None:
     url = s3.url("spark-4.3/join-hdfs")  # four stores: sixteen chains
-    tables, requests = {}, {}
+    runs = {}
+    # Each run has its own database and cache: side by side, they take the slower one's time,
+    # and each still downloads every file, so their counts compare.
     for jobs in ("1", "2"):
         db = tmp_path / f"jobs{jobs}.duckdb"
-        # A cache of its own each: both runs download every file, so their counts compare.
         env = {**os.environ, "STATEGLASS_CACHE_DIR": str(tmp_path / f"cache{jobs}")}
         cmd = [sys.executable, "-m", "stateglass.app.cli", "collect", url, "--db", str(db)]
-        proc = subprocess.run(
+        runs[jobs] = subprocess.Popen(
             [*cmd, "--jobs", jobs, "--verbose"],
-            capture_output=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=300,
             cwd=ROOT,
             env=env,
         )
-        assert proc.returncode == 0, proc.stderr
-        lines = proc.stderr.splitlines()
-        assert ("(partitions counted in 2 worker processes)" in lines[0]) == (jobs == "2")
-        requests[jobs] = [line for line in lines if "requests:" in line]
-        tables[jobs] = all_tables(str(db))
+    tables, requests = {}, {}
+    try:
+        for jobs, proc in runs.items():
+            _, err = proc.communicate(timeout=300)
+            assert proc.returncode == 0, err
+            lines = err.splitlines()
+            assert ("(partitions counted in 2 worker processes)" in lines[0]) == (jobs == "2")
+            requests[jobs] = [line for line in lines if "requests:" in line]
+            tables[jobs] = all_tables(str(tmp_path / f"jobs{jobs}.duckdb"))
+    finally:
+        for proc in runs.values():
+            if proc.poll() is None:  # timed out, or an assertion above failed first
+                proc.kill()
+                proc.wait()
     assert tables["2"] == tables["1"]
     assert tables["1"]["state_versions"]
     # The workers' GETs are counted: the same requests as one process makes.
