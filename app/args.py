@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 from stateglass.app.errors import AppError
 from stateglass.collectors.locations import DEFAULT_DB
-from stateglass.collectors.reconcile import (
+from stateglass.collectors.scan.reconcile import (
     DEFAULT_RECONCILE_S,
     DEFAULT_RECONCILE_SCANS,
     ReconcilePolicy,
 )
 
 if TYPE_CHECKING:
-    from stateglass.collectors.state import StateRequest
+    from stateglass.collectors.checkpoints.state_reader import StateRequest
 
 CHECKPOINT_HELP = (
     "checkpoint directory or URL (s3://, gs://, abfss://, hdfs://): the query's checkpointLocation"
@@ -93,7 +93,7 @@ def add_store_args(p: argparse.ArgumentParser) -> None:
 
 def store_request(args: argparse.Namespace, batch_id: int | None = None) -> StateRequest:
     """The :class:`StateRequest` that :func:`add_store_args`' arguments describe."""
-    from stateglass.collectors.state import StateRequest
+    from stateglass.collectors.checkpoints.state_reader import StateRequest
 
     return StateRequest(
         operator_id=args.operator,
@@ -205,7 +205,7 @@ def reconcile_policy(args: argparse.Namespace) -> ReconcilePolicy:
 
 def refuse_output_inside(output: str | None, roots: Iterable[str]) -> None:
     """StateGlass never writes inside a checkpoint, not even where ``-o`` points."""
-    from stateglass.collectors.enclosing import enclosing_checkpoint
+    from stateglass.collectors.checkpoints.enclosing import enclosing_checkpoint
 
     inside = enclosing_checkpoint(output, roots) if output is not None else None
     if inside is not None:
@@ -215,7 +215,7 @@ def refuse_output_inside(output: str | None, roots: Iterable[str]) -> None:
 def refuse_db_inside(db: str, roots: Iterable[str]) -> None:
     """The collector writes the database (and its WAL and log) next to ``db``: never inside a
     checkpoint, one of ``roots`` or any other."""
-    from stateglass.collectors.enclosing import enclosing_checkpoint
+    from stateglass.collectors.checkpoints.enclosing import enclosing_checkpoint
 
     inside = enclosing_checkpoint(db, roots)
     if inside is not None:

@@ -25,7 +25,7 @@ from types import FrameType
 from typing import IO
 
 # The helpers around forked workers live with the collectors, which fork them too.
-from stateglass.collectors.signals import CLEAN_EXIT_SIGNALS, restore_default_signals
+from stateglass.collectors.engines.signals import CLEAN_EXIT_SIGNALS, restore_default_signals
 
 
 class Terminated(KeyboardInterrupt):

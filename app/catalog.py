@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from stateglass.collectors.checkpoint import Checkpoint
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from stateglass.collectors.errors import CollectorError
 
 
 def find_checkpoints(root: str, max_depth: int = 4) -> list[str]:
     """The checkpoint at ``root``, or those below it (bounded search, see
-    :mod:`stateglass.collectors.discover`); none when there are neither."""
-    from stateglass.collectors.discover import Limits, checkpoints_at
+    :mod:`stateglass.collectors.checkpoints.discover`); none when there are neither."""
+    from stateglass.collectors.checkpoints.discover import Limits, checkpoints_at
     from stateglass.collectors.errors import NotACheckpoint
     from stateglass.collectors.fs import LOCAL
 

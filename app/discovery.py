@@ -1,7 +1,8 @@
 """Command-line side of checkpoint discovery: its flags, its progress line, its warnings.
 
 ``collect``, ``watch`` and ``dashboard`` accept checkpoints or folders (or URL prefixes) of
-them; a folder is searched within the bounds given here (see :mod:`stateglass.collectors.discover`).
+them; a folder is searched within the bounds given here (see
+:mod:`stateglass.collectors.checkpoints.discover`).
 
 Example::
 
@@ -16,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from stateglass.collectors.discover import Limits, checkpoints_at
+from stateglass.collectors.checkpoints.discover import Limits, checkpoints_at
 from stateglass.collectors.fs import FileSystem
 
 DEFAULTS = Limits()

@@ -1,7 +1,7 @@
 """Prometheus gauges read from the history database at scrape time.
 
 :class:`HistoryCollector` is a ``prometheus_client`` custom collector: every scrape opens one
-read-only connection (``collectors.db.reader``), reads the newest facts of every collected
+read-only connection (``collectors.db.database.reader``), reads the newest facts of every collected
 checkpoint, closes it, then runs the health rules. Nothing is cached between scrapes, so a
 gauge is as fresh as the last ``collect`` / ``watch`` commit. ``docs/metrics.md`` lists the
 metrics and their labels.
@@ -30,14 +30,14 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from stateglass.collectors.db import reader
+from stateglass.collectors.db.database import reader
 from stateglass.collectors.errors import CheckpointError, DatabaseError
 
 if TYPE_CHECKING:
     import duckdb
     from prometheus_client.metrics_core import Metric
 
-    from stateglass.collectors.health import HealthConfig
+    from stateglass.app.analysis.health import HealthConfig
 
 # How long a scrape waits for a collector's write lock: Prometheus gives up after 10 s.
 SCRAPE_LOCK_TIMEOUT_S = 5.0
@@ -250,7 +250,7 @@ class HistoryCollector(Collector):
         return families, checkpoints
 
     def _health(self, checkpoints: dict[str, Any]) -> GaugeMetricFamily:
-        from stateglass.collectors.health import RULES
+        from stateglass.app.analysis.health import RULES
 
         family = GaugeMetricFamily(
             HEALTH_GAUGE,
@@ -268,7 +268,7 @@ class HistoryCollector(Collector):
     def _verdicts_of(self, checkpoints: dict[str, Any]) -> dict[str, dict[str, int]]:
         """Worst status per rule of each checkpoint: kept ones, and after a new scan or
         ``health_ttl_s`` those the watcher stored (judged here only when it has not)."""
-        from stateglass.collectors.health.stored import stored_many
+        from stateglass.app.analysis.health.stored import stored_many
 
         with self._lock:  # concurrent scrapes judge once
             now = self.clock()

@@ -25,9 +25,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 from stateglass.app.atomic import AtomicText, replacing
 from stateglass.app.errors import AppError, OutputError
-from stateglass.parsers.arrow_types import arrow_type, arrow_value, unique_names
-from stateglass.parsers.errors import ParseError
-from stateglass.parsers.sparkjson import (
+from stateglass.app.render.arrow_values import arrow_value
+from stateglass.app.render.spark_json import (
     ChainEncoder,
     render_row,
     row_json_encoder,
@@ -38,12 +37,14 @@ from stateglass.parsers.sparkjson import (
     state_prefixed_blob_encoder,
     to_python,
 )
-from stateglass.parsers.sparktext import TimeZoneSpec
+from stateglass.app.render.spark_text import TimeZoneSpec
+from stateglass.parsers.arrow_types import arrow_type, unique_names
+from stateglass.parsers.errors import ParseError
 from stateglass.parsers.sparktypes import AtomicType, DataType, StructField, StructType
 from stateglass.parsers.state_rows import Column, Row, RowCodec
 
 if TYPE_CHECKING:
-    from stateglass.collectors.state import StateSource
+    from stateglass.collectors.checkpoints.state_reader import StateSource
 
 TABLE_CELL = 40  # characters; wider cells are cut with an ellipsis
 FLUSH_EVERY = 20_000  # lines buffered before one write: fewer syscalls, bounded memory

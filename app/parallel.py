@@ -15,9 +15,9 @@ import tempfile
 from collections.abc import Sequence
 
 from stateglass.app.output import JsonLinesSink
+from stateglass.collectors.checkpoints.state_reader import StateSource
 from stateglass.collectors.engines.forked import ForkedPool
-from stateglass.collectors.signals import restore_default_signals
-from stateglass.collectors.state import StateSource
+from stateglass.collectors.engines.signals import restore_default_signals
 
 # Set in the parent just before the fork; read by the workers.
 _JOB: tuple[StateSource, JsonLinesSink, int, str] | None = None

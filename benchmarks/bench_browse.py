@@ -42,7 +42,7 @@ from bench_state_read import OUT, PY, WRITE_CHECKPOINT  # noqa: E402
 
 from stateglass.app.browse import store  # noqa: E402
 from stateglass.app.browse.diff import _RECENT, compute_diff  # noqa: E402
-from stateglass.app.browse.history import find_keys, key_history  # noqa: E402
+from stateglass.app.browse.key_history import find_keys, key_history  # noqa: E402
 from stateglass.app.browse.table import PageRequest, iter_page, read_page  # noqa: E402
 from stateglass.app.browse.views import SOURCES, StateView, versions  # noqa: E402
 
@@ -107,8 +107,8 @@ def summary(values: list[float]) -> str:
 def apptest(cp: str) -> None:
     from streamlit.testing.v1 import AppTest
 
-    from stateglass.collectors.db import Database
-    from stateglass.collectors.scan import scan_checkpoint
+    from stateglass.collectors.db.database import Database
+    from stateglass.collectors.scan.scanner import scan_checkpoint
 
     db = os.path.join(tempfile.mkdtemp(prefix="sg-bench-browse-"), "bench.duckdb")
     scan_checkpoint(Database(db), cp)

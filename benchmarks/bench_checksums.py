@@ -7,7 +7,7 @@ Usage::
 
 For each checkpoint (read only: databases go to a temporary directory):
 
-1. Verification alone: :func:`collectors.checksums.verify_files` over every file a first
+1. Verification alone: :func:`collectors.scan.checksums.verify_files` over every file a first
    collect sees (state files, SSTs, offsets/commits), timed; MB/s = bytes of the verified
    files / seconds.
 2. RocksDB SSTs alone: each SST read and its block checksums re-computed
@@ -33,13 +33,13 @@ import tempfile
 import time
 from collections.abc import Callable
 
-from stateglass.collectors import checksums
-from stateglass.collectors import scan as scan_module
-from stateglass.collectors.checkpoint import Checkpoint
-from stateglass.collectors.checksums import is_sst, verify_files
-from stateglass.collectors.db import Database
-from stateglass.collectors.listing import list_checkpoint
-from stateglass.collectors.scan import _read_metadata, scan_checkpoint
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+from stateglass.collectors.checkpoints.listing import list_checkpoint
+from stateglass.collectors.db.database import Database
+from stateglass.collectors.scan import checksums
+from stateglass.collectors.scan import scanner as scan_module
+from stateglass.collectors.scan.checksums import is_sst, verify_files
+from stateglass.collectors.scan.scanner import _read_metadata, scan_checkpoint
 from stateglass.parsers.sst import verify_sst
 
 

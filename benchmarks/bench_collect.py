@@ -10,7 +10,7 @@ Usage::
 2. Full collect: a fresh database, ``stateglass collect`` in-process on a copy of it, timed.
    Spark: a process that counts the rows of the same store at the last batch with
    ``spark.read.format("statestore")`` (start-up included, and the count alone).
-3. Key counting: :func:`collectors.chains.compute_chain` over every partition of the 1M-key
+3. Key counting: :func:`collectors.scan.chains.compute_chain` over every partition of the 1M-key
    checkpoint of ``bench_state_read.py`` (written if missing); records/s = delta records
    applied / seconds. Spark: counting the same store's rows.
 4. Memory per live key: a child process rebuilds the largest partition's chain; (peak RSS −
@@ -101,7 +101,7 @@ spark.stop()
 CHAIN_MEMORY = r"""
 import resource, sys
 sys.path.insert(0, sys.argv[1])
-from stateglass.collectors.chains import ChainTask, compute_chain
+from stateglass.collectors.scan.chains import ChainTask, compute_chain
 from stateglass.collectors.stores import StoreContext, open_store
 from stateglass.collectors.fs import LOCAL
 cp, partition = sys.argv[2], int(sys.argv[3])
@@ -206,8 +206,8 @@ def ensure_checkpoint(partitions: int, batches: int) -> tuple[str, str]:
 
 
 def collect(cp: str, db_path: str) -> tuple[float, Any]:
-    from stateglass.collectors.db import Database
-    from stateglass.collectors.scan import scan_checkpoint
+    from stateglass.collectors.db.database import Database
+    from stateglass.collectors.scan.scanner import scan_checkpoint
 
     start = time.perf_counter()
     summary = scan_checkpoint(Database(db_path), cp)
@@ -224,7 +224,7 @@ def spark_count(cp: str) -> tuple[int, float, float]:
 
 
 def bench_full(cp: str, runs: int) -> dict[str, Any]:
-    from stateglass.collectors.db import read_query
+    from stateglass.collectors.db.database import read_query
 
     walls, summary, db_path, tmp = [], None, "", ""
     for _ in range(runs):
@@ -252,7 +252,7 @@ def bench_full(cp: str, runs: int) -> dict[str, Any]:
 
 
 def bench_chain(cp: str, runs: int) -> dict[str, Any]:
-    from stateglass.collectors.chains import ChainTask, compute_chain
+    from stateglass.collectors.scan.chains import ChainTask, compute_chain
 
     parts = sorted(int(p) for p in os.listdir(os.path.join(cp, "state", "0")) if p.isdigit())
     tasks = [
@@ -352,7 +352,7 @@ def load_average() -> str:
 
 def all_tables(db_path: str) -> dict[str, list[tuple[Any, ...]]]:
     """Every table of the database, every row, ordered; the columns a clock fills left out."""
-    from stateglass.collectors.db import read_query
+    from stateglass.collectors.db.database import read_query
 
     clock = {"first_seen", "last_scan", "seen_at", "last_seen", "purged_at"}
     out = {}
@@ -511,15 +511,15 @@ def main() -> None:
 def chain_cpu(cp: str) -> tuple[float, float]:
     """CPU seconds of counting every chain (the part that workers share) and of the whole scan
     (no interpreter start-up), in this process with ``--jobs 1``."""
-    from stateglass.collectors.checkpoint import Checkpoint
-    from stateglass.collectors.scan import Scanner
+    from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+    from stateglass.collectors.scan.scanner import Scanner
 
     class Timed:
         name = "timed"
         cpu = 0.0
 
         def run(self, tasks: Any, fs: Any) -> Any:
-            from stateglass.collectors.chains import compute_chain
+            from stateglass.collectors.scan.chains import compute_chain
 
             for task in tasks:
                 start = time.process_time()
@@ -527,7 +527,7 @@ def chain_cpu(cp: str) -> tuple[float, float]:
                 Timed.cpu += time.process_time() - start
                 yield result
 
-    from stateglass.collectors.db import Database
+    from stateglass.collectors.db.database import Database
 
     tmp = tempfile.mkdtemp(prefix="sg-bench-cpu-")
     Timed.cpu = 0.0

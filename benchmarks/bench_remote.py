@@ -155,7 +155,7 @@ def bench_incremental(client: Any, partitions: int, batches: int, cache: str) ->
 
 
 def bench_fleet(client: Any, count: int) -> None:
-    from stateglass.collectors.discover import Limits, discover
+    from stateglass.collectors.checkpoints.discover import Limits, discover
     from stateglass.collectors.remote import COUNTS as REQUESTS
     from stateglass.collectors.remote import fs_for
 

@@ -11,7 +11,8 @@ two batches; copies of its checkpoint are repartitioned to 2 and to 6 partitions
 repartition batch is committed). The stored bytes each rewrite moves come from
 ``stateglass plan-partitions`` on the checkpoint before. A least-squares line
 ``seconds = overhead + bytes / throughput`` through all runs gives the constants of
-``stateglass.app.partition_plan.REWRITE_MODEL``. Prints figures ready for docs/benchmarks.md,
+``stateglass.app.analysis.repartition.plan.REWRITE_MODEL``. Prints figures ready for
+docs/benchmarks.md,
 with the load average before and after.
 """
 
@@ -32,8 +33,8 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.dirname(HERE)]
 
-from stateglass.app.partition_plan import plan_partitions  # noqa: E402
-from stateglass.collectors.checkpoint import Checkpoint  # noqa: E402
+from stateglass.app.analysis.repartition.plan import plan_partitions  # noqa: E402
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint  # noqa: E402
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 

@@ -23,7 +23,7 @@ Usage::
      and ``collect`` runs again (incremental);
    * in one warm process, as the dashboard's server is: the Browse page's first page
      (``stateglass.app.browse.table.iter_page``), one key's history across every retained version
-     (``stateglass.app.browse.history.key_history``), the diff of the last two versions
+     (``stateglass.app.browse.key_history.key_history``), the diff of the last two versions
      (``stateglass.app.browse.diff.compute_diff``), each with an empty cache;
    * ``stateglass report`` on the collected database.
 The figures go to stdout as Markdown, with the machine, date and load averages, ready for
@@ -232,8 +232,8 @@ def breakdown(cp: str, scratch: str) -> dict[str, float]:
     with the version bytes skipped (``state_prefixed_blob_encoder``), write.
     """
     from stateglass.app.output import JsonLinesSink
-    from stateglass.collectors.checkpoint import Checkpoint
-    from stateglass.collectors.state import StateRequest, StateSource
+    from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+    from stateglass.collectors.checkpoints.state_reader import StateRequest, StateSource
 
     checkpoint = Checkpoint.open(cp)
     source = StateSource(checkpoint, StateRequest())
@@ -273,7 +273,7 @@ def browse(cp: str) -> dict[str, Any]:
     """The Browse, Key history and Diff pages' functions, each with an empty cache."""
     from stateglass.app.browse import store
     from stateglass.app.browse.diff import _RECENT, compute_diff
-    from stateglass.app.browse.history import find_key_json, key_history
+    from stateglass.app.browse.key_history import find_key_json, key_history
     from stateglass.app.browse.table import PageRequest, iter_page
     from stateglass.app.browse.views import SOURCES, StateView, versions
 

@@ -15,7 +15,7 @@ after each, timed apart). Prints each scan's wall and CPU time, the median and 9
 over the commits, and the load average: on a shared machine the CPU time is the steadier
 figure. ``--rows`` times each commit up to the moment its rows are committed (the end of
 ``Database.record_scan``: commit-to-row) beside the whole scan (a watcher checks the new
-files' checksums after that, ``collectors/late_checks.py``).
+files' checksums after that, ``collectors/scan/late_checks.py``).
 """
 
 from __future__ import annotations
@@ -66,9 +66,9 @@ def time_rows(db: Any) -> list[float]:
 def run(
     partitions: int, workdir: Path, by_name: bool, replayed: tuple[int, ...]
 ) -> list[tuple[float, float, float, float]]:
-    from stateglass.collectors.db import Database
-    from stateglass.collectors.reconcile import ReconcilePolicy
-    from stateglass.collectors.scan import Scanner
+    from stateglass.collectors.db.database import Database
+    from stateglass.collectors.scan.reconcile import ReconcilePolicy
+    from stateglass.collectors.scan.scanner import Scanner
     from tests.collectors.test_watch_scale import JOIN_SAMPLE, tile_join
 
     base = workdir / ("by-name" if by_name else "full")

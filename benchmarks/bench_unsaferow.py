@@ -35,13 +35,13 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from stateglass.parsers import records
-from stateglass.parsers.sparkjson import (
+from stateglass.app.render.spark_json import (
     render_row,
     state_blob_encoder,
     state_line_encoder,
     state_lines_encoder,
 )
+from stateglass.parsers import hdfs_files as records
 from stateglass.parsers.sparktypes import (
     ArrayType,
     AtomicType,

@@ -14,7 +14,8 @@ How it is built (a rendering benchmark: the rows are real collector output, tile
 1. ``benchmarks/out/collect-200x110/checkpoint`` is a real checkpoint written by PySpark
    (``bench_collect.ensure_checkpoint(200, 110)``: ``groupBy(k).agg(count, sum)``, 200
    partitions, HDFS provider, 110 batches; Spark's retention kept batches 9..109 in its logs).
-2. It is collected into a fresh DuckDB by ``stateglass.collectors.scan.scan_checkpoint``: 22,000
+2. It is collected into a fresh DuckDB by ``stateglass.collectors.scan.scanner.scan_checkpoint``:
+22,000
    ``state_versions`` rows (versions 1..110), 101 ``batches``, 23,600 ``state_files``.
 3. That history is extended to versions 1..1,000 and batches 0..999 (well, 9..999) by SQL
    ``INSERT … SELECT`` copies of the real rows with shifted ids:
@@ -33,7 +34,7 @@ How it is built (a rendering benchmark: the rows are real collector output, tile
      ``purged = true`` (the files are not on disk, as after Spark's maintenance), so an
      incremental ``stateglass collect`` of the checkpoint leaves them alone.
 
-The file is rebuilt when it is missing or when ``collectors/db.py``'s schema changes (a
+The file is rebuilt when it is missing or when ``collectors/db/database.py``'s schema changes (a
 fingerprint of its DDL is kept beside it).
 """
 
@@ -71,7 +72,7 @@ def history_checkpoint() -> str:
 
 
 def _fingerprint(checkpoint: str) -> str:
-    from stateglass.collectors import db
+    from stateglass.collectors.db import database as db
 
     ddl = "\n".join([*db.TABLES.values(), *db.VIEWS.values()])
     text = f"{checkpoint}\n{VERSIONS}\n{ddl}\n{pathlib.Path(__file__).read_text()}"
@@ -160,8 +161,8 @@ WHERE checkpoint = $cp AND version <= $last AND version + $last * _k <= $version
 def _build(checkpoint: str, target: pathlib.Path) -> None:
     import duckdb
 
-    from stateglass.collectors.db import Database
-    from stateglass.collectors.scan import scan_checkpoint
+    from stateglass.collectors.db.database import Database
+    from stateglass.collectors.scan.scanner import scan_checkpoint
 
     db = Database(str(target))
     scan_checkpoint(db, checkpoint)
@@ -215,7 +216,7 @@ def main() -> None:
     args = ap.parse_args()
     start = time.perf_counter()
     path = ensure_history_db(rebuild=args.rebuild)
-    from stateglass.collectors.db import read_query
+    from stateglass.collectors.db.database import read_query
 
     counts = {
         table: read_query(str(path), f"SELECT count(*) FROM {table}")[0][0]

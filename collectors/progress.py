@@ -25,15 +25,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from stateglass.collectors.db import Database, ProgressWrite
-from stateglass.collectors.enclosing import enclosing_checkpoint
-from stateglass.collectors.errors import BadProgressPath, CheckpointError, wrap_parse_error
-from stateglass.collectors.fs import LOCAL, FileSystem
-from stateglass.collectors.progress_schema import (
+from stateglass.collectors.checkpoints.enclosing import enclosing_checkpoint
+from stateglass.collectors.db.database import Database, ProgressWrite
+from stateglass.collectors.db.progress_tables import (
     DURATION_COLUMNS,
     HDFS_COLUMNS,
     ROCKSDB_COLUMNS,
 )
+from stateglass.collectors.errors import BadProgressPath, CheckpointError, wrap_parse_error
+from stateglass.collectors.fs import LOCAL, FileSystem
 from stateglass.parsers import eventlog
 from stateglass.parsers.errors import ParseError
 

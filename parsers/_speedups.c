@@ -9,7 +9,7 @@
  *
  * Every function refuses rather than guesses: on anything unusual (damaged stream, a row
  * that does not fit its schema, invalid UTF-8, a key that is not bytes) it hands control
- * back to the pure-Python code in parsers/records.py and parsers/sparkjson.py, which raises
+ * back to the pure-Python code in parsers/hdfs_files.py and app/render/spark_json.py, which raises
  * the precise error or renders the odd row. Python is the specification; this file only has
  * to agree with it where it answers at all (tests/parsers/test_speedups.py checks that).
  *
@@ -177,7 +177,7 @@ read_record_keys(PyObject *self, PyObject *args)
  * UnsafeRow -> Spark's toJSON text, for structs of simple types
  * ------------------------------------------------------------------------------------------ */
 
-/* Field type codes; parsers/sparkjson.py (_PLAN_CODES) must use the same numbers.
+/* Field type codes; app/render/spark_json.py (_PLAN_CODES) must use the same numbers.
  *
  * T_DOUBLE, T_DATE, T_TS and T_NTZ render the common values here and hand the rest (Java's
  * odd double digits, years outside 1600-9999, the 1582 calendar gap) to the field's Python
@@ -594,7 +594,7 @@ put_call(Out *o, PyObject *fn, PyObject *arg, int unpack)
 }
 
 /* Double.toString of Java 17 via Python's shortest digits, re-laid out as Java does
- * (parsers/javatext.py java_double_to_string): the same digits for normal doubles below
+ * (app/render/java_text.py java_double_to_string): the same digits for normal doubles below
  * 2**53 that are not powers of two; those others go to Python's exact port. */
 static int
 put_double(Out *o, const Field *f, double x)
@@ -680,7 +680,7 @@ put_double(Out *o, const Field *f, double x)
     return 0;
 }
 
-/* BigDecimal.toString of a compact decimal (parsers/javatext.py bigdecimal_to_string). */
+/* BigDecimal.toString of a compact decimal (app/render/java_text.py bigdecimal_to_string). */
 static void
 put_decimal(Out *o, int64_t unscaled, long long scale)
 {

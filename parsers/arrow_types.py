@@ -1,10 +1,11 @@
-"""Spark types as Arrow types, and decoded state values as Arrow-ready Python values.
+"""Spark types as Arrow types.
 
 The one mapping from Spark's types to Arrow's: Parquet export writes its columns with it, and
 the columnar decoder (:mod:`stateglass.parsers.columnar`) builds its arrays with it. Every
 column keeps its real type (nested structs, lists, maps, decimals, dates, timestamps) instead
 of a JSON string. Struct fields whose names repeat (aggregation buffers: ``sum``, ``sum``) get
-the suffixes ``_1``, ``_2``… that :func:`stateglass.parsers.sparkjson.to_python` uses, because
+the suffixes ``_1``, ``_2``… that Spark's JSON of such a row uses (``app.render.spark_json``),
+because
 Parquet needs unique names. pyarrow loads at the first call: collecting never needs it.
 
 Example::
@@ -16,11 +17,8 @@ Example::
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from typing import Any
 
-from stateglass.parsers.sparkjson import to_python
 from stateglass.parsers.sparktypes import (
     ArrayType,
     AtomicType,
@@ -29,7 +27,6 @@ from stateglass.parsers.sparktypes import (
     DecimalType,
     MapType,
     StringLikeType,
-    StructField,
     StructType,
     YearMonthIntervalType,
 )
@@ -52,7 +49,7 @@ _ATOMIC = {
 
 
 def unique_names(names: list[str]) -> list[str]:
-    """``sum, count, sum`` -> ``sum, count, sum_1`` (the keys :func:`to_python` uses)."""
+    """``sum, count, sum`` -> ``sum, count, sum_1`` (the keys Spark's JSON of the row uses)."""
     seen: dict[str, int] = {}
     out = []
     for n in names:
@@ -62,7 +59,7 @@ def unique_names(names: list[str]) -> list[str]:
     return out
 
 
-def _as_text(dt: DataType) -> bool:
+def has_text_form(dt: DataType) -> bool:
     """Types without an Arrow counterpart (calendar intervals, variants) go out as text."""
     return (
         isinstance(dt, AtomicType)
@@ -104,30 +101,3 @@ def arrow_type(dt: DataType) -> Any:
         if dt.name in _ATOMIC:
             return getattr(pa, _ATOMIC[dt.name])()
     return pa.string()  # calendar intervals, variants: Spark's JSON text
-
-
-def arrow_value(dt: DataType, time_zone: str = "UTC") -> Callable[[Any], Any]:
-    """Turn a value decoded by :mod:`stateglass.parsers.unsaferow` into what Arrow takes for
-    ``dt``."""
-    if isinstance(dt, StructType):
-        names = unique_names(dt.names)
-        convs = [arrow_value(f.data_type, time_zone) for f in dt.fields]
-        items = list(zip(names, convs, strict=True))
-        return lambda row: (
-            None
-            if row is None
-            else {n: None if v is None else c(v) for (n, c), v in zip(items, row, strict=True)}
-        )
-    if isinstance(dt, ArrayType):
-        elem = arrow_value(dt.element_type, time_zone)
-        return lambda xs: None if xs is None else [None if x is None else elem(x) for x in xs]
-    if isinstance(dt, MapType):
-        key, value = arrow_value(dt.key_type, time_zone), arrow_value(dt.value_type, time_zone)
-        return lambda pairs: (
-            None if pairs is None else [(key(k), None if v is None else value(v)) for k, v in pairs]
-        )
-    if _as_text(dt):
-        # Written as text: Spark's JSON rendering of the value.
-        py = to_python(StructType((StructField("v", dt),)), time_zone)
-        return lambda v: None if v is None else json.dumps(py((v,)).get("v"), default=str)
-    return lambda v: v

@@ -46,7 +46,7 @@ from functools import lru_cache
 from typing import Any
 
 from stateglass.parsers.errors import CorruptData, Truncated, UnsupportedFormat
-from stateglass.parsers.javatext import decode_utf8
+from stateglass.parsers.java_bytes import decode_utf8
 from stateglass.parsers.sparktypes import (
     ArrayType,
     AtomicType,

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
-from stateglass.parsers.javatext import _fmix, _mix, murmur3_hash_bytes
+from stateglass.parsers.java_bytes import murmur3_fmix, murmur3_hash_bytes, murmur3_mix
 from stateglass.parsers.sparktypes import AtomicType, DataType, DecimalType, StructType
 
 SEED = 42
@@ -43,14 +43,14 @@ class _Unsupported(Exception):
 
 def hash_int(value: int, seed: int) -> int:
     """``Murmur3_x86_32.hashInt`` as an unsigned 32-bit int."""
-    return _fmix(_mix(seed & 0xFFFFFFFF, value & 0xFFFFFFFF), 4)
+    return murmur3_fmix(murmur3_mix(seed & 0xFFFFFFFF, value & 0xFFFFFFFF), 4)
 
 
 def hash_long(value: int, seed: int) -> int:
     """``Murmur3_x86_32.hashLong`` as an unsigned 32-bit int."""
-    h1 = _mix(seed & 0xFFFFFFFF, value & 0xFFFFFFFF)
-    h1 = _mix(h1, (value >> 32) & 0xFFFFFFFF)
-    return _fmix(h1, 8)
+    h1 = murmur3_mix(seed & 0xFFFFFFFF, value & 0xFFFFFFFF)
+    h1 = murmur3_mix(h1, (value >> 32) & 0xFFFFFFFF)
+    return murmur3_fmix(h1, 8)
 
 
 def _micros(text: str, ntz: bool) -> int:

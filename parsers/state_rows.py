@@ -21,7 +21,7 @@ from typing import Any
 
 from stateglass.parsers.avro import avro_row_decoder
 from stateglass.parsers.errors import CorruptData, UnsupportedFormat
-from stateglass.parsers.javatext import murmur3_hash_bytes
+from stateglass.parsers.java_bytes import murmur3_hash_bytes
 from stateglass.parsers.rocksdb_encoding import (
     decode_value,
     decode_values,

@@ -49,7 +49,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from stateglass.parsers.errors import CorruptData, UnsupportedFormat
-from stateglass.parsers.javatext import decode_utf8
+from stateglass.parsers.java_bytes import decode_utf8
 from stateglass.parsers.sparktypes import (
     ArrayType,
     AtomicType,

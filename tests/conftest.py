@@ -148,8 +148,8 @@ class SamplesDb:
 def all_samples_db(tmp_path_factory: pytest.TempPathFactory) -> SamplesDb:
     """Collected once per test session: the app, collector, report and eviction tests only
     read it (a test that writes makes its own)."""
-    from stateglass.collectors.db import Database
-    from stateglass.collectors.scan import scan_checkpoint
+    from stateglass.collectors.db.database import Database
+    from stateglass.collectors.scan.scanner import scan_checkpoint
 
     db = Database(str(tmp_path_factory.mktemp("samples-db") / "samples.duckdb"))
     roots = {sample_id(path): scan_checkpoint(db, path).checkpoint for path in sample_checkpoints()}

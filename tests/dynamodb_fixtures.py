@@ -18,8 +18,8 @@ from types import ModuleType
 
 import pytest
 
-from stateglass.collectors.db import Database
-from stateglass.collectors.scan import scan_checkpoint
+from stateglass.collectors.db.database import Database
+from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.conftest import SAMPLES
 from tests.remote.servers import moto_environment
 

@@ -9,7 +9,7 @@ No Streamlit here: pages call these functions and show what they return.
 * :mod:`stateglass.app.browse.cells` — decoded rows as flat columns (``key.a``, ``value.b.c``);
 * :mod:`stateglass.app.browse.table` — pages with partition filter and key search;
 * :mod:`stateglass.app.browse.diff` — added, removed and changed keys between two versions;
-* :mod:`stateglass.app.browse.history` — one key through every retained version.
+* :mod:`stateglass.app.browse.key_history` — one key through every retained version.
 
 Example::
 

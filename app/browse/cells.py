@@ -15,8 +15,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from stateglass.app.render.spark_json import render_row, to_python
 from stateglass.parsers.arrow_types import unique_names
-from stateglass.parsers.sparkjson import render_row, to_python
 from stateglass.parsers.sparktypes import (
     ArrayType,
     AtomicType,

@@ -61,7 +61,7 @@ from stateglass.app.browse.store import (
 from stateglass.app.browse.table import last
 from stateglass.app.browse.views import StateView, identity_width, open_source, versions
 from stateglass.app.errors import AppError
-from stateglass.collectors.state import StateSource
+from stateglass.collectors.checkpoints.state_reader import StateSource
 
 DEFAULT_WINDOW = 10
 DEFAULT_TOP = 5

@@ -1,6 +1,6 @@
 """Browse's "overdue" filter: example keys Spark should already have evicted at one version.
 
-The predicate is the store's :class:`~collectors.eviction_rules.EvictionRule` (Spark's own),
+The predicate is the store's :class:`~collectors.scan.eviction_rules.EvictionRule` (Spark's own),
 the watermark that of the batch that wrote the version (``batchWatermarkMs`` of
 ``offsets/<version − 1>``): the same as the collect-time audit, evaluated on demand.
 
@@ -21,8 +21,13 @@ import pyarrow as pa
 from stateglass.app.browse.table import flattener
 from stateglass.app.browse.views import StateView, open_source
 from stateglass.collectors.errors import CheckpointError
-from stateglass.collectors.eviction import store_rules
-from stateglass.collectors.eviction_rules import EVENT_TIMERS, NOT_AUDITED, TIMERS, EvictionRule
+from stateglass.collectors.scan.eviction_audit import store_rules
+from stateglass.collectors.scan.eviction_rules import (
+    EVENT_TIMERS,
+    NOT_AUDITED,
+    TIMERS,
+    EvictionRule,
+)
 
 EVENT_TIME_COLUMN = "overdue.event_time"
 

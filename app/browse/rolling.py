@@ -34,10 +34,10 @@ from dataclasses import dataclass
 
 from stateglass.app.browse.diff import unshared_keys
 from stateglass.app.browse.store import PartitionData, partition_data
+from stateglass.collectors.checkpoints.state_reader import StateSource
 from stateglass.collectors.engines.forked import ForkedPool
-from stateglass.collectors.signals import restore_default_signals
-from stateglass.collectors.state import StateSource
-from stateglass.collectors.watch import is_remote
+from stateglass.collectors.engines.signals import restore_default_signals
+from stateglass.collectors.watch.events import is_remote
 
 Item = tuple[bytes, bytes]
 # The value at a step of keys that may have changed (None: absent there).

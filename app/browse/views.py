@@ -10,8 +10,8 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 
-from stateglass.collectors.checkpoint import Checkpoint, StoreInfo
-from stateglass.collectors.state import StateRequest, StateSource
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
+from stateglass.collectors.checkpoints.state_reader import StateRequest, StateSource
 from stateglass.parsers.state_rows import LIST_STATE, MAP_STATE, TIMER_STATE, RowCodec
 
 TIMERS_LABEL = "registered timers"

@@ -39,8 +39,8 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """``stateglass changes``: one row per put or delete, batch by batch."""
     from stateglass.app.output import open_sink
-    from stateglass.collectors.checkpoint import Checkpoint
-    from stateglass.collectors.state import StateSource, iter_raw_changes
+    from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+    from stateglass.collectors.checkpoints.state_reader import StateSource, iter_raw_changes
 
     if args.read_timers:
         # Spark 4.3's reader fails on it too (a ClassCastException in its change feed).

@@ -31,7 +31,7 @@ from stateglass.app.args import add_db_arg
 from stateglass.app.errors import AppError
 
 if TYPE_CHECKING:
-    from stateglass.collectors.health import Finding, HealthConfig, RestartVerdict
+    from stateglass.app.analysis.health import Finding, HealthConfig, RestartVerdict
 
 EXIT_STATUS = {"OK": 0, "WARN": 1, "ERR": 2}
 
@@ -91,10 +91,10 @@ def _now(text: str | None) -> datetime | None:
 def _collect(checkpoint: str, db_path: str) -> str:
     """Scan ``checkpoint`` into the database (incremental, a progress bar only on a terminal)."""
     from stateglass.app.collecting import ProgressBar
-    from stateglass.collectors.checkpoint import Checkpoint
-    from stateglass.collectors.db import Database
-    from stateglass.collectors.enclosing import enclosing_checkpoint
-    from stateglass.collectors.scan import Scanner
+    from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+    from stateglass.collectors.checkpoints.enclosing import enclosing_checkpoint
+    from stateglass.collectors.db.database import Database
+    from stateglass.collectors.scan.scanner import Scanner
 
     root = Checkpoint.open(checkpoint).root  # not a checkpoint: one line, exit 2
     inside = enclosing_checkpoint(db_path, [root])
@@ -128,8 +128,8 @@ def table(findings: list[Finding], verbose: bool = False) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """``stateglass check``: exit 0, 1 or 2 for a worst status of OK, WARN or ERR."""
+    from stateglass.app.analysis.health import load_config
     from stateglass.collectors import limits
-    from stateglass.collectors.health import load_config
 
     config = load_config(args.config)  # a bad file fails before anything is collected
     limits.configure(config.limits.over(limits.from_env()))
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, config: HealthConfig) -> int:
-    from stateglass.collectors.health import judge, worst
+    from stateglass.app.analysis.health import judge, worst
     from stateglass.collectors.remote import canonical
 
     now = _now(args.now)
@@ -149,7 +149,7 @@ def _run(args: argparse.Namespace, config: HealthConfig) -> int:
     root = collect(args.checkpoint, db_path)
     compat = None
     if args.next is not None:
-        from stateglass.collectors.compat import compare
+        from stateglass.app.analysis.compat import compare
 
         compat = compare(root, args.next)[2]
     verdict, findings = judge(db_path, root, now, config, compat, args.next or "")

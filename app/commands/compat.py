@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     # Imported by `run`: the CLI imports this module to build its parser, for every command.
-    from stateglass.collectors.compat.facts import CheckpointFacts, OperatorFacts
-    from stateglass.collectors.compat.rules import Verdict
+    from stateglass.app.analysis.compat.facts import CheckpointFacts, OperatorFacts
+    from stateglass.app.analysis.compat.rules import Verdict
 
 EXIT_RESTARTS = 0
 EXIT_REFUSED = 1
 
-# stateglass.collectors.compat.rules' statuses (SAME, COMPATIBLE, ...) -> the label printed.
+# stateglass.app.analysis.compat.rules' statuses (SAME, COMPATIBLE, ...) -> the label printed.
 _LABEL = {
     "same": "same",
     "compatible": "ok",
@@ -56,7 +56,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from stateglass.collectors.compat import compare
+    from stateglass.app.analysis.compat import compare
 
     old, new, verdict = compare(args.old, args.new)
     if args.json:

@@ -60,9 +60,9 @@ def _collect_for_dashboard(
     (folders searched with the discovery bounds in ``args``)."""
     from stateglass.app.args import refuse_db_inside
     from stateglass.app.collecting import ProgressBar
-    from stateglass.collectors.db import Database
+    from stateglass.collectors.db.database import Database
     from stateglass.collectors.engines import LocalEngine
-    from stateglass.collectors.scan import Scanner
+    from stateglass.collectors.scan.scanner import Scanner
 
     # Resolve every path first: a typo fails before anything is written.
     roots = sorted(discovery.find(paths, args or argparse.Namespace()))
@@ -101,8 +101,8 @@ def _health_config_env(args: argparse.Namespace) -> dict[str, str]:
     The Overview cards and the Health page judge with its thresholds, e.g. ``make run`` turns
     the stalled-query rule off for the finished sample runs (``sample_checkpoints/demo.toml``).
     """
+    from stateglass.app.analysis.health import load_config
     from stateglass.app.dashboard.context import HEALTH_CONFIG_ENV
-    from stateglass.collectors.health import load_config
 
     path = getattr(args, "config", None)
     if not path:
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         start_server,
         stop_server,
     )
-    from stateglass.app.watchers import CONTROL_ENV, WATCHED_ENV, WatcherRegistry
+    from stateglass.app.dashboard.watcher_child import CONTROL_ENV, WATCHED_ENV, WatcherRegistry
     from stateglass.collectors.progress import check_location
 
     db_path = os.path.abspath(os.path.expanduser(args.db))
@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     roots = _collect_for_dashboard(args.paths, db_path, args) if args.paths else []
     if progress:
         from stateglass.app.collecting import collect_progress
-        from stateglass.collectors.db import Database
+        from stateglass.collectors.db.database import Database
 
         collect_progress(Database(db_path), progress)
     # Open a browser only where there is a screen to show it on.

@@ -27,7 +27,7 @@ FORMATS = {".parquet": "PARQUET", ".csv": "CSV"}
 
 def exportable() -> list[str]:
     """Tables and views of the database a user may export (not the internal schema_info)."""
-    from stateglass.collectors.db import TABLES, VIEWS
+    from stateglass.collectors.db.database import TABLES, VIEWS
 
     return sorted(n for n in (*TABLES, *VIEWS) if n != "schema_info")
 
@@ -58,8 +58,8 @@ def run(args: argparse.Namespace) -> int:
     """``stateglass export``: COPY one table or view (optionally one checkpoint's rows)."""
     import duckdb
 
-    from stateglass.collectors.db import reader
-    from stateglass.collectors.enclosing import enclosing_checkpoint
+    from stateglass.collectors.checkpoints.enclosing import enclosing_checkpoint
+    from stateglass.collectors.db.database import reader
 
     names = exportable()
     if args.table not in names:

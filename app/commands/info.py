@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from stateglass.app.args import CHECKPOINT_HELP
 
 if TYPE_CHECKING:
-    from stateglass.collectors.checkpoint import Checkpoint, StoreInfo
+    from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
 
 
 def add_parser(subparsers: Any) -> None:
@@ -26,7 +26,7 @@ def add_parser(subparsers: Any) -> None:
 
 def store_summary(cp: Checkpoint, store: StoreInfo) -> dict[str, Any]:
     """What ``info`` says of one store; versions are those every partition can rebuild."""
-    from stateglass.collectors.state import StateRequest, StateSource
+    from stateglass.collectors.checkpoints.state_reader import StateRequest, StateSource
 
     source = StateSource(cp, StateRequest(store.operator_id, store.store_name, state_var=""))
     common = source.readable_versions()
@@ -88,7 +88,7 @@ def _state_variable(store: StoreInfo, name: str) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     """``stateglass info``: the checkpoint's batches, operators, stores and schemas."""
-    from stateglass.collectors.checkpoint import Checkpoint
+    from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 
     cp = Checkpoint.open(args.checkpoint)
     conf = cp.conf
@@ -139,7 +139,7 @@ def _print_text(cp: Checkpoint, summary: dict[str, Any]) -> None:
 
 
 def _print_store(s: dict[str, Any]) -> None:
-    from stateglass.collectors.checkpoint import INFERRED, INFERRED_HELP
+    from stateglass.collectors.checkpoints.checkpoint import INFERRED, INFERRED_HELP
     from stateglass.collectors.text import ranges
 
     print()

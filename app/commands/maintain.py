@@ -7,7 +7,7 @@ Examples::
 
 ``watch`` and the dashboard's watcher do the same on their own every so many versions; this
 runs it by hand (after changing ``[history]``, say). What is kept at what resolution is in
-:mod:`stateglass.collectors.history`; nothing a page, rule or report shows is lost.
+:mod:`stateglass.collectors.db.history_settings`; nothing a page, rule or report shows is lost.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def add_parser(subparsers: Any) -> None:
 
 def history_settings(config: str | None) -> Any:
     """The ``[history]`` settings of ``config`` (defaults without a file)."""
-    from stateglass.collectors.history import HistorySettings, from_config
+    from stateglass.collectors.db.history_settings import HistorySettings, from_config
     from stateglass.collectors.tomlfile import read_toml
 
     return HistorySettings() if not config else from_config(*read_toml(config))
@@ -45,7 +45,7 @@ def history_settings(config: str | None) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """``stateglass maintain``: one line per checkpoint maintained."""
-    from stateglass.collectors.db import Database
+    from stateglass.collectors.db.database import Database
 
     db_path = os.path.abspath(os.path.expanduser(args.db))
     if not os.path.isfile(db_path):

@@ -77,8 +77,8 @@ def serve(db: str, host: str, port: int, config_path: str | None = None) -> Any:
     _require_prometheus()
     from prometheus_client import CollectorRegistry, start_http_server
 
+    from stateglass.app.analysis.health import load_config
     from stateglass.app.metrics import HistoryCollector
-    from stateglass.collectors.health import load_config
 
     config = load_config(config_path)
     registry = CollectorRegistry(auto_describe=False)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from stateglass.app.args import CHECKPOINT_HELP
 
 if TYPE_CHECKING:
-    from stateglass.app.partition_plan import Plan
+    from stateglass.app.analysis.repartition.plan import Plan
 
 EXIT_REFUSED = 1
 
@@ -60,8 +60,8 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``stateglass plan-partitions``: the plan, then Spark's refusals if any."""
-    from stateglass.app.partition_plan import plan_partitions
-    from stateglass.collectors.checkpoint import Checkpoint
+    from stateglass.app.analysis.repartition.plan import plan_partitions
+    from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 
     cp = Checkpoint.open(args.checkpoint)
     plan = plan_partitions(cp, args.partitions, args.batch_id, args.operator, args.store)
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
 
 def plan_json(plan: Plan) -> dict[str, Any]:
     """The plan as one JSON object (``--format json``)."""
-    from stateglass.app.partition_plan import REWRITE_MODEL
+    from stateglass.app.analysis.repartition.plan import REWRITE_MODEL
 
     slow = plan.slowest_restart
     return {
@@ -118,8 +118,8 @@ def plan_json(plan: Plan) -> dict[str, Any]:
 
 def plan_text(plan: Plan) -> str:
     """The plan as a few lines and one table per store."""
-    from stateglass.app.partition_plan import REWRITE_MODEL
-    from stateglass.collectors.health.base import fmt_bytes
+    from stateglass.app.analysis.health.base import fmt_bytes
+    from stateglass.app.analysis.repartition.plan import REWRITE_MODEL
 
     lines = [
         f"checkpoint {plan.checkpoint}",

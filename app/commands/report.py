@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from stateglass.app.collecting import scan_all, scanner_for
     from stateglass.app.report import writer_for
     from stateglass.app.report.model import load_report
-    from stateglass.collectors.checkpoint import Checkpoint
+    from stateglass.collectors.checkpoints.checkpoint import Checkpoint
     from stateglass.collectors.remote import canonical
 
     # Check everything cheap before collecting: a typo fails fast, and nothing is written.

@@ -46,9 +46,9 @@ def run(args: argparse.Namespace) -> int:
     from stateglass.app.memory import keep_freed_memory
     from stateglass.app.output import open_sink
     from stateglass.app.parallel import can_parallelize, default_jobs, write_state_parallel
-    from stateglass.collectors.checkpoint import Checkpoint
+    from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+    from stateglass.collectors.checkpoints.state_reader import StateSource
     from stateglass.collectors.fs import LOCAL
-    from stateglass.collectors.state import StateSource
 
     keep_freed_memory()
     cp = Checkpoint.open(args.checkpoint)

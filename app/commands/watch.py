@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 from stateglass.app.args import add_collect_args, add_watch_args, reconcile_policy
 
 if TYPE_CHECKING:
-    from stateglass.app.watchers import ControlFile
-    from stateglass.collectors.db import Database
-    from stateglass.collectors.scan import Scanner, ScanSummary
+    from stateglass.app.dashboard.watcher_child import ControlFile
+    from stateglass.collectors.db.database import Database
+    from stateglass.collectors.scan.scanner import Scanner, ScanSummary
 
 PROGRESS_POLL_S = 2.0
 
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
     """
     from stateglass.app.collecting import ProgressBar, scanner_for, summary_line
     from stateglass.collectors.errors import DatabaseBusy
-    from stateglass.collectors.watch import CheckpointWatcher, Debouncer
+    from stateglass.collectors.watch.events import CheckpointWatcher, Debouncer
 
     scanner, roots = scanner_for(args)
     _as_watcher(scanner, args)
@@ -89,7 +89,7 @@ def serve(
     A path that turns out not to be a checkpoint is one line on stderr; the others go on.
     """
     from stateglass.app.collecting import new_scanner
-    from stateglass.collectors.watch import CheckpointWatcher, Debouncer
+    from stateglass.collectors.watch.events import CheckpointWatcher, Debouncer
 
     scanner = new_scanner(args)
     _as_watcher(scanner, args)
@@ -118,7 +118,7 @@ def serve(
 def _as_watcher(scanner: Scanner, args: argparse.Namespace) -> None:
     """A watcher's scans: by name between full listings, and each followed by the health
     verdicts the Overview and scrapes read (judged with ``--config``'s thresholds)."""
-    from stateglass.collectors.health import load_config
+    from stateglass.app.analysis.health import load_config
 
     scanner.reconcile = reconcile_policy(args)
     scanner.judge = True
@@ -129,8 +129,8 @@ def _as_watcher(scanner: Scanner, args: argparse.Namespace) -> None:
 def _gauges(scanner: Scanner) -> None:
     """What a soak's memory report counts of this watcher (app/memory_trace.py)."""
     from stateglass.app.memory_trace import gauge
-    from stateglass.collectors.listing import classify
-    from stateglass.collectors.remembered import sizes
+    from stateglass.collectors.checkpoints.listing import classify
+    from stateglass.collectors.scan.remembered import sizes
     from stateglass.collectors.stores.hdfs import parse_hdfs_name
 
     gauge("names_cached", lambda: classify.cache_info().currsize)
@@ -146,7 +146,7 @@ def _gauges(scanner: Scanner) -> None:
 
 def _watcher_options(args: argparse.Namespace) -> dict[str, Any]:
     from stateglass.app import discovery
-    from stateglass.collectors.poll import DEFAULT_INTERVAL_S
+    from stateglass.collectors.watch.poll import DEFAULT_INTERVAL_S
 
     return {
         "poll": getattr(args, "poll", False),

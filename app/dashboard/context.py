@@ -22,13 +22,13 @@ from stateglass.app.dashboard.newest import NewestOnly
 from stateglass.app.errors import AppError
 from stateglass.app.escape import md, md_code
 from stateglass.app.memory_trace import gauge
-from stateglass.collectors.db import read_query
+from stateglass.collectors.checkpoints.operator_names import INFERRED, INFERRED_HELP
+from stateglass.collectors.db.database import read_query
 from stateglass.collectors.errors import BadConfig, CheckpointError
 from stateglass.collectors.locations import DEFAULT_DB
-from stateglass.collectors.operator_names import INFERRED, INFERRED_HELP
 
 if TYPE_CHECKING:
-    from stateglass.collectors.health import HealthConfig
+    from stateglass.app.analysis.health import HealthConfig
 
 DB_ENV = "STATEGLASS_DB"
 # The health rules' TOML file (``stateglass dashboard --config FILE``); unset: the defaults.
@@ -62,14 +62,14 @@ def health_config() -> HealthConfig:
 
 @st.cache_resource(show_spinner=False)
 def _health_config(path: str | None) -> HealthConfig:
-    from stateglass.collectors.health import load_config
+    from stateglass.app.analysis.health import load_config
 
     return load_config(path)
 
 
 def disabled_rules() -> list[str]:
     """Ids of the rules the ``--config`` file turns off."""
-    from stateglass.collectors.health import RULES
+    from stateglass.app.analysis.health import RULES
 
     config = health_config()
     return [rule for rule in RULES if not config.enabled(rule)]

@@ -17,7 +17,7 @@ import streamlit as st
 from stateglass.app.browse import store as browse_store
 from stateglass.app.browse.views import StateView, batch_label, open_source, versions, views_of
 from stateglass.app.dashboard import context
-from stateglass.collectors.checkpoint import Checkpoint
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 
 T = TypeVar("T")
 

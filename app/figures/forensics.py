@@ -99,7 +99,7 @@ def restart_cost(
 ) -> go.Figure:
     """Per partition: bytes a restart reads (snapshot part + replay part) and replays.
 
-    ``now``/``alt``: ``app.restart_cost.costs_frame`` frames; ``alt`` is the what-if, drawn
+    ``now``/``alt``: ``app.analysis.restart_cost.costs_frame`` frames; ``alt`` is the what-if, drawn
     beside the current figures.
     """
     title = "Restart cost per partition"

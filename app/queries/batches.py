@@ -1,7 +1,8 @@
 """The query's batches, and the input each batch took from each source.
 
 The offsets say where each source stood (decoded by :mod:`stateglass.parsers.offsets`); a
-file source's files are counted in its log (:mod:`stateglass.collectors.source_log`); rate
+file source's files are counted in its log (:mod:`stateglass.collectors.checkpoints.source_log`);
+rate
 sources count seconds, turned into rows where Spark's progress events say how many.
 """
 
@@ -150,7 +151,7 @@ def input_from_offsets(frame: pd.DataFrame, checkpoint: str | None = None) -> pd
             # Read the source log once per source (setdefault would read it every batch).
             if sid not in file_counts:
                 # Only a file source needs the checkpoint reader (and its store readers).
-                from stateglass.collectors.source_log import files_per_log_batch
+                from stateglass.collectors.checkpoints.source_log import files_per_log_batch
 
                 file_counts[sid] = files_per_log_batch(checkpoint, sid)
             counts = file_counts[sid]

@@ -1,6 +1,7 @@
 """The read-only connection every query runs on, and the helpers the query modules share.
 
-Each call opens a read-only connection for one query (``collectors.db.reader``), which waits
+Each call opens a read-only connection for one query (``collectors.db.database.reader``), which
+waits
 while a collector holds the write lock; inside :func:`session` the queries of a page share one.
 """
 
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from stateglass.collectors.db import reader
+from stateglass.collectors.db.database import reader
 
 if TYPE_CHECKING:
     import duckdb

@@ -212,7 +212,7 @@ def partition_cells(
 
     At most ``columns`` columns of equal width (:func:`cell_grid`); a zoom narrow enough gets
     one version a column (full resolution where the partition rows are kept: see
-    ``collectors/history.py``; older rows are roll-ups, whose own buckets are the finest
+    ``collectors/db/history_settings.py``; older rows are roll-ups, whose own buckets are the finest
     there is). Columns wider than a bucket of ``partition_buckets`` are made of whole buckets,
     read from those rows rather than from the partition rows, so a page costs the same
     whatever the full-resolution window holds; ``bucket_rows=False`` counts the same grid
@@ -400,7 +400,7 @@ def sst_reuse(db: str, checkpoint: str, operator_id: int, store_name: str) -> pd
 
 def history_kept(db: str, checkpoint: str) -> str:
     """One line saying what the database keeps of the checkpoint, at what resolution (plain
-    text): what the last ``maintain`` did (``collectors/history.py``)."""
+    text): what the last ``maintain`` did (``collectors/db/history_settings.py``)."""
     rows = read_frame(
         db,
         "SELECT full_from_version, full_days, rollup_versions, maintained_at "

@@ -22,14 +22,14 @@ from stateglass.app import queries
 from stateglass.app.errors import AppError
 
 if TYPE_CHECKING:
+    from stateglass.app.analysis.health import Finding
     from stateglass.app.report.forensics import StoreForensics
-    from stateglass.collectors.health import Finding
 
 STATUS_ORDER = {"OK": 0, "WARN": 1, "ERR": 2}
 
 
 class FindingLike(Protocol):
-    """The fields of ``stateglass.collectors.health.Finding`` a report shows."""
+    """The fields of ``stateglass.app.analysis.health.Finding`` a report shows."""
 
     @property
     def rule(self) -> str: ...
@@ -205,8 +205,8 @@ def finding_scope(finding: FindingLike) -> str:
 
 
 def evaluate_health(db_path: str, checkpoint: str, now: datetime | None) -> list[Finding]:
-    """The health rules' findings for the checkpoint (``stateglass.collectors.health``)."""
-    from stateglass.collectors.health import evaluate
+    """The health rules' findings for the checkpoint (``stateglass.app.analysis.health``)."""
+    from stateglass.app.analysis.health import evaluate
 
     return evaluate(db_path, checkpoint, now=now)
 

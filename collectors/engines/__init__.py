@@ -1,6 +1,7 @@
 """One module per engine that runs chain tasks; the registry maps ``--engine`` names to them.
 
-Every engine runs :func:`stateglass.collectors.chains.compute_chain` once per chain and yields the
+Every engine runs :func:`stateglass.collectors.scan.chains.compute_chain` once per chain and yields
+the
 results in any order; the scan, the only DuckDB writer, stores them. The conformance suite
 (``tests/collectors/test_engines.py``) requires identical tables from every engine.
 """

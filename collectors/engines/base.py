@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
-from stateglass.collectors.chains import ChainResult, ChainTask
 from stateglass.collectors.fs import FileSystem
+from stateglass.collectors.scan.chains import ChainResult, ChainTask
 
 
 class Engine(Protocol):
-    """Runs :func:`collectors.chains.compute_chain` over tasks; results come back in any order."""
+    """Runs :func:`collectors.scan.chains.compute_chain` over tasks; results come back in any
+    order."""
 
     name: str
     # Whether tasks may carry key sets (``ChainTask.seed``) cheaply: true when the chains

@@ -51,8 +51,8 @@ def run_chain(
 ) -> Iterator[Any]:
     """Spark partition ``index`` holds the files of chain ``index``: count its keys."""
     try:
-        from stateglass.collectors.chains import compute_chain
         from stateglass.collectors.engines.memfs import MemoryFileSystem
+        from stateglass.collectors.scan.chains import compute_chain
     except ModuleNotFoundError as exc:
         raise _missing(exc, zip_name) from exc
 

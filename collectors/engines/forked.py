@@ -9,7 +9,7 @@ once, and the executor kills the others itself. :class:`ForkedPool` turns that i
 :class:`~stateglass.collectors.errors.EngineError` naming the worker and how it died; the
 caller's ``finally`` removes its scratch directory as on any other failure.
 
-Signals as :mod:`stateglass.collectors.signals` describes: workers are forked with the stop
+Signals as :mod:`stateglass.collectors.engines.signals` describes: workers are forked with the stop
 signals blocked and restore the defaults themselves.
 
 Example::
@@ -31,8 +31,8 @@ from multiprocessing.process import BaseProcess
 from types import TracebackType
 from typing import Any, TypeVar
 
+from stateglass.collectors.engines.signals import signals_blocked
 from stateglass.collectors.errors import EngineError
-from stateglass.collectors.signals import signals_blocked
 
 T = TypeVar("T")
 R = TypeVar("R")

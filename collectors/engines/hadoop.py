@@ -21,8 +21,8 @@ import os
 import re
 from dataclasses import dataclass
 
+from stateglass.collectors.checkpoints.listing import FULL_KINDS, classify
 from stateglass.collectors.fs import FileInfo
-from stateglass.collectors.listing import FULL_KINDS, classify
 
 # Hadoop reads s3:// and s3n:// only through long-gone connectors; s3a:// is the live one.
 SCHEME_MAP = {"s3": "s3a", "s3n": "s3a"}

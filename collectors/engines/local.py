@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
-from stateglass.collectors.chains import ChainResult, ChainTask, compute_chain
 from stateglass.collectors.engines.workers import cpu_count, run_in_workers, worker_opener
 from stateglass.collectors.fs import FileSystem
+from stateglass.collectors.scan.chains import ChainResult, ChainTask, compute_chain
 
 # With ``jobs=0`` (one per core), chains whose files add up to less stay in-process: starting
 # the workers costs tens of milliseconds, which a few kilobytes of deltas never repay.

@@ -1,7 +1,7 @@
 """A read-only :class:`~collectors.fs.FileSystem` over one chain's files, held in memory.
 
 On a Spark executor the files come from Spark's Hadoop file system (``binaryFiles``), not from
-a path Python could open: this hands them to :func:`collectors.chains.compute_chain` under
+a path Python could open: this hands them to :func:`collectors.scan.chains.compute_chain` under
 the very paths the driver planned, with the listing the driver took. Nothing else is visible,
 so a task's memory is bounded by its chain's files.
 """

@@ -4,8 +4,9 @@ The driver (this process) plans: it lists the checkpoint and decides which files
 needs (:func:`collectors.engines.hadoop.needed_files`). Each chain becomes one Spark partition
 of ``binaryFiles`` over those files, named by their Hadoop URL (``s3://`` becomes ``s3a://``),
 so executors read them with the cluster's own connectors and credentials. The bytes are
-handed to :func:`stateglass.collectors.chains.compute_chain` through an in-memory file system on the
-executor; only each chain's :class:`~collectors.chains.ChainResult` travels back, and the
+handed to :func:`stateglass.collectors.scan.chains.compute_chain` through an in-memory file system
+on the
+executor; only each chain's :class:`~collectors.scan.chains.ChainResult` travels back, and the
 driver stays the one DuckDB writer.
 
 StateGlass's code travels as a zip (``addPyFile``); :mod:`collectors.engines.executor` checks
@@ -29,7 +30,6 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from stateglass.collectors.chains import ChainResult, ChainTask, compute_chain
 from stateglass.collectors.docs import doc_path
 from stateglass.collectors.engines import executor
 from stateglass.collectors.engines.hadoop import (
@@ -43,6 +43,7 @@ from stateglass.collectors.engines.memfs import MemoryFileSystem
 from stateglass.collectors.engines.ship import shipped_zip
 from stateglass.collectors.errors import CheckpointError, CollectorError, EngineError
 from stateglass.collectors.fs import FileInfo, FileSystem
+from stateglass.collectors.scan.chains import ChainResult, ChainTask, compute_chain
 from stateglass.collectors.stores import shared_dir
 
 DEFAULT_MASTER = "local[*]"

@@ -28,16 +28,16 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from stateglass.collectors.chains import (
+from stateglass.collectors.engines.forked import ForkedPool
+from stateglass.collectors.engines.signals import restore_default_signals
+from stateglass.collectors.fs import FileSystem
+from stateglass.collectors.scan.chains import (
     ChainProblem,
     ChainResult,
     ChainTask,
     VersionCount,
     compute_chain,
 )
-from stateglass.collectors.engines.forked import ForkedPool
-from stateglass.collectors.fs import FileSystem
-from stateglass.collectors.signals import restore_default_signals
 
 if TYPE_CHECKING:
     # Imported when workers run: `stateglass.collectors.remote` is not for free, and `collect` with

@@ -15,7 +15,7 @@ from stateglass.collectors.fs import FileInfo
 from stateglass.collectors.stores.base import NAMES_CACHED, Change, StoreContext
 from stateglass.collectors.stores.keysets import apply_key_sets, apply_records
 from stateglass.parsers.compression import decompress
-from stateglass.parsers.records import read_record_keys, read_records
+from stateglass.parsers.hdfs_files import read_record_keys, read_records
 
 
 # Every partition directory repeats the same names (1.delta, 2.delta, …): cache them.
@@ -147,7 +147,7 @@ class HdfsStoreReader:
     ) -> tuple[bytes | None, list[bytes]] | None:
         """The decompressed snapshot (or None) and deltas that make ``version``.
 
-        For a compiled merge of the whole chain (``parsers.sparkjson.state_chain_encoder``).
+        For a compiled merge of the whole chain (``app.render.spark_json.state_chain_encoder``).
         None where the streams need more than a plain walk (row checksums), or where holding
         every file at once would cost more than ``hold_min`` bytes and three copies of the
         biggest file: the record path then merges file by file.
@@ -252,7 +252,8 @@ class HdfsStoreReader:
     def delta_keys(self, version: int) -> tuple[list[bytes], list[bytes], bool]:
         """``(put keys, removed keys, ordered)`` of ``version``'s delta, values unread.
 
-        See :func:`stateglass.parsers.records.read_record_keys`; for counting keys without decoding.
+        See :func:`stateglass.parsers.hdfs_files.read_record_keys`; for counting keys without
+        decoding.
         """
         if version not in self.deltas:
             raise MissingVersion(self.ctx.join(f"{version}.delta"), "missing")

@@ -31,7 +31,7 @@ from stateglass.collectors.stores.keysets import apply_changes
 from stateglass.parsers.changelog import Changelog, parse_changelog, unwrap_delete_key
 from stateglass.parsers.compression import decompress
 from stateglass.parsers.errors import ParseError, UnsupportedFormat
-from stateglass.parsers.rocksdb_checkpoint import RocksDBCheckpointMetadata, check_zip_entries
+from stateglass.parsers.rocksdb_zip import RocksDBCheckpointMetadata, check_zip_entries
 from stateglass.parsers.sst import (
     TYPE_DELETION,
     TYPE_SINGLE_DELETION,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from stateglass.app.browse.cells import cell_text, display_number
 from stateglass.app.browse.diff import compute_diff, diff_page
-from stateglass.app.browse.history import collapse_absent, find_keys, key_history
+from stateglass.app.browse.key_history import collapse_absent, find_keys, key_history
 from stateglass.app.browse.store import PartitionCache
 from stateglass.app.browse.views import StateView, versions
 from tests.conftest import SAMPLES

@@ -16,8 +16,8 @@ from streamlit.testing.v1 import AppTest
 
 from stateglass.app.dashboard import state_ui
 from stateglass.app.dashboard.context import DB_ENV
-from stateglass.collectors.db import Database
-from stateglass.collectors.scan import scan_checkpoint
+from stateglass.collectors.db.database import Database
+from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.conftest import SAMPLES
 
 TIMEOUT_S = 60

@@ -17,7 +17,7 @@ import pytest
 
 from stateglass.app.cli import main
 from stateglass.app.commands.dashboard import _collect_for_dashboard
-from stateglass.collectors.db import read_query
+from stateglass.collectors.db.database import read_query
 from tests.conftest import ROOT, SAMPLES
 
 
@@ -137,7 +137,7 @@ def test_the_server_hands_new_paths_to_the_one_watcher(tmp_path: Path) -> None:
     """The server gets the watcher's control file and the allowed roots; a path added there
     (what the Watch box does) is collected by the same watcher: no new process."""
     from stateglass.app import allowed
-    from stateglass.app.watchers import CONTROL_ENV, WatcherRegistry
+    from stateglass.app.dashboard.watcher_child import CONTROL_ENV, WatcherRegistry
 
     folder, more = tmp_path / "cps", tmp_path / "more"
     shutil.copytree(SAMPLES / "spark-4.3" / "dedup-hdfs", folder / "dedup-hdfs")
@@ -157,7 +157,7 @@ def test_the_server_hands_new_paths_to_the_one_watcher(tmp_path: Path) -> None:
             assert proc.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
         children = _children(proc.pid)
-        watchers = [c for c in children if "stateglass.app.watchers" in _cmdline(c)]
+        watchers = [c for c in children if "stateglass.app.dashboard.watcher_child" in _cmdline(c)]
         (server,) = [c for c in children if c not in watchers]
         (watcher,) = watchers
         cmd = _cmdline(watcher)

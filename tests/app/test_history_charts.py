@@ -13,7 +13,7 @@ import pytest
 
 from stateglass.app import figures, queries
 from stateglass.app.queries.checkpoints import SPARKLINE_POINTS
-from stateglass.collectors.db import Database, ScanWrite
+from stateglass.collectors.db.database import Database, ScanWrite
 
 CP = "/cps/long"
 PARTITIONS, VERSIONS = 10, 6000

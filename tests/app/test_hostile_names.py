@@ -23,8 +23,8 @@ from streamlit.testing.v1 import AppTest
 from stateglass.app.dashboard.server import streamlit_command
 from stateglass.app.escape import md
 from stateglass.app.report import render_html, render_markdown
-from stateglass.collectors.db import Database
-from stateglass.collectors.scan import scan_checkpoint
+from stateglass.collectors.db.database import Database
+from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.app.test_browser import (
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -83,7 +83,7 @@ def hostile_db(hostile_checkpoint: str, tmp_path_factory: pytest.TempPathFactory
 
 def test_the_payloads_reach_the_schema(hostile_db: str, hostile_checkpoint: str) -> None:
     """The test is only worth something if Spark kept the names as they are."""
-    from stateglass.collectors.checkpoint import Checkpoint
+    from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 
     store = Checkpoint.open(hostile_checkpoint).stores()[0]
     assert store.key_schema is not None and store.value_schema is not None

@@ -20,7 +20,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from stateglass.app.metrics import METRIC_NAMES
-from stateglass.collectors.db import read_query
+from stateglass.collectors.db.database import read_query
 from tests import progress_queries as pq
 from tests.conftest import ROOT
 from tests.progress_fixtures import collect_run
@@ -181,7 +181,7 @@ def test_checkpoint_gauges_match_the_database(server: Server, samples_db: str) -
 
 
 def test_health_status_is_each_rules_worst(server: Server, samples_db: str) -> None:
-    from stateglass.collectors.health import RULES, evaluate
+    from stateglass.app.analysis.health import RULES, evaluate
 
     served = scrape(server)
     got = {(s["checkpoint"], s["rule"]): v for s, v in served["stateglass_health_status"]}

@@ -22,12 +22,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from stateglass.app import queries
+from stateglass.app.analysis.health import CLOCK_RULES, evaluate, evaluate_many, worst
+from stateglass.app.analysis.health.stored import stored_many
 from stateglass.app.dashboard import fleet
 from stateglass.app.escape import md
-from stateglass.collectors.db import Database, read_query
-from stateglass.collectors.health import CLOCK_RULES, evaluate, evaluate_many, worst
-from stateglass.collectors.health.stored import stored_many
-from stateglass.collectors.scan import Scanner
+from stateglass.collectors.db.database import Database, read_query
+from stateglass.collectors.scan.scanner import Scanner
 from tests.conftest import SAMPLES
 
 FLEET = 500

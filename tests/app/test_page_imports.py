@@ -30,14 +30,14 @@ NOT_FOR_A_PAGE = (
     "pyspark",
     "rocksdict",
     "multiprocessing",
-    "stateglass.app.partition_plan",
+    "stateglass.app.analysis.repartition.plan",
     "stateglass.app.browse.growth",
     "stateglass.app.browse.store",
     "stateglass.app.browse.views",
-    "stateglass.collectors.checkpoint",
-    "stateglass.collectors.health",
+    "stateglass.collectors.checkpoints.checkpoint",
+    "stateglass.app.analysis.health",
     "stateglass.collectors.remote",
-    "stateglass.collectors.state",
+    "stateglass.collectors.checkpoints.state_reader",
 )
 # Imported by drawing the State page (its restart cost and growth sections open the checkpoint),
 # never the planner (it waits for its button) nor the health rules.
@@ -48,8 +48,8 @@ NOT_FOR_THE_STATE_PAGE = (
     "s3fs",
     "pyspark",
     "rocksdict",
-    "stateglass.app.partition_plan",
-    "stateglass.collectors.health",
+    "stateglass.app.analysis.repartition.plan",
+    "stateglass.app.analysis.health",
 )
 
 PROBE = """

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
-from stateglass.app import queries, restart_cost
+from stateglass.app import queries
+from stateglass.app.analysis import restart_cost
 from stateglass.app.browse.growth import attribute_growth
 from stateglass.app.browse.views import StateView
 from stateglass.app.escape import md

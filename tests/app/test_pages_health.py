@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from stateglass.app.analysis.health import RULES
 from stateglass.app.dashboard.context import HEALTH_CONFIG_ENV
-from stateglass.collectors.health import RULES
 from tests.app.test_pages_core import run_page
 
 

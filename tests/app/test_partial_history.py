@@ -30,8 +30,8 @@ from stateglass.app.escape import md
 from stateglass.app.report.html import render as render_html
 from stateglass.app.report.markdown import render as render_markdown
 from stateglass.app.report.model import load_report
-from stateglass.collectors.db import Database
-from stateglass.collectors.scan import scan_checkpoint
+from stateglass.collectors.db.database import Database
+from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.conftest import spark_conf, write_batch_files
 from tests.progress_queries import ROCKSDB
 
@@ -166,7 +166,7 @@ def _state_page() -> None:
 
 
 def test_health_rules_judge_complete_versions_only(purged: tuple[str, str]) -> None:
-    from stateglass.collectors.health import evaluate
+    from stateglass.app.analysis.health import evaluate
 
     cp, db = purged
     findings = {f.rule: f for f in evaluate(db, cp)}

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
+from stateglass.app.analysis.repartition.plan import plan_partitions
 from stateglass.app.cli import main
-from stateglass.app.partition_plan import plan_partitions
-from stateglass.collectors.checkpoint import Checkpoint
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from tests.conftest import spark_conf, write_batch_files
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from stateglass.app import queries
-from stateglass.collectors.checkpoint import Checkpoint
-from stateglass.collectors.db import Database, ScanWrite, read_query
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+from stateglass.collectors.db.database import Database, ScanWrite, read_query
 from stateglass.parsers.logs import parse_file_source_log
 from tests.conftest import SAMPLES, sample_checkpoints
 

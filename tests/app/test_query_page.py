@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 
 from stateglass.app import figures, queries
-from stateglass.collectors.db import Database
-from stateglass.collectors.scan import scan_checkpoint
+from stateglass.collectors.db.database import Database
+from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.conftest import SAMPLES
 
 

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 from stateglass.app import allowed
 from stateglass.app.dashboard.context import DB_ENV
 from stateglass.app.escape import md
-from stateglass.collectors.db import read_query
+from stateglass.collectors.db.database import read_query
 from tests.collectors.helpers import copy_sample
 
 TIMEOUT_S = 60
@@ -45,7 +45,11 @@ def _watchers() -> list[int]:
     mine = {os.getpid()}
     for _ in range(3):  # children, grandchildren, ...
         mine |= {pid for pid, ppid in parent.items() if ppid in mine}
-    return sorted(p for p in mine if p in parent and b"stateglass.app.watchers" in cmd.get(p, b""))
+    return sorted(
+        p
+        for p in mine
+        if p in parent and b"stateglass.app.dashboard.watcher_child" in cmd.get(p, b"")
+    )
 
 
 def _submit(path: str) -> AppTest:

@@ -17,8 +17,8 @@ import pytest
 
 from stateglass.app import discovery
 from stateglass.app.commands.dashboard import _collect_for_dashboard
-from stateglass.collectors.db import read_query
-from stateglass.collectors.discover import Limits, checkpoints_at, discover
+from stateglass.collectors.checkpoints.discover import Limits, checkpoints_at, discover
+from stateglass.collectors.db.database import read_query
 from stateglass.collectors.errors import NotACheckpoint
 from stateglass.collectors.fs import LOCAL
 from tests.collectors.cluster import VENV_SITE
@@ -153,7 +153,7 @@ def test_dashboard_folder_with_a_loop_collects_the_rest(fleet: Path, tmp_path: P
 SYSTEM_PYTHON = "/usr/bin/python3"
 FIND_AS_NOBODY = """
 import json, sys
-from stateglass.collectors.discover import Limits, checkpoints_at
+from stateglass.collectors.checkpoints.discover import Limits, checkpoints_at
 from stateglass.collectors.fs import LOCAL
 warnings = []
 found = checkpoints_at(LOCAL, sys.argv[1], Limits(), warnings.append)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from stateglass.collectors.enclosing import enclosing_checkpoint
+from stateglass.collectors.checkpoints.enclosing import enclosing_checkpoint
 from tests.conftest import SAMPLES
 
 AGG = SAMPLES / "spark-4.3" / "agg-hdfs"

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from stateglass.collectors.db import Database
+from stateglass.collectors.checkpoints.listing import classify
+from stateglass.collectors.db.database import Database
 from stateglass.collectors.engines import LocalEngine, get_engine
 from stateglass.collectors.engines.base import Engine
-from stateglass.collectors.listing import classify
-from stateglass.collectors.scan import scan_checkpoint
+from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.collectors.helpers import SAMPLES, TABLES, copy_sample, table
 
 CONFORMANCE_SAMPLES = ("spark-4.3/agg-hdfs", "spark-4.3/agg-rocks-cl", "spark-4.3/join-hdfs")

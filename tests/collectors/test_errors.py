@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from stateglass.collectors import errors
-from stateglass.collectors.chains import ChainResult, ChainTask
-from stateglass.collectors.db import Database, read_query
+from stateglass.collectors.db.database import Database, read_query
 from stateglass.collectors.fs import FileSystem
-from stateglass.collectors.scan import Scanner
+from stateglass.collectors.scan.chains import ChainResult, ChainTask
+from stateglass.collectors.scan.scanner import Scanner
 from tests.collectors.helpers import SAMPLES
 
 AGG_HDFS = str(SAMPLES / "spark-4.3" / "agg-hdfs")

@@ -6,10 +6,10 @@ import ctypes
 
 import pytest
 
-from stateglass.collectors.heap_trim import GLIBC, give_back
-from stateglass.collectors.listing import classify
+from stateglass.collectors.checkpoints.listing import classify
 from stateglass.collectors.stores.base import NAMES_CACHED
 from stateglass.collectors.stores.hdfs import parse_hdfs_name
+from stateglass.collectors.watch.heap_trim import GLIBC, give_back
 
 
 def _glibc() -> bool:

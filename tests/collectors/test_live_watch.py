@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from stateglass.collectors.db import Database, read_query
-from stateglass.collectors.scan import scan_checkpoint
+from stateglass.collectors.db.database import Database, read_query
+from stateglass.collectors.scan.scanner import scan_checkpoint
 
 POLL_S = 0.05
 # Generous on purpose: a functional bound well below the debounce's 10 s cap (see below).

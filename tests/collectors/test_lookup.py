@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from stateglass.app.browse.views import StateView, open_source, versions, views_of
-from stateglass.collectors.checkpoint import Checkpoint
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from tests.conftest import sample_checkpoints
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from stateglass.collectors.checkpoint import Checkpoint
-from stateglass.collectors.db import read_query
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+from stateglass.collectors.db.database import read_query
 from tests.collectors.helpers import sample_id
 from tests.e2e.oracle import format_samples
 

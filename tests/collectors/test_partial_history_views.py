@@ -7,8 +7,8 @@ from pathlib import Path
 
 import duckdb
 
-from stateglass.collectors.db import Database, read_query
-from stateglass.collectors.scan import scan_checkpoint
+from stateglass.collectors.db.database import Database, read_query
+from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.conftest import SAMPLES
 
 AGG = SAMPLES / "spark-4.3" / "agg-hdfs"

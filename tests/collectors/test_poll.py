@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from stateglass.app.commands import watch
-from stateglass.collectors.db import read_query
+from stateglass.collectors.db.database import read_query
 from stateglass.collectors.errors import CheckpointError
 from stateglass.collectors.fs import LOCAL
-from stateglass.collectors.poll import CommitPoller, newest_commit
-from stateglass.collectors.watch import CheckpointWatcher, Debouncer
+from stateglass.collectors.watch.events import CheckpointWatcher, Debouncer
+from stateglass.collectors.watch.poll import CommitPoller, newest_commit
 from tests.collectors.helpers import ListingFileSystem, copy_sample
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from stateglass.collectors.listing import (
+from stateglass.collectors.checkpoints.listing import (
     FileStat,
     StateFile,
     classify,
@@ -15,7 +15,7 @@ from stateglass.collectors.listing import (
     version_file_stats,
 )
 from stateglass.collectors.stores.keysets import apply_changes
-from stateglass.collectors.watch import Debouncer, checkpoint_of, is_whole
+from stateglass.collectors.watch.events import Debouncer, checkpoint_of, is_whole
 
 
 def test_diff_by_path_size_and_mtime() -> None:
@@ -110,8 +110,8 @@ def test_checkpoint_of() -> None:
 
 
 def test_a_file_is_judged_by_its_hadoop_sidecar_only_when_it_has_one(tmp_path: Path) -> None:
-    from stateglass.collectors.checksums import verify_files
     from stateglass.collectors.fs import LOCAL
+    from stateglass.collectors.scan.checksums import verify_files
     from tests.collectors.test_watch_scale import hadoop_crc
 
     data = bytes(range(256)) * 5

@@ -9,7 +9,7 @@ import pytest
 
 from stateglass.collectors.errors import CheckpointError
 from stateglass.collectors.fs import LOCAL
-from stateglass.collectors.read_memo import ReadMemo
+from stateglass.collectors.scan.read_memo import ReadMemo
 
 
 def test_local_read_returns_every_byte(tmp_path: Path) -> None:

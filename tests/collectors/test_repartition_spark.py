@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 
+from stateglass.app.analysis.health import ERR, WARN, evaluate
 from stateglass.app.cli import main as cli_main
-from stateglass.collectors.checkpoint import Checkpoint
-from stateglass.collectors.db import Database, read_query
-from stateglass.collectors.health import ERR, WARN, evaluate
-from stateglass.collectors.scan import scan_checkpoint
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+from stateglass.collectors.db.database import Database, read_query
+from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.conftest import SAMPLES
 from tests.e2e.oracle import (
     assert_same_rows,

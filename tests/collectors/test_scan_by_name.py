@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from stateglass.collectors.db import TABLES, Database, read_query
-from stateglass.collectors.reconcile import ReconcilePolicy
-from stateglass.collectors.scan import Scanner
+from stateglass.collectors.db.database import TABLES, Database, read_query
+from stateglass.collectors.scan.reconcile import ReconcilePolicy
+from stateglass.collectors.scan.scanner import Scanner
 from tests.collectors.test_watch_scale import JOIN_SAMPLE, REPLAYED, hadoop_crc, tile_join
 from tests.conftest import SAMPLES, copy_checkpoint
 
@@ -275,7 +275,7 @@ def _damage_sidecar(root: Path, delta: Path) -> None:
 
 def test_a_damaged_new_file_is_reported_as_a_collect_reports_it(tmp_path: Path) -> None:
     """A watcher checks new files against their checksum files after writing its rows
-    (collectors/late_checks.py). A damaged file gets the problem row a collect files, on a
+    (collectors/scan/late_checks.py). A damaged file gets the problem row a collect files, on a
     full listing and on a scan by name, which then lists in full (as one that trips before
     its write); what the watcher remembers is what the database says, and every table ends
     as a collect's."""

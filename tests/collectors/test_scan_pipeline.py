@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from stateglass.collectors import scan as scan_module
-from stateglass.collectors.checkpoint import Checkpoint
-from stateglass.collectors.db import Database, read_query
-from stateglass.collectors.listing import list_checkpoint
-from stateglass.collectors.scan import scan_checkpoint
-from stateglass.collectors.scan_plan import ChainSettings, plan
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+from stateglass.collectors.checkpoints.listing import list_checkpoint
+from stateglass.collectors.db.database import Database, read_query
+from stateglass.collectors.scan import scanner as scan_module
+from stateglass.collectors.scan.plan import ChainSettings, plan
+from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.collectors.helpers import ROOT, SAMPLES, copy_sample
 
 AGG_HDFS = "spark-4.3/agg-hdfs"
@@ -116,7 +116,7 @@ def _write_statements(tree: ast.AST) -> list[str]:
 
 def test_only_the_one_writer_holds_sql_that_changes_data() -> None:
     # progress_schema.py generates the progress tables' DDL, which db.py runs.
-    owners = {"collectors/db.py", "collectors/progress_schema.py"}
+    owners = {"collectors/db/database.py", "collectors/db/progress_tables.py"}
     found = {}
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
@@ -125,7 +125,7 @@ def test_only_the_one_writer_holds_sql_that_changes_data() -> None:
             if statements and name not in owners:
                 found[name] = statements
     assert found == {}
-    assert _write_statements(ast.parse((ROOT / "collectors" / "db.py").read_text()))
+    assert _write_statements(ast.parse((ROOT / "collectors" / "db" / "database.py").read_text()))
 
 
 def test_the_writer_hands_no_connection_out() -> None:

@@ -1,4 +1,4 @@
-"""The file source's log read for input counts (``collectors/source_log.py``)."""
+"""The file source's log read for input counts (``collectors/checkpoints/source_log.py``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import shutil
 from collections import defaultdict
 from pathlib import Path
 
-from stateglass.collectors.source_log import files_per_log_batch
+from stateglass.collectors.checkpoints.source_log import files_per_log_batch
 from stateglass.parsers.logs import parse_file_source_log
 from tests.conftest import SAMPLES
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from stateglass.collectors.db import Database
+from stateglass.collectors.db.database import Database
 from stateglass.collectors.engines import LocalEngine
-from stateglass.collectors.scan import scan_checkpoint
+from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.collectors.cluster import VENV_SITE, Cluster, free_port, spark_env
 from tests.collectors.helpers import ROOT, TABLES, copy_sample, table
 

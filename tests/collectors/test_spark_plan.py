@@ -94,8 +94,8 @@ def test_memory_file_system_serves_the_planned_files_only(tmp_path: Path) -> Non
 def test_the_zip_holds_our_pure_python_packages_only() -> None:
     names = zipfile.ZipFile(shipped_zip()).namelist()
     files = [n for n in names if not n.endswith("/")]
-    assert "stateglass/collectors/chains.py" in files
-    assert "stateglass/parsers/records.py" in files
+    assert "stateglass/collectors/scan/chains.py" in files
+    assert "stateglass/parsers/hdfs_files.py" in files
     assert "stateglass/collectors/engines/executor.py" in files
     assert all(n.endswith(".py") for n in files)
     # The namespace has no __init__.py: zipimport finds it by its folder entry.
@@ -110,8 +110,8 @@ import collectors                      # the decoy: another job's module of that
 assert getattr(collectors, "DECOY", False), collectors
 # As PySpark's worker does with addPyFile: the zip goes in at sys.path[1].
 sys.path.insert(1, sys.argv[1])
-import stateglass.collectors.chains, stateglass.collectors.engines.executor
-from stateglass.parsers import records
+import stateglass.collectors.scan.chains, stateglass.collectors.engines.executor
+from stateglass.parsers import hdfs_files as records
 mods = {{n: getattr(m, "__file__", None) for n, m in sys.modules.items()
         if n.startswith("stateglass.")}}
 print(json.dumps({{"mods": mods, "decoy": collectors.__file__,

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from stateglass.collectors.db import Database, read_query
-from stateglass.collectors.reconcile import ReconcilePolicy
-from stateglass.collectors.scan import Scanner
+from stateglass.collectors.db.database import Database, read_query
+from stateglass.collectors.scan.reconcile import ReconcilePolicy
+from stateglass.collectors.scan.scanner import Scanner
 from stateglass.parsers.sst import sst_blocks
 from tests.conftest import SAMPLES, copy_checkpoint
 

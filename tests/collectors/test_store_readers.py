@@ -11,9 +11,9 @@ from typing import ClassVar
 
 import pytest
 
-from stateglass.collectors.chains import ChainTask, compute_chain
-from stateglass.collectors.checkpoint import Checkpoint
-from stateglass.collectors.state import StateRequest, StateSource
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+from stateglass.collectors.checkpoints.state_reader import StateRequest, StateSource
+from stateglass.collectors.scan.chains import ChainTask, compute_chain
 from stateglass.collectors.stores import READERS, StoreContext, StoreReader, classify_name
 from stateglass.collectors.stores.base import Change
 from tests.collectors.helpers import ROOT, sample_id, sample_paths

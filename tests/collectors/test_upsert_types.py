@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from stateglass.collectors.db import Database, ScanWrite, read_query
+from stateglass.collectors.db.database import Database, ScanWrite, read_query
 
 
 def test_upsert_takes_big_numbers_after_a_sample_of_nulls(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from watchdog.events import (
     FileOpenedEvent,
 )
 
-from stateglass.collectors.watch import (
+from stateglass.collectors.watch.events import (
     OVERFLOW_LOGGER,
     CheckpointWatcher,
     Debouncer,

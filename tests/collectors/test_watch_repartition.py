@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from stateglass.collectors.db import TABLES, Database, read_query, reader
-from stateglass.collectors.reconcile import ReconcilePolicy
-from stateglass.collectors.scan import Scanner
+from stateglass.collectors.db.database import TABLES, Database, read_query, reader
+from stateglass.collectors.scan.reconcile import ReconcilePolicy
+from stateglass.collectors.scan.scanner import Scanner
 from tests.conftest import SAMPLES, copy_until
 
 REPARTITIONED = SAMPLES / "spark-4.2"

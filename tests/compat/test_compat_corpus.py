@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from stateglass.app.cli import main
-from stateglass.collectors.compat.rules import (
+from stateglass.app.analysis.compat.rules import (
     FILE_SOURCE_MOVED,
     OPERATORS_MISMATCH,
     SPARK3_SCHEMA,
     VALUE_NOT_COMPATIBLE,
 )
+from stateglass.app.cli import main
 
 
 def _checkpoints(corpus: Path) -> list[Path]:

@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from stateglass.app.cli import main
-from stateglass.collectors.compat.rules import (
+from stateglass.app.analysis.compat.rules import (
     FILE_SOURCE_MOVED,
     KEY_NOT_COMPATIBLE,
     OPERATORS_MISMATCH,
     VALUE_NOT_COMPATIBLE,
 )
+from stateglass.app.cli import main
 from tests.compat.spark_runs import ROCKSDB, Confs, error_class, write_json
 
 pytestmark = pytest.mark.slow

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from stateglass.app.analysis.compat.rules import INVALID_VALUE_EVOLUTION
 from stateglass.app.cli import main
-from stateglass.collectors.compat.rules import INVALID_VALUE_EVOLUTION
 from tests.compat.spark_runs import ROCKSDB, Confs, error_class, write_json
 
 pytestmark = pytest.mark.slow

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stateglass.collectors.compat.types import avro_can_read, compatible, differences
+from stateglass.app.analysis.compat.types import avro_can_read, compatible, differences
 from stateglass.parsers.sparktypes import ArrayType, AtomicType, MapType, StructField, StructType
 
 INT, LONG, STR, DBL = (AtomicType(n) for n in ("integer", "long", "string", "double"))

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from stateglass.app.analysis.health import load_config
 from stateglass.app.cli import main
 from stateglass.collectors import limits
 from stateglass.collectors.errors import BadConfig
-from stateglass.collectors.health import load_config
 from stateglass.parsers.compression import decompress
 from stateglass.parsers.errors import LimitExceeded
 from stateglass.parsers.limits import DecodeLimits

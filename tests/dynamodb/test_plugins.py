@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from stateglass.collectors.db import Database
-from stateglass.collectors.health import judge
-from stateglass.collectors.health.restart import NOT_JUDGED
-from stateglass.collectors.scan import scan_checkpoint
+from stateglass.app.analysis.health import judge
+from stateglass.app.analysis.health.restart import NOT_JUDGED
+from stateglass.collectors.db.database import Database
+from stateglass.collectors.scan.scanner import scan_checkpoint
 from stateglass.collectors.stores import ENTRY_POINT_GROUP, READERS, StoreReader
 from tests.conftest import SAMPLES, copy_until
 
@@ -113,9 +113,9 @@ def test_without_its_plugin_the_restart_verdict_says_the_state_is_not_judged(
 # added, a scan by name (no full listing is due); the newest version it recorded.
 WATCH_TWICE = """
 import shutil, sys
-from stateglass.collectors.db import Database, read_query
-from stateglass.collectors.reconcile import ReconcilePolicy
-from stateglass.collectors.scan import Scanner
+from stateglass.collectors.db.database import Database, read_query
+from stateglass.collectors.scan.reconcile import ReconcilePolicy
+from stateglass.collectors.scan.scanner import Scanner
 cp, later, db = sys.argv[1:]
 scanner = Scanner(Database(db), reconcile=ReconcilePolicy(every_scans=1000, every_s=1e9))
 scanner.scan(cp)

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from stateglass.app.cli import main as cli_main
-from stateglass.collectors.checkpoint import Checkpoint
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from tests.conftest import CORPUS_MISSING, CORPUS_TARBALL
 from tests.e2e.oracle import multiset, spark_state, state_reads
 

@@ -11,11 +11,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from stateglass.app.analysis.health import Finding, evaluate, load_config
 from stateglass.app.collecting import collect_progress
-from stateglass.collectors.db import Database
-from stateglass.collectors.health import Finding, evaluate, load_config
+from stateglass.collectors.db.database import Database
 from stateglass.collectors.progress import check_location
-from stateglass.collectors.scan import scan_checkpoint
+from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.conftest import SAMPLES
 
 DEMO = SAMPLES / "demo"

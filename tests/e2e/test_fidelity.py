@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from stateglass.app.catalog import find_checkpoints
-from stateglass.collectors.checkpoint import Checkpoint
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from tests.e2e.oracle import (
     SAMPLES,
     assert_same_rows,

@@ -7,7 +7,7 @@ import os
 
 from stateglass.app.catalog import find_checkpoints
 from stateglass.app.cli import main as cli_main
-from stateglass.collectors.checkpoint import Checkpoint
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from tests.e2e.oracle import SAMPLES, state_reads
 
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from stateglass.collectors.db import Database
-from stateglass.collectors.scan import scan_checkpoint
+from stateglass.collectors.db.database import Database
+from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.conftest import spark_conf, write_batch_files
 
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from stateglass.collectors.db import read_query
-from stateglass.collectors.health import HealthConfig, evaluate
+from stateglass.app.analysis.health import HealthConfig, evaluate
+from stateglass.collectors.db.database import read_query
 from tests.eviction.conftest import Queries
 
 pytestmark = pytest.mark.slow

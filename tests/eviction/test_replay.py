@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from stateglass.collectors.eviction import _replay
+from stateglass.collectors.scan.eviction_audit import _replay
 
 
 class ListStateReader:

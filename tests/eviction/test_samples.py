@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from stateglass.app.analysis.health import evaluate
 from stateglass.app.browse.overdue import overdue_page
 from stateglass.app.browse.views import StateView
-from stateglass.collectors.checkpoint import Checkpoint
-from stateglass.collectors.db import Database, read_query
-from stateglass.collectors.eviction import audit_store, store_rules
-from stateglass.collectors.health import evaluate
-from stateglass.collectors.scan import scan_checkpoint
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+from stateglass.collectors.db.database import Database, read_query
+from stateglass.collectors.scan.eviction_audit import audit_store, store_rules
+from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.conftest import SAMPLES, SamplesDb
 
 pytestmark = pytest.mark.slow

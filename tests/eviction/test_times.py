@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from stateglass.app.analysis.health.state_leak import _ms
 from stateglass.app.browse.overdue import utc_ms
-from stateglass.collectors.health.state_leak import _ms
 
 
 @pytest.mark.parametrize("ms", [-62_135_596_800_001, 253_402_300_800_000, -(2**62), 2**62])

@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from stateglass.app import queries, restart_cost
-from stateglass.collectors.checkpoint import Checkpoint
+from stateglass.app import queries
+from stateglass.app.analysis import restart_cost
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from tests.collectors.helpers import SAMPLES
 from tests.conftest import SamplesDb
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from stateglass.collectors.db import Database, read_query
-from stateglass.collectors.health import Finding, HealthConfig, evaluate
-from stateglass.collectors.scan import scan_checkpoint
+from stateglass.app.analysis.health import Finding, HealthConfig, evaluate
+from stateglass.collectors.db.database import Database, read_query
+from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.conftest import ROOT, SAMPLES, copy_checkpoint, spark_conf, write_batch_files
 
 __all__ = ["ROOT", "SAMPLES", "copy_checkpoint"]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from stateglass.app.analysis.health import RULES
 from stateglass.app.cli import main
-from stateglass.collectors.health import RULES
 from tests.collectors.helpers import tree_digest
 from tests.health.conftest import SAMPLES, copy_checkpoint
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from stateglass.app.analysis.health import HealthConfig, load_config
 from stateglass.collectors.errors import BadConfig
-from stateglass.collectors.health import HealthConfig, load_config
 
 
 def _write(tmp_path: Path, text: str) -> str:

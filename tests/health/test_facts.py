@@ -6,7 +6,7 @@ from pathlib import Path
 
 import duckdb
 
-from stateglass.collectors.db import SCHEMA_VERSION, Database, read_query
+from stateglass.collectors.db.database import SCHEMA_VERSION, Database, read_query
 from tests.health.conftest import SAMPLES, collect, judge, statuses
 
 ROCKS = SAMPLES / "spark-4.3" / "agg-rocks"

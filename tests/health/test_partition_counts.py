@@ -13,9 +13,9 @@ import duckdb
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stateglass.collectors.health.base import Context
-from stateglass.collectors.health.config import HealthConfig
-from stateglass.collectors.health.versions import PartitionCounts
+from stateglass.app.analysis.health.base import Context
+from stateglass.app.analysis.health.config import HealthConfig
+from stateglass.app.analysis.health.versions import PartitionCounts
 
 CP = "/cp"
 

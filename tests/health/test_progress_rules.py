@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from stateglass.collectors.health import Finding, HealthConfig, evaluate
+from stateglass.app.analysis.health import Finding, HealthConfig, evaluate
 from tests import progress_queries as pq
 from tests.progress_fixtures import collect_run
 

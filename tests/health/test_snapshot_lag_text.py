@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from stateglass.collectors.health import HealthConfig
-from stateglass.collectors.health.config import SparkConfig
+from stateglass.app.analysis.health import HealthConfig
+from stateglass.app.analysis.health.config import SparkConfig
 from tests.health.conftest import SAMPLES, age, collect, copy_checkpoint, judge, statuses
 
 

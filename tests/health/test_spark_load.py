@@ -4,8 +4,8 @@ and Spark's test for an unfinished repartition."""
 
 from __future__ import annotations
 
-from stateglass.collectors.health.spark_load import RepairSettings, load_version
-from stateglass.collectors.health.versions import ChainFiles
+from stateglass.app.analysis.health.spark_load import RepairSettings, load_version
+from stateglass.app.analysis.health.versions import ChainFiles
 from stateglass.parsers.repartition import (
     is_repartition_batch,
     unfinished_repartition,

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import duckdb
 
-from stateglass.collectors.db import Database, read_query
-from stateglass.collectors.health import CLOCK_RULES, evaluate_many, judge, load_config
-from stateglass.collectors.health.stored import config_key, judge_stored, stored_many
-from stateglass.collectors.scan import Scanner
+from stateglass.app.analysis.health import CLOCK_RULES, evaluate_many, judge, load_config
+from stateglass.app.analysis.health.stored import config_key, judge_stored, stored_many
+from stateglass.collectors.db.database import Database, read_query
+from stateglass.collectors.scan.scanner import Scanner
 from tests.conftest import SAMPLES, copy_checkpoint
 
 

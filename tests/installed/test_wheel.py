@@ -90,11 +90,11 @@ def test_a_wheel_built_without_a_compiler_runs_on_pure_python(built: Built, tmp_
     # install's finder among them) do not run, so StateGlass comes from the unpacked wheel.
     site = sysconfig.get_paths()["purelib"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(unpacked), site])}
-    probe = "import stateglass.parsers.records as r; print(r.__file__, r._speedups)"
+    probe = "import stateglass.parsers.hdfs_files as r; print(r.__file__, r._speedups)"
     out = subprocess.run(
         [sys.executable, "-S", "-c", probe], env=env, cwd=tmp_path, capture_output=True, text=True
     )
-    assert out.stdout.split() == [str(unpacked / "stateglass/parsers/records.py"), "None"]
+    assert out.stdout.split() == [str(unpacked / "stateglass/parsers/hdfs_files.py"), "None"]
     cmd = [sys.executable, "-S", "-m", "stateglass.app.cli", "state", str(ROCKS)]
     pure_rows = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True)
     compiled = subprocess.run(

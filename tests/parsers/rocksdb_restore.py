@@ -17,7 +17,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from stateglass.parsers.rocksdb_checkpoint import (
+from stateglass.parsers.rocksdb_zip import (
     METADATA_ENTRY,
     RocksDBCheckpointMetadata,
     check_zip_entries,

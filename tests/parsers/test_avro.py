@@ -26,16 +26,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stateglass.app.render.spark_json import render_row
 from stateglass.parsers.avro import avro_row_decoder, java_hash_map_order, min_bytes_for_precision
 from stateglass.parsers.changelog import parse_changelog
 from stateglass.parsers.compression import decompress
 from stateglass.parsers.errors import CorruptData, ParseError, Truncated, UnsupportedFormat
 from stateglass.parsers.logs import OffsetSeq, batch_id_of, is_batch_file_name
 from stateglass.parsers.operator_metadata import OperatorMetadata
-from stateglass.parsers.rocksdb_checkpoint import METADATA_ENTRY, RocksDBCheckpointMetadata
 from stateglass.parsers.rocksdb_encoding import split_cf_prefix
+from stateglass.parsers.rocksdb_zip import METADATA_ENTRY, RocksDBCheckpointMetadata
 from stateglass.parsers.schema_file import ColumnFamilySchema, StateSchemaFile
-from stateglass.parsers.sparkjson import render_row
 from stateglass.parsers.sparktypes import (
     ArrayType,
     AtomicType,

@@ -18,14 +18,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stateglass.collectors.checkpoint import Checkpoint
-from stateglass.collectors.state import StateRequest, StateSource
-from stateglass.parsers.records import read_records
-from stateglass.parsers.sparkjson import (
+from stateglass.app.render.spark_json import (
     state_blob_encoder,
     state_chain_encoder,
     state_lines_encoder,
 )
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+from stateglass.collectors.checkpoints.state_reader import StateRequest, StateSource
+from stateglass.parsers.hdfs_files import read_records
 from stateglass.parsers.sparktypes import AtomicType, StructField, StructType
 from stateglass.parsers.unsafewriter import encode_row
 from tests.conftest import SAMPLES

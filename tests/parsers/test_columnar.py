@@ -2,7 +2,7 @@
 
 The Python decoder is the specification: for any rows of any schema the columnar decoder
 accepts, the Parquet written from its arrays reads back bit for bit as the Parquet written
-from the Python decoder's values (``stateglass.parsers.arrow_types.arrow_value``); for rows
+from the Python decoder's values (``stateglass.app.render.arrow_values.arrow_value``); for rows
 it refuses (None), the Python decoder is what runs. ``state --format parquet`` is checked end
 to end the same way, through a real sink, on both providers.
 """
@@ -22,10 +22,11 @@ from hypothesis import strategies as st
 from stateglass.app.columnar_output import columnar_partition, columnar_supported
 from stateglass.app.errors import AppError
 from stateglass.app.output import ParquetSink
-from stateglass.collectors.checkpoint import Checkpoint
-from stateglass.collectors.state import StateRequest, StateSource
+from stateglass.app.render.arrow_values import arrow_value
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+from stateglass.collectors.checkpoints.state_reader import StateRequest, StateSource
 from stateglass.parsers import columnar
-from stateglass.parsers.arrow_types import arrow_type, arrow_value
+from stateglass.parsers.arrow_types import arrow_type
 from stateglass.parsers.errors import ParseError
 from stateglass.parsers.sparktypes import (
     ArrayType,

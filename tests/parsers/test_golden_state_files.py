@@ -14,7 +14,7 @@ import pytest
 
 from stateglass.parsers.changelog import parse_changelog, unwrap_delete_key, unwrap_value_checksum
 from stateglass.parsers.compression import decompress
-from stateglass.parsers.records import iter_records
+from stateglass.parsers.hdfs_files import iter_records
 from tests.parsers.corpus_files import checkpoints, member_names, readable_id
 
 CODEC_CONF = "spark.sql.streaming.stateStore.compression.codec"

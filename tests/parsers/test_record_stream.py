@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from stateglass.parsers.compression import decompress
 from stateglass.parsers.errors import ChecksumMismatch, CorruptData, ParseError, Truncated
-from stateglass.parsers.records import (
+from stateglass.parsers.hdfs_files import (
     Record,
     iter_records,
     strip_hdfs_key_checksum,
@@ -211,7 +211,7 @@ def test_random_bytes_raise_only_parse_errors(stream: bytes) -> None:
 def test_read_record_keys_agrees_with_read_records(
     records: list[tuple[bytes, bytes | None]],
 ) -> None:
-    from stateglass.parsers.records import read_record_keys, read_records
+    from stateglass.parsers.hdfs_files import read_record_keys, read_records
 
     data = encode_records(records)
     full = read_records(data)
@@ -222,7 +222,7 @@ def test_read_record_keys_agrees_with_read_records(
 
 
 def test_read_record_keys_reports_damage_like_iter_records() -> None:
-    from stateglass.parsers.records import read_record_keys
+    from stateglass.parsers.hdfs_files import read_record_keys
 
     data = encode_records([(b"k" * 8, b"v" * 16), (b"x" * 8, None)])
     for cut in range(len(data) - 1):

@@ -1,4 +1,4 @@
-"""Tests for parsers.rocksdb_checkpoint: the zip's ``metadata`` entry and zip entry names."""
+"""Tests for parsers.rocksdb_zip: the zip's ``metadata`` entry and zip entry names."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stateglass.parsers.errors import CorruptData, ParseError, Truncated, UnsupportedFormat
-from stateglass.parsers.rocksdb_checkpoint import (
+from stateglass.parsers.rocksdb_zip import (
     METADATA_ENTRY,
     LogFile,
     RocksDBCheckpointMetadata,

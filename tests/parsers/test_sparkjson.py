@@ -21,15 +21,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stateglass.parsers.errors import CorruptData, UnsupportedFormat
-from stateglass.parsers.javatext import (
+from stateglass.app.render.java_text import (
     bigdecimal_to_string,
     java_double_to_string,
     java_float_to_string,
     json_quote,
-    murmur3_hash_bytes,
 )
-from stateglass.parsers.sparkjson import (
+from stateglass.app.render.spark_json import (
     TimeZoneSpec,
     render_row,
     row_json_encoder,
@@ -38,6 +36,8 @@ from stateglass.parsers.sparkjson import (
     state_lines_encoder,
     to_python,
 )
+from stateglass.parsers.errors import CorruptData, UnsupportedFormat
+from stateglass.parsers.java_bytes import murmur3_hash_bytes
 from stateglass.parsers.sparktypes import (
     ArrayType,
     AtomicType,

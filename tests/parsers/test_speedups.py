@@ -15,15 +15,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stateglass.parsers import records as records_module
-from stateglass.parsers.errors import ParseError, UnsupportedFormat
-from stateglass.parsers.records import iter_records, read_record_keys, read_records
-from stateglass.parsers.sparkjson import (
+from stateglass.app.render.spark_json import (
     _compiled_plan,
     state_blob_encoder,
     state_line_encoder,
     state_lines_encoder,
 )
+from stateglass.parsers import hdfs_files as records_module
+from stateglass.parsers.errors import ParseError, UnsupportedFormat
+from stateglass.parsers.hdfs_files import iter_records, read_record_keys, read_records
 from stateglass.parsers.sparktypes import (
     ArrayType,
     AtomicType,

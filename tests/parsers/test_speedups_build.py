@@ -10,7 +10,8 @@ import os
 import subprocess
 import sys
 
-from stateglass.parsers import records, sparkjson
+from stateglass.app.render import spark_json as sparkjson
+from stateglass.parsers import hdfs_files as records
 from tests.conftest import ROOT
 from tests.parsers.compiled import pure_requested, speedups_expected
 
@@ -28,7 +29,7 @@ def test_the_switch_picks_the_path() -> None:
 def test_pure_python_can_be_forced() -> None:
     env = {**os.environ, "STATEGLASS_PURE": "1"}
     probe = (
-        "import stateglass.parsers.records as r, stateglass.parsers.sparkjson as j; "
+        "import stateglass.parsers.hdfs_files as r, stateglass.app.render.spark_json as j; "
         "print(r._speedups, j._speedups)"
     )
     out = subprocess.run(

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from stateglass.parsers.changelog import parse_changelog, unwrap_delete_key, unwrap_value_checksum
 from stateglass.parsers.compression import decompress
 from stateglass.parsers.errors import ParseError, Truncated
-from stateglass.parsers.records import iter_records
+from stateglass.parsers.hdfs_files import iter_records
 
 
 @dataclass(frozen=True)

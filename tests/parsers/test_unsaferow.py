@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from stateglass.parsers.compression import decompress
 from stateglass.parsers.errors import CorruptData, UnsupportedFormat
-from stateglass.parsers.javatext import decode_utf8
-from stateglass.parsers.records import iter_records
+from stateglass.parsers.hdfs_files import iter_records
+from stateglass.parsers.java_bytes import decode_utf8
 from stateglass.parsers.schema_file import StateSchemaFile
 from stateglass.parsers.sparktypes import (
     ArrayType,

@@ -3,7 +3,7 @@ compared in their canonical spelling, and local and remote paths never contain e
 
 from __future__ import annotations
 
-from stateglass.collectors.enclosing import enclosing_checkpoint
+from stateglass.collectors.checkpoints.enclosing import enclosing_checkpoint
 from tests.remote.conftest import BUCKET, S3
 
 

@@ -23,7 +23,7 @@ def _findings(
     # ``config`` (the --config path) is part of the cache key: other thresholds, other verdicts.
     # The verdicts the watcher stored after the last scan, where they hold: judging a month's
     # history afresh reads every log entry and state file again.
-    from stateglass.collectors.health.stored import judge_stored
+    from stateglass.app.analysis.health.stored import judge_stored
 
     verdict, found = judge_stored(db, checkpoint, config=context.health_config())
     rows = [

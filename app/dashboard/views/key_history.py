@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from stateglass.app.browse.history import (
+from stateglass.app.browse.key_history import (
     KeyRef,
     collapse_absent,
     find_key_json,

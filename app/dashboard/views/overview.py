@@ -12,12 +12,12 @@ import streamlit as st
 
 from stateglass.app import allowed, figures, queries
 from stateglass.app.dashboard import context, fleet
+from stateglass.app.dashboard.watcher_child import WatcherRegistry, checkpoints_at
 from stateglass.app.errors import AppError
 from stateglass.app.escape import md, md_code
 from stateglass.app.queries.connection import session_connection
-from stateglass.app.watchers import WatcherRegistry, checkpoints_at
+from stateglass.collectors.checkpoints.operator_names import INFERRED, INFERRED_HELP
 from stateglass.collectors.errors import CollectorError
-from stateglass.collectors.operator_names import INFERRED, INFERRED_HELP
 
 BadgeColor = Literal["green", "orange", "red", "gray"]
 BADGE_COLORS: dict[str, BadgeColor] = {"OK": "green", "WARN": "orange", "ERR": "red", "n/a": "gray"}
@@ -65,7 +65,7 @@ def _verdict(found: Any) -> Verdict:
 def verdicts(db: str, rows: pd.DataFrame) -> dict[str, Verdict]:
     """Each row's verdict: cached ones, and the rest as the watcher stored them (those it
     has not judged since their last scan are judged here, on one database connection)."""
-    from stateglass.collectors.health.stored import stored_many
+    from stateglass.app.analysis.health.stored import stored_many
 
     cache = _verdicts(db)
     now = time.monotonic()

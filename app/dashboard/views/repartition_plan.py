@@ -21,14 +21,14 @@ from stateglass.collectors.errors import CollectorError
 # The planner reads every key, only after its button: the page imports it (the checkpoint and
 # store readers, the health thresholds) only then.
 if TYPE_CHECKING:
-    from stateglass.app.partition_plan import Plan, StorePlan
+    from stateglass.app.analysis.repartition.plan import Plan, StorePlan
 
 
 @st.cache_data(ttl=600, max_entries=32, show_spinner=False)
 def _plan(checkpoint: str, operator_id: int, store_name: str, n: int, stamp: int | None) -> Plan:
     # ``stamp`` (the last committed batch) is only part of the key: a new batch replans.
-    from stateglass.app.partition_plan import plan_partitions
-    from stateglass.collectors.checkpoint import Checkpoint
+    from stateglass.app.analysis.repartition.plan import plan_partitions
+    from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 
     cp = Checkpoint.open(checkpoint)
     return plan_partitions(cp, n, operator_id=operator_id, store_name=store_name)
@@ -46,8 +46,8 @@ def render(selection: context.StoreSelection) -> None:
     n = int(left.number_input("partitions", 1, 100_000, 8, key="sg_plan_partitions"))
     if not right.button("Plan", key="sg_plan_go"):
         return
-    from stateglass.app.partition_plan import REWRITE_MODEL
-    from stateglass.collectors.checkpoint import Checkpoint
+    from stateglass.app.analysis.repartition.plan import REWRITE_MODEL
+    from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 
     try:
         stamp = Checkpoint.open(selection.checkpoint).last_committed_batch

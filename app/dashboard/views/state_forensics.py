@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import streamlit as st
 
-from stateglass.app import figures, queries, restart_cost
+from stateglass.app import figures, queries
+from stateglass.app.analysis import restart_cost
 from stateglass.app.dashboard import context
 from stateglass.app.dashboard.context import USER_ERRORS
 from stateglass.app.escape import md, md_code
@@ -40,7 +41,7 @@ def _growth(view: StateView, stamp: int, window: int, top: int) -> GrowthAttribu
 
 def _growth_view(selection: context.StoreSelection) -> StateView | None:
     """The store's view, or the chosen state variable when it keeps several."""
-    from stateglass.collectors.checkpoint import Checkpoint
+    from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 
     try:
         cp = Checkpoint.open(selection.checkpoint)

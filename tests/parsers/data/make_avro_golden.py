@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "tests" / "parsers"))
 
 from rocksdb_restore import open_read_only, restore  # noqa: E402
 
-from stateglass.parsers.rocksdb_checkpoint import RocksDBCheckpointMetadata  # noqa: E402
+from stateglass.parsers.rocksdb_zip import RocksDBCheckpointMetadata  # noqa: E402
 
 OUT = Path(__file__).with_name("avro_golden.json")
 BATCHES = 3

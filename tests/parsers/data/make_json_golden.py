@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from stateglass.parsers.compression import decompress  # noqa: E402
-from stateglass.parsers.records import iter_records  # noqa: E402
+from stateglass.parsers.hdfs_files import iter_records  # noqa: E402
 
 OUT = Path(__file__).with_name("json_golden.json")
 CORPUS_OUT = Path(__file__).with_name("corpus_json_golden.json")

@@ -1,0 +1,1 @@
+"""What judges or predicts from collected data and state: no screen, no writes."""

@@ -1,0 +1,1 @@
+"""Finding checkpoints and reading what they hold: files, operators, stores, state at a batch."""

@@ -1,0 +1,1 @@
+"""The incremental scan of a checkpoint into the database: load, plan, run, write."""

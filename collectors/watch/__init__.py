@@ -1,0 +1,1 @@
+"""Watching checkpoints: file-system events, polling object stores, and a watcher's memory."""
