@@ -23,7 +23,7 @@ from stateglass.app.errors import AppError
 from stateglass.collectors.engines import get_engine
 
 if TYPE_CHECKING:
-    from stateglass.collectors.db.database import Database
+    from stateglass.collectors.db.writer import Database
     from stateglass.collectors.scan.scanner import Scanner, ScanSummary
 
 
@@ -70,7 +70,7 @@ def scanner_for(args: argparse.Namespace) -> tuple[Scanner, list[str]]:
 def new_scanner(args: argparse.Namespace) -> Scanner:
     """A scanner writing ``args.db`` with the engine ``args`` name (default: local)."""
     # DuckDB takes a tenth of a second to import: only commands that use it pay for it.
-    from stateglass.collectors.db.database import Database
+    from stateglass.collectors.db.writer import Database
     from stateglass.collectors.scan.scanner import Scanner
 
     # Without --jobs (watch, the dashboard's watcher) chains stay in-process: see add_jobs_arg

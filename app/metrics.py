@@ -1,7 +1,7 @@
 """Prometheus gauges read from the history database at scrape time.
 
 :class:`HistoryCollector` is a ``prometheus_client`` custom collector: every scrape opens one
-read-only connection (``collectors.db.database.reader``), reads the newest facts of every collected
+read-only connection (``collectors.db.read.reader``), reads the newest facts of every collected
 checkpoint, closes it, then runs the health rules. Nothing is cached between scrapes, so a
 gauge is as fresh as the last ``collect`` / ``watch`` commit. ``docs/metrics.md`` lists the
 metrics and their labels.
@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from stateglass.collectors.db.database import reader
+from stateglass.collectors.db.read import reader
+from stateglass.collectors.db.schema_versions import schema_of
 from stateglass.collectors.errors import CheckpointError, DatabaseError
 
 if TYPE_CHECKING:
-    import duckdb
     from prometheus_client.metrics_core import Metric
 
     from stateglass.app.analysis.health import HealthConfig
@@ -56,7 +56,7 @@ class Gauge:
     help: str
     labels: tuple[str, ...]
     sql: str
-    needs: tuple[str, ...] = ()  # tables that must exist (progress ones are optional)
+    needs: tuple[str, ...] = ()  # tables an older database may lack: the gauge is absent then
     age: bool = False  # the SQL gives a Unix time; serve the seconds since then
 
 
@@ -187,10 +187,6 @@ UP_GAUGE = "stateglass_database_up"
 METRIC_NAMES: tuple[str, ...] = (*(g.name for g in GAUGES), HEALTH_GAUGE, UP_GAUGE)
 
 
-def _tables(conn: duckdb.DuckDBPyConnection) -> set[str]:
-    return {r[0] for r in conn.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-
-
 class HistoryCollector(Collector):
     """The gauges of ``docs/metrics.md``, read from the database at every scrape."""
 
@@ -231,13 +227,13 @@ class HistoryCollector(Collector):
         now = self.clock()
         families: list[GaugeMetricFamily] = []
         with reader(self.db, self.lock_timeout_s) as conn:
-            tables = _tables(conn)
+            schema = schema_of(conn, self.db)
             checkpoints = dict(
                 conn.execute("SELECT checkpoint, last_scan FROM checkpoints").fetchall()
             )
             for gauge in GAUGES:
-                if not set(gauge.needs) <= tables:
-                    continue  # no progress ingested: these gauges are absent, not zero
+                if schema.lacks(*gauge.needs):
+                    continue  # an older database: these gauges are absent, not zero
                 family = GaugeMetricFamily(gauge.name, gauge.help, labels=list(gauge.labels))
                 for row in conn.execute(gauge.sql).fetchall():
                     value = row[len(gauge.labels)]

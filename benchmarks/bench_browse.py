@@ -107,7 +107,7 @@ def summary(values: list[float]) -> str:
 def apptest(cp: str) -> None:
     from streamlit.testing.v1 import AppTest
 
-    from stateglass.collectors.db.database import Database
+    from stateglass.collectors.db.writer import Database
     from stateglass.collectors.scan.scanner import scan_checkpoint
 
     db = os.path.join(tempfile.mkdtemp(prefix="sg-bench-browse-"), "bench.duckdb")

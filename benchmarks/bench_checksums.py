@@ -35,7 +35,7 @@ from collections.abc import Callable
 
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from stateglass.collectors.checkpoints.listing import list_checkpoint
-from stateglass.collectors.db.database import Database
+from stateglass.collectors.db.writer import Database
 from stateglass.collectors.scan import checksums
 from stateglass.collectors.scan import scanner as scan_module
 from stateglass.collectors.scan.checksums import is_sst, verify_files

@@ -206,7 +206,7 @@ def ensure_checkpoint(partitions: int, batches: int) -> tuple[str, str]:
 
 
 def collect(cp: str, db_path: str) -> tuple[float, Any]:
-    from stateglass.collectors.db.database import Database
+    from stateglass.collectors.db.writer import Database
     from stateglass.collectors.scan.scanner import scan_checkpoint
 
     start = time.perf_counter()
@@ -224,7 +224,7 @@ def spark_count(cp: str) -> tuple[int, float, float]:
 
 
 def bench_full(cp: str, runs: int) -> dict[str, Any]:
-    from stateglass.collectors.db.database import read_query
+    from stateglass.collectors.db.read import read_query
 
     walls, summary, db_path, tmp = [], None, "", ""
     for _ in range(runs):
@@ -352,7 +352,7 @@ def load_average() -> str:
 
 def all_tables(db_path: str) -> dict[str, list[tuple[Any, ...]]]:
     """Every table of the database, every row, ordered; the columns a clock fills left out."""
-    from stateglass.collectors.db.database import read_query
+    from stateglass.collectors.db.read import read_query
 
     clock = {"first_seen", "last_scan", "seen_at", "last_seen", "purged_at"}
     out = {}
@@ -527,7 +527,7 @@ def chain_cpu(cp: str) -> tuple[float, float]:
                 Timed.cpu += time.process_time() - start
                 yield result
 
-    from stateglass.collectors.db.database import Database
+    from stateglass.collectors.db.writer import Database
 
     tmp = tempfile.mkdtemp(prefix="sg-bench-cpu-")
     Timed.cpu = 0.0

@@ -152,7 +152,8 @@ def build(days: float, partitions: int, milestones: tuple[float, ...] = ()) -> p
     so one pass builds a day, a week and a month."""
     import shutil
 
-    from stateglass.collectors.db.database import Database, ScanWrite
+    from stateglass.collectors.db.writer import Database
+    from stateglass.collectors.db.writes import ScanWrite
 
     db_file, _ = paths(days, partitions)
     if db_file.is_file():
@@ -410,7 +411,7 @@ def with_real_checkpoint(days: float, partitions: int) -> tuple[pathlib.Path, st
     The month's file is only read (copied), never written."""
     import shutil
 
-    from stateglass.collectors.db.database import Database
+    from stateglass.collectors.db.writer import Database
     from stateglass.collectors.scan.scanner import scan_checkpoint
 
     cp = real_checkpoint(partitions)
@@ -449,7 +450,7 @@ def measure_state_pages(
 
 def held(db: pathlib.Path) -> list[dict[str, Any]]:
     """Each checkpoint's store versions (first, last, how many) and batches in ``db``."""
-    from stateglass.collectors.db.database import read_query
+    from stateglass.collectors.db.read import read_query
 
     rows = read_query(
         str(db),
@@ -463,7 +464,7 @@ def held(db: pathlib.Path) -> list[dict[str, Any]]:
 
 def size(db: pathlib.Path) -> dict[str, Any]:
     """File size and bytes per partition-version; rows per table."""
-    from stateglass.collectors.db.database import read_query
+    from stateglass.collectors.db.read import read_query
 
     versions, partitions = (
         read_query(str(db), "SELECT count(*), count(DISTINCT partition_id) FROM partition_newest")[
@@ -495,7 +496,7 @@ def size(db: pathlib.Path) -> dict[str, Any]:
 
 def _recorded_checkpoint(db: pathlib.Path) -> str:
     """The checkpoint a database's history is recorded under (it was built elsewhere)."""
-    from stateglass.collectors.db.database import read_query
+    from stateglass.collectors.db.read import read_query
 
     return str(read_query(str(db), "SELECT min(checkpoint) FROM checkpoints")[0][0])
 
@@ -504,7 +505,8 @@ def store_verdicts(db: pathlib.Path) -> float:
     """Judge each checkpoint and store its verdicts, as a watcher does after every scan (the
     history is written without one); CPU seconds it took."""
     from stateglass.app.analysis.health.stored import judge_and_store
-    from stateglass.collectors.db.database import Database, read_query
+    from stateglass.collectors.db.read import read_query
+    from stateglass.collectors.db.writer import Database
 
     cpu = time.process_time()
     writer = Database(str(db))

@@ -36,7 +36,8 @@ import zstandard
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from stateglass.collectors.db.database import Database, read_query  # noqa: E402
+from stateglass.collectors.db.read import read_query  # noqa: E402
+from stateglass.collectors.db.writer import Database  # noqa: E402
 from stateglass.collectors.progress import ProgressCollector  # noqa: E402
 from stateglass.parsers import eventlog  # noqa: E402
 from stateglass.parsers.eventlog_codecs import decode_prefix  # noqa: E402

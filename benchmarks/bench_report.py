@@ -96,7 +96,7 @@ def main() -> None:
     args = ap.parse_args()
     source_db = ensure_history_db()
     cp = history_checkpoint()
-    from stateglass.collectors.db.database import read_query
+    from stateglass.collectors.db.read import read_query
 
     partitions, versions = read_query(
         str(source_db),

@@ -66,7 +66,7 @@ def time_rows(db: Any) -> list[float]:
 def run(
     partitions: int, workdir: Path, by_name: bool, replayed: tuple[int, ...]
 ) -> list[tuple[float, float, float, float]]:
-    from stateglass.collectors.db.database import Database
+    from stateglass.collectors.db.writer import Database
     from stateglass.collectors.scan.reconcile import ReconcilePolicy
     from stateglass.collectors.scan.scanner import Scanner
     from tests.collectors.test_watch_scale import JOIN_SAMPLE, tile_join

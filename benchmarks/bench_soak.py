@@ -240,7 +240,7 @@ def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float) -> None:
 def db_lost(db: str, seen: dict[tuple[str, int], float]) -> tuple[int, int, int]:
     """(batches seen committed, missing from ``batches``, missing a state version in some
     store)."""
-    from stateglass.collectors.db.database import read_query
+    from stateglass.collectors.db.read import read_query
 
     total = lost_batches = lost_versions = 0
     rows = read_query(db, "SELECT checkpoint, batch_id FROM batches WHERE committed")

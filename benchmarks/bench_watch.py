@@ -124,7 +124,7 @@ def committed(cp: str) -> list[int]:
 
 
 def db_committed(db: str) -> set[int]:
-    from stateglass.collectors.db.database import read_query
+    from stateglass.collectors.db.read import read_query
 
     if not os.path.exists(db):
         return set()

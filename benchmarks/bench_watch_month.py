@@ -141,7 +141,7 @@ def time_known(
     CPU, rows) of each."""
     import duckdb
 
-    from stateglass.collectors.db.database import Database
+    from stateglass.collectors.db.writer import Database
 
     db = Database(str(db_path))
     t, c = time.monotonic(), time.process_time()
@@ -163,7 +163,7 @@ def scan_commits(db_path: Path, cp: Path, held: Path, batches: dict[int, list[Pa
     """The first scan, then one scan by name per held batch: (wall, CPU, judge wall, judge CPU)."""
     from bench_scan_by_name import time_judging
 
-    from stateglass.collectors.db.database import Database
+    from stateglass.collectors.db.writer import Database
     from stateglass.collectors.scan.reconcile import ReconcilePolicy
     from stateglass.collectors.scan.scanner import Scanner
 

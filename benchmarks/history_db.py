@@ -34,8 +34,8 @@ How it is built (a rendering benchmark: the rows are real collector output, tile
      ``purged = true`` (the files are not on disk, as after Spark's maintenance), so an
      incremental ``stateglass collect`` of the checkpoint leaves them alone.
 
-The file is rebuilt when it is missing or when ``collectors/db/database.py``'s schema changes (a
-fingerprint of its DDL is kept beside it).
+The file is rebuilt when it is missing or when the schema changes (``collectors/db/schema.py``,
+``views.py``: a fingerprint of their DDL is kept beside it).
 """
 
 from __future__ import annotations
@@ -72,9 +72,10 @@ def history_checkpoint() -> str:
 
 
 def _fingerprint(checkpoint: str) -> str:
-    from stateglass.collectors.db import database as db
+    from stateglass.collectors.db.schema import TABLES
+    from stateglass.collectors.db.views import VIEWS
 
-    ddl = "\n".join([*db.TABLES.values(), *db.VIEWS.values()])
+    ddl = "\n".join([*TABLES.values(), *VIEWS.values()])
     text = f"{checkpoint}\n{VERSIONS}\n{ddl}\n{pathlib.Path(__file__).read_text()}"
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -161,7 +162,7 @@ WHERE checkpoint = $cp AND version <= $last AND version + $last * _k <= $version
 def _build(checkpoint: str, target: pathlib.Path) -> None:
     import duckdb
 
-    from stateglass.collectors.db.database import Database
+    from stateglass.collectors.db.writer import Database
     from stateglass.collectors.scan.scanner import scan_checkpoint
 
     db = Database(str(target))
@@ -216,7 +217,7 @@ def main() -> None:
     args = ap.parse_args()
     start = time.perf_counter()
     path = ensure_history_db(rebuild=args.rebuild)
-    from stateglass.collectors.db.database import read_query
+    from stateglass.collectors.db.read import read_query
 
     counts = {
         table: read_query(str(path), f"SELECT count(*) FROM {table}")[0][0]

@@ -16,8 +16,12 @@ Hierarchy::
     │   ├── AccessDenied         credentials accepted, permission refused
     │   ├── NoSuchBucket         the bucket or container does not exist
     │   └── StorageUnavailable   unreachable, connection lost, or still throttled after retries
-    ├── DatabaseError            StateGlass's own DuckDB file cannot be opened
-    │   └── DatabaseBusy         it stayed locked by another process past the timeout
+    ├── DatabaseError            StateGlass's own DuckDB file cannot be used
+    │   ├── DatabaseBusy         it stayed locked by another process past the timeout
+    │   ├── NoDatabase           there is no file at the path: nothing collected there yet
+    │   ├── NotAStateGlassDatabase  a DuckDB file StateGlass did not write
+    │   └── OlderDatabase        written by an older StateGlass, it lacks what a read needs
+    │                            until a writer upgrades it (collectors/db/schema_versions.py)
     ├── BadConfig                a config file or environment variable that cannot be used
     ├── EngineError              the engine, not the checkpoint, failed (no pyspark or Java,
     │                            Spark master unreachable, executors missing a dependency)
@@ -108,11 +112,24 @@ class StorageUnavailable(StorageError):
 
 
 class DatabaseError(CollectorError):
-    """StateGlass's own DuckDB file cannot be opened (not a DuckDB file, not readable)."""
+    """StateGlass's own DuckDB file cannot be used (not a DuckDB file, not readable)."""
 
 
 class DatabaseBusy(DatabaseError):
     """The DuckDB database stayed locked by another process longer than the timeout."""
+
+
+class NoDatabase(DatabaseError):
+    """No database at the path: nothing has been collected into it yet."""
+
+
+class NotAStateGlassDatabase(DatabaseError):
+    """A DuckDB file that StateGlass did not write (it has no ``schema_info``)."""
+
+
+class OlderDatabase(DatabaseError):
+    """Written by an older StateGlass, the database lacks a table, view or column a read
+    needs; the first writer to open it upgrades it in place."""
 
 
 class BadConfig(CollectorError):

@@ -26,12 +26,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from stateglass.collectors.checkpoints.enclosing import enclosing_checkpoint
-from stateglass.collectors.db.database import Database, ProgressWrite
 from stateglass.collectors.db.progress_tables import (
     DURATION_COLUMNS,
     HDFS_COLUMNS,
     ROCKSDB_COLUMNS,
 )
+from stateglass.collectors.db.writer import Database
+from stateglass.collectors.db.writes import ProgressWrite
 from stateglass.collectors.errors import BadProgressPath, CheckpointError, wrap_parse_error
 from stateglass.collectors.fs import LOCAL, FileSystem
 from stateglass.parsers import eventlog

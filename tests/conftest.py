@@ -148,7 +148,7 @@ class SamplesDb:
 def all_samples_db(tmp_path_factory: pytest.TempPathFactory) -> SamplesDb:
     """Collected once per test session: the app, collector, report and eviction tests only
     read it (a test that writes makes its own)."""
-    from stateglass.collectors.db.database import Database
+    from stateglass.collectors.db.writer import Database
     from stateglass.collectors.scan.scanner import scan_checkpoint
 
     db = Database(str(tmp_path_factory.mktemp("samples-db") / "samples.duckdb"))

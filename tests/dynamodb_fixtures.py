@@ -18,7 +18,7 @@ from types import ModuleType
 
 import pytest
 
-from stateglass.collectors.db.database import Database
+from stateglass.collectors.db.writer import Database
 from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.conftest import SAMPLES
 from tests.remote.servers import moto_environment

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from stateglass.collectors.db.database import Database
+from stateglass.collectors.db.writer import Database
 from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests import progress_queries as pq
 from tests.progress_rows import write_events

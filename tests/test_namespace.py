@@ -1,7 +1,7 @@
 """Every import of our code names the ``stateglass`` namespace.
 
 The repository keeps ``app/``, ``collectors/`` and ``parsers/`` at its top, and pytest puts
-the repository on ``sys.path``: a stray ``from collectors.db.database import …`` would still import
+the repository on ``sys.path``: a stray ``from collectors.db.writer import …`` would still import
 here, then fail for every user who installed the wheel. This reads every module instead.
 """
 
@@ -62,7 +62,7 @@ def test_no_import_outside_the_namespace(folder: str) -> None:
 def test_the_check_sees_a_bare_import(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text(
-        "import os\nfrom collectors.db.database import Database\nimport app.cli\n"
+        "import os\nfrom collectors.db.writer import Database\nimport app.cli\n"
         "from stateglass.parsers import records\n"
     )
-    assert _bare_imports(module) == [(2, "collectors.db"), (3, "app.cli")]
+    assert _bare_imports(module) == [(2, "collectors.db.writer"), (3, "app.cli")]

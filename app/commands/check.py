@@ -93,7 +93,7 @@ def _collect(checkpoint: str, db_path: str) -> str:
     from stateglass.app.collecting import ProgressBar
     from stateglass.collectors.checkpoints.checkpoint import Checkpoint
     from stateglass.collectors.checkpoints.enclosing import enclosing_checkpoint
-    from stateglass.collectors.db.database import Database
+    from stateglass.collectors.db.writer import Database
     from stateglass.collectors.scan.scanner import Scanner
 
     root = Checkpoint.open(checkpoint).root  # not a checkpoint: one line, exit 2

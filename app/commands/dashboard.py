@@ -60,7 +60,7 @@ def _collect_for_dashboard(
     (folders searched with the discovery bounds in ``args``)."""
     from stateglass.app.args import refuse_db_inside
     from stateglass.app.collecting import ProgressBar
-    from stateglass.collectors.db.database import Database
+    from stateglass.collectors.db.writer import Database
     from stateglass.collectors.engines import LocalEngine
     from stateglass.collectors.scan.scanner import Scanner
 
@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     roots = _collect_for_dashboard(args.paths, db_path, args) if args.paths else []
     if progress:
         from stateglass.app.collecting import collect_progress
-        from stateglass.collectors.db.database import Database
+        from stateglass.collectors.db.writer import Database
 
         collect_progress(Database(db_path), progress)
     # Open a browser only where there is a screen to show it on.

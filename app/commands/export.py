@@ -27,7 +27,8 @@ FORMATS = {".parquet": "PARQUET", ".csv": "CSV"}
 
 def exportable() -> list[str]:
     """Tables and views of the database a user may export (not the internal schema_info)."""
-    from stateglass.collectors.db.database import TABLES, VIEWS
+    from stateglass.collectors.db.schema import TABLES
+    from stateglass.collectors.db.views import VIEWS
 
     return sorted(n for n in (*TABLES, *VIEWS) if n != "schema_info")
 
@@ -59,7 +60,9 @@ def run(args: argparse.Namespace) -> int:
     import duckdb
 
     from stateglass.collectors.checkpoints.enclosing import enclosing_checkpoint
-    from stateglass.collectors.db.database import reader
+    from stateglass.collectors.db.connection import existing_database
+    from stateglass.collectors.db.read import reader
+    from stateglass.collectors.db.schema_versions import schema_of
 
     names = exportable()
     if args.table not in names:
@@ -68,28 +71,13 @@ def run(args: argparse.Namespace) -> int:
     suffix = os.path.splitext(out)[1].lower()
     if suffix not in FORMATS:
         raise AppError(f"{out}: the output must end in .parquet or .csv")
-    db_path = os.path.abspath(os.path.expanduser(args.db))
-    if not os.path.isfile(db_path):
-        raise AppError(f"{db_path}: no such database; run `stateglass collect` first")
+    db_path = existing_database(args.db)
     if not os.path.isdir(os.path.dirname(out)):
         raise OutputError(f"{out}: cannot write output (no such directory)")
     with reader(db_path) as conn:
-        try:
-            known = [r[0] for r in conn.execute("SELECT checkpoint FROM checkpoints").fetchall()]
-            present = {
-                r[0]
-                for r in conn.execute(
-                    "SELECT table_name FROM duckdb_tables() UNION ALL "
-                    "SELECT view_name FROM duckdb_views()"
-                ).fetchall()
-            }
-        except duckdb.CatalogException as exc:
-            raise AppError(f"{db_path}: not a StateGlass history database") from exc
-        if args.table not in present:
-            # A database from an older StateGlass: the writer adds new tables when it opens it.
-            raise AppError(
-                f"{db_path}: has no {args.table!r} yet; run `stateglass collect` once to upgrade it"
-            )
+        # What a reader shows of an older database as empty would be an empty file here.
+        schema_of(conn, db_path).require(args.table)
+        known = [r[0] for r in conn.execute("SELECT checkpoint FROM checkpoints").fetchall()]
         inside = enclosing_checkpoint(out, known)
         if inside is not None:
             raise OutputError(

@@ -13,12 +13,10 @@ runs it by hand (after changing ``[history]``, say). What is kept at what resolu
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
 from stateglass.app.args import add_db_arg
-from stateglass.app.errors import AppError
 
 
 def add_parser(subparsers: Any) -> None:
@@ -45,11 +43,11 @@ def history_settings(config: str | None) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """``stateglass maintain``: one line per checkpoint maintained."""
-    from stateglass.collectors.db.database import Database
+    from stateglass.collectors.db.connection import existing_database
+    from stateglass.collectors.db.writer import Database
 
-    db_path = os.path.abspath(os.path.expanduser(args.db))
-    if not os.path.isfile(db_path):
-        raise AppError(f"{db_path}: no such database; run `stateglass collect` first")
+    # The writer would make a new database: maintaining one that is not there is a typo.
+    db_path = existing_database(args.db)
     settings = history_settings(args.config)
     db = Database(db_path, history=settings)
     results = db.maintain(args.checkpoint)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import ipaddress
-import os
 import sys
 import threading
 from typing import Any
@@ -100,9 +99,9 @@ def _require_prometheus() -> None:
 def run(args: argparse.Namespace) -> int:
     """``stateglass metrics``: serve until interrupted."""
     _require_prometheus()
-    db = os.path.abspath(os.path.expanduser(args.db))
-    if not os.path.isfile(db):
-        raise AppError(f"{db}: no such database; run `stateglass collect` first")
+    from stateglass.collectors.db.connection import existing_database
+
+    db = existing_database(args.db)
     if not 0 < args.port < 65536:
         raise AppError(f"--port {args.port}: not a TCP port (1-65535)")
     warning = exposure_warning(args.host, args.port)

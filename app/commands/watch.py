@@ -20,7 +20,7 @@ from stateglass.app.args import add_collect_args, add_watch_args, reconcile_poli
 
 if TYPE_CHECKING:
     from stateglass.app.dashboard.watcher_child import ControlFile
-    from stateglass.collectors.db.database import Database
+    from stateglass.collectors.db.writer import Database
     from stateglass.collectors.scan.scanner import Scanner, ScanSummary
 
 PROGRESS_POLL_S = 2.0

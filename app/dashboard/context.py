@@ -23,7 +23,7 @@ from stateglass.app.errors import AppError
 from stateglass.app.escape import md, md_code
 from stateglass.app.memory_trace import gauge
 from stateglass.collectors.checkpoints.operator_names import INFERRED, INFERRED_HELP
-from stateglass.collectors.db.database import read_query
+from stateglass.collectors.db.read import read_query
 from stateglass.collectors.errors import BadConfig, CheckpointError
 from stateglass.collectors.locations import DEFAULT_DB
 

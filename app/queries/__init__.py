@@ -1,8 +1,7 @@
 """Read-only queries for the dashboard and the reports: database path in, DataFrame out.
 
 All the SQL the pages need lives in this package, on top of the views of
-``collectors/db/database.py``
-where they exist, one module per concept:
+``collectors/db/views.py`` where they exist, one module per concept:
 
 * :mod:`.connection`: the read-only connection, shared by a page's loads (:func:`session`);
 * :mod:`.checkpoints`: the collected checkpoints as a whole (the Overview), their stores and

@@ -1,8 +1,8 @@
 """The read-only connection every query runs on, and the helpers the query modules share.
 
-Each call opens a read-only connection for one query (``collectors.db.database.reader``), which
-waits
-while a collector holds the write lock; inside :func:`session` the queries of a page share one.
+Each call opens a read-only connection for one query (``collectors.db.read.reader``), which
+waits while a collector holds the write lock; inside :func:`session` the queries of a page
+share one.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from stateglass.collectors.db.database import reader
+from stateglass.collectors.db.read import reader
 
 if TYPE_CHECKING:
     import duckdb
@@ -93,13 +93,6 @@ def read_frame(db: str, sql: str, params: Sequence[Any] = ()) -> pd.DataFrame:
         return shared.connection().execute(sql, list(params)).df()
     with reader(db) as conn:
         return conn.execute(sql, list(params)).df()
-
-
-def has_tables(db: str, *names: str) -> bool:
-    """Whether ``db`` has every table named: a database an older StateGlass wrote lacks the
-    newer tables (progress events, the eviction audit), and reads of them give empty frames."""
-    found = read_frame(db, "SELECT table_name FROM duckdb_tables()")
-    return set(names) <= set(found["table_name"])
 
 
 def data_version(db: str) -> float:

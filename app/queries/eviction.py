@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from stateglass.app.queries.connection import STORE_WHERE, has_tables, read_frame
+from stateglass.app.queries.connection import STORE_WHERE, read_frame
 
 
 def eviction_rules(db: str, checkpoint: str, operator_id: int, store_name: str) -> pd.DataFrame:
     """How Spark evicts the store (one row; transformWithState: one per audited variable)."""
-    if not has_tables(db, "eviction_rules"):
-        return pd.DataFrame()
     return read_frame(
         db,
         "SELECT state_var, operator_name, kind, audited, predicate, event_time_field, cause, "
@@ -22,8 +20,6 @@ def eviction_rules(db: str, checkpoint: str, operator_id: int, store_name: str) 
 def eviction_audit(db: str, checkpoint: str, operator_id: int, store_name: str) -> pd.DataFrame:
     """Per audited version: keys, overdue keys (summed over partitions), the watermark, the
     oldest event time and which partitions hold overdue keys."""
-    if not has_tables(db, "eviction_audit"):
-        return pd.DataFrame()
     return read_frame(
         db,
         "SELECT state_var, version, version - 1 AS batch_id, max(watermark_ms) AS watermark_ms, "

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from stateglass.app.queries.connection import has_tables, read_frame
+from stateglass.app.queries.connection import read_frame
 
 # How each page says it has no progress source (one line, the same everywhere).
 NO_PROGRESS = (
@@ -57,22 +57,6 @@ def progress(db: str, checkpoint: str) -> pd.DataFrame:
     rows_dropped_by_watermark (summed over stateful operators). Empty without progress.
     """
     parts = ", ".join(f"p.{c}" for c in DURATION_PARTS)
-    columns = [
-        "run_id",
-        "batch_id",
-        "timestamp",
-        "num_input_rows",
-        "input_rows_per_second",
-        "processed_rows_per_second",
-        "batch_duration_ms",
-        "duration_trigger_execution_ms",
-        *DURATION_PARTS,
-        "event_time_watermark",
-        "kafka_max_offsets_behind_latest",
-        "rows_dropped_by_watermark",
-    ]
-    if not has_tables(db, "progress", "progress_state"):
-        return pd.DataFrame(columns=columns)
     return read_frame(
         db,
         f"""
@@ -120,8 +104,6 @@ def progress_state(db: str, checkpoint: str, operator_id: int) -> pd.DataFrame:
         "all_removals_time_ms",
         *ROCKSDB_METRICS,
     ]
-    if not has_tables(db, "progress", "progress_state"):
-        return pd.DataFrame(columns=columns)
     picked = ", ".join(f"s.{c}" for c in columns[3:])
     return read_frame(
         db,
@@ -148,17 +130,6 @@ def snapshot_uploads(db: str, checkpoint: str, operator_id: int, store_name: str
     partition_id, batch_id, state_version, reported_version, files_version,
     versions_since_snapshot, agree.
     """
-    columns = [
-        "partition_id",
-        "batch_id",
-        "state_version",
-        "reported_version",
-        "files_version",
-        "versions_since_snapshot",
-        "agree",
-    ]
-    if not has_tables(db, "progress", "progress_snapshot_uploads"):
-        return pd.DataFrame(columns=columns)
     return read_frame(
         db,
         """
@@ -197,16 +168,6 @@ def progress_overview(db: str, checkpoints: Sequence[str] | None = None) -> pd.D
     Columns: checkpoint, batch_id, timestamp, input_rows_per_second,
     processed_rows_per_second, kafka_max_offsets_behind_latest.
     """
-    columns = [
-        "checkpoint",
-        "batch_id",
-        "timestamp",
-        "input_rows_per_second",
-        "processed_rows_per_second",
-        "kafka_max_offsets_behind_latest",
-    ]
-    if not has_tables(db, "progress"):
-        return pd.DataFrame(columns=columns)
     where = "" if checkpoints is None else "WHERE c.checkpoint IN (SELECT unnest(?::VARCHAR[]))"
     return read_frame(
         db,
@@ -226,9 +187,6 @@ def progress_overview(db: str, checkpoints: Sequence[str] | None = None) -> pd.D
 def progress_sources(db: str, checkpoint: str) -> pd.DataFrame:
     """Per progress event: batch_id, num_input_rows and ``sources`` (Spark's per-source JSON
     list, each with its ``description`` and ``numInputRows``), oldest first."""
-    columns = ["batch_id", "num_input_rows", "sources"]
-    if not has_tables(db, "progress"):
-        return pd.DataFrame(columns=columns)
     return read_frame(
         db,
         """

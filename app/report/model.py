@@ -221,12 +221,11 @@ def load_report(
 
     ``checkpoint`` is the path it was collected under (made absolute, as the collector does).
     """
-    db_path = os.path.abspath(os.path.expanduser(db_path))
+    from stateglass.collectors.db.connection import existing_database
     from stateglass.collectors.remote import canonical
 
     checkpoint = canonical(checkpoint)
-    if not os.path.isfile(db_path):
-        raise AppError(f"{db_path}: no such database; collect the checkpoint first")
+    db_path = existing_database(db_path)
     # One read-only connection for the thirty-odd queries (each open costs tens of ms).
     with queries.session(db_path):
         return _load(db_path, checkpoint, now, findings)

@@ -5,8 +5,8 @@ database keeps each partition's rows at full resolution for a recent window, and
 row per bucket of versions (min, max and last keys, summed changes and bytes, the worst replay)
 for good. Totals over partitions are kept per version for good, and purged state files are
 compacted into per-version sums, so nothing a page, rule or report shows is lost.
-:meth:`stateglass.collectors.db.database.Database.maintain` applies it; a writer calls it on its own
-every ``maintain_every`` versions written, after the scan's own transaction.
+:meth:`stateglass.collectors.db.writer.Database.maintain` applies it; a writer calls it on its
+own every ``maintain_every`` versions written, after the scan's own transaction.
 
 Example (a ``--config`` file)::
 

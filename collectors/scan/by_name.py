@@ -34,7 +34,7 @@ from stateglass.collectors.checkpoints.listing import (
     StateFile,
     classify,
 )
-from stateglass.collectors.db.database import Chain
+from stateglass.collectors.db.writes import Chain
 from stateglass.collectors.fs import FileInfo
 from stateglass.collectors.scan.chains import ChainResult
 from stateglass.collectors.scan.plan import unique_ids

@@ -1,6 +1,6 @@
 """Rows for the facts the health rules need beyond key counts: which SSTs each zip references,
 Spark's temporary files, and the schema files' history. Pure: the scan gathers the inputs and
-hands the rows to :meth:`Database.record_scan` in its :class:`~collectors.db.database.ScanWrite`.
+hands the rows to :meth:`Database.record_scan` in its :class:`~collectors.db.writes.ScanWrite`.
 """
 
 from __future__ import annotations

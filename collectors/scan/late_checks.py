@@ -31,7 +31,7 @@ from stateglass.collectors.errors import CollectorError
 from stateglass.collectors.scan.checksums import KIND, verify_files
 
 if TYPE_CHECKING:
-    from stateglass.collectors.db.database import Database
+    from stateglass.collectors.db.writer import Database
     from stateglass.collectors.fs import FileSystem
 
 

@@ -2,8 +2,8 @@
 
 :func:`plan` decides the work from what the checkpoint holds now (its listing) beside what
 earlier scans counted; the ``*_rows`` functions turn what the scan read into the rows of a
-:class:`~collectors.db.database.ScanWrite`. Nothing here reads a file or the database, so tests can
-feed it any listing.
+:class:`~collectors.db.writes.ScanWrite`. Nothing here reads a file or the database, so tests
+can feed it any listing.
 
 Example::
 
@@ -20,7 +20,7 @@ from typing import Any
 
 from stateglass.collectors.checkpoints.checkpoint import StoreInfo
 from stateglass.collectors.checkpoints.listing import FileStat, Listing, version_file_stats
-from stateglass.collectors.db.database import Chain
+from stateglass.collectors.db.writes import Chain
 from stateglass.collectors.scan.chains import ChainResult, ChainTask
 from stateglass.parsers.logs import CommitMetadata, OffsetSeq
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from stateglass.collectors.checkpoints.listing import classify
-from stateglass.collectors.db.database import KnownScan, ScanWrite
+from stateglass.collectors.db.writes import KnownScan, ScanWrite
 from stateglass.collectors.scan.by_name import KnownListing
 
 

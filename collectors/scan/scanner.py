@@ -42,7 +42,8 @@ from stateglass.collectors.checkpoints.listing import (
     list_checkpoint,
     log_files,
 )
-from stateglass.collectors.db.database import Chain, Database, KnownScan, ScanWrite
+from stateglass.collectors.db.writer import Database
+from stateglass.collectors.db.writes import Chain, KnownScan, ScanWrite
 from stateglass.collectors.engines import Engine, LocalEngine
 from stateglass.collectors.errors import CheckpointError, CollectorError, CorruptFile
 from stateglass.collectors.fs import FileSystem

@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from stateglass.app.dashboard import state_ui
 from stateglass.app.dashboard.context import DB_ENV
-from stateglass.collectors.db.database import Database
+from stateglass.collectors.db.writer import Database
 from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.conftest import SAMPLES
 

@@ -17,7 +17,7 @@ import pytest
 
 from stateglass.app.cli import main
 from stateglass.app.commands.dashboard import _collect_for_dashboard
-from stateglass.collectors.db.database import read_query
+from stateglass.collectors.db.read import read_query
 from tests.conftest import ROOT, SAMPLES
 
 

@@ -13,7 +13,8 @@ import pytest
 
 from stateglass.app import figures, queries
 from stateglass.app.queries.checkpoints import SPARKLINE_POINTS
-from stateglass.collectors.db.database import Database, ScanWrite
+from stateglass.collectors.db.writer import Database
+from stateglass.collectors.db.writes import ScanWrite
 
 CP = "/cps/long"
 PARTITIONS, VERSIONS = 10, 6000

@@ -23,7 +23,7 @@ from streamlit.testing.v1 import AppTest
 from stateglass.app.dashboard.server import streamlit_command
 from stateglass.app.escape import md
 from stateglass.app.report import render_html, render_markdown
-from stateglass.collectors.db.database import Database
+from stateglass.collectors.db.writer import Database
 from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.app.test_browser import (
     CHROMIUM,

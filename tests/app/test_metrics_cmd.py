@@ -20,7 +20,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from stateglass.app.metrics import METRIC_NAMES
-from stateglass.collectors.db.database import read_query
+from stateglass.collectors.db.read import read_query
 from tests import progress_queries as pq
 from tests.conftest import ROOT
 from tests.progress_fixtures import collect_run

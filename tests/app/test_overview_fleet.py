@@ -26,7 +26,8 @@ from stateglass.app.analysis.health import CLOCK_RULES, evaluate, evaluate_many,
 from stateglass.app.analysis.health.stored import stored_many
 from stateglass.app.dashboard import fleet
 from stateglass.app.escape import md
-from stateglass.collectors.db.database import Database, read_query
+from stateglass.collectors.db.read import read_query
+from stateglass.collectors.db.writer import Database
 from stateglass.collectors.scan.scanner import Scanner
 from tests.conftest import SAMPLES
 

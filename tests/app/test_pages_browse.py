@@ -14,7 +14,7 @@ from stateglass.app.browse.table import PageRequest, read_page
 from stateglass.app.browse.views import StateView, batch_label
 from stateglass.app.dashboard.context import DB_ENV
 from stateglass.app.escape import md
-from stateglass.collectors.db.database import Database
+from stateglass.collectors.db.writer import Database
 from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.conftest import SAMPLES
 

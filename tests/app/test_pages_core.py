@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from stateglass.app import allowed
 from stateglass.app.escape import md
-from stateglass.collectors.db.database import read_query
+from stateglass.collectors.db.read import read_query
 from tests.conftest import SAMPLES
 
 MAIN = str(Path(__file__).resolve().parents[2] / "app" / "dashboard" / "main.py")

@@ -14,7 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from stateglass.app.dashboard.context import DB_ENV
-from stateglass.collectors.db.database import read_query
+from stateglass.collectors.db.read import read_query
 from tests.dynamodb_fixtures import DynamoSample
 from tests.e2e.oracle import ours
 

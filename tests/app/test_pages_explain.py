@@ -4,7 +4,7 @@ rows) where Browse shows one state variable."""
 from __future__ import annotations
 
 from stateglass.app.dashboard.state_ui import RAW_KEYS_NOTE
-from stateglass.collectors.db.database import read_query
+from stateglass.collectors.db.read import read_query
 from tests.app.test_pages_browse import TWS, open_page
 
 

@@ -30,7 +30,7 @@ from stateglass.app.escape import md
 from stateglass.app.report.html import render as render_html
 from stateglass.app.report.markdown import render as render_markdown
 from stateglass.app.report.model import load_report
-from stateglass.collectors.db.database import Database
+from stateglass.collectors.db.writer import Database
 from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.conftest import spark_conf, write_batch_files
 from tests.progress_queries import ROCKSDB

@@ -13,7 +13,9 @@ import pytest
 
 from stateglass.app import queries
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
-from stateglass.collectors.db.database import Database, ScanWrite, read_query
+from stateglass.collectors.db.read import read_query
+from stateglass.collectors.db.writer import Database
+from stateglass.collectors.db.writes import ScanWrite
 from stateglass.parsers.logs import parse_file_source_log
 from tests.conftest import SAMPLES, sample_checkpoints
 

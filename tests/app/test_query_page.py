@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from stateglass.app import figures, queries
-from stateglass.collectors.db.database import Database
+from stateglass.collectors.db.writer import Database
 from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.conftest import SAMPLES
 

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 from stateglass.app import allowed
 from stateglass.app.dashboard.context import DB_ENV
 from stateglass.app.escape import md
-from stateglass.collectors.db.database import read_query
+from stateglass.collectors.db.read import read_query
 from tests.collectors.helpers import copy_sample
 
 TIMEOUT_S = 60

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from stateglass.collectors.db.database import read_query
+from stateglass.collectors.db.read import read_query
 from stateglass.collectors.fs import LOCAL, FileInfo
 from tests.conftest import ROOT, SAMPLES, copy_checkpoint, sample_checkpoints, sample_id
 

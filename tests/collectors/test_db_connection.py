@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stateglass.collectors.db.database import Database, read_query, reader
+from stateglass.collectors.db.read import read_query, reader
+from stateglass.collectors.db.writer import Database
 
 
 def test_no_connection_draws_duckdb_progress_bar(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ import pytest
 from stateglass.app import discovery
 from stateglass.app.commands.dashboard import _collect_for_dashboard
 from stateglass.collectors.checkpoints.discover import Limits, checkpoints_at, discover
-from stateglass.collectors.db.database import read_query
+from stateglass.collectors.db.read import read_query
 from stateglass.collectors.errors import NotACheckpoint
 from stateglass.collectors.fs import LOCAL
 from tests.collectors.cluster import VENV_SITE

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from stateglass.collectors.checkpoints.listing import classify
-from stateglass.collectors.db.database import Database
+from stateglass.collectors.db.writer import Database
 from stateglass.collectors.engines import LocalEngine, get_engine
 from stateglass.collectors.engines.base import Engine
 from stateglass.collectors.scan.scanner import scan_checkpoint

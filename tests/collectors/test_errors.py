@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from stateglass.collectors import errors
-from stateglass.collectors.db.database import Database, read_query
+from stateglass.collectors.db.read import read_query
+from stateglass.collectors.db.writer import Database
 from stateglass.collectors.fs import FileSystem
 from stateglass.collectors.scan.chains import ChainResult, ChainTask
 from stateglass.collectors.scan.scanner import Scanner

@@ -19,8 +19,10 @@ import pytest
 
 from stateglass.app import queries
 from stateglass.app.cli import main
-from stateglass.collectors.db.database import SCHEMA_VERSION, Database, read_query
 from stateglass.collectors.db.history_settings import HistorySettings, from_config
+from stateglass.collectors.db.read import read_query
+from stateglass.collectors.db.schema_versions import SCHEMA_VERSION
+from stateglass.collectors.db.writer import Database
 from stateglass.collectors.errors import BadConfig
 from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.conftest import SAMPLES, copy_checkpoint
@@ -265,7 +267,8 @@ def test_known_reads_history_only_from_the_oldest_live_file(tmp_path: Path) -> N
     watermarks of their batches, but keeps whether the query ever had a watermark."""
     from datetime import datetime
 
-    from stateglass.collectors.db.database import _OFFSET_COLUMNS, ScanWrite
+    from stateglass.collectors.db.writer import _OFFSET_COLUMNS
+    from stateglass.collectors.db.writes import ScanWrite
 
     root, now = "/cp", datetime(2026, 1, 1)
     db = Database(str(tmp_path / "sg.duckdb"), history=HistorySettings(enabled=False))

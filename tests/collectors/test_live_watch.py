@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from stateglass.collectors.db.database import Database, read_query
+from stateglass.collectors.db.read import read_query
+from stateglass.collectors.db.writer import Database
 from stateglass.collectors.scan.scanner import scan_checkpoint
 
 POLL_S = 0.05

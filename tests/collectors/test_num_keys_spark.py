@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
-from stateglass.collectors.db.database import read_query
+from stateglass.collectors.db.read import read_query
 from tests.collectors.helpers import sample_id
 from tests.e2e.oracle import format_samples
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from stateglass.app.commands import watch
-from stateglass.collectors.db.database import read_query
+from stateglass.collectors.db.read import read_query
 from stateglass.collectors.errors import CheckpointError
 from stateglass.collectors.fs import LOCAL
 from stateglass.collectors.watch.events import CheckpointWatcher, Debouncer

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from stateglass.app.cli import main
-from stateglass.collectors.db.database import Database, read_query
+from stateglass.collectors.db.read import read_query
+from stateglass.collectors.db.writer import Database
 from stateglass.collectors.errors import BadProgressPath
 from stateglass.collectors.fs import LOCAL
 from stateglass.collectors.progress import ProgressCollector, list_progress_files

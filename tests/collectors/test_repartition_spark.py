@@ -25,7 +25,8 @@ import pytest
 from stateglass.app.analysis.health import ERR, WARN, evaluate
 from stateglass.app.cli import main as cli_main
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
-from stateglass.collectors.db.database import Database, read_query
+from stateglass.collectors.db.read import read_query
+from stateglass.collectors.db.writer import Database
 from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.conftest import SAMPLES
 from tests.e2e.oracle import (

@@ -15,7 +15,8 @@ import pytest
 from stateglass.app.cli import main as cli_main
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from stateglass.collectors.checkpoints.state_reader import StateRequest, StateSource, iter_raw_state
-from stateglass.collectors.db.database import Database, read_query
+from stateglass.collectors.db.read import read_query
+from stateglass.collectors.db.writer import Database
 from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.collectors.helpers import (
     SAMPLES,
@@ -278,7 +279,7 @@ def test_state_rows_unchanged_by_collect(samples_db: str) -> None:
 READER = textwrap.dedent(
     """
     import os, sys, time
-    from stateglass.collectors.db.database import read_query
+    from stateglass.collectors.db.read import read_query
     db, stop = sys.argv[1], sys.argv[2]
     ok = 0
     while not os.path.exists(stop):

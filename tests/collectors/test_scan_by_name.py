@@ -21,7 +21,9 @@ from typing import Any
 
 import pytest
 
-from stateglass.collectors.db.database import TABLES, Database, read_query
+from stateglass.collectors.db.read import read_query
+from stateglass.collectors.db.schema import TABLES
+from stateglass.collectors.db.writer import Database
 from stateglass.collectors.scan.reconcile import ReconcilePolicy
 from stateglass.collectors.scan.scanner import Scanner
 from tests.collectors.test_watch_scale import JOIN_SAMPLE, REPLAYED, hadoop_crc, tile_join

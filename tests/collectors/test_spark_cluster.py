@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from stateglass.collectors.db.database import Database
+from stateglass.collectors.db.writer import Database
 from stateglass.collectors.engines import LocalEngine
 from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.collectors.cluster import VENV_SITE, Cluster, free_port, spark_env

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from stateglass.collectors.db.database import Database, read_query
+from stateglass.collectors.db.read import read_query
+from stateglass.collectors.db.writer import Database
 from stateglass.collectors.scan.reconcile import ReconcilePolicy
 from stateglass.collectors.scan.scanner import Scanner
 from stateglass.parsers.sst import sst_blocks

@@ -7,7 +7,9 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from stateglass.collectors.db.database import Database, ScanWrite, read_query
+from stateglass.collectors.db.read import read_query
+from stateglass.collectors.db.writer import Database
+from stateglass.collectors.db.writes import ScanWrite
 
 
 def test_upsert_takes_big_numbers_after_a_sample_of_nulls(tmp_path: Path) -> None:

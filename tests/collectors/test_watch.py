@@ -15,7 +15,7 @@ import pytest
 
 from stateglass.app import collecting
 from stateglass.app.commands import watch
-from stateglass.collectors.db.database import read_query
+from stateglass.collectors.db.read import read_query
 from tests.collectors.helpers import copy_sample
 
 
@@ -77,7 +77,7 @@ def test_a_busy_database_at_start_does_not_end_the_watch(
     cp_dir = copy_sample("spark-4.3/agg-hdfs", tmp_path)
     shutil.move(cp_dir / "commits" / "11", tmp_path / "commit-11")
     db_path = str(tmp_path / "db.duckdb")
-    monkeypatch.setattr("stateglass.collectors.db.database.DEFAULT_LOCK_TIMEOUT_S", 0.5)
+    monkeypatch.setattr("stateglass.collectors.db.connection.DEFAULT_LOCK_TIMEOUT_S", 0.5)
     held, release = tmp_path / "held", tmp_path / "release"
     holders: list[subprocess.Popen[bytes]] = []
     real_scanner_for = collecting.scanner_for

@@ -16,7 +16,9 @@ from typing import Any
 
 import pytest
 
-from stateglass.collectors.db.database import TABLES, Database, read_query, reader
+from stateglass.collectors.db.read import read_query, reader
+from stateglass.collectors.db.schema import TABLES
+from stateglass.collectors.db.writer import Database
 from stateglass.collectors.scan.reconcile import ReconcilePolicy
 from stateglass.collectors.scan.scanner import Scanner
 from tests.conftest import SAMPLES, copy_until

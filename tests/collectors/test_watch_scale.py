@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from stateglass.collectors.db.database import read_query
+from stateglass.collectors.db.read import read_query
 from tests.conftest import ROOT, SAMPLES
 
 # 8 partitions × 4 stores already hold ten times the 3 watches; the tiled 500- and

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from stateglass.collectors.db.database import read_query
+from stateglass.collectors.db.read import read_query
 from tests.damage.hostile import ROOT, blocked_on_fifo, copy_sample, store_files
 from tests.damage.test_atomic_signals import _wait_for
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from stateglass.collectors.db.database import read_query
+from stateglass.collectors.db.read import read_query
 from tests.damage.hostile import ROOT, copy_sample, store_files
 from tests.damage.test_atomic_signals import _wait_for
 

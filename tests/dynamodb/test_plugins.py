@@ -14,7 +14,7 @@ import pytest
 
 from stateglass.app.analysis.health import judge
 from stateglass.app.analysis.health.restart import NOT_JUDGED
-from stateglass.collectors.db.database import Database
+from stateglass.collectors.db.writer import Database
 from stateglass.collectors.scan.scanner import scan_checkpoint
 from stateglass.collectors.stores import ENTRY_POINT_GROUP, READERS, StoreReader
 from tests.conftest import SAMPLES, copy_until
@@ -113,7 +113,8 @@ def test_without_its_plugin_the_restart_verdict_says_the_state_is_not_judged(
 # added, a scan by name (no full listing is due); the newest version it recorded.
 WATCH_TWICE = """
 import shutil, sys
-from stateglass.collectors.db.database import Database, read_query
+from stateglass.collectors.db.read import read_query
+from stateglass.collectors.db.writer import Database
 from stateglass.collectors.scan.reconcile import ReconcilePolicy
 from stateglass.collectors.scan.scanner import Scanner
 cp, later, db = sys.argv[1:]

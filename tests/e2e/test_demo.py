@@ -13,7 +13,7 @@ import pytest
 
 from stateglass.app.analysis.health import Finding, evaluate, load_config
 from stateglass.app.collecting import collect_progress
-from stateglass.collectors.db.database import Database
+from stateglass.collectors.db.writer import Database
 from stateglass.collectors.progress import check_location
 from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.conftest import SAMPLES

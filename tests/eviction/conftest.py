@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from stateglass.collectors.db.database import Database
+from stateglass.collectors.db.writer import Database
 from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.conftest import spark_conf, write_batch_files
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from stateglass.app.analysis.health import HealthConfig, evaluate
-from stateglass.collectors.db.database import read_query
+from stateglass.collectors.db.read import read_query
 from tests.eviction.conftest import Queries
 
 pytestmark = pytest.mark.slow

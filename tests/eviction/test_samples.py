@@ -11,7 +11,8 @@ from stateglass.app.analysis.health import evaluate
 from stateglass.app.browse.overdue import overdue_page
 from stateglass.app.browse.views import StateView
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
-from stateglass.collectors.db.database import Database, read_query
+from stateglass.collectors.db.read import read_query
+from stateglass.collectors.db.writer import Database
 from stateglass.collectors.scan.eviction_audit import audit_store, store_rules
 from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.conftest import SAMPLES, SamplesDb

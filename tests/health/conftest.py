@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from stateglass.app.analysis.health import Finding, HealthConfig, evaluate
-from stateglass.collectors.db.database import Database, read_query
+from stateglass.collectors.db.read import read_query
+from stateglass.collectors.db.writer import Database
 from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.conftest import ROOT, SAMPLES, copy_checkpoint, spark_conf, write_batch_files
 

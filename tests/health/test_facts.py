@@ -6,7 +6,9 @@ from pathlib import Path
 
 import duckdb
 
-from stateglass.collectors.db.database import SCHEMA_VERSION, Database, read_query
+from stateglass.collectors.db.read import read_query
+from stateglass.collectors.db.schema_versions import SCHEMA_VERSION
+from stateglass.collectors.db.writer import Database
 from tests.health.conftest import SAMPLES, collect, judge, statuses
 
 ROCKS = SAMPLES / "spark-4.3" / "agg-rocks"

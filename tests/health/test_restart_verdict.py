@@ -22,7 +22,7 @@ import pytest
 
 from stateglass.app.analysis.health import HealthConfig, RestartVerdict, judge
 from stateglass.app.analysis.health.restart import AFTER_REPAIR, RESTARTS, WILL_NOT
-from stateglass.collectors.db.database import Database
+from stateglass.collectors.db.writer import Database
 from stateglass.collectors.scan.scanner import scan_checkpoint
 from stateglass.parsers.sst import sst_blocks, verify_sst
 from tests.conftest import spark_conf
@@ -342,7 +342,7 @@ def test_verdict_agrees_with_a_real_restart(
 
 def test_bit_flip_is_a_checksum_problem(bases: dict[str, Base], tmp_path: Path) -> None:
     """The flipped bit is named by the checksum, not only by whatever the decoder trips on."""
-    from stateglass.collectors.db.database import read_query
+    from stateglass.collectors.db.read import read_query
 
     damaged = tmp_path / "damaged"
     shutil.copytree(bases["hdfs"].checkpoint, damaged)

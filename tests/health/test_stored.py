@@ -14,7 +14,8 @@ import duckdb
 
 from stateglass.app.analysis.health import CLOCK_RULES, evaluate_many, judge, load_config
 from stateglass.app.analysis.health.stored import config_key, judge_stored, stored_many
-from stateglass.collectors.db.database import Database, read_query
+from stateglass.collectors.db.read import read_query
+from stateglass.collectors.db.writer import Database
 from stateglass.collectors.scan.scanner import Scanner
 from tests.conftest import SAMPLES, copy_checkpoint
 

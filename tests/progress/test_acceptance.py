@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from stateglass.app.cli import main
-from stateglass.collectors.db.database import read_query
+from stateglass.collectors.db.read import read_query
 
 pytestmark = pytest.mark.slow
 

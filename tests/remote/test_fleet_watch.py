@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from stateglass.collectors.db.database import read_query
+from stateglass.collectors.db.read import read_query
 from tests.remote.conftest import BUCKET, REMOTE_SAMPLES, S3
 
 REPO = Path(__file__).resolve().parents[2]

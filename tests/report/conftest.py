@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from stateglass.collectors.db.database import read_query
+from stateglass.collectors.db.read import read_query
 from tests.conftest import SamplesDb
 
 

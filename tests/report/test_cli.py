@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from stateglass.app.cli import main
-from stateglass.collectors.db.database import read_query
+from stateglass.collectors.db.read import read_query
 from tests.conftest import SAMPLES
 
 

@@ -13,7 +13,7 @@ from stateglass.app.analysis.health import evaluate, worst
 from stateglass.app.report import render_markdown
 from stateglass.app.report.markdown import cell, render
 from stateglass.app.report.model import ReportData
-from stateglass.collectors.db.database import read_query
+from stateglass.collectors.db.read import read_query
 from tests.conftest import SAMPLES
 from tests.report.conftest import report_now
 

@@ -52,7 +52,9 @@ from stateglass.app.analysis.health.stalled_query import StalledQuery
 from stateglass.app.analysis.health.state_leak import StateLeak
 from stateglass.app.analysis.health.stuck_batch import StuckBatch
 from stateglass.app.analysis.health.unbounded_state import UnboundedState
-from stateglass.collectors.db.database import SCHEMA_VERSION, reader
+from stateglass.collectors.db.connection import existing_database
+from stateglass.collectors.db.read import reader
+from stateglass.collectors.db.schema_versions import schema_of
 from stateglass.collectors.errors import CheckpointError, NotFound
 
 if TYPE_CHECKING:
@@ -249,31 +251,19 @@ def history(
     db_path: str, conn: duckdb.DuckDBPyConnection | None = None
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """A read-only connection to a history database of the current schema: ``conn`` (one the
-    caller holds open on ``db_path``, e.g. a page's) when given, else one of its own."""
-    db_file = os.path.abspath(os.path.expanduser(db_path))
-    if not os.path.isfile(db_file):
-        raise NotFound(db_file, "no such database; run `stateglass collect` first")
+    caller holds open on ``db_path``, e.g. a page's) when given, else one of its own.
+
+    The rules judge from every table, so a database an older StateGlass wrote is refused
+    (:class:`~stateglass.collectors.errors.OlderDatabase`) rather than judged from part of its
+    facts; the writer upgrades it when it next opens it."""
+    db_file = existing_database(db_path)
     if conn is not None:
-        _check_schema(conn, db_file)
+        schema_of(conn, db_file).require_current()
         yield conn
         return
     with reader(db_file) as opened:
-        _check_schema(opened, db_file)
+        schema_of(opened, db_file).require_current()
         yield opened
-
-
-def _check_schema(conn: duckdb.DuckDBPyConnection, db_file: str) -> None:
-    try:
-        found = conn.execute("SELECT max(version) FROM schema_info").fetchall()[0][0]
-    except duckdb.CatalogException as exc:
-        raise CheckpointError(db_file, "not a StateGlass history database") from exc
-    if found is None or found < SCHEMA_VERSION:
-        # Read-only here: the writer upgrades a database when it next opens it.
-        raise CheckpointError(
-            db_file,
-            f"written by an older StateGlass (schema {found}, need {SCHEMA_VERSION}); "
-            "run `stateglass collect` once to upgrade it",
-        )
 
 
 def _context(

@@ -53,11 +53,6 @@ class StateLeak:
     )
 
     def check(self, ctx: Context) -> list[Finding]:
-        if not ctx.rows(
-            "SELECT 1 WHERE ? IS NOT NULL AND EXISTS (SELECT 1 FROM duckdb_tables() "
-            "WHERE table_name = 'eviction_rules')"
-        ):
-            return [ctx.finding(self, OK, "not audited yet: run `stateglass collect` again")]
         rules = ctx.rows(
             "SELECT operator_id, store_name, state_var, operator_name, kind, audited, "
             "predicate, cause, fix FROM eviction_rules WHERE checkpoint = ? "

@@ -47,7 +47,7 @@ from stateglass.collectors.errors import CheckpointError
 if TYPE_CHECKING:
     import duckdb
 
-    from stateglass.collectors.db.database import Database
+    from stateglass.collectors.db.writer import Database
 
 Judged = dict[str, list[Finding] | CheckpointError]
 
