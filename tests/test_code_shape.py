@@ -23,7 +23,7 @@ MAX_FUNCTION_LINES = 79
 MAX_MODULE_LINES = 800
 # A ticket's or a work session's number (the test below has examples); not "session window",
 # "SparkSession" or a Spark JIRA id.
-TICKET = re.compile(r"\b(?:issues?|sessions?) #?[0-9]", re.IGNORECASE)
+TICKET = re.compile(r"\b(?:issues?|sessions?) #?[0-9]+", re.IGNORECASE)
 
 
 def test_there_is_code_to_read() -> None:

@@ -65,4 +65,4 @@ def test_the_check_sees_a_bare_import(tmp_path: Path) -> None:
         "import os\nfrom collectors.db.database import Database\nimport app.cli\n"
         "from stateglass.parsers import records\n"
     )
-    assert _bare_imports(module) == [(2, "collectors.db"), (3, "app.cli")]
+    assert _bare_imports(module) == [(2, "collectors.db.database"), (3, "app.cli")]
