@@ -48,7 +48,7 @@ def test_no_module_is_over_800_lines() -> None:
         for path in PACKAGE
         if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
     ]
-    assert long == []
+    assert not long, "\n".join(["modules over 800 lines:", *long])
 
 
 @pytest.mark.parametrize(
@@ -67,7 +67,7 @@ def test_no_code_is_named_for_a_ticket(files: list[Path]) -> None:
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
         if (named := TICKET.search(line))
     ]
-    assert found == []
+    assert not found, "\n".join(["named for a ticket or a work session:", *found])
 
 
 def test_a_ticket_or_session_number_is_seen_and_spark_words_are_not() -> None:
