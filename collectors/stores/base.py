@@ -24,6 +24,8 @@ what it stores where            :meth:`classify` (a file name's version and kind
                                 outside its own, e.g. RocksDB's ``SSTs/``),
                                 :meth:`column_family_id`
 =============================== ===========================================================
+
+The tests every reader passes, for a plugin author's pytest too, are in :mod:`.conformance`.
 """
 
 from __future__ import annotations

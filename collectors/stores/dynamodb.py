@@ -215,9 +215,18 @@ class DynamoStoreReader:
         index = self.client.get(self.tables.state, f"{prefix}@versions")
         versions = sorted(int(v) for v in (index or {}).get("Versions", {}).get("NS", []))
         items = self.client.batch_get(self.tables.state, [f"{prefix}@{v}" for v in versions])
-        return {
-            v: _manifest(v, items[f"{prefix}@{v}"]) for v in versions if f"{prefix}@{v}" in items
-        }
+        found = {}
+        for v in versions:
+            pk = f"{prefix}@{v}"
+            if pk not in items:
+                continue
+            try:
+                found[v] = _manifest(v, items[pk])
+            except (ValueError, KeyError, TypeError) as exc:  # binascii.Error is a ValueError
+                raise CorruptFile(
+                    f"dynamodb://{self.tables.state}/{pk}", f"not a manifest ({exc})"
+                ) from exc
+        return found
 
     def versions(self) -> list[int]:
         out, expected = [], 1

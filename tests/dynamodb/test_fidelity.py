@@ -17,7 +17,7 @@ import pytest
 from stateglass.app.cli import main as cli_main
 from tests.dynamodb.conftest import BATCHES, DynamoRun
 from tests.dynamodb_fixtures import DynamoSample
-from tests.e2e.oracle import assert_same_rows, ours, spark_state
+from tests.e2e.oracle import assert_same_rows, ours, spark_state, spark_states
 
 QUERIES = ("agg", "fmgws")
 
@@ -27,26 +27,12 @@ def committed(run: DynamoRun, name: str) -> list[int]:
     return sorted(int(p.name) for p in commits.iterdir() if p.name.isdigit())
 
 
-def spark_states(spark: Any, checkpoint: str, batches: list[int]) -> dict[int, list[str]]:
-    """Spark's rows at each batch, in one job: the reads at every batch, unioned."""
-    from functools import reduce
-
-    from pyspark.sql import functions as F
-
-    frames = []
-    for batch in batches:
-        df = spark.read.format("statestore").option("batchId", batch).load(checkpoint)
-        frames.append(df.select(F.lit(batch).alias("b"), F.to_json(F.struct(*df.columns))))
-    out: dict[int, list[str]] = {b: [] for b in batches}
-    for b, row in reduce(lambda x, y: x.unionAll(y), frames).collect():
-        out[b].append(row)
-    return out
-
-
 def provider_rows(spark: Any, run: DynamoRun, name: str, batch: int) -> list[str]:
     if (name, batch) not in run.oracle:
         with run.queries.provider_confs(spark, run.endpoint, name):
-            rows = spark_states(spark, str(run.checkpoints[name]), committed(run, name))
+            rows = spark_states(
+                spark, str(run.checkpoints[name]), 0, "default", committed(run, name)
+            )
         run.oracle.update({(name, b): r for b, r in rows.items()})
     return run.oracle[name, batch]
 

@@ -6,13 +6,16 @@ Rows are compared as multisets of parsed JSON, keeping field order and duplicate
 
 from __future__ import annotations
 
-import json
 import os
-from collections import Counter
-from decimal import Decimal
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from functools import reduce
 from typing import Any
 
 from stateglass.app.cli import main as cli_main
+from stateglass.app.provider_conformance import SparkRows, multiset
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+from stateglass.collectors.checkpoints.state_reader import StateRequest, StateSource
 from tests.conftest import SAMPLES as SAMPLE_DIR
 
 SAMPLES = str(SAMPLE_DIR)
@@ -26,29 +29,6 @@ def format_samples() -> list[str]:
 
     demo = os.path.join(SAMPLES, "demo") + os.sep
     return [p for p in find_checkpoints(SAMPLES) if not p.startswith(demo)]
-
-
-def canonical(line: str) -> str:
-    """A hashable form of one JSON row: pairs in order, numbers as exact decimals."""
-
-    def norm(v: Any) -> Any:
-        if isinstance(v, list):
-            if all(isinstance(x, tuple) and len(x) == 2 for x in v) and v:
-                return tuple((k, norm(x)) for k, x in v)
-            return ("[", *(norm(x) for x in v))
-        if isinstance(v, (int, Decimal)) and not isinstance(v, bool):
-            return ("n", str(Decimal(v).normalize()))
-        return v
-
-    def pairs(items: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
-        return items
-
-    parsed = json.loads(line, object_pairs_hook=pairs, parse_float=Decimal)
-    return repr(norm(parsed))
-
-
-def multiset(lines: list[str]) -> Counter[str]:
-    return Counter(canonical(line) for line in lines if line.strip())
 
 
 def assert_same_rows(got: list[str], expected: list[str]) -> None:
@@ -119,6 +99,46 @@ def spark_state(
     opts = {"operatorId": operator, "storeName": store, "batchId": batch, **(options or {})}
     df = _reader(spark, opts).load(checkpoint)
     return list(df.toJSON().collect())
+
+
+def spark_states(
+    spark: Any, checkpoint: str, operator: int, store: str, batches: list[int]
+) -> dict[int, list[str]]:
+    """Spark's rows at each of ``batches``, in one job: the reads at every batch, unioned."""
+    from pyspark.sql import functions as F
+
+    frames = []
+    for batch in batches:
+        df = _reader(spark, {"operatorId": operator, "storeName": store, "batchId": batch})
+        df = df.load(checkpoint)
+        frames.append(df.select(F.lit(batch).alias("b"), F.to_json(F.struct(*df.columns))))
+    out: dict[int, list[str]] = {b: [] for b in batches}
+    for batch, row in reduce(lambda x, y: x.unionAll(y), frames).collect():
+        out[batch].append(row)
+    return out
+
+
+def spark_rows_of(
+    spark: Any,
+    checkpoint: str,
+    confs: Callable[[], AbstractContextManager[object]] = nullcontext,
+) -> SparkRows:
+    """Spark's rows of each store of ``checkpoint``, every readable batch read in one job the
+    first time the store is asked for; ``confs`` sets the session's confs for the reads."""
+    cp = Checkpoint.open(checkpoint)
+    read: dict[tuple[int, str], dict[int, list[str]]] = {}
+
+    def rows(operator_id: int, store_name: str, batch_id: int) -> list[str]:
+        if (operator_id, store_name) not in read:
+            source = StateSource(cp, StateRequest(operator_id, store_name))
+            kept = [v - 1 for v in source.readable_versions() if v - 1 in cp.commit_batch_ids]
+            with confs():
+                read[operator_id, store_name] = spark_states(
+                    spark, checkpoint, operator_id, store_name, kept
+                )
+        return read[operator_id, store_name][batch_id]
+
+    return rows
 
 
 def spark_changes(

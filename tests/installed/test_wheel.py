@@ -73,6 +73,11 @@ def test_the_wheel_carries_the_speedups_listener_grafana_and_docs(wheel: Path) -
     assert "stateglass/app/listener/stateglass_listener.py" in names
     assert "stateglass/docs/grafana/stateglass.json" in names
     assert {"stateglass/docs/spark-engine.md", "stateglass/docs/health.md"} <= names
+    # The conformance suites plugin authors run from their own tests (docs/providers.md).
+    assert {
+        "stateglass/collectors/stores/conformance.py",
+        "stateglass/app/provider_conformance.py",
+    } <= names
     assert any(n.startswith("stateglass/parsers/_speedups.") for n in names)
     assert not any(n.split("/", 1)[0] in ("app", "collectors", "parsers", "tests") for n in names)
 
