@@ -94,11 +94,12 @@ def interrupted_query(exc: BaseException) -> bool:
 
 def exit_status(exc: BaseException) -> int | None:
     """The exit status for what ended a command, its one line printed; None: not ours."""
+    from stateglass.app.analysis.errors import AnalysisError
     from stateglass.app.atomic import Terminated
     from stateglass.app.errors import AppError
     from stateglass.collectors.errors import CollectorError
 
-    if isinstance(exc, CollectorError | AppError):
+    if isinstance(exc, CollectorError | AppError | AnalysisError):
         print(f"stateglass: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     if isinstance(exc, BrokenPipeError):

@@ -53,7 +53,7 @@ Rows = dict[str, set[tuple[int, bytes, bytes]]]
 def cold() -> None:
     from stateglass.app.browse import store
     from stateglass.app.browse.diff import _RECENT
-    from stateglass.app.browse.views import SOURCES
+    from stateglass.collectors.checkpoints.state_views import SOURCES
 
     store.CACHE.clear()
     SOURCES._sources.clear()
@@ -89,7 +89,7 @@ def two_scans(view: Any, before: int, after: int) -> list[Any]:
     """The diff as it was: every partition read whole at both versions."""
     from stateglass.app.browse.diff import diff_partition
     from stateglass.app.browse.store import read_partition
-    from stateglass.app.browse.views import open_source
+    from stateglass.collectors.checkpoints.state_views import open_source
 
     source = open_source(view.keyed(open_source(view).row_codec))
     return [
@@ -104,7 +104,7 @@ def line(label: str, wall: float, cpu: float) -> str:
 
 def bench_diff(cp: str, reference: bool) -> None:
     from stateglass.app.browse.diff import compute_diff
-    from stateglass.app.browse.views import StateView, versions
+    from stateglass.collectors.checkpoints.state_views import StateView, versions
 
     view = StateView(cp)
     found = versions(view)
@@ -121,7 +121,7 @@ def bench_diff(cp: str, reference: bool) -> None:
 
 def bench_growth(cp: str, reference: bool) -> None:
     from stateglass.app.browse.growth import attribute_growth
-    from stateglass.app.browse.views import StateView
+    from stateglass.collectors.checkpoints.state_views import StateView
 
     view = StateView(cp)
     wall, cpu, new = timed(lambda: attribute_growth(view))

@@ -44,7 +44,7 @@ from stateglass.app.browse import store  # noqa: E402
 from stateglass.app.browse.diff import _RECENT, compute_diff  # noqa: E402
 from stateglass.app.browse.key_history import find_keys, key_history  # noqa: E402
 from stateglass.app.browse.table import PageRequest, iter_page, read_page  # noqa: E402
-from stateglass.app.browse.views import SOURCES, StateView, versions  # noqa: E402
+from stateglass.collectors.checkpoints.state_views import SOURCES, StateView, versions  # noqa: E402
 
 
 def checkpoint(keys: int) -> str:

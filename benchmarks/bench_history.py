@@ -301,7 +301,8 @@ import streamlit as st
 st.cache_data.clear()
 st.cache_resource.clear()
 # The state pages' own caches: read partitions and opened checkpoints.
-from stateglass.app.browse import diff, store, views
+from stateglass.app.browse import diff, store
+from stateglass.collectors.checkpoints import state_views as views
 store.CACHE.clear()
 views.SOURCES = views.Sources()
 diff._RECENT.clear()

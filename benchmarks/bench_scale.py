@@ -275,7 +275,7 @@ def browse(cp: str) -> dict[str, Any]:
     from stateglass.app.browse.diff import _RECENT, compute_diff
     from stateglass.app.browse.key_history import find_key_json, key_history
     from stateglass.app.browse.table import PageRequest, iter_page
-    from stateglass.app.browse.views import SOURCES, StateView, versions
+    from stateglass.collectors.checkpoints.state_views import SOURCES, StateView, versions
 
     def cold() -> None:
         store.CACHE.clear()

@@ -2,8 +2,8 @@
 
 No Streamlit here: pages call these functions and show what they return.
 
-* :mod:`app.browse.views` — what can be read (a store, or one state variable) and at which
-  versions;
+* :mod:`collectors.checkpoints.state_views` (below this layer) — what can be read (a store, or
+  one state variable) and at which versions;
 * :mod:`app.browse.store` — one partition at one version held as its stored bytes, read in
   worker processes, in a cache bounded by bytes;
 * :mod:`stateglass.app.browse.cells` — decoded rows as flat columns (``key.a``, ``value.b.c``);
@@ -14,7 +14,7 @@ No Streamlit here: pages call these functions and show what they return.
 Example::
 
     from stateglass.app.browse.table import PageRequest, read_page
-    from stateglass.app.browse.views import StateView, versions
+    from stateglass.collectors.checkpoints.state_views import StateView, versions
 
     view = StateView("/data/checkpoints/orders")
     page = read_page(PageRequest(view, versions(view)[-1], search="user07"))

@@ -32,9 +32,9 @@ from stateglass.app.browse.store import (
     partition_data,
 )
 from stateglass.app.browse.table import decode_rows, flattener, last
-from stateglass.app.browse.views import StateView, identity_width, open_source
 from stateglass.app.errors import AppError
 from stateglass.collectors.checkpoints.state_reader import StateSource
+from stateglass.collectors.checkpoints.state_views import StateView, identity_width, open_source
 from stateglass.collectors.errors import MissingVersion
 from stateglass.parsers.state_rows import Row
 

@@ -59,9 +59,14 @@ from stateglass.app.browse.store import (
     read_partition,
 )
 from stateglass.app.browse.table import last
-from stateglass.app.browse.views import StateView, identity_width, open_source, versions
 from stateglass.app.errors import AppError
 from stateglass.collectors.checkpoints.state_reader import StateSource
+from stateglass.collectors.checkpoints.state_views import (
+    StateView,
+    identity_width,
+    open_source,
+    versions,
+)
 
 DEFAULT_WINDOW = 10
 DEFAULT_TOP = 5

@@ -25,10 +25,10 @@ from plotly.subplots import make_subplots
 from stateglass.app.browse.store import CACHE, PartitionCache, PartitionData, iter_partitions
 from stateglass.app.browse.store import key_json_renderer as _key_json_renderer
 from stateglass.app.browse.table import decode_rows, flattener, last, matching_rows
-from stateglass.app.browse.views import StateView, identity_width, open_source
 from stateglass.app.errors import AppError
 from stateglass.app.escape import plot_text
 from stateglass.collectors.checkpoints.state_reader import StateSource
+from stateglass.collectors.checkpoints.state_views import StateView, identity_width, open_source
 from stateglass.parsers.partitioning import key_partition
 from stateglass.parsers.sparktypes import StructType
 

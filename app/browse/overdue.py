@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 
 from stateglass.app.browse.table import flattener
-from stateglass.app.browse.views import StateView, open_source
+from stateglass.collectors.checkpoints.state_views import StateView, open_source
 from stateglass.collectors.errors import CheckpointError
 from stateglass.collectors.scan.eviction_audit import store_rules
 from stateglass.collectors.scan.eviction_rules import (

@@ -26,8 +26,8 @@ import pyarrow.compute as pc
 
 from stateglass.app.browse.cells import Flattener
 from stateglass.app.browse.store import PartitionCache, PartitionData, iter_partitions
-from stateglass.app.browse.views import StateView, open_source
 from stateglass.collectors.checkpoints.state_reader import StateSource
+from stateglass.collectors.checkpoints.state_views import StateView, open_source
 from stateglass.parsers.state_rows import Column, Row
 
 MAX_PAGE_SIZE = 1000

@@ -18,6 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from stateglass.app import queries
+from stateglass.app.analysis.errors import AnalysisError
 from stateglass.app.dashboard.newest import NewestOnly
 from stateglass.app.errors import AppError
 from stateglass.app.escape import md, md_code
@@ -36,7 +37,7 @@ HEALTH_CONFIG_ENV = "STATEGLASS_HEALTH_CONFIG"
 # How often the sidebar checks the database for new data (seconds).
 REFRESH_S = 2.0
 # Errors a page shows as one line instead of a traceback.
-USER_ERRORS = (CheckpointError, BadConfig, AppError)
+USER_ERRORS = (CheckpointError, BadConfig, AppError, AnalysisError)
 
 
 def db_path() -> str:

@@ -15,9 +15,9 @@ import pyarrow as pa
 import streamlit as st
 
 from stateglass.app.browse import store as browse_store
-from stateglass.app.browse.views import StateView, batch_label, open_source, versions, views_of
 from stateglass.app.dashboard import context
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+from stateglass.collectors.checkpoints.state_views import StateView, open_source, versions, views_of
 
 T = TypeVar("T")
 
@@ -193,3 +193,8 @@ def run_with_progress(steps: Iterable[tuple[float, T]], text: str) -> T | None:
         return None
     status.empty()
     return result
+
+
+def batch_label(version: int) -> str:
+    """``batch 11 · version 12``: Spark's reader names batch ids, the files name versions."""
+    return f"batch {version - 1} · version {version}"

@@ -16,9 +16,9 @@ import pandas as pd
 from stateglass.app import queries
 from stateglass.app.analysis import restart_cost
 from stateglass.app.browse.growth import GrowthAttribution, attribute_growth
-from stateglass.app.browse.views import StateView, views_of
 from stateglass.app.errors import AppError
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+from stateglass.collectors.checkpoints.state_views import StateView, views_of
 from stateglass.collectors.errors import BadConfig, CheckpointError, EngineError, StorageError
 from stateglass.parsers.errors import ParseError
 

@@ -7,7 +7,7 @@ from stateglass.app.browse.cells import cell_text, display_number
 from stateglass.app.browse.diff import compute_diff, diff_page
 from stateglass.app.browse.key_history import collapse_absent, find_keys, key_history
 from stateglass.app.browse.store import PartitionCache
-from stateglass.app.browse.views import StateView, versions
+from stateglass.collectors.checkpoints.state_views import StateView, versions
 from tests.conftest import SAMPLES
 
 AGG = StateView(str(SAMPLES / "spark-4.3" / "agg-hdfs"))

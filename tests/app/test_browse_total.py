@@ -11,8 +11,8 @@ import pytest
 
 from stateglass.app import queries
 from stateglass.app.browse.table import PageRequest, one_row_per_key, read_page
-from stateglass.app.browse.views import StateView, open_source, versions, views_of
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+from stateglass.collectors.checkpoints.state_views import StateView, open_source, versions, views_of
 from tests.conftest import SamplesDb, sample_id
 
 

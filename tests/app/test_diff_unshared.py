@@ -14,8 +14,8 @@ import pytest
 
 from stateglass.app.browse.diff import KINDS, changed_keys, compute_diff, diff_partition
 from stateglass.app.browse.store import read_partition
-from stateglass.app.browse.views import StateView, open_source, versions
 from stateglass.collectors.checkpoints.state_reader import StateSource
+from stateglass.collectors.checkpoints.state_views import StateView, open_source, versions
 from stateglass.collectors.errors import CorruptFile
 from stateglass.parsers.errors import ChecksumMismatch, CorruptData, Truncated
 from stateglass.parsers.sst import sst_keys

@@ -13,7 +13,7 @@ from itertools import pairwise
 
 import pytest
 
-from stateglass.app.browse.views import StateView, open_source, versions
+from stateglass.collectors.checkpoints.state_views import StateView, open_source, versions
 from tests.collectors.helpers import SAMPLES
 
 

@@ -16,8 +16,14 @@ import pytest
 
 from stateglass.app.browse.key_history import find_key_json
 from stateglass.app.browse.store import PartitionCache, iter_partitions, key_json_renderer
-from stateglass.app.browse.views import StateView, identity_width, open_source, versions, views_of
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+from stateglass.collectors.checkpoints.state_views import (
+    StateView,
+    identity_width,
+    open_source,
+    versions,
+    views_of,
+)
 from stateglass.parsers.partitioning import key_partition, row_partition
 from tests.conftest import SAMPLES, sample_checkpoints
 

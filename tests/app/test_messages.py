@@ -19,9 +19,9 @@ import pytest
 from stateglass.app.browse.diff import compute_diff
 from stateglass.app.browse.store import PartitionCache
 from stateglass.app.browse.table import PageRequest, read_page
-from stateglass.app.browse.views import StateView
 from stateglass.app.cli import build_parser
 from stateglass.app.cli import main as cli
+from stateglass.collectors.checkpoints.state_views import StateView
 from stateglass.collectors.errors import MissingVersion
 from tests.conftest import SAMPLES
 

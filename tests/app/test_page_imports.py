@@ -33,7 +33,7 @@ NOT_FOR_A_PAGE = (
     "stateglass.app.analysis.repartition.plan",
     "stateglass.app.browse.growth",
     "stateglass.app.browse.store",
-    "stateglass.app.browse.views",
+    "stateglass.collectors.checkpoints.state_views",
     "stateglass.collectors.checkpoints.checkpoint",
     "stateglass.app.analysis.health",
     "stateglass.collectors.remote",

@@ -11,9 +11,10 @@ from streamlit.testing.v1 import AppTest
 
 from stateglass.app.browse.diff import compute_diff
 from stateglass.app.browse.table import PageRequest, read_page
-from stateglass.app.browse.views import StateView, batch_label
 from stateglass.app.dashboard.context import DB_ENV
+from stateglass.app.dashboard.state_ui import batch_label
 from stateglass.app.escape import md
+from stateglass.collectors.checkpoints.state_views import StateView
 from stateglass.collectors.db.writer import Database
 from stateglass.collectors.scan.scanner import scan_checkpoint
 from tests.conftest import SAMPLES

@@ -7,8 +7,8 @@ from streamlit.testing.v1 import AppTest
 from stateglass.app import queries
 from stateglass.app.analysis import restart_cost
 from stateglass.app.browse.growth import attribute_growth
-from stateglass.app.browse.views import StateView
 from stateglass.app.escape import md
+from stateglass.collectors.checkpoints.state_views import StateView
 from tests.app.test_pages_core import TIMEOUT_S, _page, checkpoint_of
 
 

@@ -17,10 +17,10 @@ from stateglass.app.browse.growth import attribute_growth
 from stateglass.app.browse.key_history import find_key_json, key_history
 from stateglass.app.browse.store import PartitionCache
 from stateglass.app.browse.table import PageRequest, read_page
-from stateglass.app.browse.views import StateView, open_source, versions
 from stateglass.app.cli import main as cli
 from stateglass.app.errors import AppError
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+from stateglass.collectors.checkpoints.state_views import StateView, open_source, versions
 from tests.conftest import SAMPLES
 
 GOLDEN = ["repart-agg-down", "repart-agg-up-cl", "repart-dedup-down-cl"]

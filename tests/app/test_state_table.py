@@ -22,10 +22,10 @@ from stateglass.app.browse.diff import compute_diff, diff_page
 from stateglass.app.browse.key_history import find_key_json, find_keys, key_history, numeric_columns
 from stateglass.app.browse.store import PartitionCache, iter_partitions
 from stateglass.app.browse.table import PageRequest, iter_page, read_page
-from stateglass.app.browse.views import StateView, open_source, versions, views_of
 from stateglass.app.cli import main as cli
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from stateglass.collectors.checkpoints.state_reader import iter_raw_changes
+from stateglass.collectors.checkpoints.state_views import StateView, open_source, versions, views_of
 from stateglass.collectors.errors import CheckpointError
 from stateglass.parsers.arrow_types import unique_names
 from stateglass.parsers.sparktypes import AtomicType, DataType, StructField, StructType

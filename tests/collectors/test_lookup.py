@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from stateglass.app.browse.views import StateView, open_source, versions, views_of
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+from stateglass.collectors.checkpoints.state_views import StateView, open_source, versions, views_of
 from tests.conftest import sample_checkpoints
 
 

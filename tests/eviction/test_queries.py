@@ -11,8 +11,8 @@ import pytest
 
 from stateglass.app.analysis.health import HealthConfig, evaluate
 from stateglass.app.browse.overdue import EVENT_TIME_COLUMN, overdue_page
-from stateglass.app.browse.views import StateView
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+from stateglass.collectors.checkpoints.state_views import StateView
 from stateglass.collectors.db.read import read_query
 from stateglass.collectors.scan.eviction_audit import audit_store, store_rules
 from tests.eviction.conftest import Queries

@@ -9,8 +9,8 @@ import pytest
 
 from stateglass.app.analysis.health import evaluate
 from stateglass.app.browse.overdue import overdue_page
-from stateglass.app.browse.views import StateView
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+from stateglass.collectors.checkpoints.state_views import StateView
 from stateglass.collectors.db.read import read_query
 from stateglass.collectors.db.writer import Database
 from stateglass.collectors.scan.eviction_audit import audit_store, store_rules

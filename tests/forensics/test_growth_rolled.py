@@ -14,7 +14,7 @@ import pytest
 
 from stateglass.app.browse.growth import attribute_growth, window_versions
 from stateglass.app.browse.rolling import roll
-from stateglass.app.browse.views import StateView, open_source, versions
+from stateglass.collectors.checkpoints.state_views import StateView, open_source, versions
 from tests.collectors.helpers import SAMPLES
 
 EVERYTHING = 10_000

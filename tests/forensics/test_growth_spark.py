@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from stateglass.app.browse.growth import GrowthAttribution, attribute_growth, window_versions
-from stateglass.app.browse.views import StateView
+from stateglass.collectors.checkpoints.state_views import StateView
 from tests.collectors.helpers import SAMPLES
 
 pytestmark = pytest.mark.spark

@@ -200,10 +200,10 @@ def test_spark_restarts_from_the_snapshot_we_name(spark: Any, db: str, name: str
 
 def test_report_and_summary_show_growth_and_restart_cost(db: str) -> None:
     from stateglass.app.browse.growth import attribute_growth
-    from stateglass.app.browse.views import StateView
     from stateglass.app.escape import md
     from stateglass.app.report import render_html, render_markdown
     from stateglass.app.report.model import fmt_bytes
+    from stateglass.collectors.checkpoints.state_views import StateView
 
     path = str(SAMPLES / "spark-4.3/dedup-hdfs")
     facts, live, _ = _facts(db, "spark-4.3/dedup-hdfs")

@@ -33,6 +33,7 @@ import statistics
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+from stateglass.app.analysis.errors import AnalysisError
 from stateglass.app.analysis.health.config import PartitionSkewConfig
 from stateglass.app.analysis.repartition.keys import (
     Refused,
@@ -43,10 +44,9 @@ from stateglass.app.analysis.repartition.keys import (
     unsupported_provider,
 )
 from stateglass.app.analysis.restart_cost import PartitionCost, slowest
-from stateglass.app.browse.views import StateView, views_of
-from stateglass.app.errors import AppError
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
 from stateglass.collectors.checkpoints.state_reader import StateSource
+from stateglass.collectors.checkpoints.state_views import StateView, views_of
 from stateglass.collectors.errors import NotFound
 from stateglass.parsers.partitioning import row_partition
 
@@ -192,18 +192,20 @@ def current_partitions(cp: Checkpoint, batch_id: int) -> int:
 def check_request(cp: Checkpoint, partitions: int, batch_id: int) -> int:
     """Refuse what Spark refuses before reading any state; the current partition count."""
     if partitions < 1:
-        raise AppError(
+        raise AnalysisError(
             f"--partitions {partitions}: [STATE_REPARTITION_INVALID_PARAMETER."
             "IS_NOT_GREATER_THAN_ZERO] numPartitions must be greater than zero"
         )
     stores = cp.stores()
     if not stores:
-        raise AppError(f"{cp.root}: no state stores: a stateless query has nothing to repartition")
+        raise AnalysisError(
+            f"{cp.root}: no state stores: a stateless query has nothing to repartition"
+        )
     if any(s.provider == "hdfs" for s in stores):
-        raise AppError(f"{cp.root}: HDFS state store provider: {unsupported_provider()}")
+        raise AnalysisError(f"{cp.root}: HDFS state store provider: {unsupported_provider()}")
     current = current_partitions(cp, batch_id)
     if partitions == current:
-        raise AppError(
+        raise AnalysisError(
             f"{cp.root}: batch {batch_id} already has {current} partitions: "
             "[STATE_REPARTITION_INVALID_CHECKPOINT.SHUFFLE_PARTITIONS_ALREADY_MATCH] "
             "Spark's repartition would be a no-op"
@@ -243,7 +245,7 @@ def plan_partitions(
         and (store_name is None or s.store_name == store_name)
     ]
     if not stores:
-        raise AppError(f"{cp.root}: no store matches --operator/--store")
+        raise AnalysisError(f"{cp.root}: no store matches --operator/--store")
     plans: list[StorePlan] = []
     refusals = checkpoint_refusals(cp)
     disk = stored = 0

@@ -7,9 +7,10 @@ import streamlit as st
 from stateglass.app import queries
 from stateglass.app.browse.overdue import EVENT_TIME_COLUMN, overdue_page, utc_ms
 from stateglass.app.browse.table import PageRequest, iter_page, one_row_per_key
-from stateglass.app.browse.views import StateView, batch_label, open_source
 from stateglass.app.dashboard import context, state_ui
+from stateglass.app.dashboard.state_ui import batch_label
 from stateglass.app.escape import md, md_code
+from stateglass.collectors.checkpoints.state_views import StateView, open_source
 
 
 def _reset_page_when(changed: tuple[object, ...]) -> None:

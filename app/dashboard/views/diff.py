@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from stateglass.app.browse.diff import DiffResult, diff_page, iter_diff
-from stateglass.app.browse.views import batch_label
 from stateglass.app.dashboard import context, state_ui
+from stateglass.app.dashboard.state_ui import batch_label
 
 CAPTIONS = {
     "added": "Keys present in the newer version only, with their value there.",

@@ -13,9 +13,10 @@ from stateglass.app.browse.key_history import (
     iter_history,
     numeric_columns,
 )
-from stateglass.app.browse.views import StateView, batch_label
 from stateglass.app.dashboard import context, state_ui
+from stateglass.app.dashboard.state_ui import batch_label
 from stateglass.app.escape import md, md_code
+from stateglass.collectors.checkpoints.state_views import StateView
 
 MATCHES_SHOWN = 50
 STATUS_HELP = (

@@ -13,8 +13,8 @@ import pandas as pd
 import streamlit as st
 
 from stateglass.app import figures
+from stateglass.app.analysis.errors import AnalysisError
 from stateglass.app.dashboard import context
-from stateglass.app.errors import AppError
 from stateglass.app.escape import md
 from stateglass.collectors.errors import CollectorError
 
@@ -55,7 +55,7 @@ def render(selection: context.StoreSelection) -> None:
             plan = _plan(
                 selection.checkpoint, selection.operator_id, selection.store_name, n, stamp
             )
-    except (AppError, CollectorError) as exc:
+    except (AnalysisError, CollectorError) as exc:
         st.error(md(str(exc)), icon="🚫")
         return
     for where, why in plan.refusals:

@@ -21,7 +21,7 @@ from stateglass.app.escape import md, md_code
 # pool): imported only once the checkpoint has a view to read.
 if TYPE_CHECKING:
     from stateglass.app.browse.growth import GrowthAttribution
-    from stateglass.app.browse.views import StateView
+    from stateglass.collectors.checkpoints.state_views import StateView
 
 WINDOWS = (5, 10, 20, 50, 100)
 # The growth section's defaults: browse.growth's DEFAULT_WINDOW and DEFAULT_TOP (a test holds
@@ -47,7 +47,7 @@ def _growth_view(selection: context.StoreSelection) -> StateView | None:
         cp = Checkpoint.open(selection.checkpoint)
         store = cp.store(selection.operator_id, selection.store_name)
         # The state readers, only for a checkpoint that opens.
-        from stateglass.app.browse.views import views_of
+        from stateglass.collectors.checkpoints.state_views import views_of
 
         options = views_of(store, cp.root)
     except USER_ERRORS as exc:

@@ -122,8 +122,3 @@ def open_source(view: StateView) -> StateSource:
 def versions(view: StateView) -> list[int]:
     """State versions every partition of the view can be rebuilt at (as ``stateglass info``)."""
     return open_source(view).readable_versions()
-
-
-def batch_label(version: int) -> str:
-    """``batch 11 · version 12``: Spark's reader names batch ids, the files name versions."""
-    return f"batch {version - 1} · version {version}"
