@@ -13,6 +13,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+import zstandard
 
 from tests.damage.hostile import (
     MAX_RSS,
@@ -168,6 +169,25 @@ def test_sst_bomb_costs_report_a_section_not_memory(tmp_path: Path) -> None:
     assert run.peak_tmp < MAX_TMP
     growth = next(line for line in out.read_text().splitlines() if "growth attribution" in line)
     assert sst.name in growth and "decompression limit" in growth, growth
+
+
+def test_event_log_bomb_is_refused_before_it_expands(tmp_path: Path) -> None:
+    """A 32 KiB zstd event log that is one frame of 1 GiB of zeros (zstd-jni frames declare no
+    size): ``collect --progress`` names it and stops, the frame never decoded whole."""
+    logs = tmp_path / "eventlogs"
+    logs.mkdir()
+    writer = zstandard.ZstdCompressor(write_content_size=False).compressobj()
+    zeros = bytes(1 << 20)
+    log = logs / "local-1700000000000.zstd"
+    log.write_bytes(b"".join(writer.compress(zeros) for _ in range(1024)) + writer.flush())
+    assert log.stat().st_size < 64 << 10
+    db = tmp_path / "h.duckdb"
+    run = run_measured("collect", "--progress", str(logs), "--db", str(db), tmpdir=tmp_path / "t")
+    assert run.returncode == 2, run.stderr
+    assert "Traceback" not in run.stderr
+    error = run.stderr.strip().splitlines()[-1]  # after the (empty) checkpoint summary
+    assert str(log) in error and "decompression limit" in error, error
+    assert run.peak_rss < MAX_RSS, f"peak RSS {run.peak_rss >> 20} MiB"
 
 
 def _cut(path: Path) -> None:
