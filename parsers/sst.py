@@ -188,10 +188,15 @@ class _Table:
         """Claim the declared size of every block but the index and metaindex (decoded, so
         claimed, to find them): a table over its budget is refused before any data block is
         decoded."""
-        for name, offset, size in self.meta_handles:
-            self.allowance.claim("SST", self.declared(offset, size, name.decode("latin-1")), offset)
-        for offset, size in self.data_handles:
-            self.allowance.claim("SST", self.declared(offset, size, "data block"), offset)
+        left = self.allowance.left
+        total = offset = 0
+        blocks = [(o, s, n.decode("latin-1")) for n, o, s in self.meta_handles]
+        blocks += [(o, s, "data block") for o, s in self.data_handles]
+        for offset, size, name in blocks:
+            total += self.declared(offset, size, name)
+            if total > left:
+                break  # claimed below, where it passed the budget
+        self.allowance.claim("SST", total, offset)
 
     def data_blocks(self) -> Iterator[bytes]:
         """Every data block, decoded, in file order, after :meth:`claim_all`."""
