@@ -40,7 +40,7 @@ from stateglass.collectors.db.read import read_query  # noqa: E402
 from stateglass.collectors.db.writer import Database  # noqa: E402
 from stateglass.collectors.progress import ProgressCollector  # noqa: E402
 from stateglass.parsers import eventlog  # noqa: E402
-from stateglass.parsers.eventlog_codecs import decode_prefix  # noqa: E402
+from stateglass.parsers.compression import decode_prefix  # noqa: E402
 
 DEFAULT_LOG = ROOT / "tests" / "parsers" / "data" / "eventlogs" / "zstd"
 T0 = datetime(2024, 1, 1, tzinfo=UTC)

@@ -35,8 +35,10 @@ from stateglass.collectors.db.writer import Database
 from stateglass.collectors.db.writes import ProgressWrite
 from stateglass.collectors.errors import BadProgressPath, CheckpointError, wrap_parse_error
 from stateglass.collectors.fs import LOCAL, FileSystem
+from stateglass.collectors.limits import active
 from stateglass.parsers import eventlog
 from stateglass.parsers.errors import ParseError
+from stateglass.parsers.limits import DecodeLimits
 
 SOURCE_EVENTLOG = "eventlog"
 SOURCE_LISTENER = "listener"
@@ -382,9 +384,13 @@ class _Reading:
 class ProgressCollector:
     """Reads ``--progress`` roots into the database, incrementally."""
 
-    def __init__(self, db: Database, fs: FileSystem = LOCAL) -> None:
+    def __init__(
+        self, db: Database, fs: FileSystem = LOCAL, limits: DecodeLimits | None = None
+    ) -> None:
         self.db = db
         self.fs = fs
+        # How far a compressed log may expand (docs/limits.md): the limits in force.
+        self.limits = active() if limits is None else limits
 
     def check(self, root: str) -> str:
         return check_path(self.fs, root)
@@ -414,7 +420,7 @@ class ProgressCollector:
     def _read(self, pf: ProgressFile, raw_offset: int, text_offset: int) -> eventlog.ReadResult:
         data = self.fs.read(pf.path)
         try:
-            return eventlog.read_events(data, pf.codec, raw_offset, text_offset)
+            return eventlog.read_events(data, pf.codec, raw_offset, text_offset, self.limits)
         except ParseError as exc:
             raise wrap_parse_error(pf.path, exc) from exc
 

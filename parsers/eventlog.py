@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from stateglass.parsers.compression import iter_blocks
 from stateglass.parsers.errors import CorruptData
-from stateglass.parsers.eventlog_codecs import iter_blocks
+from stateglass.parsers.limits import DEFAULT_LIMITS, DecodeLimits
 
 _EVENT_PREFIX = "org.apache.spark.sql.streaming.StreamingQueryListener$"
 PROGRESS_EVENT = _EVENT_PREFIX + "QueryProgressEvent"
@@ -60,7 +61,7 @@ class LogFileName:
     """What an event-log file's name says."""
 
     app_id: str
-    codec: str  # a key of eventlog_codecs.PREFIX_DECODERS
+    codec: str  # a short name of compression.CODECS, or compression.UNCOMPRESSED
     in_progress: bool
     index: int | None = None  # N of a rolling ``events_N_`` file
 
@@ -411,12 +412,20 @@ def parse_lines(text: bytes, base: int = 0) -> tuple[list[StreamingEvent], int, 
     return events, end, lines
 
 
-def read_events(data: bytes, codec: str, raw_offset: int = 0, text_offset: int = 0) -> ReadResult:
+def read_events(
+    data: bytes,
+    codec: str,
+    raw_offset: int = 0,
+    text_offset: int = 0,
+    limits: DecodeLimits = DEFAULT_LIMITS,
+) -> ReadResult:
     """Decode ``data`` (a whole event-log or listener file, as far as it is written) from a
     previous read's ``raw_offset``/``text_offset`` and return the new events.
 
     Decoding goes block by block, parsing lines as they complete: memory holds one block and
-    one partial line, not the decoded file (a day of events decodes to gigabytes).
+    one partial line, not the decoded file (a day of events decodes to gigabytes). ``limits``
+    bounds it as a streamed file: what it decodes in all by the ratio, a block and the
+    partial line by ``max_file_bytes``.
     """
     events: list[StreamingEvent] = []
     decoded = 0  # bytes decoded since raw_offset
@@ -425,7 +434,7 @@ def read_events(data: bytes, codec: str, raw_offset: int = 0, text_offset: int =
     carry = bytearray()
     lines = 0
     ended = False
-    for block in iter_blocks(codec, data, raw_offset):
+    for block in iter_blocks(codec, data, raw_offset, limits):
         ended = block.ended
         text = block.text
         if block.restart and text and decoded > anchors[-1][1]:
@@ -440,6 +449,7 @@ def read_events(data: bytes, codec: str, raw_offset: int = 0, text_offset: int =
         lines += count
         consumed += used
         del carry[:used]
+        limits.check_piece("event log: a line not ended", len(carry), block.raw_offset)
         while len(anchors) > 1 and anchors[1][1] <= consumed:
             anchors.popleft()
     if consumed > decoded:

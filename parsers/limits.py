@@ -9,6 +9,12 @@ decoder stops at a *budget* derived from the file's own size, before it allocate
 * ``min_bytes``: a floor, so tiny files (a few rows) are never refused by the ratio;
 * ``max_file_bytes``: an absolute cap per file, whatever its size.
 
+A file decoded in pieces (an SST's blocks, a stream's frames) is held to one budget through an
+:class:`Allowance`, which counts what its pieces claim. A *streamed* file (an event log, decoded
+block by block and never held whole: a day of events decodes to gigabytes) is held to the ratio
+and the floor over all it decodes, and to ``max_file_bytes`` for each piece held at once (a
+block, a line).
+
 The collectors take the values from a config file or the environment (``docs/limits.md``); a
 store with legitimately huge files raises them.
 
@@ -18,11 +24,14 @@ Example::
     True
     >>> DecodeLimits(max_ratio=2, min_bytes=0).budget(100)
     200
+    >>> allowance = Allowance(DecodeLimits(max_ratio=2, min_bytes=0), 100)
+    >>> allowance.claim("lz4", 150); allowance.left
+    50
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from stateglass.parsers.errors import LimitExceeded
 
@@ -39,21 +48,80 @@ class DecodeLimits:
     min_bytes: int = DEFAULT_MIN_BYTES
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
 
-    def budget(self, compressed_size: int) -> int:
-        """The most bytes a file of ``compressed_size`` bytes may decompress to."""
+    def budget(self, compressed_size: int, streamed: bool = False) -> int:
+        """The most bytes a file of ``compressed_size`` bytes may decompress to (``streamed``:
+        in all, when it is never held whole, so ``max_file_bytes`` does not apply)."""
         by_ratio = max(self.min_bytes, self.max_ratio * compressed_size)
-        return min(self.max_file_bytes, by_ratio) if self.max_file_bytes else by_ratio
+        if streamed or not self.max_file_bytes:
+            return by_ratio
+        return min(self.max_file_bytes, by_ratio)
 
-    def check(self, what: str, claimed: int, compressed_size: int, offset: int = 0) -> None:
+    def check(
+        self,
+        what: str,
+        claimed: int,
+        compressed_size: int,
+        offset: int = 0,
+        streamed: bool = False,
+    ) -> None:
         """Raise :class:`LimitExceeded` when ``claimed`` output bytes are over the budget."""
-        budget = self.budget(compressed_size)
+        budget = self.budget(compressed_size, streamed)
         if claimed > budget:
+            bound = (
+                f"min_bytes {_size(self.min_bytes)}"
+                if streamed
+                else (f"max_file_bytes {_size(self.max_file_bytes)}")
+            )
             raise LimitExceeded(
                 f"{what}: expands to more than {_size(budget)} from {_size(compressed_size)} "
-                f"(decompression limit: max_ratio {self.max_ratio}, max_file_bytes "
+                f"(decompression limit: max_ratio {self.max_ratio}, {bound}; "
+                "see docs/limits.md to raise it)",
+                offset,
+            )
+
+    def check_piece(self, what: str, size: int, offset: int = 0) -> None:
+        """Raise :class:`LimitExceeded` when one piece of a streamed file held at once (a
+        block, a line) is over ``max_file_bytes``."""
+        if self.max_file_bytes and size > self.max_file_bytes:
+            raise LimitExceeded(
+                f"{what}: {_size(size)} held at once (decompression limit: max_file_bytes "
                 f"{_size(self.max_file_bytes)}; see docs/limits.md to raise it)",
                 offset,
             )
+
+
+@dataclass
+class Allowance:
+    """What one file decoded piece by piece may still expand to: its budget, less what its
+    pieces claimed. A decoder claims a piece's size *before* it decodes the piece.
+
+    ``streamed``: the file is decoded in pieces and never held whole (see the module
+    docstring): the budget leaves out ``max_file_bytes``, which bounds each piece instead.
+    """
+
+    limits: DecodeLimits
+    compressed_size: int
+    streamed: bool = False
+    claimed: int = field(default=0, init=False)
+
+    def claim(self, what: str, size: int, offset: int = 0) -> None:
+        """Count ``size`` more output bytes; raise :class:`LimitExceeded` past the budget."""
+        self.claimed += size
+        self.limits.check(what, self.claimed, self.compressed_size, offset, self.streamed)
+        if self.streamed:
+            self.limits.check_piece(what, size, offset)
+
+    @property
+    def left(self) -> int:
+        """Output bytes not yet claimed."""
+        return max(0, self.limits.budget(self.compressed_size, self.streamed) - self.claimed)
+
+    @property
+    def piece(self) -> int:
+        """The most one piece may produce: what is left, and for a streamed file no more
+        than ``max_file_bytes``."""
+        cap = self.limits.max_file_bytes
+        return min(self.left, cap) if self.streamed and cap else self.left
 
 
 def _size(n: int) -> str:
@@ -69,4 +137,4 @@ def _size(n: int) -> str:
 
 DEFAULT_LIMITS = DecodeLimits()
 
-__all__ = ["DEFAULT_LIMITS", "DecodeLimits"]
+__all__ = ["DEFAULT_LIMITS", "Allowance", "DecodeLimits"]

@@ -18,8 +18,14 @@ SSTs a flush added, which are that batch's writes. Layout (RocksDB's
   sequence number and type. Restart offsets (uint32) and their count end the block.
 
 Compressed blocks: LZ4 (Spark 4's default) and ZSTD start with their uncompressed size as a
-varint32 (``format_version`` ≥ 2), Snappy (Spark 3.5's) records its own. Other codecs are
-refused as :class:`UnsupportedFormat`.
+varint32 (``format_version`` ≥ 2), Snappy (Spark 3.5's) records its own; each is decoded by its
+module of :mod:`stateglass.parsers.compression`. Other codecs are refused as
+:class:`UnsupportedFormat`.
+
+The table is held to the decompression budget of its file (:mod:`stateglass.parsers.limits`):
+the sizes every block declares are summed and checked (:func:`sst_expanded_size`) before any
+data block is decoded, which is also what RocksDB allocates when it reads them, so a collector
+checks a table this way before it lets RocksDB open it.
 
 :func:`verify_sst` re-computes RocksDB's own block checksums, as its ``VerifyChecksum`` does:
 every data block, the meta blocks the metaindex names (properties, filter, …), the metaindex
@@ -30,6 +36,7 @@ Example::
 
     keys = sst_keys(open("000012-….sst", "rb").read())   # user keys, in file order
     verify_sst(data)   # None, or ChecksumMismatch / Truncated / CorruptData at a block
+    sst_expanded_size(data, limits)   # bytes its blocks decode to, or LimitExceeded
 """
 
 from __future__ import annotations
@@ -37,13 +44,14 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
-import cramjam
-import lz4.block
 import xxhash
-import zstandard
 
+from stateglass.parsers.compression import CODECS, Codec
+from stateglass.parsers.compression.codec import Data
 from stateglass.parsers.errors import ChecksumMismatch, CorruptData, Truncated, UnsupportedFormat
+from stateglass.parsers.limits import DEFAULT_LIMITS, Allowance, DecodeLimits
 from stateglass.parsers.rowchecksum import crc32c
 from stateglass.parsers.varint import uvarint
 
@@ -52,6 +60,14 @@ FOOTER_SIZE = 53  # 1 + 2 * 20 (two padded handles) + 4 + 8
 TRAILER_SIZE = 5
 INTERNAL_SUFFIX = 8  # sequence number << 8 | value type
 _NO_COMPRESSION, _SNAPPY, _LZ4, _LZ4HC, _ZSTD = 0, 1, 4, 5, 7
+# RocksDB's CompressionType byte -> codec; Snappy's block records its own size, the others
+# follow a varint32 of it (compression format version 2, every format_version from 2).
+_CODECS: dict[int, Codec] = {
+    _SNAPPY: CODECS["snappy"],
+    _LZ4: CODECS["lz4"],
+    _LZ4HC: CODECS["lz4"],
+    _ZSTD: CODECS["zstd"],
+}
 _U32 = struct.Struct("<I")
 # Entry types of an internal key's last byte (RocksDB's ``ValueType``) a reader may act on.
 TYPE_DELETION, TYPE_VALUE, TYPE_MERGE, TYPE_SINGLE_DELETION = 0x0, 0x1, 0x2, 0x7
@@ -83,7 +99,7 @@ def _checksum(kind: int, block: bytes | memoryview, type_byte: int) -> int | Non
 
 
 class _Table:
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: Data, limits: DecodeLimits) -> None:
         if len(data) < FOOTER_SIZE:
             raise Truncated(f"{len(data)} bytes: shorter than an SST footer", 0)
         self.data = data
@@ -105,38 +121,88 @@ class _Table:
         index_size, _ = _varint(footer, pos, 41)
         self.index = (index_offset, index_size)
         self.metaindex = (meta_offset, meta_size)
+        self.allowance = Allowance(limits, len(data))
+
+    def _span(self, offset: int, size: int, name: str) -> tuple[memoryview, int]:
+        """The raw bytes of the block at ``offset`` and its compression type, unchecked."""
+        end = offset + size
+        if offset < 0 or end + TRAILER_SIZE > len(self.data) - FOOTER_SIZE:
+            raise Truncated(f"{name} at {offset} ({size} bytes) runs past the table", offset)
+        return memoryview(self.data)[offset:end], self.data[end]
 
     def checked(self, offset: int, size: int, name: str = "block") -> tuple[memoryview, int]:
         """The raw bytes of the block at ``offset`` and its compression type, checksum checked;
         ``name`` says which block in a message."""
-        end = offset + size
-        if offset < 0 or end + TRAILER_SIZE > len(self.data) - FOOTER_SIZE:
-            raise Truncated(f"{name} at {offset} ({size} bytes) runs past the table", offset)
-        raw = memoryview(self.data)[offset:end]
-        kind = self.data[end]
+        raw, kind = self._span(offset, size, name)
         want = _checksum(self.checksum, raw, kind)
-        if want is not None and want != _U32.unpack_from(self.data, end + 1)[0]:
+        if want is not None and want != _U32.unpack_from(self.data, offset + size + 1)[0]:
             raise ChecksumMismatch(f"{name} at {offset}: checksum mismatch", offset)
         return raw, kind
 
-    def block(self, offset: int, size: int, name: str = "block") -> bytes:
-        """The contents of the block at ``offset``, checked and uncompressed."""
-        raw, kind = self.checked(offset, size, name)
+    def _framed(self, raw: memoryview, kind: int) -> tuple[Codec | None, Data, int]:
+        """(codec, its compressed bytes, the size they decode to) of a block: a header read."""
         if kind == _NO_COMPRESSION:
+            return None, raw, len(raw)
+        codec = _CODECS.get(kind)
+        if codec is None:
+            raise UnsupportedFormat(f"SST block compression type {kind} is not supported")
+        if kind == _SNAPPY:
+            size = codec.block_size(raw)
+            return codec, raw, 0 if size is None else size
+        length, start = _varint(raw, 0, len(raw))
+        return codec, raw[start:], length
+
+    def declared(self, offset: int, size: int, name: str = "block") -> int:
+        """The size the block at ``offset`` decodes to, read from its header (no checksum)."""
+        raw, kind = self._span(offset, size, name)
+        return self._framed(raw, kind)[2]
+
+    def block(self, offset: int, size: int, name: str = "block", claim: bool = True) -> bytes:
+        """The contents of the block at ``offset``, checked and uncompressed; its size is
+        claimed from the table's allowance first, unless ``claim`` is False (claimed already).
+        """
+        raw, kind = self.checked(offset, size, name)
+        codec, payload, length = self._framed(raw, kind)
+        if claim:
+            self.allowance.claim(f"SST {name}", length, offset)
+        if codec is None:
             return bytes(raw)
         try:
-            if kind == _SNAPPY:  # Spark 3.5's default; snappy records its own length
-                return bytes(cramjam.snappy.decompress_raw(bytes(raw)))
-            if kind not in (_LZ4, _LZ4HC, _ZSTD):
-                raise UnsupportedFormat(f"SST block compression type {kind} is not supported")
-            length, start = _varint(raw, 0, len(raw))
-            if kind == _ZSTD:
-                return zstandard.ZstdDecompressor().decompress(raw[start:], max_output_size=length)
-            return lz4.block.decompress(raw[start:], uncompressed_size=length)
-        except (lz4.block.LZ4BlockError, cramjam.DecompressionError, zstandard.ZstdError) as exc:
+            return codec.decompress_block(payload, length, offset)
+        except CorruptData as exc:
             raise CorruptData(
-                f"block at {offset}: compressed data is damaged ({exc})", offset
+                f"{name} at {offset}: compressed data is damaged ({exc.why})", offset
             ) from exc
+
+    @cached_property
+    def data_handles(self) -> list[tuple[int, int]]:
+        """(offset, size) of every data block, from the index block."""
+        return list(_data_handles(self))
+
+    @cached_property
+    def meta_handles(self) -> list[tuple[bytes, int, int]]:
+        """(name, offset, size) of every block the metaindex names."""
+        return list(_meta_handles(self))
+
+    def claim_all(self) -> None:
+        """Claim the declared size of every block but the index and metaindex (decoded, so
+        claimed, to find them): a table over its budget is refused before any data block is
+        decoded."""
+        left = self.allowance.left
+        total = offset = 0
+        blocks = [(o, s, n.decode("latin-1")) for n, o, s in self.meta_handles]
+        blocks += [(o, s, "data block") for o, s in self.data_handles]
+        for offset, size, name in blocks:
+            total += self.declared(offset, size, name)
+            if total > left:
+                break  # claimed below, where it passed the budget
+        self.allowance.claim("SST", total, offset)
+
+    def data_blocks(self) -> Iterator[bytes]:
+        """Every data block, decoded, in file order, after :meth:`claim_all`."""
+        self.claim_all()
+        for offset, size in self.data_handles:
+            yield self.block(offset, size, "data block", claim=False)
 
 
 def _restarts(block: bytes) -> tuple[int, set[int]]:
@@ -214,27 +280,44 @@ def _block_entries(block: bytes, out: list[tuple[bytes, int, bytes]]) -> None:
         pos += value_len
 
 
-def sst_entries(data: bytes) -> list[tuple[bytes, int, bytes]]:
+def sst_entries(
+    data: Data, limits: DecodeLimits = DEFAULT_LIMITS
+) -> list[tuple[bytes, int, bytes]]:
     """``(user key, tag, value)`` of every entry, in file order; the tag is RocksDB's
     ``sequence << 8 | type`` (:data:`TYPE_VALUE`, :data:`TYPE_DELETION`, …). A table with
     range deletions (a ``rocksdb.range_del`` block) is refused: its entries do not say
-    every key it removes."""
-    table = _Table(data)
-    if any(name == b"rocksdb.range_del" for name, _, _ in _meta_handles(table)):
+    every key it removes. ``LimitExceeded`` when its blocks expand past ``limits``."""
+    table = _Table(data, limits)
+    if any(name == b"rocksdb.range_del" for name, _, _ in table.meta_handles):
         raise UnsupportedFormat("SST with range deletions")
     out: list[tuple[bytes, int, bytes]] = []
-    for offset, size in _data_handles(table):
-        _block_entries(table.block(offset, size), out)
+    for block in table.data_blocks():
+        _block_entries(block, out)
     return out
 
 
-def sst_keys(data: bytes) -> list[bytes]:
-    """The user key of every entry of the table, in file order (a key may repeat)."""
-    table = _Table(data)
+def sst_keys(data: Data, limits: DecodeLimits = DEFAULT_LIMITS) -> list[bytes]:
+    """The user key of every entry of the table, in file order (a key may repeat);
+    ``LimitExceeded`` when its blocks expand past ``limits``."""
+    table = _Table(data, limits)
     out: list[bytes] = []
-    for offset, size in _data_handles(table):
-        _block_keys(table.block(offset, size), out)
+    for block in table.data_blocks():
+        _block_keys(block, out)
     return out
+
+
+def sst_expanded_size(data: Data, limits: DecodeLimits = DEFAULT_LIMITS) -> int:
+    """The bytes the table's blocks decode to, as their headers declare them (what RocksDB
+    allocates to read them); ``LimitExceeded`` past ``limits``. Decodes only the index and
+    the metaindex, and hashes nothing: a collector runs it before RocksDB opens the table.
+
+    Example::
+
+        sst_expanded_size(mmap_of_the_sst, limits)   # 61_442, or LimitExceeded
+    """
+    table = _Table(data, limits)
+    table.claim_all()
+    return table.allowance.claimed
 
 
 def _meta_handles(table: _Table) -> Iterator[tuple[bytes, int, int]]:
@@ -267,23 +350,27 @@ class SstBlock:
     size: int
 
 
-def sst_blocks(data: bytes) -> list[SstBlock]:
+def sst_blocks(data: Data, limits: DecodeLimits = DEFAULT_LIMITS) -> list[SstBlock]:
     """Every block of the table, in file order (the metaindex and index are read, and so
     checked, to find the others)."""
-    table = _Table(data)
+    return _blocks(_Table(data, limits))
+
+
+def _blocks(table: _Table) -> list[SstBlock]:
     blocks = [SstBlock("metaindex", *table.metaindex), SstBlock("index", *table.index)]
-    blocks += [SstBlock(n.decode("latin-1"), o, s) for n, o, s in _meta_handles(table)]
-    blocks += [SstBlock("data", o, s) for o, s in _data_handles(table)]
+    blocks += [SstBlock(n.decode("latin-1"), o, s) for n, o, s in table.meta_handles]
+    blocks += [SstBlock("data", o, s) for o, s in table.data_handles]
     return sorted(blocks, key=lambda b: b.offset)
 
 
-def verify_sst(data: bytes) -> None:
+def verify_sst(data: Data, limits: DecodeLimits = DEFAULT_LIMITS) -> None:
     """Check every block's checksum and that the blocks tile the table; raise
     :class:`ChecksumMismatch`, :class:`Truncated` or :class:`CorruptData` naming the first bad
-    block's offset. A table that keeps no checksums (type 0) is only checked for its layout."""
-    table = _Table(data)
+    block's offset. A table that keeps no checksums (type 0) is only checked for its layout.
+    Only the index and metaindex are decoded (within ``limits``)."""
+    table = _Table(data, limits)
     at = 0
-    for block in sst_blocks(data):
+    for block in _blocks(table):
         table.checked(block.offset, block.size, f"{block.kind} block")
         if block.offset != at:
             why = "bytes between blocks" if block.offset > at else "blocks overlap"
@@ -293,4 +380,11 @@ def verify_sst(data: bytes) -> None:
         raise CorruptData(f"blocks end at {at}, the footer starts at {len(data) - FOOTER_SIZE}", at)
 
 
-__all__ = ["SstBlock", "sst_blocks", "sst_entries", "sst_keys", "verify_sst"]
+__all__ = [
+    "SstBlock",
+    "sst_blocks",
+    "sst_entries",
+    "sst_expanded_size",
+    "sst_keys",
+    "verify_sst",
+]

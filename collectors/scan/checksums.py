@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from stateglass.collectors.errors import CheckpointError
+from stateglass.collectors.limits import active
 from stateglass.parsers.checksums import (
     hadoop_sidecar,
     hadoop_size_mismatch,
@@ -30,7 +31,7 @@ from stateglass.parsers.checksums import (
     verify_hadoop,
     verify_spark,
 )
-from stateglass.parsers.errors import CorruptData, ParseError
+from stateglass.parsers.errors import CorruptData, LimitExceeded, ParseError
 from stateglass.parsers.sst import verify_sst
 
 if TYPE_CHECKING:
@@ -104,9 +105,11 @@ def _sst_mismatch(fs: FileSystem, path: str) -> str | None:
     An SST is immutable, so this runs once per new file: one read (a GET of its size on an
     object store, kept by the remote cache for later reads of the same file)."""
     try:
-        verify_sst(fs.read(path))
+        verify_sst(fs.read(path), active())
     except CheckpointError:
         return None  # vanished or unreadable: the chain reader files that problem
+    except LimitExceeded:
+        return None  # no checksum matter: the store reader refuses it, naming the limit
     except CorruptData as exc:
         return f"{SST_CHECKSUMS}{exc.why}"
     except ParseError:

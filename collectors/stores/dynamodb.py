@@ -16,18 +16,26 @@ GET, queries as LIST). Credentials, region and endpoint come from the AWS chain
 from __future__ import annotations
 
 import base64
-import gzip
 import json
 import struct
+import zlib
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar
 
-from stateglass.collectors.errors import CorruptFile, MissingVersion, NotACheckpoint, StorageError
+from stateglass.collectors.errors import (
+    CorruptFile,
+    MissingVersion,
+    NotACheckpoint,
+    StorageError,
+    wrap_parse_error,
+)
 from stateglass.collectors.fs import FileInfo
 from stateglass.collectors.stores.base import Change, StoreContext
 from stateglass.collectors.stores.keysets import apply_key_sets
+from stateglass.parsers.errors import ParseError
+from stateglass.parsers.limits import DEFAULT_LIMITS, DecodeLimits
 
 MARKER = "_dynamodb.json"
 CHANGE_KIND = "ddbdelta"
@@ -81,9 +89,14 @@ def parse_entry_name(name: str) -> tuple[int, str] | None:
     return None
 
 
-def decode_record(data: bytes) -> tuple[bytes, bytes | None]:
-    """One change: gzip of ``int keySize, key, int valueSize, value`` (-1: removed)."""
-    raw = gzip.decompress(data)
+def decode_record(data: bytes, limits: DecodeLimits = DEFAULT_LIMITS) -> tuple[bytes, bytes | None]:
+    """One change: gzip of ``int keySize, key, int valueSize, value`` (-1: removed), inflated
+    no further than ``limits`` allow (``LimitExceeded``)."""
+    inflater = zlib.decompressobj(wbits=31)  # one gzip member, as GZIPOutputStream writes
+    raw = inflater.decompress(data, limits.budget(len(data)) + 1)
+    limits.check("gzip", len(raw), len(data))
+    if not inflater.eof:
+        raise EOFError("gzip stream cut short")
     (key_size,) = struct.unpack_from(">i", raw, 0)
     key = raw[4 : 4 + key_size]
     (value_size,) = struct.unpack_from(">i", raw, 4 + key_size)
@@ -291,8 +304,10 @@ class DynamoStoreReader:
         missing = [pk for pk in pks if pk not in self._records]
         for pk, item in self.client.batch_get(self.tables.state, missing).items():
             try:
-                self._records[pk] = decode_record(item["State"]["B"])
-            except (OSError, EOFError, struct.error, KeyError) as exc:
+                self._records[pk] = decode_record(item["State"]["B"], self.ctx.limits)
+            except ParseError as exc:
+                raise wrap_parse_error(f"dynamodb://{self.tables.state}/{pk}", exc) from exc
+            except (OSError, EOFError, zlib.error, struct.error, KeyError) as exc:
                 raise CorruptFile(
                     f"dynamodb://{self.tables.state}/{pk}", f"not a record ({exc})"
                 ) from exc

@@ -31,12 +31,14 @@ from stateglass.collectors.stores.keysets import apply_changes
 from stateglass.parsers.changelog import Changelog, parse_changelog, unwrap_delete_key
 from stateglass.parsers.compression import decompress
 from stateglass.parsers.errors import ParseError, UnsupportedFormat
+from stateglass.parsers.limits import DecodeLimits
 from stateglass.parsers.rocksdb_zip import RocksDBCheckpointMetadata, check_zip_entries
 from stateglass.parsers.sst import (
     TYPE_DELETION,
     TYPE_SINGLE_DELETION,
     TYPE_VALUE,
     sst_entries,
+    sst_expanded_size,
     sst_keys,
 )
 
@@ -297,7 +299,7 @@ class RocksDBStoreReader:
         for sst in sorted(unshared):
             path = self.ctx.join(self.SHARED_DIR or "SSTs", sst)
             try:
-                keys.update(sst_keys(self.ctx.fs.read(path)))
+                keys.update(sst_keys(self.ctx.fs.read(path), self.ctx.limits))
             except UnsupportedFormat:
                 return None
             except ParseError as exc:
@@ -335,7 +337,7 @@ class RocksDBStoreReader:
         for sst in sorted(set(files[1]) - set(files[0])):
             path = self.ctx.join(self.SHARED_DIR or "SSTs", sst)
             try:
-                entries = sst_entries(self.ctx.fs.read(path))
+                entries = sst_entries(self.ctx.fs.read(path), self.ctx.limits)
             except UnsupportedFormat:
                 return None
             except ParseError as exc:
@@ -511,11 +513,41 @@ def _pin_merge_operator(options: bytes, delimiter: bytes) -> bytes:
     return _MERGE_OPERATOR.sub(lambda m: m.group(1) + op, options)
 
 
+# SSTs found within their budget: (path, size, mtime, limits). An SST is immutable and shared
+# by many versions, and checking one walks every block header it has.
+_WITHIN_BUDGET: dict[tuple[str, int, float, DecodeLimits], None] = {}
+_WITHIN_BUDGET_MAX = 1 << 16
+
+
+def check_sst_budget(
+    ctx: StoreContext, path: str, info: FileInfo, data: bytes | None = None
+) -> None:
+    """Refuse an SST whose blocks declare more than its decompression budget, before RocksDB
+    reads it: RocksDB allocates whatever a block declares. ``data``: its bytes when read
+    already. A table in a layout the parser does not read (``UnsupportedFormat``) is left to
+    RocksDB."""
+    key = (path, info.size, info.mtime, ctx.limits)
+    if key in _WITHIN_BUDGET:
+        return
+    # Read whole rather than mapped: a file truncated under a map kills the process (SIGBUS).
+    data = ctx.fs.read(path) if data is None else data
+    try:
+        sst_expanded_size(data, ctx.limits)
+    except UnsupportedFormat:
+        return
+    except ParseError as exc:
+        raise wrap_parse_error(path, exc) from exc
+    if len(_WITHIN_BUDGET) >= _WITHIN_BUDGET_MAX:
+        _WITHIN_BUDGET.clear()
+    _WITHIN_BUDGET[key] = None
+
+
 class restored_db:
     """A zip plus its SSTs restored into a private temporary directory, opened read-only.
 
     SSTs are symlinked when the checkpoint is on the local disk (RocksDB opened read-only never
-    writes to them) and copied otherwise.
+    writes to them) and copied otherwise; each is first checked against its decompression
+    budget (:func:`check_sst_budget`).
     """
 
     def __init__(self, ctx: StoreContext, zip_name: str) -> None:
@@ -547,9 +579,7 @@ class restored_db:
         self.tmp = tempfile.mkdtemp(prefix="stateglass-rocksdb-")
         sst_dir = self.ctx.join("SSTs")
         present = (
-            {f.name: f.size for f in self.ctx.fs.list(sst_dir)}
-            if self.ctx.fs.is_dir(sst_dir)
-            else {}
+            {f.name: f for f in self.ctx.fs.list(sst_dir)} if self.ctx.fs.is_dir(sst_dir) else {}
         )
         try:
             delimiter = self.ctx.merge_delimiter
@@ -561,10 +591,11 @@ class restored_db:
                 src = self.ctx.join("SSTs", sst.dfs_sst_file_name)
                 if sst.dfs_sst_file_name not in present:
                     raise MissingVersion(src, f"SST file referenced by {self.zip_name} is missing")
-                if present[sst.dfs_sst_file_name] != sst.size_bytes:
+                info = present[sst.dfs_sst_file_name]
+                if info.size != sst.size_bytes:
                     raise CorruptFile(
                         src,
-                        f"size {present[sst.dfs_sst_file_name]} differs from {sst.size_bytes} "
+                        f"size {info.size} differs from {sst.size_bytes} "
                         f"recorded in {self.zip_name} (half-written upload?)",
                     )
                 if sst.local_file_name in entries:
@@ -573,11 +604,14 @@ class restored_db:
                     )
                 dst = os.path.join(self.tmp, sst.local_file_name)
                 if self.ctx.fs is LOCAL:
+                    check_sst_budget(self.ctx, src, info)
                     os.symlink(os.path.abspath(src), dst)
                 else:
                     # Remote: our private copy (the file system serves it from its cache).
+                    data = self.ctx.fs.read(src)
+                    check_sst_budget(self.ctx, src, info, data)
                     with open(dst, "wb") as fh:
-                        fh.write(self.ctx.fs.read(src))
+                        fh.write(data)
         except OSError as exc:
             # Our own temporary directory, not the checkpoint (disk full, say).
             raise CheckpointError(

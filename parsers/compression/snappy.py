@@ -1,9 +1,10 @@
-"""xerial ``SnappyOutputStream`` streams (codec ``snappy``).
+"""Snappy: xerial ``SnappyOutputStream`` streams (codec ``snappy``) and raw snappy blocks.
 
 Layout: ``\\x82SNAPPY\\0``, int32 BE version, int32 BE compatible version, then
 ``[int32 BE length][raw snappy block]`` until EOF. snappy-java also reads a second header
 in place of a chunk length (concatenated streams), so we do too. The framing has no end
-marker: a file cut exactly at a chunk boundary is only caught by the record layer.
+marker: a file cut exactly at a chunk boundary is only caught by the record layer. A raw
+block (RocksDB's type 1, Spark 3.5's) starts with its own uncompressed size (a varint).
 
 Example::
 
@@ -18,12 +19,15 @@ Example::
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 
 import cramjam
 
+from stateglass.parsers.compression.codec import Block, Data
 from stateglass.parsers.errors import CorruptData, Truncated
-from stateglass.parsers.limits import DEFAULT_LIMITS, DecodeLimits
+from stateglass.parsers.limits import DEFAULT_LIMITS, Allowance, DecodeLimits
 
+NAME = "snappy"
 MAGIC = b"\x82SNAPPY\x00"
 HEADER_LENGTH = 16  # magic + version + compatible version
 MINIMUM_COMPATIBLE_VERSION = 1
@@ -48,41 +52,97 @@ def _check_header(view: memoryview, pos: int) -> None:
         raise CorruptData(f"snappy: incompatible stream version {version}", pos + 8)
 
 
-def decompress(data: bytes, limits: DecodeLimits = DEFAULT_LIMITS) -> bytes:
+def _chunk(view: memoryview, pos: int) -> tuple[int, int] | None:
+    """``(data start, data end)`` of the chunk whose length is at ``pos``; None when a second
+    stream header stands there (skip it); ``Truncated`` when the bytes stop inside it."""
+    size = len(view)
+    if size - pos < 4:
+        raise Truncated("snappy: chunk length cut short", pos)
+    length = _INT.unpack_from(view, pos)[0]
+    if length == _MAGIC_HEAD:
+        _check_header(view, pos)
+        return None
+    if length < 0:
+        raise CorruptData(f"snappy: negative chunk length {length}", pos)
+    start = pos + 4
+    if start + length > size:
+        raise Truncated(f"snappy: chunk cut short ({size - start} of {length} bytes)", pos)
+    return start, start + length
+
+
+def decompress(data: Data, limits: DecodeLimits = DEFAULT_LIMITS) -> bytes:
     """Decode a snappy-java stream into the bytes Spark wrote, within ``limits``."""
     view = memoryview(data)
-    size = len(view)
     _check_header(view, 0)
-    decompress_raw = cramjam.snappy.decompress_raw
-    raw_len = cramjam.snappy.decompress_raw_len
+    allowance = Allowance(limits, len(view))
     chunks: list[bytes] = []
-    total = 0
     pos = HEADER_LENGTH
-    while pos < size:
-        if size - pos < 4:
-            raise Truncated("snappy: chunk length cut short", pos)
-        length = _INT.unpack_from(view, pos)[0]
-        if length == _MAGIC_HEAD:
-            _check_header(view, pos)
+    while pos < len(view):
+        chunk = _chunk(view, pos)
+        if chunk is None:
             pos += HEADER_LENGTH
             continue
-        if length < 0:
-            raise CorruptData(f"snappy: negative chunk length {length}", pos)
-        start = pos + 4
-        end = start + length
-        if end > size:
-            raise Truncated(f"snappy: chunk cut short ({size - start} of {length} bytes)", pos)
-        block = view[start:end]
-        try:
-            declared = raw_len(block)
-            if declared > _MAX_RATIO * length + 64:
-                raise CorruptData(
-                    f"snappy: chunk claims {declared} bytes from {length} compressed", pos
-                )
-            total += declared
-            limits.check("snappy", total, size, pos)
-            chunks.append(bytes(decompress_raw(block)))
-        except cramjam.DecompressionError as exc:
-            raise CorruptData(f"snappy: cannot decode chunk: {exc}", pos) from exc
+        start, end = chunk
+        chunks.append(_claimed(view[start:end], allowance, pos))
         pos = end
     return b"".join(chunks)
+
+
+def _claimed(block: memoryview, allowance: Allowance, offset: int) -> bytes:
+    """A chunk's raw block, its declared size claimed from ``allowance`` first."""
+    allowance.claim(NAME, _declared(block, offset), offset)
+    return decompress_block(block, None, offset)
+
+
+def iter_blocks(data: Data, start: int, allowance: Allowance) -> Iterator[Block]:
+    """See :meth:`Codec.iter_blocks`: every chunk is a restart point."""
+    view = memoryview(data)
+    size = len(view)
+    pos = start
+    if start == 0:
+        if size < HEADER_LENGTH:
+            yield Block(0, b"", ended=False)
+            return
+        _check_header(view, 0)
+        pos = HEADER_LENGTH
+    while pos < size:
+        try:
+            chunk = _chunk(view, pos)
+        except Truncated:
+            break  # the tail is still being written
+        if chunk is None:
+            pos += HEADER_LENGTH
+            continue
+        begin, end = chunk
+        yield Block(pos, _claimed(view[begin:end], allowance, pos))
+        pos = end
+    yield Block(pos, b"", ended=pos == size)
+
+
+def _declared(block: Data, offset: int) -> int:
+    """The block's own uncompressed size, refused past what snappy can produce."""
+    try:
+        declared = int(cramjam.snappy.decompress_raw_len(block))
+    except cramjam.DecompressionError as exc:
+        raise CorruptData(f"snappy: cannot decode chunk: {exc}", offset) from exc
+    if declared > _MAX_RATIO * len(block) + 64:
+        raise CorruptData(
+            f"snappy: chunk claims {declared} bytes from {len(block)} compressed", offset
+        )
+    return declared
+
+
+def block_size(block: Data) -> int | None:
+    """The uncompressed size the raw block starts with."""
+    return _declared(block, 0)
+
+
+def decompress_block(block: Data, size: int | None, offset: int = 0) -> bytes:
+    """One raw snappy block; ``size``, when the container declares one, must be its own."""
+    declared = _declared(block, offset)
+    if size is not None and size != declared:
+        raise CorruptData(f"snappy: block declares {declared} bytes, its container {size}", offset)
+    try:
+        return bytes(cramjam.snappy.decompress_raw(block))
+    except cramjam.DecompressionError as exc:
+        raise CorruptData(f"snappy: cannot decode chunk: {exc}", offset) from exc

@@ -4,14 +4,19 @@ and temporary bytes (shared by the damage tests and ``benchmarks/bench_hostile.p
 from __future__ import annotations
 
 import io
+import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
 import threading
 import time
+import tracemalloc
+import uuid
 import zipfile
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -192,6 +197,84 @@ def zip_bomb(real_zip: Path, entry_size: int = GIB) -> bytes:
                 packed = enc.compress(content) + enc.flush()
                 entries.append((info.filename, packed, zlib.crc32(content), len(content)))
     return _zip(entries)
+
+
+def sst_bomb(path: Path, blocks: int, block_bytes: int, compression: str = "lz4") -> Path:
+    """A real SST written by RocksDB (``SstFileWriter``, ``format_version`` 5 as Spark writes)
+    of ``blocks`` data blocks, each one value of ``block_bytes`` zero bytes: LZ4 keeps about
+    1/255 of it, ZSTD far less. 1024 blocks of 1 MiB in LZ4: ~4 MiB on disk, 1 GiB inside,
+    written in half a second."""
+    import rocksdict
+
+    options = rocksdict.Options(raw_mode=True)
+    options.set_compression_type(getattr(rocksdict.DBCompressionType, compression)())
+    table = rocksdict.BlockBasedOptions()
+    table.set_format_version(5)
+    table.set_block_size(block_bytes)  # one value a block
+    options.set_block_based_table_factory(table)
+    writer = rocksdict.SstFileWriter(options=options)
+    writer.open(str(path))
+    value = bytes(block_bytes)
+    for n in range(blocks):
+        writer[b"bomb%08d" % n] = value
+    writer.finish()
+    return path
+
+
+def ingest_sst(cp: Path, sst: Path, op: int = 0, part: int = 0) -> Path:
+    """Make ``sst`` part of the newest RocksDB version of store partition ``op/part``, as a
+    flush of Spark's would have: that version's zip and SSTs restored, the table ingested by
+    RocksDB itself (so its MANIFEST names it), and the zip written back with the new MANIFEST
+    and a ``metadata`` listing the new SST. Returns the SST's path under ``SSTs/``."""
+    import rocksdict
+
+    zip_path = store_files(cp, ".zip", op, part)[-1]
+    ssts = zip_path.parent / "SSTs"
+    work = cp.parent / f"ingest-{zip_path.stem}"
+    work.mkdir()
+    with zipfile.ZipFile(zip_path) as src:
+        head, _, body = src.read("metadata").decode().partition("\n")
+        src.extractall(work, [n for n in src.namelist() if n != "metadata"])
+    meta = json.loads(body)
+    dfs = {f["localFileName"]: f["dfsSstFileName"] for f in meta["sstFiles"]}
+    for local, name in dfs.items():
+        shutil.copyfile(ssts / name, work / local)
+    options = rocksdict.Options(raw_mode=True)
+    options.set_disable_auto_compactions(True)  # the version keeps its own SSTs
+    db = rocksdict.Rdict(str(work), options=options, column_families={"default": options})
+    db.ingest_external_file([str(sst)])
+    db.close()
+    added = [p for p in work.glob("*.sst") if p.name not in dfs]
+    assert len(added) == 1, added
+    dfs[added[0].name] = f"{added[0].stem}-{uuid.uuid4()}.sst"
+    shutil.copyfile(added[0], ssts / dfs[added[0].name])
+    meta["sstFiles"] = [
+        {"localFileName": local, "dfsSstFileName": name, "sizeBytes": (work / local).stat().st_size}
+        for local, name in sorted(dfs.items())
+    ]
+    # What Spark zips of a RocksDB instance: its current MANIFEST and OPTIONS, and the WAL.
+    manifest = (work / "CURRENT").read_text().strip()
+    newest = max(p.name for p in work.glob("OPTIONS-*"))
+    keep = {"CURRENT", manifest, newest} | {p.name for p in work.glob("*.log")}
+    with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as out:
+        for name in sorted(keep):
+            out.write(work / name, name)
+        out.writestr("metadata", f"{head}\n{json.dumps(meta)}")
+    (zip_path.parent / f".{zip_path.name}.crc").unlink(missing_ok=True)
+    shutil.rmtree(work)
+    return ssts / dfs[added[0].name]
+
+
+def peak_allocation(call: Callable[[], object]) -> int:
+    """The most bytes Python held allocated at once while ``call`` ran (``tracemalloc``: the
+    decoders' output buffers are Python objects)."""
+    tracemalloc.start()
+    try:
+        call()
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return peak
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+import zstandard
 
 from tests.damage.hostile import (
     MAX_RSS,
@@ -21,9 +22,11 @@ from tests.damage.hostile import (
     copy_sample,
     delta_without_snapshot,
     first_record,
+    ingest_sst,
     last_batch,
     lz4_bomb,
     run_measured,
+    sst_bomb,
     store_files,
     zip_bomb,
 )
@@ -110,6 +113,81 @@ def test_bombs_do_not_blow_up_collect(tmp_path: Path) -> None:
     with duckdb.connect(str(db), read_only=True) as conn:
         paths = {p for (p,) in conn.execute("SELECT path FROM problems").fetchall()}
     assert {str(delta), str(zip_path)} <= paths
+
+
+# RocksDB tables whose blocks declare far more than the file's default budget, each written by
+# RocksDB in a second or two: (blocks, bytes a block, compression).
+SST_BOMBS = {
+    # ~1 MiB on disk, one block of 256 MiB: what RocksDB would allocate to read it.
+    "one-block": (1, 256 << 20, "lz4"),
+    # ~4 MiB on disk, 1 GiB in blocks of 1 MiB.
+    "many-blocks": (1024, 1 << 20, "lz4"),
+}
+
+
+def _sst_bomb_version(tmp_path: Path, shape: tuple[int, int, str]) -> tuple[Path, Path, int]:
+    """A copy of a real RocksDB checkpoint whose newest version holds an SST bomb (ingested by
+    RocksDB, so its MANIFEST names it): (checkpoint, the SST, the batch that reads it)."""
+    cp = copy_sample("agg-rocks", tmp_path)
+    sst = ingest_sst(cp, sst_bomb(tmp_path / "bomb.sst", *shape))
+    return cp, sst, _version(store_files(cp, ".zip")[-1]) - 1
+
+
+@pytest.mark.parametrize("shape", sorted(SST_BOMBS))
+def test_sst_bomb_is_refused_before_rocksdb_reads_it(tmp_path: Path, shape: str) -> None:
+    cp, sst, batch = _sst_bomb_version(tmp_path, SST_BOMBS[shape])
+    assert sst.stat().st_size < 5 << 20
+    run = run_measured(
+        "state", str(cp), "--batch-id", str(batch), "--jobs", "1", tmpdir=tmp_path / "tmp"
+    )
+    assert_bounded_one_line_error(run, sst, "decompression limit")
+
+
+def test_sst_bomb_under_a_lowered_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The budget is a setting: a block of 8 MiB is within the default 16 MiB floor, and
+    refused once the environment lowers it."""
+    cp, sst, batch = _sst_bomb_version(tmp_path, (1, 8 << 20, "zstd"))
+    args = ("state", str(cp), "--batch-id", str(batch), "--jobs", "1")
+    within = run_measured(*args, tmpdir=tmp_path / "a")
+    assert "decompression limit" not in within.stderr
+    monkeypatch.setenv("STATEGLASS_MIN_BYTES", "1MiB")
+    assert_bounded_one_line_error(
+        run_measured(*args, tmpdir=tmp_path / "b"), sst, "decompression limit"
+    )
+
+
+def test_sst_bomb_costs_report_a_section_not_memory(tmp_path: Path) -> None:
+    """``report`` attributes growth from the SSTs a flush added, the bomb among them: the
+    section says why it is missing, naming the SST and the limit, and the report is written."""
+    cp, sst, _ = _sst_bomb_version(tmp_path, SST_BOMBS["many-blocks"])
+    out = tmp_path / "report.md"
+    run = run_measured(
+        "report", str(cp), "-o", str(out), "--db", str(tmp_path / "h.duckdb"), tmpdir=tmp_path / "t"
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.peak_rss < MAX_RSS, f"peak RSS {run.peak_rss >> 20} MiB"
+    assert run.peak_tmp < MAX_TMP
+    growth = next(line for line in out.read_text().splitlines() if "growth attribution" in line)
+    assert sst.name in growth and "decompression limit" in growth, growth
+
+
+def test_event_log_bomb_is_refused_before_it_expands(tmp_path: Path) -> None:
+    """A 32 KiB zstd event log that is one frame of 1 GiB of zeros (zstd-jni frames declare no
+    size): ``collect --progress`` names it and stops, the frame never decoded whole."""
+    logs = tmp_path / "eventlogs"
+    logs.mkdir()
+    writer = zstandard.ZstdCompressor(write_content_size=False).compressobj()
+    zeros = bytes(1 << 20)
+    log = logs / "local-1700000000000.zstd"
+    log.write_bytes(b"".join(writer.compress(zeros) for _ in range(1024)) + writer.flush())
+    assert log.stat().st_size < 64 << 10
+    db = tmp_path / "h.duckdb"
+    run = run_measured("collect", "--progress", str(logs), "--db", str(db), tmpdir=tmp_path / "t")
+    assert run.returncode == 2, run.stderr
+    assert "Traceback" not in run.stderr
+    error = run.stderr.strip().splitlines()[-1]  # after the (empty) checkpoint summary
+    assert str(log) in error and "decompression limit" in error, error
+    assert run.peak_rss < MAX_RSS, f"peak RSS {run.peak_rss >> 20} MiB"
 
 
 def _cut(path: Path) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import struct
-from collections.abc import Callable
 
 import cramjam
 import lz4.block
@@ -13,7 +12,7 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stateglass.parsers.compression import CODECS, decompress, get_codec
+from stateglass.parsers.compression import CODECS, Codec, decompress, get_codec
 from stateglass.parsers.compression import lz4 as lz4_codec
 from stateglass.parsers.compression import lzf as lzf_codec
 from stateglass.parsers.compression import snappy as snappy_codec
@@ -51,26 +50,18 @@ payloads = st.one_of(
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
-        pytest.param("lz4", lz4_codec.decompress, id="lz4"),
-        pytest.param("LZ4", lz4_codec.decompress, id="LZ4-upper"),
-        pytest.param(
-            "org.apache.spark.io.LZ4CompressionCodec", lz4_codec.decompress, id="lz4-class"
-        ),
-        pytest.param("zstd", zstd_codec.decompress, id="zstd"),
-        pytest.param(
-            "org.apache.spark.io.ZStdCompressionCodec", zstd_codec.decompress, id="zstd-class"
-        ),
-        pytest.param("snappy", snappy_codec.decompress, id="snappy"),
-        pytest.param(
-            "org.apache.spark.io.SnappyCompressionCodec", snappy_codec.decompress, id="snappy-class"
-        ),
-        pytest.param("lzf", lzf_codec.decompress, id="lzf"),
-        pytest.param(
-            "org.apache.spark.io.LZFCompressionCodec", lzf_codec.decompress, id="lzf-class"
-        ),
+        pytest.param("lz4", lz4_codec, id="lz4"),
+        pytest.param("LZ4", lz4_codec, id="LZ4-upper"),
+        pytest.param("org.apache.spark.io.LZ4CompressionCodec", lz4_codec, id="lz4-class"),
+        pytest.param("zstd", zstd_codec, id="zstd"),
+        pytest.param("org.apache.spark.io.ZStdCompressionCodec", zstd_codec, id="zstd-class"),
+        pytest.param("snappy", snappy_codec, id="snappy"),
+        pytest.param("org.apache.spark.io.SnappyCompressionCodec", snappy_codec, id="snappy-class"),
+        pytest.param("lzf", lzf_codec, id="lzf"),
+        pytest.param("org.apache.spark.io.LZFCompressionCodec", lzf_codec, id="lzf-class"),
     ],
 )
-def test_registry_maps_spark_names(name: str, expected: Callable[[bytes], bytes]) -> None:
+def test_registry_maps_spark_names(name: str, expected: Codec) -> None:
     assert get_codec(name) is expected
 
 

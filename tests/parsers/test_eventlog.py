@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from stateglass.parsers import eventlog
+from stateglass.parsers.compression import decode_prefix
 from stateglass.parsers.errors import CorruptData, ParseError
-from stateglass.parsers.eventlog_codecs import decode_prefix
 
 DATA = Path(__file__).resolve().parent / "data" / "eventlogs"
 CODECS = ("zstd", "lz4", "snappy", "lzf", "none")
