@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from stateglass.parsers.errors import LimitExceeded
+from stateglass.parsers.units import fmt_bytes
 
 DEFAULT_MAX_RATIO = 64
 DEFAULT_MIN_BYTES = 16 << 20  # 16 MiB
@@ -49,22 +50,12 @@ class DecodeLimits:
         budget = self.budget(compressed_size)
         if claimed > budget:
             raise LimitExceeded(
-                f"{what}: expands to more than {_size(budget)} from {_size(compressed_size)} "
+                f"{what}: expands to more than {fmt_bytes(budget)} from "
+                f"{fmt_bytes(compressed_size)} "
                 f"(decompression limit: max_ratio {self.max_ratio}, max_file_bytes "
-                f"{_size(self.max_file_bytes)}; see docs/limits.md to raise it)",
+                f"{fmt_bytes(self.max_file_bytes)}; see docs/limits.md to raise it)",
                 offset,
             )
-
-
-def _size(n: int) -> str:
-    if n < 1024:
-        return f"{n} B"
-    value = float(n)
-    for unit in ("KiB", "MiB", "GiB"):
-        value /= 1024
-        if value < 1024 or unit == "GiB":
-            break
-    return f"{value:.1f} {unit}"
 
 
 DEFAULT_LIMITS = DecodeLimits()

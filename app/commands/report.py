@@ -20,6 +20,7 @@ import sys
 from typing import Any
 
 from stateglass.app.args import add_db_arg
+from stateglass.parsers.units import fmt_bytes
 
 
 def add_parser(subparsers: Any) -> None:
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     write(data, args.output)
     size = os.path.getsize(args.output)
     print(
-        f"wrote {args.output} ({size / 1024:,.0f} KiB): health {data.verdict}, "
+        f"wrote {args.output} ({fmt_bytes(size)}): health {data.verdict}, "
         f"{len(data.stores)} store(s), {len(data.batches)} batches",
         file=sys.stderr,
     )

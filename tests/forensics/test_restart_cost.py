@@ -203,7 +203,7 @@ def test_report_and_summary_show_growth_and_restart_cost(db: str) -> None:
     from stateglass.app.browse.views import StateView
     from stateglass.app.escape import md
     from stateglass.app.report import render_html, render_markdown
-    from stateglass.app.report.model import fmt_bytes
+    from stateglass.parsers.units import fmt_bytes
 
     path = str(SAMPLES / "spark-4.3/dedup-hdfs")
     facts, live, _ = _facts(db, "spark-4.3/dedup-hdfs")
