@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     """``stateglass export``: COPY one table or view (optionally one checkpoint's rows)."""
     import duckdb
 
-    from stateglass.collectors.checkpoints.enclosing import enclosing_checkpoint
+    from stateglass.collectors.checkpoints.enclosing import refuse_inside_checkpoint
     from stateglass.collectors.db.database import reader
 
     names = exportable()
@@ -90,12 +90,7 @@ def run(args: argparse.Namespace) -> int:
             raise AppError(
                 f"{db_path}: has no {args.table!r} yet; run `stateglass collect` once to upgrade it"
             )
-        inside = enclosing_checkpoint(out, known)
-        if inside is not None:
-            raise OutputError(
-                f"{out}: inside the checkpoint {inside}; StateGlass never writes into a "
-                "checkpoint directory, choose another path"
-            )
+        refuse_inside_checkpoint(out, "-o", known)
         query = f"SELECT * FROM {args.table}"
         if args.checkpoint is not None:
             from stateglass.collectors.remote import canonical
