@@ -9,13 +9,22 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from stateglass.app.analysis.health.base import Context
 from stateglass.collectors.checkpoints.listing import CHANGE_KINDS, FULL_KINDS
 from stateglass.collectors.scan.checksums import KIND as CHECKSUM_KIND
 from stateglass.collectors.scan.checksums import data_block_mismatch
+
+
+class HistoryRows(Protocol):
+    """Rows of one checkpoint's history (a rule's :class:`Context`, or a page's query)."""
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run ``sql``; its first ``?`` is the checkpoint, ``params`` fill the others."""
+        ...
 
 
 @dataclass
@@ -31,6 +40,11 @@ class ChainFiles:
     # data block: RocksDB opens the table and fails the first read of that block, so Spark's
     # load succeeds and its automatic snapshot repair never runs.
     failing_reads: set[int] = field(default_factory=set)
+
+    def unopenable(self) -> set[int]:
+        """Snapshot versions Spark cannot open, which its automatic repair skips (a zip
+        whose SSTs fail only at a read opens)."""
+        return self.bad_full - self.failing_reads
 
     def readable(self) -> set[int]:
         """Versions a load can actually read; see :func:`readable`."""
@@ -91,10 +105,10 @@ def problem_file(path: str, message: str) -> str:
     return path
 
 
-def bad_state_files(ctx: Context) -> dict[str, list[tuple[str, str]]]:
+def bad_state_files(history: HistoryRows) -> dict[str, list[tuple[str, str]]]:
     """State-file path -> ``(kind, message)`` of its problems."""
     out: dict[str, list[tuple[str, str]]] = {}
-    for path, kind, message in ctx.rows(
+    for path, kind, message in history.rows(
         "SELECT path, kind, message FROM problems WHERE checkpoint = ? ORDER BY path, kind"
     ):
         out.setdefault(problem_file(path, message), []).append((kind, message))
@@ -112,7 +126,9 @@ def _read_failure(problems: Collection[tuple[str, str]]) -> bool:
 Versions = dict[tuple[int, str, int], set[int]]
 
 
-def _bad_ssts(ctx: Context, bad: dict[str, list[tuple[str, str]]]) -> tuple[Versions, Versions]:
+def _bad_ssts(
+    history: HistoryRows, bad: dict[str, list[tuple[str, str]]]
+) -> tuple[Versions, Versions]:
     """Versions whose zip references an SST that is gone or has a problem of its own (a
     checksum mismatch): RocksDB cannot use that zip, and a scan that did not read the zip
     (its key count is in its metadata) would not have noticed. Second: those of them whose
@@ -121,7 +137,7 @@ def _bad_ssts(ctx: Context, bad: dict[str, list[tuple[str, str]]]) -> tuple[Vers
     out: Versions = {}
     reads: Versions = {}
     loads: Versions = {}
-    for op, store, part, first, last, name, missing in ctx.rows(
+    for op, store, part, first, last, name, missing in history.rows(
         "SELECT r.operator_id, r.store_name, r.partition_id, r.first_version, r.last_version, "
         "r.sst_file, f.path IS NULL "
         "FROM sst_refs r LEFT JOIN state_files f ON f.checkpoint = r.checkpoint "
@@ -147,16 +163,17 @@ def live_chain_files(ctx: Context) -> dict[tuple[int, str, int], ChainFiles]:
     Four rules read it: built once per evaluation (a month's live files are 22,000 rows), so
     callers only read what they get."""
     if "live_chain_files" not in ctx.shared:
-        ctx.shared["live_chain_files"] = _live_chain_files(ctx)
+        ctx.shared["live_chain_files"] = chain_files(ctx)
     found: dict[tuple[int, str, int], ChainFiles] = ctx.shared["live_chain_files"]
     return found
 
 
-def _live_chain_files(ctx: Context) -> dict[tuple[int, str, int], ChainFiles]:
+def chain_files(history: HistoryRows) -> dict[tuple[int, str, int], ChainFiles]:
+    """``(operator, store, partition) -> ChainFiles`` of the live files in ``history``."""
     out: dict[tuple[int, str, int], ChainFiles] = {}
-    bad = bad_state_files(ctx)
-    bad_ssts, failing_reads = _bad_ssts(ctx, bad)
-    for op, store, part, version, kind, path in ctx.rows(
+    bad = bad_state_files(history)
+    bad_ssts, failing_reads = _bad_ssts(history, bad)
+    for op, store, part, version, kind, path in history.rows(
         "SELECT operator_id, store_name, partition_id, version, kind, path FROM state_files "
         "WHERE checkpoint = ? AND NOT purged AND version IS NOT NULL"
     ):
