@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-# Real queries' progress events (issue 12), run only when a test asks for them; moto's DynamoDB
+# Real queries' progress events, run only when a test asks for them; moto's DynamoDB
 # and the DynamoDB sample in it.
 pytest_plugins = ["tests.progress_fixtures", "tests.dynamodb_fixtures"]
 
