@@ -45,7 +45,7 @@ CORPUS_MISSING = (
 
 def sample_checkpoints() -> list[str]:
     """Every sample checkpoint's path (``sample_checkpoints/**``), sorted."""
-    from stateglass.app.catalog import find_checkpoints
+    from stateglass.app.discovery import find_checkpoints
 
     return find_checkpoints(str(SAMPLES))
 
