@@ -23,21 +23,21 @@ UNKNOWN = "n/a"
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB")
 
 
-def _number(value: object) -> float | None:
+def number(value: object) -> float | None:
     """``value`` as a float; None when it is missing (None, NaN, pandas' NA)."""
     if value is None:
         return None
     try:
-        number = float(value)  # type: ignore[arg-type]
+        as_float = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return None
-    return None if math.isnan(number) else number
+    return None if math.isnan(as_float) else as_float
 
 
 def fmt_bytes(value: object) -> str:
     """``512`` -> ``512 B``, ``1536`` -> ``1.5 KiB``, up to GiB (``2,048.0 GiB``); a missing
     value (None, NaN, pandas' NA) -> :data:`UNKNOWN`."""
-    size = _number(value)
+    size = number(value)
     if size is None:
         return UNKNOWN
     for unit in _BYTE_UNITS[:-1]:
@@ -51,7 +51,7 @@ def fmt_duration(seconds: object) -> str:
     """``0.045`` -> ``45ms``, ``4.5`` -> ``4.5s``, ``45`` -> ``45s``, ``725`` -> ``12m 5s``,
     ``11520`` -> ``3.2h``, ``354240`` -> ``4.1d``; the sign kept at every scale; a missing
     value -> :data:`UNKNOWN`."""
-    value = _number(seconds)
+    value = number(seconds)
     if value is None:
         return UNKNOWN
     s = abs(value)
@@ -70,7 +70,7 @@ def fmt_duration(seconds: object) -> str:
 
 def fmt_ms(milliseconds: object) -> str:
     """:func:`fmt_duration` of a time in milliseconds (Spark's unit in its logs and events)."""
-    value = _number(milliseconds)
+    value = number(milliseconds)
     return fmt_duration(None if value is None else value / 1000)
 
 
@@ -78,7 +78,7 @@ def fmt_age(seconds: object) -> str:
     """How long ago something happened, ``seconds`` before now: ``12m 5s ago``; a moment
     after now (the other clock is ahead of this one) says so; a missing value ->
     :data:`UNKNOWN`."""
-    value = _number(seconds)
+    value = number(seconds)
     if value is None:
         return UNKNOWN
     if value < 0:
@@ -86,4 +86,4 @@ def fmt_age(seconds: object) -> str:
     return f"{fmt_duration(value)} ago"
 
 
-__all__ = ["UNKNOWN", "fmt_age", "fmt_bytes", "fmt_duration", "fmt_ms"]
+__all__ = ["UNKNOWN", "fmt_age", "fmt_bytes", "fmt_duration", "fmt_ms", "number"]

@@ -34,7 +34,6 @@ Example::
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -44,6 +43,7 @@ import pandas as pd
 
 from stateglass.collectors.checkpoints.load_rule import RepairSettings, load_start
 from stateglass.collectors.stores import CHANGE_KINDS, FULL_KINDS
+from stateglass.parsers.units import number
 
 SPARK_DEFAULT_MIN_DELTAS = 10
 
@@ -68,13 +68,8 @@ class PartitionCost:
 
 
 def _int(value: object) -> int | None:
-    if value is None:
-        return None
-    try:
-        f = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) else int(f)
+    f = number(value)
+    return None if f is None else int(f)
 
 
 def _files_by_partition(
