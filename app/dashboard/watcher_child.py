@@ -28,7 +28,6 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 
 from stateglass.app.args import add_watch_args
-from stateglass.collectors.checkpoints.enclosing import refuse_inside_checkpoint
 
 # Paths a parent (``stateglass dashboard``) already watches, so the server does not add a
 # second watcher for them: os.pathsep-separated absolute paths.
@@ -101,6 +100,9 @@ class WatcherRegistry:
 
     def start(self, paths: Iterable[str]) -> list[str]:
         """Hand the ``paths`` not watched yet to the one watcher child; returns those paths."""
+        # Checked here, not at import: the Overview page imports this module, not the remote layer.
+        from stateglass.collectors.checkpoints.enclosing import refuse_inside_checkpoint
+
         paths = list(paths)
         refuse_inside_checkpoint(self.db, "--db", paths)
         with self._lock:

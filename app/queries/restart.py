@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from stateglass.app.analysis.health.versions import chain_files
+from stateglass.app.analysis.chain_files import chain_files
 from stateglass.app.queries.connection import NOW_PARTITIONS, STORE_WHERE, read_frame, read_rows
 from stateglass.collectors.stores import FULL_KINDS
 

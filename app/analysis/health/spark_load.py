@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stateglass.app.analysis.health.versions import ChainFiles
+from stateglass.app.analysis.chain_files import ChainFiles
 from stateglass.collectors.checkpoints.load_rule import RepairSettings, load_start
 
 
