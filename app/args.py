@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from stateglass.app.errors import AppError
@@ -201,27 +200,6 @@ def reconcile_policy(args: argparse.Namespace) -> ReconcilePolicy:
         every_scans=max(0, getattr(args, "reconcile_scans", DEFAULT_RECONCILE_SCANS)),
         every_s=60 * getattr(args, "reconcile_minutes", DEFAULT_RECONCILE_S / 60),
     )
-
-
-def refuse_output_inside(output: str | None, roots: Iterable[str]) -> None:
-    """StateGlass never writes inside a checkpoint, not even where ``-o`` points."""
-    from stateglass.collectors.checkpoints.enclosing import enclosing_checkpoint
-
-    inside = enclosing_checkpoint(output, roots) if output is not None else None
-    if inside is not None:
-        raise AppError(f"{output}: is inside the checkpoint {inside}; write the output elsewhere")
-
-
-def refuse_db_inside(db: str, roots: Iterable[str]) -> None:
-    """The collector writes the database (and its WAL and log) next to ``db``: never inside a
-    checkpoint, one of ``roots`` or any other."""
-    from stateglass.collectors.checkpoints.enclosing import enclosing_checkpoint
-
-    inside = enclosing_checkpoint(db, roots)
-    if inside is not None:
-        raise AppError(
-            f"{db}: the database is inside the checkpoint {inside}; put it elsewhere (--db)"
-        )
 
 
 def add_storage_args(p: argparse.ArgumentParser) -> None:

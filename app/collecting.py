@@ -18,8 +18,8 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 from stateglass.app import discovery
-from stateglass.app.args import refuse_db_inside
 from stateglass.app.errors import AppError
+from stateglass.collectors.checkpoints.enclosing import refuse_inside_checkpoint
 from stateglass.collectors.engines import get_engine
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def scanner_for(args: argparse.Namespace) -> tuple[Scanner, list[str]]:
     if not args.checkpoints and not args.progress:
         raise AppError("give at least one CHECKPOINT, or --progress PATH")
     roots = discovery.find(args.checkpoints, args) if args.checkpoints else []
-    refuse_db_inside(args.db, roots)
+    refuse_inside_checkpoint(args.db, "--db", roots)
     if args.progress:
         # Event-log parsing is imported only when asked for: `collect` starts faster.
         from stateglass.collectors.progress import check_location

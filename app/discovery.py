@@ -136,3 +136,15 @@ def find(
             print(f"found {len(roots)} checkpoint(s) under {path}", file=sys.stderr, flush=True)
         out.update(dict.fromkeys(roots))
     return list(out)
+
+
+def find_checkpoints(root: str, max_depth: int = 4) -> list[str]:
+    """The checkpoint at local ``root``, or those below it, quietly (no progress, no
+    warnings); none when there are neither."""
+    from stateglass.collectors.errors import NotACheckpoint
+    from stateglass.collectors.fs import LOCAL
+
+    try:
+        return checkpoints_at(LOCAL, root, Limits(max_depth=max_depth))
+    except NotACheckpoint:
+        return []

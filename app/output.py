@@ -26,17 +26,16 @@ from typing import IO, TYPE_CHECKING, Any
 from stateglass.app.atomic import AtomicText, replacing
 from stateglass.app.errors import AppError, OutputError
 from stateglass.app.render.arrow_values import arrow_value
-from stateglass.app.render.spark_json import (
+from stateglass.app.render.bytes_to_json import (
     ChainEncoder,
-    render_row,
     row_json_encoder,
     state_blob_encoder,
     state_chain_encoder,
     state_line_encoder,
     state_lines_encoder,
     state_prefixed_blob_encoder,
-    to_python,
 )
+from stateglass.app.render.rows_to_json import render_row, to_python
 from stateglass.app.render.spark_text import TimeZoneSpec
 from stateglass.parsers.arrow_types import arrow_type, unique_names
 from stateglass.parsers.errors import ParseError

@@ -24,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from stateglass.app.render.spark_json import state_blob_encoder, state_lines_encoder
+from stateglass.app.render.bytes_to_json import state_blob_encoder, state_lines_encoder
 from stateglass.parsers.sparktypes import AtomicType, DataType, StructField, StructType
 from stateglass.parsers.unsafewriter import encode_row
 

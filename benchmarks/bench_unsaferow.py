@@ -35,12 +35,12 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from stateglass.app.render.spark_json import (
-    render_row,
+from stateglass.app.render.bytes_to_json import (
     state_blob_encoder,
     state_line_encoder,
     state_lines_encoder,
 )
+from stateglass.app.render.rows_to_json import render_row
 from stateglass.parsers import hdfs_files as records
 from stateglass.parsers.sparktypes import (
     ArrayType,

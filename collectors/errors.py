@@ -25,8 +25,9 @@ Hierarchy::
     ├── BadConfig                a config file or environment variable that cannot be used
     ├── EngineError              the engine, not the checkpoint, failed (no pyspark or Java,
     │                            Spark master unreachable, executors missing a dependency)
-    └── BadProgressPath          a ``--progress`` PATH that is missing, not a directory, or
-                                 inside a checkpoint
+    ├── BadProgressPath          a ``--progress`` PATH that is missing or not a directory
+    └── InsideCheckpoint         a path given for StateGlass's own files (``--db``, ``-o``) or
+                                 for event logs (``--progress``) lies inside a checkpoint
 
 Parser errors are wrapped here with the file's path, so a user always learns which file.
 
@@ -143,6 +144,12 @@ class EngineError(CollectorError):
 
 class BadProgressPath(CollectorError):
     """A ``--progress`` path that cannot be an event-log or listener directory."""
+
+
+class InsideCheckpoint(CollectorError):
+    """A path StateGlass would write (the database, an output file) or read event logs from
+    is a checkpoint or lies inside one (:func:`~stateglass.collectors.checkpoints.enclosing.
+    refuse_inside_checkpoint`)."""
 
 
 def wrap_parse_error(path: str, exc: ParseError) -> CheckpointError:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from stateglass.collectors.checkpoints.enclosing import enclosing_checkpoint
+from stateglass.collectors.checkpoints.enclosing import refuse_inside_checkpoint
 from stateglass.collectors.db.progress_tables import (
     DURATION_COLUMNS,
     HDFS_COLUMNS,
@@ -77,24 +77,14 @@ def _join(root: str, name: str) -> str:
     return posixpath.join(root, name) if "://" in root else os.path.join(root, name)
 
 
-def refuse_inside_checkpoint(fs: FileSystem, path: str) -> None:
-    """``BadProgressPath`` when ``path`` is a checkpoint or lies inside one: event logs and
-    listener files never belong there, and StateGlass never reads foreign files as state."""
-    inside = enclosing_checkpoint(path, fs=fs)
-    if inside is not None:
-        raise BadProgressPath(
-            path,
-            f"is inside the checkpoint {inside}; --progress takes an event-log or "
-            "listener directory outside any checkpoint",
-        )
-
-
 def check_path(fs: FileSystem, root: str) -> str:
     """Validate a ``--progress`` PATH before anything is written; return its normal form.
-    Raises ``BadProgressPath`` (one line) when it is missing, a file, or inside a checkpoint."""
+    Raises ``BadProgressPath`` (one line) when it is missing or a file, ``InsideCheckpoint``
+    when it is inside a checkpoint: event logs and listener files never belong there, and
+    StateGlass never reads foreign files as state."""
     if "://" not in root:
         root = os.path.abspath(os.path.expanduser(root))
-    refuse_inside_checkpoint(fs, root)
+    refuse_inside_checkpoint(root, "--progress", fs=fs)
     list_progress_files(fs, root)
     return root
 
@@ -460,5 +450,4 @@ __all__ = [
     "collect_all",
     "list_progress_files",
     "progress_rows",
-    "refuse_inside_checkpoint",
 ]

@@ -9,7 +9,7 @@
  *
  * Every function refuses rather than guesses: on anything unusual (damaged stream, a row
  * that does not fit its schema, invalid UTF-8, a key that is not bytes) it hands control
- * back to the pure-Python code in parsers/hdfs_files.py and app/render/spark_json.py, which raises
+ * back to the pure-Python code in parsers/hdfs_files.py and app/render/bytes_to_json.py, which raises
  * the precise error or renders the odd row. Python is the specification; this file only has
  * to agree with it where it answers at all (tests/parsers/test_speedups.py checks that).
  *
@@ -177,7 +177,7 @@ read_record_keys(PyObject *self, PyObject *args)
  * UnsafeRow -> Spark's toJSON text, for structs of simple types
  * ------------------------------------------------------------------------------------------ */
 
-/* Field type codes; app/render/spark_json.py (_PLAN_CODES) must use the same numbers.
+/* Field type codes; app/render/bytes_to_json.py (_PLAN_CODES) must use the same numbers.
  *
  * T_DOUBLE, T_DATE, T_TS and T_NTZ render the common values here and hand the rest (Java's
  * odd double digits, years outside 1600-9999, the 1582 calendar gap) to the field's Python

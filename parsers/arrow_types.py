@@ -4,9 +4,9 @@ The one mapping from Spark's types to Arrow's: Parquet export writes its columns
 the columnar decoder (:mod:`stateglass.parsers.columnar`) builds its arrays with it. Every
 column keeps its real type (nested structs, lists, maps, decimals, dates, timestamps) instead
 of a JSON string. Struct fields whose names repeat (aggregation buffers: ``sum``, ``sum``) get
-the suffixes ``_1``, ``_2``… that Spark's JSON of such a row uses (``app.render.spark_json``),
-because
-Parquet needs unique names. pyarrow loads at the first call: collecting never needs it.
+the suffixes ``_1``, ``_2``… that Spark's JSON of such a row uses
+(``app.render.rows_to_json.to_python``), because Parquet needs unique names. pyarrow loads at
+the first call: collecting never needs it.
 
 Example::
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from stateglass.parsers.errors import LimitExceeded
+from stateglass.parsers.units import fmt_bytes
 
 DEFAULT_MAX_RATIO = 64
 DEFAULT_MIN_BYTES = 16 << 20  # 16 MiB
@@ -68,12 +69,13 @@ class DecodeLimits:
         budget = self.budget(compressed_size, streamed)
         if claimed > budget:
             bound = (
-                f"min_bytes {_size(self.min_bytes)}"
+                f"min_bytes {fmt_bytes(self.min_bytes)}"
                 if streamed
-                else (f"max_file_bytes {_size(self.max_file_bytes)}")
+                else (f"max_file_bytes {fmt_bytes(self.max_file_bytes)}")
             )
             raise LimitExceeded(
-                f"{what}: expands to more than {_size(budget)} from {_size(compressed_size)} "
+                f"{what}: expands to more than {fmt_bytes(budget)} from "
+                f"{fmt_bytes(compressed_size)} "
                 f"(decompression limit: max_ratio {self.max_ratio}, {bound}; "
                 "see docs/limits.md to raise it)",
                 offset,
@@ -84,8 +86,8 @@ class DecodeLimits:
         block, a line) is over ``max_file_bytes``."""
         if self.max_file_bytes and size > self.max_file_bytes:
             raise LimitExceeded(
-                f"{what}: {_size(size)} held at once (decompression limit: max_file_bytes "
-                f"{_size(self.max_file_bytes)}; see docs/limits.md to raise it)",
+                f"{what}: {fmt_bytes(size)} held at once (decompression limit: max_file_bytes "
+                f"{fmt_bytes(self.max_file_bytes)}; see docs/limits.md to raise it)",
                 offset,
             )
 
@@ -122,17 +124,6 @@ class Allowance:
         than ``max_file_bytes``."""
         cap = self.limits.max_file_bytes
         return min(self.left, cap) if self.streamed and cap else self.left
-
-
-def _size(n: int) -> str:
-    if n < 1024:
-        return f"{n} B"
-    value = float(n)
-    for unit in ("KiB", "MiB", "GiB"):
-        value /= 1024
-        if value < 1024 or unit == "GiB":
-            break
-    return f"{value:.1f} {unit}"
 
 
 DEFAULT_LIMITS = DecodeLimits()

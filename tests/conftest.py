@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-# Real queries' progress events (issue 12), run only when a test asks for them; moto's DynamoDB
+# Real queries' progress events, run only when a test asks for them; moto's DynamoDB
 # and the DynamoDB sample in it.
 pytest_plugins = ["tests.progress_fixtures", "tests.dynamodb_fixtures"]
 
@@ -45,7 +45,7 @@ CORPUS_MISSING = (
 
 def sample_checkpoints() -> list[str]:
     """Every sample checkpoint's path (``sample_checkpoints/**``), sorted."""
-    from stateglass.app.catalog import find_checkpoints
+    from stateglass.app.discovery import find_checkpoints
 
     return find_checkpoints(str(SAMPLES))
 

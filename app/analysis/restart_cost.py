@@ -3,12 +3,14 @@
 Pure: frames of the history database in, figures out (``stateglass.app.queries.restart_facts`` reads
 them). Spark's rules, from ``apache/spark`` (docs/state_forensics.md has the pointers):
 
-* **Loading version V.** HDFS (``HDFSBackedStateStoreProvider.loadMap``): the newest
-  ``N.snapshot`` at or below V (Spark tries ``V.snapshot``, ``V−1.snapshot``, … each a failed
-  open until one exists), then every ``N.delta`` after it up to V; no snapshot means deltas
-  from version 1. RocksDB (``RocksDB.load``): the newest ``N.zip`` at or below V and every
-  SST file its metadata lists, then, with changelog checkpointing, every ``N.changelog``
-  after it. Without changelog checkpointing every version has a zip: nothing is replayed.
+* **Loading version V** (:mod:`stateglass.collectors.checkpoints.load_rule`). HDFS
+  (``HDFSBackedStateStoreProvider.loadMap``): the newest ``N.snapshot`` at or below V, then
+  every ``N.delta`` after it up to V; no snapshot means deltas from version 1. RocksDB
+  (``RocksDB.load``): the newest ``N.zip`` at or below V and every SST file its metadata
+  lists, then, with changelog checkpointing, every ``N.changelog`` after it. Without
+  changelog checkpointing every version has a zip: nothing is replayed. A snapshot Spark
+  cannot read is skipped for an older one, bridged by more deltas or changelogs (automatic
+  snapshot repair, Spark 4.1+).
 * **When snapshots appear.** HDFS: the maintenance task (every
   ``stateStore.maintenanceInterval``, 60 s) writes a snapshot of the newest version when more
   than ``minDeltasForSnapshot`` deltas follow the last snapshot (``doSnapshot``). RocksDB
@@ -32,7 +34,6 @@ Example::
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -40,7 +41,9 @@ from itertools import pairwise
 import numpy as np
 import pandas as pd
 
+from stateglass.collectors.checkpoints.load_rule import RepairSettings, load_start
 from stateglass.collectors.stores import CHANGE_KINDS, FULL_KINDS
+from stateglass.parsers.units import number
 
 SPARK_DEFAULT_MIN_DELTAS = 10
 
@@ -65,28 +68,35 @@ class PartitionCost:
 
 
 def _int(value: object) -> int | None:
-    if value is None:
-        return None
-    try:
-        f = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) else int(f)
+    f = number(value)
+    return None if f is None else int(f)
 
 
-def _files_by_partition(live: pd.DataFrame) -> dict[int, list[tuple[int, str, float]]]:
-    """``live``'s files with a version, per partition: (version, kind, size_bytes) each."""
+def _files_by_partition(
+    live: pd.DataFrame,
+) -> tuple[dict[int, list[tuple[int, str, float]]], dict[int, set[int]]]:
+    """``live``'s files with a version, per partition: (version, kind, size_bytes) each;
+    and the snapshot versions Spark cannot open, per partition."""
     versioned = live.dropna(subset=["version"])
+    unreadable = (
+        versioned["unreadable"].tolist()
+        if "unreadable" in versioned.columns
+        else [False] * len(versioned)
+    )
     out: dict[int, list[tuple[int, str, float]]] = {}
-    for part, version, kind, size in zip(
+    bad: dict[int, set[int]] = {}
+    for part, version, kind, size, broken in zip(
         versioned["partition_id"].tolist(),
         versioned["version"].tolist(),
         versioned["kind"].tolist(),
         versioned["size_bytes"].tolist(),
+        unreadable,
         strict=True,
     ):
         out.setdefault(int(part), []).append((int(version), str(kind), size))
-    return out
+        if broken:
+            bad.setdefault(int(part), set()).add(int(version))
+    return out, bad
 
 
 def _total(sizes: Sequence[float]) -> int:
@@ -94,17 +104,21 @@ def _total(sizes: Sequence[float]) -> int:
     return int(sum(s for s in sizes if s is not None and s == s))
 
 
-def current_cost(live: pd.DataFrame, facts: pd.DataFrame) -> list[PartitionCost]:
+def current_cost(
+    live: pd.DataFrame, facts: pd.DataFrame, repair: RepairSettings | None = None
+) -> list[PartitionCost]:
     """Per partition at its newest version, from the files on disk now (not purged).
 
     ``live``: partition_id, version, kind, size_bytes (``state_files``, not purged; SSTs
-    have no version). ``facts``: ``state_versions`` rows (partition_id, version,
-    sst_files_live, sst_bytes_live, …): a zip's SSTs are counted from what its metadata
-    listed when it was collected.
+    have no version) and, optionally, ``unreadable`` (a snapshot Spark cannot open).
+    ``facts``: ``state_versions`` rows (partition_id, version, sst_files_live,
+    sst_bytes_live, …): a zip's SSTs are counted from what its metadata listed when it was
+    collected. ``repair``: Spark's automatic snapshot repair (default: Spark's defaults).
     """
+    repair = repair if repair is not None else RepairSettings()
     # Plain lists per partition: a month's store is 200 partitions × 300 versions, and
     # filtering a frame per partition cost half a CPU second there.
-    by_partition = _files_by_partition(live)
+    by_partition, unreadable = _files_by_partition(live)
     newest_of = facts.groupby("partition_id")["version"].max()
     # Only the versions that listed SSTs: a row without either count reads as no SSTs, as a
     # missing row does (an HDFS store has none, and a month's window is 60,000 rows).
@@ -121,10 +135,16 @@ def current_cost(live: pd.DataFrame, facts: pd.DataFrame) -> list[PartitionCost]
     }
     out = []
     for partition, top in newest_of.items():
-        part, newest = int(partition), int(top)
+        part = int(partition)
         files = by_partition.get(part, [])
+        # A version whose snapshot cannot be read may have no facts: its files still count.
+        newest = max([int(top), *(f[0] for f in files)])
         full = [f for f in files if f[1] in FULL_KINDS and f[0] <= newest]
-        base = max((f[0] for f in full), default=0)
+        kinds = {f[1] for f in files}
+        runs = repair.on(bool(kinds & {"zip", "changelog"}), "changelog" in kinds)
+        base = load_start(
+            newest, sorted({f[0] for f in full}), unreadable.get(part, set()), runs
+        ).snapshot
         base_files = [f for f in full if f[0] == base]
         snapshot_bytes = _total([f[2] for f in base_files])
         file_count = len(base_files)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from stateglass.app.render.spark_json import render_row, to_python
+from stateglass.app.render.rows_to_json import render_row, to_python
 from stateglass.parsers.arrow_types import unique_names
 from stateglass.parsers.sparktypes import (
     ArrayType,

@@ -30,8 +30,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stateglass.app.errors import AppError
+from stateglass.app.render.bytes_to_json import state_blob_encoder
 from stateglass.app.render.java_text import json_quote
-from stateglass.app.render.spark_json import render_row, state_blob_encoder
+from stateglass.app.render.rows_to_json import render_row
 from stateglass.collectors.checkpoints.state_reader import StateSource
 from stateglass.collectors.checkpoints.state_views import StateView, identity_width, open_source
 from stateglass.parsers.sparktypes import DataType, StructField, StructType

@@ -10,8 +10,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from stateglass.app.args import add_store_args, refuse_output_inside, store_request
+from stateglass.app.args import add_store_args, store_request
 from stateglass.app.errors import AppError
+from stateglass.collectors.checkpoints.enclosing import refuse_inside_checkpoint
 
 
 def add_parser(subparsers: Any) -> None:
@@ -46,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
         # Spark 4.3's reader fails on it too (a ClassCastException in its change feed).
         raise AppError("no change feed for registered timers: read them with state --read-timers")
     cp = Checkpoint.open(args.checkpoint)
-    refuse_output_inside(args.output, [cp.root])
+    if args.output is not None:
+        refuse_inside_checkpoint(args.output, "-o", [cp.root])
     source = StateSource(cp, store_request(args))
     with open_sink(args.format, args.output, source.row_codec, args.time_zone) as sink:
         for batch, kind, partition, key, value in iter_raw_changes(

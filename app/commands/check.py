@@ -92,15 +92,13 @@ def _collect(checkpoint: str, db_path: str) -> str:
     """Scan ``checkpoint`` into the database (incremental, a progress bar only on a terminal)."""
     from stateglass.app.collecting import ProgressBar
     from stateglass.collectors.checkpoints.checkpoint import Checkpoint
-    from stateglass.collectors.checkpoints.enclosing import enclosing_checkpoint
+    from stateglass.collectors.checkpoints.enclosing import refuse_inside_checkpoint
     from stateglass.collectors.db.writer import Database
     from stateglass.collectors.scan.scanner import Scanner
 
     root = Checkpoint.open(checkpoint).root  # not a checkpoint: one line, exit 2
-    inside = enclosing_checkpoint(db_path, [root])
-    if inside is not None:
-        # Collecting creates and writes the database: never inside a checkpoint.
-        raise AppError(f"{db_path}: --db is inside the checkpoint {inside}; choose another path")
+    # Collecting creates and writes the database: never inside a checkpoint.
+    refuse_inside_checkpoint(db_path, "--db", [root])
     Scanner(Database(db_path)).scan(root, ProgressBar(root))
     return root
 

@@ -58,15 +58,15 @@ def _collect_for_dashboard(
 ) -> list[str]:
     """Collect every checkpoint at ``paths`` into ``db_path``, one progress line each
     (folders searched with the discovery bounds in ``args``)."""
-    from stateglass.app.args import refuse_db_inside
     from stateglass.app.collecting import ProgressBar
+    from stateglass.collectors.checkpoints.enclosing import refuse_inside_checkpoint
     from stateglass.collectors.db.writer import Database
     from stateglass.collectors.engines import LocalEngine
     from stateglass.collectors.scan.scanner import Scanner
 
     # Resolve every path first: a typo fails before anything is written.
     roots = sorted(discovery.find(paths, args or argparse.Namespace()))
-    refuse_db_inside(db_path, roots)
+    refuse_inside_checkpoint(db_path, "--db", roots)
     # The start-up collect is a full one, before any thread starts: one worker per core.
     # The watcher's re-scans stay in-process (app/commands/collect.py, add_jobs_arg).
     scanner = Scanner(Database(db_path), LocalEngine(jobs=0))

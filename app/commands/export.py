@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     """``stateglass export``: COPY one table or view (optionally one checkpoint's rows)."""
     import duckdb
 
-    from stateglass.collectors.checkpoints.enclosing import enclosing_checkpoint
+    from stateglass.collectors.checkpoints.enclosing import refuse_inside_checkpoint
     from stateglass.collectors.db.connection import existing_database
     from stateglass.collectors.db.read import reader
     from stateglass.collectors.db.schema_versions import schema_of
@@ -78,12 +78,7 @@ def run(args: argparse.Namespace) -> int:
         # What a reader shows of an older database as empty would be an empty file here.
         schema_of(conn, db_path).require(args.table)
         known = [r[0] for r in conn.execute("SELECT checkpoint FROM checkpoints").fetchall()]
-        inside = enclosing_checkpoint(out, known)
-        if inside is not None:
-            raise OutputError(
-                f"{out}: inside the checkpoint {inside}; StateGlass never writes into a "
-                "checkpoint directory, choose another path"
-            )
+        refuse_inside_checkpoint(out, "-o", known)
         query = f"SELECT * FROM {args.table}"
         if args.checkpoint is not None:
             from stateglass.collectors.remote import canonical

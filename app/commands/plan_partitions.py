@@ -118,8 +118,8 @@ def plan_json(plan: Plan) -> dict[str, Any]:
 
 def plan_text(plan: Plan) -> str:
     """The plan as a few lines and one table per store."""
-    from stateglass.app.analysis.health.base import fmt_bytes
     from stateglass.app.analysis.repartition.plan import REWRITE_MODEL
+    from stateglass.parsers.units import fmt_bytes
 
     lines = [
         f"checkpoint {plan.checkpoint}",

@@ -20,6 +20,7 @@ import sys
 from typing import Any
 
 from stateglass.app.args import add_db_arg
+from stateglass.parsers.units import fmt_bytes
 
 
 def add_parser(subparsers: Any) -> None:
@@ -46,11 +47,11 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``stateglass report``: collect (incrementally), then write the report ``-o`` names."""
-    from stateglass.app.args import refuse_output_inside
     from stateglass.app.collecting import scan_all, scanner_for
     from stateglass.app.report import writer_for
     from stateglass.app.report.model import load_report
     from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+    from stateglass.collectors.checkpoints.enclosing import refuse_inside_checkpoint
     from stateglass.collectors.remote import canonical
 
     # Check everything cheap before collecting: a typo fails fast, and nothing is written.
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     cp = (
         Checkpoint.open(args.checkpoint) if args.collect else Checkpoint(canonical(args.checkpoint))
     )
-    refuse_output_inside(args.output, [cp.root])
+    refuse_inside_checkpoint(args.output, "-o", [cp.root])
     db_path = os.path.abspath(os.path.expanduser(args.db))
     if args.collect:
         # scanner_for refuses a database inside the checkpoint before it writes anything.
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     write(data, args.output)
     size = os.path.getsize(args.output)
     print(
-        f"wrote {args.output} ({size / 1024:,.0f} KiB): health {data.verdict}, "
+        f"wrote {args.output} ({fmt_bytes(size)}): health {data.verdict}, "
         f"{len(data.stores)} store(s), {len(data.batches)} batches",
         file=sys.stderr,
     )

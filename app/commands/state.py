@@ -12,7 +12,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from stateglass.app.args import add_store_args, refuse_output_inside, store_request
+from stateglass.app.args import add_store_args, store_request
+from stateglass.collectors.checkpoints.enclosing import refuse_inside_checkpoint
 
 
 def add_parser(subparsers: Any) -> None:
@@ -52,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
 
     keep_freed_memory()
     cp = Checkpoint.open(args.checkpoint)
-    refuse_output_inside(args.output, [cp.root])
+    if args.output is not None:
+        refuse_inside_checkpoint(args.output, "-o", [cp.root])
     source = StateSource(cp, store_request(args, args.batch_id))
     codec = source.row_codec
     version = cp.resolve_batch(args.batch_id) + 1

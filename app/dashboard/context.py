@@ -27,6 +27,7 @@ from stateglass.collectors.checkpoints.operator_names import INFERRED, INFERRED_
 from stateglass.collectors.db.read import read_query
 from stateglass.collectors.errors import BadConfig, CheckpointError
 from stateglass.collectors.locations import DEFAULT_DB
+from stateglass.parsers.units import fmt_age
 
 if TYPE_CHECKING:
     from stateglass.app.analysis.health import HealthConfig
@@ -204,28 +205,13 @@ def show_error(message: object) -> None:
     st.error(md(message), icon="🚫")
 
 
-def human_bytes(value: Any) -> str:
-    """1536 -> "1.5 KiB"; "–" for null."""
-    if value is None or pd.isna(value):
-        return "–"
-    size = float(value)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} TiB"
-
-
 def ago(then: Any, now: pd.Timestamp | None = None) -> str:
-    """``then`` (naive UTC) as "12 s ago", "3 min ago", "5 h ago", "2 d ago"; "never" if null."""
+    """``then`` (naive UTC) as how long before ``now`` (default: this moment) it was:
+    "12m 5s ago" (:func:`stateglass.parsers.units.fmt_age`)."""
     if then is None or pd.isna(then):
-        return "never"
+        return fmt_age(None)
     now = now if now is not None else pd.Timestamp.now(tz="UTC").tz_localize(None)
-    seconds = max(0.0, (now - pd.Timestamp(then)).total_seconds())
-    for size, unit in ((86_400, "d"), (3_600, "h"), (60, "min")):
-        if seconds >= size:
-            return f"{seconds / size:.0f} {unit} ago"
-    return f"{seconds:.0f} s ago"
+    return fmt_age((now - pd.Timestamp(then)).total_seconds())
 
 
 def live_status() -> None:
@@ -248,8 +234,9 @@ def live_status() -> None:
         if seen is not None and version != seen and not inline:
             st.rerun(scope="app")
         updated = queries.last_updated(db) if version else None
+        when = ago(updated) if updated is not None else "never"
         st.caption(
-            f"Data last updated **{ago(updated)}**"
+            f"Data last updated **{when}**"
             + (f" ({updated:%Y-%m-%d %H:%M:%S} UTC)" if updated is not None else "")
             + f"  \nchecked {time.strftime('%H:%M:%S')}"
         )

@@ -18,6 +18,7 @@ from stateglass.app.browse import store as browse_store
 from stateglass.app.dashboard import context
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from stateglass.collectors.checkpoints.state_views import StateView, open_source, versions, views_of
+from stateglass.parsers.units import fmt_bytes
 
 T = TypeVar("T")
 
@@ -166,7 +167,7 @@ def cache_note() -> None:
     limit = browse_store.CACHE.max_bytes
     st.caption(
         f"Cached in this server's memory: {versions_cached} version(s) read recently, "
-        f"{context.human_bytes(size)} of {context.human_bytes(limit)} (least recently used go "
+        f"{fmt_bytes(size)} of {fmt_bytes(limit)} (least recently used go "
         "first). "
         "Only the page on screen is sent to the browser."
     )

@@ -27,7 +27,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterable, Sequence
 
-from stateglass.app.args import add_watch_args, refuse_db_inside
+from stateglass.app.args import add_watch_args
 
 # Paths a parent (``stateglass dashboard``) already watches, so the server does not add a
 # second watcher for them: os.pathsep-separated absolute paths.
@@ -100,8 +100,11 @@ class WatcherRegistry:
 
     def start(self, paths: Iterable[str]) -> list[str]:
         """Hand the ``paths`` not watched yet to the one watcher child; returns those paths."""
+        # Checked here, not at import: the Overview page imports this module, not the remote layer.
+        from stateglass.collectors.checkpoints.enclosing import refuse_inside_checkpoint
+
         paths = list(paths)
-        refuse_db_inside(self.db, paths)
+        refuse_inside_checkpoint(self.db, "--db", paths)
         with self._lock:
             new = sorted({_canonical(p) for p in paths} - self._watched)
             if not new:

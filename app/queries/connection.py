@@ -95,6 +95,15 @@ def read_frame(db: str, sql: str, params: Sequence[Any] = ()) -> pd.DataFrame:
         return conn.execute(sql, list(params)).df()
 
 
+def read_rows(db: str, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """``sql`` on ``db`` as rows, on the connection :func:`read_frame` would use."""
+    shared = _SESSION.get()
+    if shared is not None and shared.db == os.path.abspath(os.path.expanduser(db)):
+        return shared.connection().execute(sql, list(params)).fetchall()
+    with reader(db) as conn:
+        return conn.execute(sql, list(params)).fetchall()
+
+
 def data_version(db: str) -> float:
     """Changes whenever a writer commits (the file or its WAL is touched): a cache key.
 

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
 import pandas as pd
 
-from stateglass.app.queries.connection import NOW_PARTITIONS, STORE_WHERE, read_frame
+from stateglass.app.analysis.chain_files import chain_files
+from stateglass.app.queries.connection import NOW_PARTITIONS, STORE_WHERE, read_frame, read_rows
+from stateglass.collectors.stores import FULL_KINDS
 
 
 def live_state_files(db: str, checkpoint: str, operator_id: int, store_name: str) -> pd.DataFrame:
     """State files on disk now (not purged) of the partitions a restart loads.
-    Columns: partition_id, version, kind, size_bytes."""
+    Columns: partition_id, version, kind, size_bytes, and ``unreadable``: a snapshot or zip
+    Spark cannot open (the problems the scan recorded, the SSTs a zip lacks), which its
+    automatic snapshot repair skips for an older one."""
     store = [checkpoint, operator_id, store_name]
-    return read_frame(
+    frame = read_frame(
         db,
         f"""
         SELECT partition_id, version, kind, size_bytes FROM state_files
@@ -20,6 +28,31 @@ def live_state_files(db: str, checkpoint: str, operator_id: int, store_name: str
         """,
         [*store, checkpoint, *store],
     )
+    chains = chain_files(_History(db, checkpoint))
+    bad = {
+        (part, version)
+        for (op, name, part), files in chains.items()
+        if (op, name) == (operator_id, store_name)
+        for version in files.unopenable()
+    }
+    frame["unreadable"] = [
+        kind in FULL_KINDS and (int(part), int(version)) in bad
+        for part, version, kind in zip(
+            frame["partition_id"], frame["version"].fillna(-1), frame["kind"], strict=True
+        )
+    ]
+    return frame
+
+
+@dataclass(frozen=True)
+class _History:
+    """One checkpoint's history rows, as the health rules read them."""
+
+    db: str
+    checkpoint: str
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return read_rows(self.db, sql, [self.checkpoint, *params])
 
 
 # Versions per partition the restart model reads, back from each partition's newest: a cold

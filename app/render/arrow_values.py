@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from stateglass.app.render.spark_json import to_python
+from stateglass.app.render.rows_to_json import to_python
 from stateglass.parsers.arrow_types import has_text_form, unique_names
 from stateglass.parsers.sparktypes import (
     ArrayType,

@@ -1,7 +1,7 @@
 """Spark's text for single values: dates, timestamps, intervals, numbers, map keys.
 
-The pieces :mod:`stateglass.app.render.spark_json` assembles into rows. Each function returns JSON
-text
+The pieces :mod:`stateglass.app.render.bytes_to_json` and
+:mod:`stateglass.app.render.rows_to_json` assemble into rows. Each function returns JSON text
 (quoted where Spark quotes) or, for map keys, the Java ``toString`` Spark prints. The rules
 were observed on Spark 4.3.0 / Java 17; see ``docs/json-rendering.md``.
 

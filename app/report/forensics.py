@@ -21,6 +21,7 @@ from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from stateglass.collectors.checkpoints.state_views import StateView, views_of
 from stateglass.collectors.errors import BadConfig, CheckpointError, EngineError, StorageError
 from stateglass.parsers.errors import ParseError
+from stateglass.parsers.units import fmt_bytes
 
 
 @dataclass(frozen=True)
@@ -41,8 +42,6 @@ class StoreForensics:
 
     def restart_lines(self) -> list[tuple[str, str]]:
         """(label, text) pairs: the restart figures now and under the what-if."""
-        from stateglass.app.report.model import fmt_bytes
-
         out = []
         for label, costs in (("restart now", self.restart_now), (self.alt_label, self.restart_alt)):
             worst = restart_cost.slowest(costs)

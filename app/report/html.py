@@ -26,9 +26,9 @@ from stateglass.app.report.model import (
     StoreData,
     finding_groups,
     finding_scope,
-    fmt_bytes,
     fmt_int,
 )
+from stateglass.parsers.units import UNKNOWN, fmt_bytes
 
 PLOT_CONFIG = {"responsive": True, "displaylogo": False, "scrollZoom": False}
 
@@ -194,10 +194,10 @@ def _store_numbers(store: StoreData) -> list[tuple[str, str]]:
         ("history", store.history_note),
         ("keys (newest version)", fmt_int(store.keys_now)),
         ("on disk", f"{fmt_bytes(store.bytes_on_disk)} in {store.files_on_disk:,} files"),
-        ("skew (max / median keys, newest)", "n/a" if skew is None else f"{skew:.2f}×"),
+        ("skew (max / median keys, newest)", UNKNOWN if skew is None else f"{skew:.2f}×"),
         (
             "worst snapshot lag",
-            "n/a"
+            UNKNOWN
             if lag is None
             else f"partition {lag[0]}: {lag[1]} versions since a snapshot, "
             f"replay {fmt_bytes(lag[2])}",

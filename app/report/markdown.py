@@ -14,9 +14,9 @@ from stateglass.app.report.model import (
     ReportData,
     finding_groups,
     finding_scope,
-    fmt_bytes,
     fmt_int,
 )
+from stateglass.parsers.units import UNKNOWN, fmt_bytes
 
 STATUS_ICON = {"OK": "OK", "WARN": "WARN ⚠", "ERR": "ERR ✖"}
 
@@ -127,7 +127,7 @@ def _operators(data: ReportData) -> list[str]:
                 "none" if span is None else f"{span[0]}..{span[1]}",
                 fmt_int(s.keys_now),
                 fmt_bytes(s.bytes_on_disk),
-                "n/a" if skew is None else f"{skew:.2f}×",
+                UNKNOWN if skew is None else f"{skew:.2f}×",
             ]
         )
     out += _table(OPERATOR_COLUMNS, rows)

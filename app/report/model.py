@@ -20,10 +20,11 @@ import pandas as pd
 
 from stateglass.app import queries
 from stateglass.app.errors import AppError
+from stateglass.app.report.forensics import StoreForensics, load_forensics
+from stateglass.parsers.units import UNKNOWN, fmt_age, fmt_bytes, fmt_ms
 
 if TYPE_CHECKING:
     from stateglass.app.analysis.health import Finding
-    from stateglass.app.report.forensics import StoreForensics
 
 STATUS_ORDER = {"OK": 0, "WARN": 1, "ERR": 2}
 
@@ -297,8 +298,6 @@ def _datetime(value: Any) -> datetime | None:
 
 
 def _store(db: str, cp: str, row: dict[str, Any]) -> StoreData:
-    from stateglass.app.report.forensics import load_forensics
-
     op, store = int(row["operator_id"]), str(row["store_name"])
     provider = str(row.get("provider") or "?")
     return StoreData(
@@ -325,33 +324,7 @@ def _store(db: str, cp: str, row: dict[str, Any]) -> StoreData:
 
 
 def fmt_int(value: int | None) -> str:
-    return "n/a" if value is None else f"{value:,}"
-
-
-def fmt_bytes(value: float | int | None) -> str:
-    if value is None or _isna(value):
-        return "n/a"
-    size = float(value)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(size) < 1024 or unit == "GiB":
-            return f"{size:,.0f} {unit}" if unit == "B" else f"{size:,.1f} {unit}"
-        size /= 1024
-    return f"{size:,.1f} TiB"  # pragma: no cover - the loop returns at GiB
-
-
-def fmt_ms(value: float | int | None) -> str:
-    if value is None or _isna(value):
-        return "n/a"
-    ms = float(value)
-    if abs(ms) < 1000:
-        return f"{ms:,.0f} ms"
-    if abs(ms) < 120_000:
-        return f"{ms / 1000:,.1f} s"
-    if abs(ms) < 2 * 3_600_000:
-        return f"{ms / 60_000:,.1f} min"
-    if abs(ms) < 2 * 86_400_000:
-        return f"{ms / 3_600_000:,.1f} h"
-    return f"{ms / 86_400_000:,.1f} days"
+    return UNKNOWN if value is None else f"{value:,}"
 
 
 def _stat(series: pd.Series, how: str) -> float | None:
@@ -373,11 +346,8 @@ def key_numbers(data: ReportData) -> tuple[tuple[str, str], ...]:
         if triggered is not None
         else "last commit (commit file's time)"
     )
-    age = "n/a"
-    if last_commit is not None:
-        ago_ms = (data.as_of - last_commit).total_seconds() * 1000
-        # A commit "in the future" means the checkpoint's clock is ahead of this machine's.
-        age = f"{fmt_ms(ago_ms)} ago" if ago_ms >= 0 else f"{fmt_ms(-ago_ms)} ahead of this clock"
+    # A commit "in the future" means the checkpoint's clock is ahead of this machine's.
+    age = fmt_age(None if last_commit is None else (data.as_of - last_commit).total_seconds())
     durations, intervals = b["duration_ms"], b["interval_ms"]
     delays = b["delay_ms"].dropna()
     operators = {s.operator_id for s in data.stores}
@@ -388,7 +358,7 @@ def key_numbers(data: ReportData) -> tuple[tuple[str, str], ...]:
         ("pending batches (offsets, no commit)", fmt_int(_int(o, "uncommitted_batches"))),
         (
             when,
-            "n/a" if last_commit is None else f"{last_commit:%Y-%m-%d %H:%M:%S} UTC ({age})",
+            UNKNOWN if last_commit is None else f"{last_commit:%Y-%m-%d %H:%M:%S} UTC ({age})",
         ),
         (
             # Only file times see a batch end: say so, a copy's durations mean nothing.

@@ -13,10 +13,14 @@ event logs. A path is inside a checkpoint when it is one, or lies below one, tha
 
 A local path is never inside a remote checkpoint, nor a URL inside a local one.
 
+Every command refuses such a path the same way, before it writes anything:
+:func:`refuse_inside_checkpoint`.
+
 Example::
 
     root = enclosing_checkpoint("/data/cps/orders/state/out.jsonl")
     assert root == "/data/cps/orders"
+    refuse_inside_checkpoint("/data/cps/orders/sg.duckdb", "--db")  # raises InsideCheckpoint
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import os
 from collections.abc import Iterable, Iterator
 
 from stateglass.collectors.checkpoints.discover import is_checkpoint
-from stateglass.collectors.errors import CheckpointError
+from stateglass.collectors.errors import CheckpointError, InsideCheckpoint
 from stateglass.collectors.fs import LOCAL, FileSystem
 from stateglass.collectors.remote.urls import is_url
 
@@ -50,6 +54,21 @@ def enclosing_checkpoint(
         if not is_url(root) and _under(real, os.path.realpath(os.path.expanduser(root))):
             return root
     return _by_layout(fs or LOCAL, _local_ancestors(real))
+
+
+def refuse_inside_checkpoint(
+    path: str, option: str, known: Iterable[str] = (), fs: FileSystem | None = None
+) -> None:
+    """Raise :class:`InsideCheckpoint` when ``path``, given as ``option`` (``--db``, ``-o``,
+    ``--progress``), is or lies in a checkpoint (``known`` and ``fs`` as for
+    :func:`enclosing_checkpoint`)."""
+    inside = enclosing_checkpoint(path, known, fs)
+    if inside is not None:
+        raise InsideCheckpoint(
+            path,
+            f"is inside the checkpoint {inside}; {option} takes a path outside every "
+            "checkpoint (StateGlass never writes into one, nor reads event logs from one)",
+        )
 
 
 def _under(path: str, root: str) -> bool:

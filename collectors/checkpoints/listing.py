@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
+from stateglass.collectors.checkpoints.load_rule import load_start
 from stateglass.collectors.errors import NotACheckpoint
 from stateglass.collectors.fs import FileInfo
 
@@ -296,9 +297,10 @@ def version_file_stats(
 ) -> dict[int, VersionFiles]:
     """Per version: its delta/changelog and snapshot/zip bytes, and what loading it costs.
 
-    ``replay_bytes`` is what a cold load reads: the newest snapshot (a zip plus the SSTs it
-    references) at or below the version, plus every delta or changelog after it. Checkpoint
-    format v2 may keep several attempts of a version; their sizes add up.
+    ``replay_bytes`` is what a cold load reads (:func:`~stateglass.collectors.checkpoints.
+    load_rule.load_start`): the newest snapshot (a zip plus the SSTs it references) at or
+    below the version, plus every delta or changelog after it. Checkpoint format v2 may keep
+    several attempts of a version; their sizes add up.
     """
     change: dict[int, int] = {}
     full: dict[int, int] = {}
@@ -321,8 +323,7 @@ def version_file_stats(
 
     out: dict[int, VersionFiles] = {}
     for v in versions:
-        i = bisect_right(full_versions, v)
-        base = full_versions[i - 1] if i else 0
+        base = load_start(v, full_versions).snapshot
         base_bytes = (full[base] + sst_bytes_live.get(base, 0)) if base else 0
         replay = base_bytes + change_bytes_upto(v) - change_bytes_upto(base)
         out[v] = VersionFiles(change.get(v), full.get(v), v - base, replay)

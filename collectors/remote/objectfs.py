@@ -26,6 +26,7 @@ from stateglass.collectors.fs import FileInfo
 from stateglass.collectors.remote.cache import FileCache, cache_key
 from stateglass.collectors.remote.failures import storage_error
 from stateglass.collectors.remote.urls import Location, is_url, parse_location
+from stateglass.parsers.units import fmt_bytes
 
 T = TypeVar("T")
 # Written once, renamed into place, never changed: safe to cache by (URL, size, mtime, etag).
@@ -48,7 +49,7 @@ class RequestCounts:
     def line(self) -> str:
         return (
             f"requests: {self.list} LIST, {self.get} GET, {self.head} HEAD "
-            f"({self.bytes_read / 1e6:,.1f} MB downloaded); cache: {self.cache_hits} hits"
+            f"({fmt_bytes(self.bytes_read)} downloaded); cache: {self.cache_hits} hits"
         )
 
     def add(self, kind: str, n: int = 1) -> None:

@@ -147,7 +147,7 @@ class HdfsStoreReader:
     ) -> tuple[bytes | None, list[bytes]] | None:
         """The decompressed snapshot (or None) and deltas that make ``version``.
 
-        For a compiled merge of the whole chain (``app.render.spark_json.state_chain_encoder``).
+        For a compiled merge of the whole chain (``app.render.bytes_to_json.state_chain_encoder``).
         None where the streams need more than a plain walk (row checksums), or where holding
         every file at once would cost more than ``hold_min`` bytes and three copies of the
         biggest file: the record path then merges file by file.

@@ -1,4 +1,4 @@
-"""Browse and Diff on a live job (issue 10): follow the newest batch unless a version is pinned.
+"""Browse and Diff on a live job: follow the newest batch unless a version is pinned.
 
 The "live job" is a copy of the real ``agg-hdfs`` sample (12 batches) with batches 8..11 held
 back (their offsets, commits and state files moved aside), collected; then the held-back

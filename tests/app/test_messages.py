@@ -147,3 +147,35 @@ def test_browse_diff_and_history_say_purged_too(tmp_path: Path) -> None:
         read_page(PageRequest(view, 3), cache=PartitionCache(), jobs=1)
     with pytest.raises(MissingVersion, match=wanted):
         compute_diff(view, 3, 8, cache=PartitionCache(), jobs=1)
+
+
+def test_every_path_inside_a_checkpoint_is_refused_alike(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--db``, ``-o`` and ``--progress``, on every command that takes them: one error."""
+    cp = tmp_path / "cp"
+    shutil.copytree(AGG_HDFS, cp)
+    db = tmp_path / "sg.duckdb"
+    assert cli(["collect", str(cp), "--db", str(db)]) == 0
+    capsys.readouterr()
+    inner = cp / "state" / "0"
+    report = str(tmp_path / "report.md")
+    cases = [
+        ("--db", "sg.duckdb", ["collect", str(cp), "--db"]),
+        ("--db", "sg.duckdb", ["check", str(cp), "--db"]),
+        ("--db", "sg.duckdb", ["report", str(cp), "-o", report, "--db"]),
+        ("-o", "report.md", ["report", str(cp), "--db", str(db), "-o"]),
+        ("-o", "rows.csv", ["export", "--db", str(db), "--table", "batches", "-o"]),
+        ("-o", "rows.jsonl", ["state", str(cp), "-o"]),
+        ("-o", "rows.jsonl", ["changes", str(cp), "--from", "0", "--to", "1", "-o"]),
+        ("--progress", "logs", ["collect", str(cp), "--db", str(db), "--progress"]),
+    ]
+    for option, name, argv in cases:
+        path = str(inner / name)
+        line = _error(capsys, *argv, path)
+        assert line == (
+            f"stateglass: error: {path}: is inside the checkpoint {cp}; {option} takes a path "
+            "outside every checkpoint (StateGlass never writes into one, nor reads event logs "
+            "from one)"
+        ), argv
+        assert not (inner / name).exists()

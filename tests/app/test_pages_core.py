@@ -16,7 +16,7 @@ from tests.conftest import SAMPLES
 
 MAIN = str(Path(__file__).resolve().parents[2] / "app" / "dashboard" / "main.py")
 TIMEOUT_S = 60
-FORENSIC_CHARTS = 3  # issue 11: growth shares, growth per version, restart cost
+FORENSIC_CHARTS = 3  # state forensics: growth shares, growth per version, restart cost
 
 
 def _page(name: str) -> None:
@@ -184,7 +184,7 @@ def test_state_page(samples_db: str, checkpoint: str, store: str, rocksdb: bool)
     assert at.selectbox(key="sg_store_widget").value == store
     op, name_store = store.split(" ", 1)
     store_name = name_store.split(" / ")[1]
-    # The eviction audit (issue 11): one chart of overdue keys per audited store.
+    # The eviction audit: one chart of overdue keys per audited store.
     (audited,) = read_query(
         samples_db,
         "SELECT count(*) FROM eviction_rules WHERE checkpoint = ? AND operator_id = ? "
@@ -192,7 +192,7 @@ def test_state_page(samples_db: str, checkpoint: str, store: str, rocksdb: bool)
         [checkpoint_of(checkpoint), int(op), store_name],
     )[0]
     # keys, heatmap, skew, key changes, bytes by kind, snapshot lag (+ SST for RocksDB),
-    # issue 11's growth shares, growth per version and restart cost, and the eviction audit.
+    # the forensics' growth shares, growth per version and restart cost, and the eviction audit.
     assert charts(at) == 6 + rocksdb + FORENSIC_CHARTS + audited
     (partitions,) = read_query(
         samples_db,

@@ -1,4 +1,4 @@
-"""The State page's growth attribution and restart cost (issue 11) on real samples."""
+"""The State page's growth attribution and restart cost on real samples."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Partial history (issue 10): partitions whose collected history starts at different versions.
+"""Partial history: partitions whose collected history starts at different versions.
 
 The checkpoint is written by a real PySpark query (RocksDB, changelog checkpointing off, so
 every version of every partition is a full ``N.zip``; 3 shuffle partitions, 8 batches). Spark

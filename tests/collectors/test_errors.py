@@ -25,6 +25,7 @@ NOT_THE_CHECKPOINTS = [
     errors.BadConfig,
     errors.EngineError,
     errors.BadProgressPath,
+    errors.InsideCheckpoint,
     errors.StorageError,
 ]
 EVERY_ERROR = [

@@ -1,5 +1,5 @@
 """``collect --jobs 2`` stopped by a signal: the workers go, their scratch goes, nothing is
-written (issue 14; the same guarantees as ``state --jobs``, tests/damage/test_atomic_signals.py)."""
+written (the same guarantees as ``state --jobs``, tests/damage/test_atomic_signals.py)."""
 
 from __future__ import annotations
 

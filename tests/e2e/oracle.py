@@ -25,7 +25,7 @@ def format_samples() -> list[str]:
     """The version-tagged samples (``spark-4.3/``, ``spark-3.5/``) the Spark-oracle sweeps
     cover. The demo stories (``demo/``) are the same formats at more cost: they have their own
     test (tests/e2e/test_demo.py), and the suite stays lean."""
-    from stateglass.app.catalog import find_checkpoints
+    from stateglass.app.discovery import find_checkpoints
 
     demo = os.path.join(SAMPLES, "demo") + os.sep
     return [p for p in find_checkpoints(SAMPLES) if not p.startswith(demo)]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from stateglass.app.catalog import find_checkpoints
+from stateglass.app.discovery import find_checkpoints
 from tests.e2e.oracle import SAMPLES
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from stateglass.app.catalog import find_checkpoints
+from stateglass.app.discovery import find_checkpoints
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from tests.e2e.oracle import (
     SAMPLES,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 import os
 
-from stateglass.app.catalog import find_checkpoints
 from stateglass.app.cli import main as cli_main
+from stateglass.app.discovery import find_checkpoints
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from tests.e2e.oracle import SAMPLES, state_reads
 

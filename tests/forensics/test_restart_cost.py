@@ -202,8 +202,8 @@ def test_report_and_summary_show_growth_and_restart_cost(db: str) -> None:
     from stateglass.app.browse.growth import attribute_growth
     from stateglass.app.escape import md
     from stateglass.app.report import render_html, render_markdown
-    from stateglass.app.report.model import fmt_bytes
     from stateglass.collectors.checkpoints.state_views import StateView
+    from stateglass.parsers.units import fmt_bytes
 
     path = str(SAMPLES / "spark-4.3/dedup-hdfs")
     facts, live, _ = _facts(db, "spark-4.3/dedup-hdfs")
@@ -224,3 +224,40 @@ def test_report_and_summary_show_growth_and_restart_cost(db: str) -> None:
     assert restart in page
     assert "share of all keys now" in page
     assert "Restart cost per partition" in page and "Keys added per version, by the top" in page
+
+
+@pytest.mark.parametrize(
+    ("name", "suffix", "older", "changes"),
+    [
+        pytest.param("spark-4.3/agg-hdfs", "snapshot", 9, "delta", id="hdfs"),
+        pytest.param("spark-4.3/agg-rocks-cl", "zip", 10, "changelog", id="rocksdb-changelog"),
+    ],
+)
+def test_a_damaged_snapshot_costs_the_replay_from_an_older_one(
+    tmp_path: Path, name: str, suffix: str, older: int, changes: str
+) -> None:
+    """Spark's automatic snapshot repair skips the newest snapshot when it cannot be read and
+    loads the one before, replaying the deltas or changelogs after it: so does the cost."""
+    from stateglass.collectors.db.writer import Database
+    from stateglass.collectors.scan.scanner import scan_checkpoint
+    from tests.conftest import copy_checkpoint
+
+    cp = copy_checkpoint(SAMPLES / name, tmp_path / "cp")
+    part = cp / "state" / "0" / "0"
+    # Cut short, as tests/damage makes it: the scan files it as a problem.
+    (part / f"12.{suffix}").write_bytes(b"")
+    (part / f".12.{suffix}.crc").unlink(missing_ok=True)
+    db = str(tmp_path / "sg.duckdb")
+    scan_checkpoint(Database(db), str(cp))
+    live = queries.live_state_files(db, str(cp), 0, "default")
+    facts = queries.restart_facts(db, str(cp), 0, "default")
+    costs = {c.partition: c for c in restart_cost.current_cost(live, facts)}
+
+    replayed = [part / f"{v}.{changes}" for v in range(older + 1, 13)]
+    assert (costs[0].version, costs[0].base_version) == (12, older)
+    assert costs[0].replays == len(replayed) == 12 - older
+    assert costs[0].replay_bytes == sum(f.stat().st_size for f in replayed)
+    assert costs[0].snapshot_bytes >= (part / f"{older}.{suffix}").stat().st_size
+    assert costs[0].missing == ()
+    # The partitions left whole still load their newest snapshot.
+    assert all(c.base_version == 12 and c.replays == 0 for p, c in costs.items() if p != 0)

@@ -4,8 +4,9 @@ and Spark's test for an unfinished repartition."""
 
 from __future__ import annotations
 
-from stateglass.app.analysis.health.spark_load import RepairSettings, load_version
-from stateglass.app.analysis.health.versions import ChainFiles
+from stateglass.app.analysis.chain_files import ChainFiles
+from stateglass.app.analysis.health.spark_load import load_version
+from stateglass.collectors.checkpoints.load_rule import RepairSettings
 from stateglass.parsers.repartition import (
     is_repartition_batch,
     unfinished_repartition,

@@ -26,7 +26,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stateglass.app.render.spark_json import render_row
+from stateglass.app.render.rows_to_json import render_row
 from stateglass.parsers.avro import avro_row_decoder, java_hash_map_order, min_bytes_for_precision
 from stateglass.parsers.changelog import parse_changelog
 from stateglass.parsers.compression import decompress

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stateglass.app.render.spark_json import (
+from stateglass.app.render.bytes_to_json import (
     state_blob_encoder,
     state_chain_encoder,
     state_lines_encoder,

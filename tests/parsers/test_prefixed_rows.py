@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stateglass.app.render.spark_json import state_lines_encoder, state_prefixed_blob_encoder
+from stateglass.app.render.bytes_to_json import state_lines_encoder, state_prefixed_blob_encoder
 from stateglass.parsers.sparktypes import StructType
 from stateglass.parsers.state_rows import RowCodec, StoreSpec
 from stateglass.parsers.unsafewriter import encode_row

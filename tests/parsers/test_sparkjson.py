@@ -21,21 +21,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stateglass.app.render.bytes_to_json import (
+    row_json_encoder,
+    state_line,
+    state_line_encoder,
+    state_lines_encoder,
+)
 from stateglass.app.render.java_text import (
     bigdecimal_to_string,
     java_double_to_string,
     java_float_to_string,
     json_quote,
 )
-from stateglass.app.render.spark_json import (
-    TimeZoneSpec,
-    render_row,
-    row_json_encoder,
-    state_line,
-    state_line_encoder,
-    state_lines_encoder,
-    to_python,
-)
+from stateglass.app.render.rows_to_json import render_row, to_python
+from stateglass.app.render.spark_text import TimeZoneSpec
 from stateglass.parsers.errors import CorruptData, UnsupportedFormat
 from stateglass.parsers.java_bytes import murmur3_hash_bytes
 from stateglass.parsers.sparktypes import (

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stateglass.app.render.spark_json import (
+from stateglass.app.render.bytes_to_json import (
     _compiled_plan,
     state_blob_encoder,
     state_line_encoder,

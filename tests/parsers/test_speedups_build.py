@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 
-from stateglass.app.render import spark_json as sparkjson
+from stateglass.app.render import bytes_to_json
 from stateglass.parsers import hdfs_files as records
 from tests.conftest import ROOT
 from tests.parsers.compiled import pure_requested, speedups_expected
@@ -18,10 +18,10 @@ from tests.parsers.compiled import pure_requested, speedups_expected
 
 def test_the_switch_picks_the_path() -> None:
     if pure_requested():
-        assert records._speedups is None and sparkjson._speedups is None
+        assert records._speedups is None and bytes_to_json._speedups is None
     elif speedups_expected():
         assert records._speedups is not None, "the compiled speedups were not built"
-        assert sparkjson._speedups is records._speedups
+        assert bytes_to_json._speedups is records._speedups
     else:
         assert records._speedups is None
 
@@ -29,7 +29,7 @@ def test_the_switch_picks_the_path() -> None:
 def test_pure_python_can_be_forced() -> None:
     env = {**os.environ, "STATEGLASS_PURE": "1"}
     probe = (
-        "import stateglass.parsers.hdfs_files as r, stateglass.app.render.spark_json as j; "
+        "import stateglass.parsers.hdfs_files as r, stateglass.app.render.bytes_to_json as j; "
         "print(r._speedups, j._speedups)"
     )
     out = subprocess.run(

@@ -1,1 +1,1 @@
-"""Tests of progress ingestion (issue 12) on real Spark event logs and listener files."""
+"""Tests of progress ingestion on real Spark event logs and listener files."""

@@ -1,5 +1,6 @@
-"""Issue 12's acceptance: a real windowed aggregation with a watermark and late rows, run with
-Spark 4.3's event-log defaults (rolling, zstd) and the StateGlass listener, restarted once.
+"""Progress ingestion end to end: a real windowed aggregation with a watermark and late rows,
+run with Spark 4.3's event-log defaults (rolling, zstd) and the StateGlass listener,
+restarted once.
 
 ``stateglass collect --progress EVENTLOG_DIR`` must give, batch for batch, the numbers of the
 query's own ``recentProgress``; the listener's directory must give the same tables.

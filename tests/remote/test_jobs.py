@@ -1,4 +1,4 @@
-"""``collect --jobs 2`` on S3 (issue 14): each forked worker opens its own client on the same
+"""``collect --jobs 2`` on S3: each forked worker opens its own client on the same
 location (fsspec's clients cannot cross a fork); the tables and the request counts are those
 of ``--jobs 1``. The collects run as processes: this one runs moto's server in a thread, and
 a process with other threads keeps its chains in-process."""

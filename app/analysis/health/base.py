@@ -173,30 +173,6 @@ class ClockRule(Rule, Protocol):
 # ---- formatting shared by the findings ------------------------------------------------------
 
 
-def fmt_seconds(seconds: float) -> str:
-    """``45s``, ``12m 5s``, ``3.2h``, ``4.1d``."""
-    s = abs(seconds)
-    # --now before the last commit makes ages negative: keep the sign at every scale.
-    sign = "-" if seconds < 0 else ""
-    if s < 60:
-        return f"{sign}{s:.1f}s" if s < 10 else f"{sign}{s:.0f}s"
-    if s < 3600:
-        return f"{sign}{int(s // 60)}m {int(s % 60)}s"
-    if s < 86400:
-        return f"{sign}{s / 3600:.1f}h"
-    return f"{sign}{s / 86400:.1f}d"
-
-
-def fmt_bytes(n: float | None) -> str:
-    if n is None:
-        return "?"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"  # pragma: no cover - unreachable, for mypy
-
-
 def fmt_ratio(x: float) -> str:
     return f"{x:.1f}x"
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import statistics
 
 from stateglass.app.analysis.health import progress_rows as pr
-from stateglass.app.analysis.health.base import OK, WARN, Context, Finding, fmt_seconds
+from stateglass.app.analysis.health.base import OK, WARN, Context, Finding
+from stateglass.parsers.units import fmt_ms
 
 
 class CommitTime:
@@ -39,10 +40,10 @@ class CommitTime:
             before = statistics.median(r[1] for r in rows[:half])
             after = statistics.median(r[1] for r in rows[-half:])
             text = (
-                f"{where}: median commit {fmt_seconds(after / 1000)} over the newest {half} "
-                f"batches vs {fmt_seconds(before / 1000)} over the {half} before "
+                f"{where}: median commit {fmt_ms(after)} over the newest {half} "
+                f"batches vs {fmt_ms(before)} over the {half} before "
                 f"({pr.batches(rows)}; summed over partitions; WARN at {cfg.warn_factor:g}x "
-                f"and at least {fmt_seconds(cfg.min_ms / 1000)})"
+                f"and at least {fmt_ms(cfg.min_ms)})"
             )
             if after >= cfg.min_ms and after >= cfg.warn_factor * max(before, 1):
                 out.append(ctx.finding(self, WARN, text, self.hint))

@@ -12,9 +12,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from stateglass.app.analysis.chain_files import ChainFiles, bad_state_files
 from stateglass.app.analysis.health.base import ERR, OK, WARN, Context, Finding
-from stateglass.app.analysis.health.spark_load import RepairSettings, load_version
-from stateglass.app.analysis.health.versions import ChainFiles, bad_state_files, live_chain_files
+from stateglass.app.analysis.health.spark_load import load_version
+from stateglass.app.analysis.health.versions import live_chain_files
+from stateglass.collectors.checkpoints.load_rule import RepairSettings
 
 # Findings listed one by one; beyond this many, the rest are summed up in one more finding.
 MAX_LISTED = 20

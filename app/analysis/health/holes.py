@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from stateglass.app.analysis.chain_files import readable
 from stateglass.app.analysis.health.base import ERR, OK, WARN, Context, Finding
 from stateglass.app.analysis.health.versions import (
     PartitionCounts,
     gaps,
     live_chain_files,
-    rebuildable,
 )
 from stateglass.collectors.text import ranges
 
@@ -82,7 +82,7 @@ class Holes:
         present = change | full
         needed = last + 1 if last is not None else 0
         lo, hi = min(present), max(max(present), needed)
-        ok = rebuildable(change, full)
+        ok = readable(change, full)  # no bad files named: what the files alone rebuild
         broken = gaps(ok, lo, hi)
         if not broken:
             return None

@@ -5,7 +5,8 @@ from __future__ import annotations
 import itertools
 
 from stateglass.app.analysis.health import progress_rows as pr
-from stateglass.app.analysis.health.base import OK, WARN, Context, Finding, fmt_bytes
+from stateglass.app.analysis.health.base import OK, WARN, Context, Finding
+from stateglass.parsers.units import fmt_bytes
 
 
 class MemoryPerKey:

@@ -12,10 +12,9 @@ from stateglass.app.analysis.health.base import (
     Context,
     Facts,
     Finding,
-    fmt_bytes,
-    fmt_seconds,
     query_finding,
 )
+from stateglass.parsers.units import fmt_bytes, fmt_duration
 
 if TYPE_CHECKING:
     from stateglass.app.analysis.health.config import HealthConfig
@@ -111,12 +110,12 @@ class Orphans:
             if ages:
                 files = sum(int(a[1]) for a in ages)
                 total = sum(int(a[2]) for a in ages)
-                oldest = fmt_seconds(now_s - ages[0][0])
+                oldest = fmt_duration(now_s - ages[0][0])
                 parts.append(
                     f"{files} {kind} ({fmt_bytes(total)}, oldest {oldest} old, "
                     f"e.g. {found['oldest']})"
                 )
-        limit = f"files younger than {fmt_seconds(cfg.min_age_seconds)} are not counted"
+        limit = f"files younger than {fmt_duration(cfg.min_age_seconds)} are not counted"
         if parts:
             return [query_finding(self, WARN, "; ".join(parts) + f"; {limit}", self.hint)]
         return [query_finding(self, OK, f"no temporary files or unreferenced SSTs; {limit}")]

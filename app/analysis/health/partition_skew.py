@@ -10,9 +10,9 @@ from stateglass.app.analysis.health.base import (
     WARN,
     Context,
     Finding,
-    fmt_bytes,
     fmt_ratio,
 )
+from stateglass.parsers.units import fmt_bytes
 
 
 class PartitionSkew:

@@ -25,9 +25,11 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from stateglass.app.analysis.chain_files import ChainFiles, bad_state_files
 from stateglass.app.analysis.health.base import ERR, OK, WARN, Context, Finding
-from stateglass.app.analysis.health.spark_load import Load, RepairSettings, load_version
-from stateglass.app.analysis.health.versions import ChainFiles, bad_state_files, live_chain_files
+from stateglass.app.analysis.health.spark_load import Load, load_version
+from stateglass.app.analysis.health.versions import live_chain_files
+from stateglass.collectors.checkpoints.load_rule import RepairSettings
 from stateglass.parsers.repartition import (
     UNFINISHED_REPARTITION_ERROR as UNFINISHED_REPARTITION,
 )

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
+from stateglass.app.analysis.chain_files import bad_state_files
 from stateglass.app.analysis.health.base import OK, WARN, Context, Finding
-from stateglass.app.analysis.health.versions import (
-    PartitionCounts,
-    bad_state_files,
-    live_chain_files,
-)
+from stateglass.app.analysis.health.versions import PartitionCounts, live_chain_files
 from stateglass.collectors.text import ranges
 
 MIN_BATCHES_CONF = "spark.sql.streaming.minBatchesToRetain"

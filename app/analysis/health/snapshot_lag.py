@@ -11,9 +11,8 @@ from stateglass.app.analysis.health.base import (
     WARN,
     Context,
     Finding,
-    fmt_bytes,
-    fmt_seconds,
 )
+from stateglass.parsers.units import fmt_bytes, fmt_duration
 
 MIN_DELTAS_CONF = "spark.sql.streaming.stateStore.minDeltasForSnapshot"
 
@@ -46,7 +45,7 @@ def _seconds_behind(row: tuple[Any, ...]) -> float:
 
 def _age(row: tuple[Any, ...]) -> str:
     behind = _seconds_behind(row)
-    return "its file is gone" if math.isinf(behind) else f"{fmt_seconds(behind)} older"
+    return "its file is gone" if math.isinf(behind) else f"{fmt_duration(behind)} older"
 
 
 class SnapshotLag:
@@ -101,7 +100,7 @@ class SnapshotLag:
                 continue
             text += (
                 f"; {len(behind)} of {len(rows)} partitions lag ({limits}, ERR above {err_at:g}; "
-                f"and a snapshot older than {fmt_seconds(cfg.min_seconds)})"
+                f"and a snapshot older than {fmt_duration(cfg.min_seconds)})"
             )
             out.append(ctx.finding(self, status, text, self.hint, store, part))
         if not out:
@@ -116,6 +115,6 @@ class SnapshotLag:
                         f", but its snapshot is only {_age(top)} than the latest version: "
                         f"maintenance may not have run yet"
                     )
-            limits += f", and a snapshot older than {fmt_seconds(cfg.min_seconds)}"
+            limits += f", and a snapshot older than {fmt_duration(cfg.min_seconds)}"
             out.append(ctx.finding(self, OK, f"{text}; {limits}"))
         return out

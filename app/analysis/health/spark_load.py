@@ -1,31 +1,19 @@
 """What Spark does when it loads one state version of one store partition (pure).
 
-Mirrors ``AutoSnapshotLoader`` and the providers' ``loadMap``/``load`` (Spark 4.1+): Spark lists
-the snapshots (HDFS ``.snapshot``, RocksDB ``.zip``) at or below the version, plus version 0
-(the empty store), and loads the newest. When that load fails and automatic snapshot repair is
-on (``spark.sql.streaming.stateStore.autoSnapshotRepair.enabled``, true by default since 4.1;
-RocksDB only with changelog checkpointing, since it rebuilds from changelogs) it tries the
-older ones, newest first, that are at most ``maxChangeFileReplay`` versions below the target.
-Then it replays every delta or changelog after the snapshot it loaded; a missing or unreadable
-one fails the load: the repair covers the snapshot, not the replay.
-
-A snapshot that is not on disk is not a candidate (Spark lists the directory), so a missing
-snapshot only costs a longer replay.
+Where the load starts is Spark's load rule with its automatic snapshot repair
+(:mod:`stateglass.collectors.checkpoints.load_rule`); this module judges the rest: Spark
+replays every delta or changelog after the snapshot it loaded, and a missing or unreadable
+one fails the load (the repair covers the snapshot, not the replay). A snapshot that opens but
+references an SST with a damaged data block fails at the first read of that block, where the
+repair does not apply.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stateglass.app.analysis.health.versions import ChainFiles
-
-
-@dataclass(frozen=True)
-class RepairSettings:
-    """Spark's automatic snapshot repair as the restarting cluster runs it."""
-
-    enabled: bool = True
-    max_change_file_replay: int = 500
+from stateglass.app.analysis.chain_files import ChainFiles
+from stateglass.collectors.checkpoints.load_rule import RepairSettings, load_start
 
 
 @dataclass(frozen=True)
@@ -50,8 +38,9 @@ def load_version(
     repair needs changelog checkpointing (a partition with changelog files has it on)."""
     if version <= 0:
         return Load(version, True, 0)
-    snapshots = sorted({v for v in files.full if v <= version} | {0}, reverse=True)
-    first = snapshots[0]
+    runs = repair.on(changelog_provider, bool(files.change))
+    start = load_start(version, sorted(files.full), files.bad_full, runs)
+    first = start.first
     if first in files.failing_reads:
         why = (
             f"snapshot {first} opens, but an SST it references has a damaged data block: "
@@ -60,29 +49,20 @@ def load_version(
             "snapshot repair does not apply"
         )
         return Load(version, False, first, failure=why)
-    can_repair = repair.enabled and (not changelog_provider or bool(files.change))
-    if first not in files.bad_full:
-        return _replay(files, version, first, ())
-    if not can_repair:
+    if start.opens:
+        return _replay(files, version, start.snapshot, start.skipped)
+    if not runs.enabled:
         why = (
             "automatic snapshot repair is off"
             if not repair.enabled
             else ("RocksDB repairs only with changelog checkpointing")
         )
         return Load(version, False, first, failure=f"snapshot {first} cannot be read ({why})")
-    skipped = [first]
-    for older in snapshots[1:]:
-        if version - older > repair.max_change_file_replay:
-            break
-        if older in files.bad_full:
-            skipped.append(older)
-            continue
-        return _replay(files, version, older, tuple(skipped))
     return Load(
         version,
         False,
         None,
-        tuple(skipped),
+        start.skipped,
         f"snapshot {first} cannot be read and automatic repair found no readable older snapshot "
         f"within maxChangeFileReplay ({repair.max_change_file_replay}) versions",
     )

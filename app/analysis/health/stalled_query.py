@@ -13,10 +13,10 @@ from stateglass.app.analysis.health.base import (
     Context,
     Facts,
     Finding,
-    fmt_seconds,
     median,
     query_finding,
 )
+from stateglass.parsers.units import fmt_duration
 
 if TYPE_CHECKING:
     from stateglass.app.analysis.health.config import HealthConfig
@@ -60,7 +60,7 @@ class StalledQuery:
         idle = (now - last).total_seconds()
         typical = facts["typical"]
         since = (
-            f"no commit for {fmt_seconds(idle)} since batch {facts['batch']} "
+            f"no commit for {fmt_duration(idle)} since batch {facts['batch']} "
             f"({last:%Y-%m-%d %H:%M:%S} UTC)"
         )
         if typical is None:
@@ -70,9 +70,9 @@ class StalledQuery:
         warn_at = max(cfg.warn_factor * typical, cfg.min_seconds)
         err_at = max(cfg.err_factor * typical, cfg.min_seconds) if cfg.err_factor > 0 else None
         text = (
-            f"{since}; median trigger interval {fmt_seconds(typical)} over {facts['intervals']} "
-            f"batches, WARN above {fmt_seconds(warn_at)}"
-            + (f", ERR above {fmt_seconds(err_at)}" if err_at is not None else "")
+            f"{since}; median trigger interval {fmt_duration(typical)} over {facts['intervals']} "
+            f"batches, WARN above {fmt_duration(warn_at)}"
+            + (f", ERR above {fmt_duration(err_at)}" if err_at is not None else "")
         )
         if err_at is not None and idle > err_at:
             return [query_finding(self, ERR, text, self.hint)]

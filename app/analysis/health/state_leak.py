@@ -25,6 +25,7 @@ from typing import Any
 
 from stateglass.app.analysis.health.base import ERR, OK, WARN, Context, Finding, Store
 from stateglass.collectors.scan.eviction_rules import JOIN_VALUE, NEVER, NOT_AUDITED
+from stateglass.parsers.units import fmt_ms
 
 
 def _ms(ms: int | None) -> str:
@@ -165,22 +166,12 @@ class StateLeak:
             text = (
                 f"{label}: no value ever removed in {len(rows)} versions, though the oldest "
                 f"value ({_ms(last[1])} UTC) is behind the watermark ({_ms(last[2])} UTC) by "
-                f"more than {_span(bound_ms)}, the widest time bound a join is taken to have "
+                f"more than {fmt_ms(bound_ms)}, the widest time bound a join is taken to have "
                 f"(state_leak.join_max_bound_s), at {len(evidence)} of them"
             )
             return text, None
-        lag = f"; the watermark is {_span(max(lags))} past the oldest value" if lags else ""
+        lag = f"; the watermark is {fmt_ms(max(lags))} past the oldest value" if lags else ""
         return None, (
             f"{label}: no value removed yet ({len(rows)} versions{lag}): a join whose time "
-            f"bound is up to {_span(bound_ms)} has evicted nothing yet either"
+            f"bound is up to {fmt_ms(bound_ms)} has evicted nothing yet either"
         )
-
-
-def _span(ms: float) -> str:
-    """A duration for a sentence: seconds up to two minutes, then minutes, then hours."""
-    seconds = ms / 1000
-    if seconds < 120:
-        return f"{seconds:,.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:,.0f} min"
-    return f"{seconds / 3600:,.0f} h"

@@ -12,10 +12,10 @@ from stateglass.app.analysis.health.base import (
     Context,
     Facts,
     Finding,
-    fmt_seconds,
     median,
     query_finding,
 )
+from stateglass.parsers.units import fmt_age, fmt_duration
 
 if TYPE_CHECKING:
     from stateglass.app.analysis.health.config import HealthConfig
@@ -68,10 +68,14 @@ class StuckBatch:
         err_at = max(cfg.err_factor * (typical or 0), cfg.err_min_seconds)
         age = (now - started).total_seconds()
         text = (
-            f"batch {batch} started {fmt_seconds(age)} ago ({started:%Y-%m-%d %H:%M:%S} UTC) "
+            f"batch {batch} started {fmt_age(age)} ({started:%Y-%m-%d %H:%M:%S} UTC) "
             "and is not committed; "
-            + (f"median batch {fmt_seconds(typical)}" if typical is not None else "no duration yet")
-            + f", WARN above {fmt_seconds(warn_at)}, ERR above {fmt_seconds(err_at)}"
+            + (
+                f"median batch {fmt_duration(typical)}"
+                if typical is not None
+                else "no duration yet"
+            )
+            + f", WARN above {fmt_duration(warn_at)}, ERR above {fmt_duration(err_at)}"
         )
         if age > err_at:
             return [query_finding(self, ERR, text, self.hint)]

@@ -6,6 +6,7 @@ import itertools
 from datetime import UTC, datetime
 
 from stateglass.app.analysis.health.base import OK, WARN, Context, Finding, Store
+from stateglass.parsers.units import fmt_ms
 
 
 def _ms(ms: int) -> str:
@@ -98,7 +99,7 @@ class UnboundedState:
             return None
         text = (
             f"watermark stuck at {_ms(last[1])} UTC for batches {first[0]}..{last[0]} "
-            f"while processing time moved {((last[2] - first[2]) / 1000):.0f}s"
+            f"while processing time moved {fmt_ms(last[2] - first[2])}"
         )
         return ctx.finding(self, WARN, text, self.hint_watermark)
 

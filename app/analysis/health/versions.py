@@ -1,4 +1,4 @@
-"""Which state versions the files still on disk can rebuild (pure; shared by holes and retention).
+"""Which state versions the files still on disk can rebuild (shared by holes and retention).
 
 Version V loads from the newest snapshot (HDFS ``.snapshot``, RocksDB ``.zip``) at or below V
 plus every delta or changelog after it; version 0 is the empty store, so a chain whose change
@@ -8,137 +8,11 @@ files start at version 1 needs no snapshot.
 from __future__ import annotations
 
 import bisect
-import re
-from collections.abc import Collection, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
+from stateglass.app.analysis.chain_files import ChainFiles, chain_files
 from stateglass.app.analysis.health.base import Context
-from stateglass.collectors.checkpoints.listing import CHANGE_KINDS, FULL_KINDS
-from stateglass.collectors.scan.checksums import KIND as CHECKSUM_KIND
-from stateglass.collectors.scan.checksums import data_block_mismatch
-
-
-@dataclass
-class ChainFiles:
-    """The versions of one store partition that have a live (not purged) file, by kind."""
-
-    change: set[int] = field(default_factory=set)
-    full: set[int] = field(default_factory=set)
-    # Versions whose change / full file is in the problems table (unreadable or corrupt).
-    bad_change: set[int] = field(default_factory=set)
-    bad_full: set[int] = field(default_factory=set)
-    # Full versions (also in bad_full) whose zip loads but references an SST with a damaged
-    # data block: RocksDB opens the table and fails the first read of that block, so Spark's
-    # load succeeds and its automatic snapshot repair never runs.
-    failing_reads: set[int] = field(default_factory=set)
-
-    def readable(self) -> set[int]:
-        """Versions a load can actually read; see :func:`readable`."""
-        return readable(self.change, self.full, self.bad_change, self.bad_full)
-
-
-def rebuildable(change: Collection[int], full: Collection[int]) -> set[int]:
-    """Versions that a load can rebuild from these files; linear in the versions present."""
-    present = set(change) | set(full)
-    if not present:
-        return set()
-    out = set()
-    lo, hi = min(present), max(present)
-    ok = lo == 1  # version 0 (the empty store) is always there
-    for v in range(lo, hi + 1):
-        ok = v in full or (v in change and ok)
-        if ok:
-            out.add(v)
-    return out
-
-
-def readable(
-    change: Collection[int],
-    full: Collection[int],
-    bad_change: Collection[int] = (),
-    bad_full: Collection[int] = (),
-) -> set[int]:
-    """Versions a load can read when the ``bad_*`` files cannot be decoded.
-
-    Like Spark (and our readers), a load starts from the newest snapshot at or below V and
-    does not fall back to an older one: a bad snapshot breaks its version and every version
-    built on it, a bad delta or changelog every version up to the next good snapshot.
-    """
-    present = set(change) | set(full)
-    if not present:
-        return set()
-    out = set()
-    lo, hi = min(present), max(present)
-    ok = lo == 1  # version 0 (the empty store) is always there
-    for v in range(lo, hi + 1):
-        ok = v not in bad_full if v in full else ok and v in change and v not in bad_change
-        if ok:
-            out.add(v)
-    return out
-
-
-# A problem's path names the file that failed; an SST or a zip's inner metadata stands for
-# the zip that references it (the messages of collectors/stores/rocksdb.py name that zip).
-_ZIP_IN_MESSAGE = re.compile(r"(?:referenced by|recorded in) (\S+\.zip)")
-
-
-def problem_file(path: str, message: str) -> str:
-    """The state file (path) a problem row is about."""
-    path = path.split("!", 1)[0]
-    found = _ZIP_IN_MESSAGE.search(message)
-    if found and "/SSTs/" in path:
-        return path.rsplit("/SSTs/", 1)[0] + "/" + found.group(1)
-    return path
-
-
-def bad_state_files(ctx: Context) -> dict[str, list[tuple[str, str]]]:
-    """State-file path -> ``(kind, message)`` of its problems."""
-    out: dict[str, list[tuple[str, str]]] = {}
-    for path, kind, message in ctx.rows(
-        "SELECT path, kind, message FROM problems WHERE checkpoint = ? ORDER BY path, kind"
-    ):
-        out.setdefault(problem_file(path, message), []).append((kind, message))
-    return out
-
-
-def _read_failure(problems: Collection[tuple[str, str]]) -> bool:
-    """An SST whose only damage is a data block's checksum: RocksDB opens it (the footer,
-    index and meta blocks are whole) and fails when a read reaches that block."""
-    return bool(problems) and all(
-        kind == CHECKSUM_KIND and data_block_mismatch(message) for kind, message in problems
-    )
-
-
-Versions = dict[tuple[int, str, int], set[int]]
-
-
-def _bad_ssts(ctx: Context, bad: dict[str, list[tuple[str, str]]]) -> tuple[Versions, Versions]:
-    """Versions whose zip references an SST that is gone or has a problem of its own (a
-    checksum mismatch): RocksDB cannot use that zip, and a scan that did not read the zip
-    (its key count is in its metadata) would not have noticed. Second: those of them whose
-    only damage is in data blocks (see :func:`_read_failure`)."""
-    by_name = {p.rsplit("/SSTs/", 1)[1]: found for p, found in bad.items() if "/SSTs/" in p}
-    out: Versions = {}
-    reads: Versions = {}
-    loads: Versions = {}
-    for op, store, part, first, last, name, missing in ctx.rows(
-        "SELECT r.operator_id, r.store_name, r.partition_id, r.first_version, r.last_version, "
-        "r.sst_file, f.path IS NULL "
-        "FROM sst_refs r LEFT JOIN state_files f ON f.checkpoint = r.checkpoint "
-        "AND f.operator_id = r.operator_id AND f.store_name = r.store_name "
-        "AND f.partition_id = r.partition_id AND f.kind = 'sst' AND NOT f.purged "
-        "AND f.path LIKE '%/SSTs/' || r.sst_file "
-        "WHERE r.checkpoint = ? AND (f.path IS NULL OR list_contains(?::VARCHAR[], r.sst_file))",
-        [sorted(by_name)],
-    ):
-        versions = set(range(first, last + 1))
-        out.setdefault((op, store, part), set()).update(versions)
-        read_only = not missing and _read_failure(by_name.get(name, ()))
-        (reads if read_only else loads).setdefault((op, store, part), set()).update(versions)
-    # A version fails only at a read when every bad SST it references does.
-    for chain, versions in reads.items():
-        versions -= loads.get(chain, set())
-    return out, reads
 
 
 def live_chain_files(ctx: Context) -> dict[tuple[int, str, int], ChainFiles]:
@@ -147,31 +21,9 @@ def live_chain_files(ctx: Context) -> dict[tuple[int, str, int], ChainFiles]:
     Four rules read it: built once per evaluation (a month's live files are 22,000 rows), so
     callers only read what they get."""
     if "live_chain_files" not in ctx.shared:
-        ctx.shared["live_chain_files"] = _live_chain_files(ctx)
+        ctx.shared["live_chain_files"] = chain_files(ctx)
     found: dict[tuple[int, str, int], ChainFiles] = ctx.shared["live_chain_files"]
     return found
-
-
-def _live_chain_files(ctx: Context) -> dict[tuple[int, str, int], ChainFiles]:
-    out: dict[tuple[int, str, int], ChainFiles] = {}
-    bad = bad_state_files(ctx)
-    bad_ssts, failing_reads = _bad_ssts(ctx, bad)
-    for op, store, part, version, kind, path in ctx.rows(
-        "SELECT operator_id, store_name, partition_id, version, kind, path FROM state_files "
-        "WHERE checkpoint = ? AND NOT purged AND version IS NOT NULL"
-    ):
-        files = out.setdefault((op, store, part), ChainFiles())
-        if kind in CHANGE_KINDS:
-            files.change.add(version)
-            if path in bad:
-                files.bad_change.add(version)
-        elif kind in FULL_KINDS:
-            files.full.add(version)
-            if path in bad or version in bad_ssts.get((op, store, part), ()):
-                files.bad_full.add(version)
-            if path not in bad and version in failing_reads.get((op, store, part), ()):
-                files.failing_reads.add(version)
-    return out
 
 
 def gaps(versions: Iterable[int], lo: int, hi: int) -> list[int]:

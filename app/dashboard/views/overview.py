@@ -18,6 +18,7 @@ from stateglass.app.escape import md, md_code
 from stateglass.app.queries.connection import session_connection
 from stateglass.collectors.checkpoints.operator_names import INFERRED, INFERRED_HELP
 from stateglass.collectors.errors import CollectorError
+from stateglass.parsers.units import fmt_bytes
 
 BadgeColor = Literal["green", "orange", "red", "gray"]
 BADGE_COLORS: dict[str, BadgeColor] = {"OK": "green", "WARN": "orange", "ERR": "red", "n/a": "gray"}
@@ -228,7 +229,7 @@ def _card(row: pd.Series, sparkline: Any, events: pd.DataFrame, verdict: Verdict
         _cell(
             disk,
             "on disk",
-            context.human_bytes(row["total_bytes"]),
+            fmt_bytes(row["total_bytes"]),
             f"{_int(row['files'])} state files on disk now (purged ones not counted).",
         )
         spark.plotly_chart(

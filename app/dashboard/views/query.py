@@ -8,15 +8,7 @@ import streamlit as st
 from stateglass.app import figures, queries
 from stateglass.app.dashboard import context
 from stateglass.app.escape import md_code
-from stateglass.app.figures._common import time_unit
-
-
-def _duration(ms: float | None) -> str:
-    if ms is None or pd.isna(ms):
-        return "–"
-    div, unit = time_unit(abs(float(ms)))
-    value = float(ms) / div
-    return f"{value:,.0f} {unit}" if abs(value) >= 100 else f"{value:.3g} {unit}"
+from stateglass.parsers.units import fmt_ms
 
 
 def _chart(fig: object, caption: str, key: str) -> None:
@@ -53,18 +45,18 @@ def _query(checkpoint: str) -> None:
     )
     cols[3].metric(
         "median duration",
-        _duration(summary["median_duration_ms"]),
+        fmt_ms(summary["median_duration_ms"]),
         help="Offsets written → commit written, by the files' modification times: the only "
         "clock that sees a batch end. A copied or cloned checkpoint has meaningless ones.",
     )
     cols[4].metric(
         "median trigger interval",
-        _duration(summary["median_interval_ms"]),
+        fmt_ms(summary["median_interval_ms"]),
         help="Between consecutive batchTimestampMs in offsets/: Spark's own clock.",
     )
     cols[5].metric(
         "watermark delay (last)",
-        _duration(summary["last_delay_ms"]),
+        fmt_ms(summary["last_delay_ms"]),
         help="Batch time minus the watermark the last batch ran with.",
     )
 

@@ -17,6 +17,7 @@ from stateglass.app.analysis.errors import AnalysisError
 from stateglass.app.dashboard import context
 from stateglass.app.escape import md
 from stateglass.collectors.errors import CollectorError
+from stateglass.parsers.units import fmt_bytes
 
 # The planner reads every key, only after its button: the page imports it (the checkpoint and
 # store readers, the health thresholds) only then.
@@ -68,7 +69,7 @@ def render(selection: context.StoreSelection) -> None:
         cols[0].metric(
             "slowest restart after",
             f"p{slow.partition}",
-            help=f"about {context.human_bytes(slow.bytes)} on disk: the one snapshot the "
+            help=f"about {fmt_bytes(slow.bytes)} on disk: the one snapshot the "
             "rewrite writes (estimated from the bytes on disk per stored byte now)",
         )
     cols[1].metric(

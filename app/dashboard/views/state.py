@@ -11,6 +11,7 @@ from stateglass.app import figures, queries
 from stateglass.app.dashboard import context
 from stateglass.app.dashboard.views import repartition_plan, state_forensics
 from stateglass.app.escape import md, md_code
+from stateglass.parsers.units import fmt_bytes
 
 HEATMAPS = {"keys": "max_keys", "bytes written": "bytes"}
 
@@ -56,7 +57,7 @@ def _store(selection: context.StoreSelection) -> None:
     _eviction(selection)
     with st.expander("Bytes on disk now, by kind"):
         st.dataframe(
-            usage.assign(size=[context.human_bytes(b) for b in usage["bytes"]]),
+            usage.assign(size=[fmt_bytes(b) for b in usage["bytes"]]),
             hide_index=True,
         )
 
@@ -82,16 +83,16 @@ def _headline(
     cols[2].metric("keys now", f"{int(newest['num_keys'].fillna(0).sum()):,}")
     cols[3].metric(
         "on disk",
-        context.human_bytes(usage["bytes"].sum()),
+        fmt_bytes(usage["bytes"].sum()),
         help=", ".join(
-            f"{r.kind}: {r.files} files, {context.human_bytes(r.bytes)}" for r in usage.itertuples()
+            f"{r.kind}: {r.files} files, {fmt_bytes(r.bytes)}" for r in usage.itertuples()
         ),
     )
     last_skew = skew["skew"].dropna()
     cols[4].metric("skew now", "–" if last_skew.empty else f"{float(last_skew.iloc[-1]):.2f}×")
     cols[5].metric(
         "max replay",
-        context.human_bytes(lag["replay_bytes"].max()),
+        fmt_bytes(lag["replay_bytes"].max()),
         help="The most bytes one partition would read to restore its newest version.",
     )
 

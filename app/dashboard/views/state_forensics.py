@@ -16,6 +16,7 @@ from stateglass.app.analysis import restart_cost
 from stateglass.app.dashboard import context
 from stateglass.app.dashboard.context import USER_ERRORS
 from stateglass.app.escape import md, md_code
+from stateglass.parsers.units import fmt_bytes
 
 # Growth attribution reads the checkpoint's state files (Arrow, the store caches, a process
 # pool): imported only once the checkpoint has a view to read.
@@ -167,14 +168,13 @@ def _restart_now(now: Sequence[restart_cost.PartitionCost]) -> None:
     worst = restart_cost.slowest(now)
     cols = st.columns(4)
     cols[0].metric("files (all partitions)", f"{sum(c.files for c in now):,}")
-    cols[1].metric("bytes (all partitions)", context.human_bytes(sum(c.bytes for c in now)))
+    cols[1].metric("bytes (all partitions)", fmt_bytes(sum(c.bytes for c in now)))
     cols[2].metric("most replays", f"{max(c.replays for c in now):,}")
     if worst is not None:
         cols[3].metric(
             "slowest partition",
             f"p{worst.partition}",
-            help=f"{context.human_bytes(worst.bytes)} in {worst.files} files, "
-            f"{worst.replays} replays",
+            help=f"{fmt_bytes(worst.bytes)} in {worst.files} files, {worst.replays} replays",
         )
     broken = [c for c in now if c.missing]
     if broken:
@@ -237,9 +237,9 @@ def _compare(
     worst, alt_worst = restart_cost.slowest(now), restart_cost.slowest(alt)
     if worst is not None and alt_worst is not None:
         st.caption(
-            f"Slowest partition now: p{worst.partition}, {context.human_bytes(worst.bytes)} in "
+            f"Slowest partition now: p{worst.partition}, {fmt_bytes(worst.bytes)} in "
             f"{worst.files} files, {worst.replays} replays. With {md(label)}: "
-            f"p{alt_worst.partition}, {context.human_bytes(alt_worst.bytes)} in "
+            f"p{alt_worst.partition}, {fmt_bytes(alt_worst.bytes)} in "
             f"{alt_worst.files} files, {alt_worst.replays} replays"
             + (" (sizes partly estimated)" if any(c.estimated for c in alt) else "")
             + "."
