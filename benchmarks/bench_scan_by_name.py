@@ -3,7 +3,7 @@
 Usage::
 
     .venv/bin/python benchmarks/bench_scan_by_name.py [--partitions 2500] [--commits 8]
-        [--workdir DIR] [--by-name-only]
+        [--workdir DIR] [--by-name-only] [--rows] [--watch-process]
 
 Tiles ``sample_checkpoints/spark-4.3/join-hdfs`` out to ``--partitions`` × 4 stores as
 ``tests/collectors/test_watch_scale.py`` does, with the last ``--commits`` batches held back
@@ -16,6 +16,15 @@ over the commits, and the load average: on a shared machine the CPU time is the 
 figure. ``--rows`` times each commit up to the moment its rows are committed (the end of
 ``Database.record_scan``: commit-to-row) beside the whole scan (a watcher checks the new
 files' checksums after that, ``collectors/scan/late_checks.py``).
+
+``--watch-process`` runs the real ``stateglass watch`` command on the tiled checkpoint instead
+of a scanner built here: after its first scan, each held batch's files are renamed into place,
+``commits/N`` last, and the time runs from that rename to the batch's row being readable in
+the database (polled read-only every 50 ms, as the dashboard reads it), beside the CPU
+seconds the watcher process used meanwhile. Each commit waits for the previous one's health
+verdicts to be stored and the process to be idle. ``--debounce 60`` keeps ``offsets/N``
+(renamed seconds before ``commits/N`` here, a batch apart by Spark) from starting a scan of
+its own: the commit releases the checkpoint at once.
 """
 
 from __future__ import annotations
@@ -24,9 +33,11 @@ import argparse
 import math
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,20 +45,22 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def time_judging(scanner: Any) -> list[float]:
-    """Time the scanner's judging of health apart from its scans: returns the list its CPU and
-    wall seconds add up in (the caller zeroes it before each scan)."""
-    judging = scanner._judge
+def timed_verdicts() -> tuple[Any, list[float]]:
+    """A watcher's after-write hook (storing the health verdicts), timed apart from the scans:
+    the hook, and the list its CPU and wall seconds add up in (the caller zeroes it before
+    each scan)."""
+    from stateglass.app.analysis.health.stored import storing_verdicts
+
+    store = storing_verdicts()
     judge_cpu = [0.0, 0.0]  # CPU, wall
 
-    def timed_judge(root: str, scan_at: Any) -> None:
+    def timed_store(db: Any, root: str, scan_at: Any) -> None:
         t, c = time.monotonic(), time.process_time()
-        judging(root, scan_at)
+        store(db, root, scan_at)
         judge_cpu[0] += time.process_time() - c
         judge_cpu[1] += time.monotonic() - t
 
-    scanner._judge = timed_judge
-    return judge_cpu
+    return timed_store, judge_cpu
 
 
 def time_rows(db: Any) -> list[float]:
@@ -66,9 +79,8 @@ def time_rows(db: Any) -> list[float]:
 def run(
     partitions: int, workdir: Path, by_name: bool, replayed: tuple[int, ...]
 ) -> list[tuple[float, float, float, float]]:
-    from stateglass.collectors.db.database import Database
+    from stateglass.app.collecting import new_scanner
     from stateglass.collectors.scan.reconcile import ReconcilePolicy
-    from stateglass.collectors.scan.scanner import Scanner
     from tests.collectors.test_watch_scale import JOIN_SAMPLE, tile_join
 
     base = workdir / ("by-name" if by_name else "full")
@@ -77,8 +89,10 @@ def run(
     cp, held = base / "cp", base / "held"
     batches = tile_join(JOIN_SAMPLE, cp, held, partitions, replayed)
     policy = ReconcilePolicy(every_scans=1000, every_s=1e9) if by_name else None
-    scanner = Scanner(Database(str(base / "sg.duckdb")), reconcile=policy, judge=by_name)
-    judge_cpu = time_judging(scanner)
+    store, judge_cpu = timed_verdicts()
+    scanner = new_scanner(
+        str(base / "sg.duckdb"), watcher=policy, after_write=store if by_name else None
+    )
     rows_at = time_rows(scanner.db)
     times = []
     for batch in (None, *replayed):
@@ -98,6 +112,104 @@ def run(
     return times
 
 
+POLL_S = 0.05
+WATCH_FLAGS = ("--debounce", "60")
+
+
+def _wait(done: Callable[[], bool], watcher: subprocess.Popen[bytes], log: Path) -> None:
+    """Poll ``done`` every :data:`POLL_S` while the watcher runs (an hour at most)."""
+    deadline = time.monotonic() + 3600
+    while not done():
+        if watcher.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"watch ended or hung: {log.read_text()[-2000:]}")
+        time.sleep(POLL_S)
+
+
+def run_watch_process(
+    partitions: int, workdir: Path, replayed: tuple[int, ...]
+) -> tuple[float, list[tuple[float, float]]]:
+    """The real ``stateglass watch`` on the tiled checkpoint: its first scan's wall seconds,
+    and each held commit's (wall, watcher CPU) seconds from the rename of ``commits/N`` to the
+    batch's row readable."""
+    from tests.collectors.test_watch_scale import (
+        JOIN_SAMPLE,
+        committed,
+        cpu_seconds,
+        judged,
+        quiet,
+        tile_join,
+    )
+
+    base = workdir / "watch-process"
+    shutil.rmtree(base, ignore_errors=True)
+    base.mkdir(parents=True)
+    cp, held, db, log = base / "cp", base / "held", str(base / "sg.duckdb"), base / "watch.log"
+    batches = tile_join(JOIN_SAMPLE, cp, held, partitions, replayed)
+    command = [sys.executable, "-m", "stateglass.app.cli", "watch", str(cp), "--db", db]
+    with open(log, "wb") as fh:
+        watcher = subprocess.Popen(
+            [*command, *WATCH_FLAGS], stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT
+        )
+    times = []
+    try:
+        t = time.monotonic()
+        _wait(lambda: b"watching" in log.read_bytes(), watcher, log)
+        first = time.monotonic() - t
+        for batch in replayed:
+            # The previous scan's work ends with its verdicts stored, then the process idles.
+            _wait(lambda: judged(db), watcher, log)
+            quiet(watcher.pid, within_s=600)
+            for rel in batches[batch]:
+                os.rename(held / rel, cp / rel)  # commits/N last
+            t, c = time.monotonic(), cpu_seconds(watcher.pid)
+            _wait(lambda b=batch: b in committed(db), watcher, log)
+            times.append((time.monotonic() - t, cpu_seconds(watcher.pid) - c))
+            print(
+                f"  batch {batch}: {times[-1][0]:.2f} s, {times[-1][1]:.2f} s CPU", file=sys.stderr
+            )
+    finally:
+        watcher.terminate()
+        try:
+            watcher.wait(30)
+        except subprocess.TimeoutExpired:
+            watcher.kill()
+            watcher.wait(30)
+    shutil.rmtree(base)
+    return first, times
+
+
+def watch_process_report(partitions: int, workdir: Path, replayed: tuple[int, ...]) -> None:
+    """Markdown: where and when, then the real watcher's commit-to-row figures."""
+    import datetime as dt
+
+    from bench_watch import machine
+
+    head = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
+    ).stdout.strip()
+    started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    print(f"{started}, commit {head}, {machine()}; at start: {uptime}\n")
+    before = os.getloadavg()[0]
+    first, commits = run_watch_process(partitions, workdir, replayed)
+    walls, cpus = [t[0] for t in commits], [t[1] for t in commits]
+    each = ", ".join(f"{w:.1f}/{c:.1f}" for w, c in commits)
+    stats = " | ".join(
+        f"{percentile(walls, q):.2f} s / {percentile(cpus, q):.2f} s" for q in (50, 95)
+    )
+    print(
+        "| `stateglass watch` process (wall / watcher CPU) | first scan | each commit "
+        f"(batches {replayed[0]}-{replayed[-1]}) | p50 | p95 | load before → after |"
+    )
+    print("|---|---:|---|---:|---:|---|")
+    print(
+        f"| commit to row readable | {first:.1f} s | {each} | {stats} | "
+        f"{before:.1f} → {os.getloadavg()[0]:.1f} |"
+    )
+    uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    print(f"\nat the end: {uptime}")
+
+
 def percentile(values: list[float], q: float) -> float:
     """The ``q``-th percentile, nearest rank: of 8 commits the 95th is the slowest."""
     ranked = sorted(values)
@@ -111,9 +223,17 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--by-name-only", action="store_true")
     parser.add_argument("--rows", action="store_true", help="also time commit-to-row")
+    parser.add_argument(
+        "--watch-process",
+        action="store_true",
+        help="time commit-to-row of the real `stateglass watch` process instead",
+    )
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="sg-by-name-"))
     replayed = tuple(range(12 - args.commits, 12))
+    if args.watch_process:
+        watch_process_report(args.partitions, workdir, replayed)
+        return
     print(
         "| scanner (wall / CPU) | first scan | each commit (batches "
         f"{replayed[0]}-{replayed[-1]}) | p50 | p95 | load before → after |"

@@ -33,7 +33,6 @@ import statistics
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from stateglass.app.analysis.health.config import PartitionSkewConfig
 from stateglass.app.analysis.repartition.keys import (
     Refused,
     no_schema,
@@ -43,6 +42,7 @@ from stateglass.app.analysis.repartition.keys import (
     unsupported_provider,
 )
 from stateglass.app.analysis.restart_cost import PartitionCost, slowest
+from stateglass.app.analysis.thresholds import PartitionSkewConfig
 from stateglass.app.browse.views import StateView, views_of
 from stateglass.app.errors import AppError
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
