@@ -68,11 +68,12 @@ def scanner_for(args: argparse.Namespace, watcher: bool = False) -> tuple[Scanne
         from stateglass.collectors.progress import check_location
 
         args.progress = [check_location(path) for path in args.progress]
-    return scanner_of(args, watcher), roots
+    return scanner_from_args(args, watcher), roots
 
 
-def scanner_of(args: argparse.Namespace, watcher: bool = False) -> Scanner:
-    """The scanner of a command's arguments: ``--db``, ``--engine``, ``--master``, ``--jobs``,
+def scanner_from_args(args: argparse.Namespace, watcher: bool = False) -> Scanner:
+    """The scanner a command's arguments ask for, its paths not checked (see
+    :func:`scanner_for`): ``--db``, ``--engine``, ``--master``, ``--jobs``,
     ``--no-eviction-audit``, ``--config``; with ``watcher``, ``--reconcile-*`` too."""
     # Without --jobs (watch, the dashboard's watcher) chains stay in-process: see add_jobs_arg
     # in commands/collect.py.

@@ -31,9 +31,9 @@ PROGRESS_POLL_S = 2.0
 def watcher_scanner(args: argparse.Namespace) -> Scanner:
     """A watcher's scanner for ``args`` (no path to check: the dashboard's child is handed its
     paths one by one), with the gauges a soak's memory report counts."""
-    from stateglass.app.collecting import scanner_of
+    from stateglass.app.collecting import scanner_from_args
 
-    scanner = scanner_of(args, watcher=True)
+    scanner = scanner_from_args(args, watcher=True)
     gauges(scanner)
     return scanner
 
