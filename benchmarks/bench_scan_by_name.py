@@ -17,7 +17,8 @@ figure. ``--rows`` times each commit up to the moment its rows are committed (th
 ``Database.record_scan``: commit-to-row) beside the whole scan (a watcher checks the new
 files' checksums after that, ``collectors/scan/late_checks.py``).
 
-``--watch-process`` runs the real ``stateglass watch`` command (its defaults) on the tiled
+``--watch-process`` runs the real ``stateglass watch`` command (its defaults, or the
+``--watch-arg`` flags given) on the tiled
 checkpoint instead of a scanner built here: after its first scan, each held batch's files are
 renamed into place, and the time runs from the rename of ``commits/N`` to the batch's row
 being readable in the database (polled read-only every 50 ms, as the dashboard reads it),
@@ -26,7 +27,9 @@ directories are not watched), then ``offsets/N`` and ``commits/N`` back to back,
 commit's scan is the batch's one scan, as above: ``offsets/N`` alone starts a scan after the
 debounce (1 s without an event in the watched directories), and renaming 40,000 files on a
 loaded machine takes longer than that. Each commit waits for the previous one's health
-verdicts to be stored and the process to be idle.
+verdicts to be stored and the process to be idle. Which commits the watcher's reconcile
+policy listed in full (by default every 20th scan, or the first one 5 minutes after the last
+full listing) is worked out with that policy, on the times this benchmark saw.
 """
 
 from __future__ import annotations
@@ -127,18 +130,34 @@ def _wait(done: Callable[[], bool], watcher: subprocess.Popen[bytes], log: Path)
         time.sleep(POLL_S)
 
 
+def _mirrored_policy(flags: tuple[str, ...]) -> tuple[Any, list[float]]:
+    """The ``ReconcilePolicy`` the watcher builds from ``flags``, on a clock this benchmark
+    sets: which of the watcher's scans list every directory again (by default every 20th, or
+    the first 5 minutes after the last full one)."""
+    import dataclasses
+
+    from stateglass.app.args import reconcile_policy
+    from stateglass.app.cli import build_parser
+
+    clock = [0.0]
+    policy = reconcile_policy(build_parser().parse_args(["watch", *flags]))
+    return dataclasses.replace(policy, clock=lambda: clock[0]), clock
+
+
 def run_watch_process(
-    partitions: int, workdir: Path, replayed: tuple[int, ...]
-) -> tuple[float, list[tuple[float, float]]]:
-    """The real ``stateglass watch`` on the tiled checkpoint: its first scan's wall seconds,
-    and each held commit's (wall, watcher CPU) seconds from the rename of ``commits/N`` to the
-    batch's row readable."""
+    partitions: int, workdir: Path, replayed: tuple[int, ...], flags: tuple[str, ...]
+) -> tuple[float, list[tuple[float, float, bool]]]:
+    """The real ``stateglass watch FLAGS`` on the tiled checkpoint: its first scan's wall
+    seconds, and each held commit's (wall, watcher CPU) seconds from the rename of
+    ``commits/N`` to the batch's row readable, and whether its scan listed in full."""
     from tests.collectors.test_watch_scale import (
         JOIN_SAMPLE,
         committed,
         cpu_seconds,
         judged,
         quiet,
+        start_watch,
+        stop,
         tile_join,
     )
 
@@ -147,39 +166,44 @@ def run_watch_process(
     base.mkdir(parents=True)
     cp, held, db, log = base / "cp", base / "held", str(base / "sg.duckdb"), base / "watch.log"
     batches = tile_join(JOIN_SAMPLE, cp, held, partitions, replayed)
-    command = [sys.executable, "-m", "stateglass.app.cli", "watch", str(cp), "--db", db]
-    with open(log, "wb") as fh:
-        watcher = subprocess.Popen(command, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT)
+    policy, clock = _mirrored_policy(flags)
+    watcher = start_watch(cp, db, log, *flags)
     times = []
     try:
         t = time.monotonic()
         _wait(lambda: b"watching" in log.read_bytes(), watcher, log)
         first = time.monotonic() - t
+        clock[0] = time.monotonic()
+        policy.listed(str(cp))
         for batch in replayed:
-            # The previous scan's work ends with its verdicts stored, then the process idles.
-            _wait(lambda: judged(db), watcher, log)
             quiet(watcher.pid, within_s=600)
             # The state and source files, then offsets/N and commits/N (last): see above.
             for rel in sorted(batches[batch], key=lambda r: r.split(os.sep)[0] in LOGS):
                 os.rename(held / rel, cp / rel)
             t, c = time.monotonic(), cpu_seconds(watcher.pid)
+            clock[0] = t
+            full = policy.full_due(str(cp))
             _wait(lambda b=batch: b in committed(db), watcher, log)
-            times.append((time.monotonic() - t, cpu_seconds(watcher.pid) - c))
+            times.append((time.monotonic() - t, cpu_seconds(watcher.pid) - c, full))
             print(
-                f"  batch {batch}: {times[-1][0]:.2f} s, {times[-1][1]:.2f} s CPU", file=sys.stderr
+                f"  batch {batch}: {times[-1][0]:.2f} s, {times[-1][1]:.2f} s CPU"
+                + (", listed in full" if full else ""),
+                file=sys.stderr,
             )
+            # The scan's work ends with its verdicts stored; then the watcher's policy counts
+            # it (as the watcher does, at the end of the scan).
+            _wait(lambda: judged(db), watcher, log)
+            clock[0] = time.monotonic()
+            (policy.listed if full else policy.looked_up)(str(cp))
     finally:
-        watcher.terminate()
-        try:
-            watcher.wait(30)
-        except subprocess.TimeoutExpired:
-            watcher.kill()
-            watcher.wait(30)
+        stop(watcher)
     shutil.rmtree(base)
     return first, times
 
 
-def watch_process_report(partitions: int, workdir: Path, replayed: tuple[int, ...]) -> None:
+def watch_process_report(
+    partitions: int, workdir: Path, replayed: tuple[int, ...], flags: tuple[str, ...]
+) -> None:
     """Markdown: where and when, then the real watcher's commit-to-row figures."""
     import datetime as dt
 
@@ -192,21 +216,25 @@ def watch_process_report(partitions: int, workdir: Path, replayed: tuple[int, ..
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     print(f"{started}, commit {head}, {machine()}; at start: {uptime}\n")
     before = os.getloadavg()[0]
-    first, commits = run_watch_process(partitions, workdir, replayed)
-    walls, cpus = [t[0] for t in commits], [t[1] for t in commits]
-    each = ", ".join(f"{w:.1f}/{c:.1f}" for w, c in commits)
-    stats = " | ".join(
-        f"{percentile(walls, q):.2f} s / {percentile(cpus, q):.2f} s" for q in (50, 95)
-    )
+    first, commits = run_watch_process(partitions, workdir, replayed, flags)
     print(
-        "| `stateglass watch` process (wall / watcher CPU) | first scan | each commit "
-        f"(batches {replayed[0]}-{replayed[-1]}) | p50 | p95 | load before → after |"
+        f"| `{' '.join(('stateglass watch', *flags))}` process (wall / watcher CPU) | first scan | "
+        f"each commit (batches {replayed[0]}-{replayed[-1]}; * listed in full) | p50 | p95 | "
+        "load before → after |"
     )
     print("|---|---:|---|---:|---:|---|")
-    print(
-        f"| commit to row readable | {first:.1f} s | {each} | {stats} | "
-        f"{before:.1f} → {os.getloadavg()[0]:.1f} |"
-    )
+    each = ", ".join(f"{w:.1f}/{c:.1f}" + "*" * full for w, c, full in commits)
+    for label, chosen in (("every commit", commits), ("by name", [t for t in commits if not t[2]])):
+        if not chosen or (label == "by name" and len(chosen) == len(commits)):
+            continue
+        walls, cpus = [t[0] for t in chosen], [t[1] for t in chosen]
+        stats = " | ".join(
+            f"{percentile(walls, q):.2f} s / {percentile(cpus, q):.2f} s" for q in (50, 95)
+        )
+        print(
+            f"| commit to row readable, {label} | {first:.1f} s | {each} | {stats} | "
+            f"{before:.1f} → {os.getloadavg()[0]:.1f} |"
+        )
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     print(f"\nat the end: {uptime}")
 
@@ -229,11 +257,18 @@ def main() -> None:
         action="store_true",
         help="time commit-to-row of the real `stateglass watch` process instead",
     )
+    parser.add_argument(
+        "--watch-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="with --watch-process: a flag for `stateglass watch` (--watch-arg=--verbose)",
+    )
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="sg-by-name-"))
     replayed = tuple(range(12 - args.commits, 12))
     if args.watch_process:
-        watch_process_report(args.partitions, workdir, replayed)
+        watch_process_report(args.partitions, workdir, replayed, tuple(args.watch_arg))
         return
     print(
         "| scanner (wall / CPU) | first scan | each commit (batches "

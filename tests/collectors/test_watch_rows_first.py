@@ -15,7 +15,6 @@ import contextlib
 import errno
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -23,12 +22,11 @@ from typing import Any
 import pytest
 
 from stateglass.collectors.db.database import read_query
-from tests.collectors.test_watch_scale import batch_of
-from tests.conftest import ROOT, spark_conf, write_batch_files
+from tests.collectors.test_watch_scale import batch_of, committed, start_watch, stop
+from tests.progress_queries import steady_rows, windowed
 
 pytestmark = [pytest.mark.spark]
 
-HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 HELD = 1  # the batch put in place while the watcher runs
 TIMEOUT_S = 120.0
 # A long debounce: offsets/N must not start a scan of its own before commits/N, which
@@ -36,32 +34,9 @@ TIMEOUT_S = 120.0
 WATCH_FLAGS = ("--debounce", "60", "--verbose")
 
 
-def _run_query(spark: Any, base: Path) -> Path:
-    """Two batches of a streaming count by key (HDFS provider, 2 partitions): batch 0 and 1."""
-    src = write_batch_files(
-        base / "src", [[{"k": f"key-{i % 7}", "n": n} for i in range(20)] for n in range(2)]
-    )
-    settings = {"spark.sql.streaming.stateStore.providerClass": HDFS}
-    with spark_conf(spark, settings):
-        query = (
-            spark.readStream.schema("k STRING, n INT")
-            .option("maxFilesPerTrigger", 1)
-            .json(str(src))
-            .groupBy("k")
-            .count()
-            .writeStream.format("noop")
-            .outputMode("update")
-            .option("checkpointLocation", str(base / "cp"))
-            .trigger(availableNow=True)
-            .start()
-        )
-        query.awaitTermination()
-    return base / "cp"
-
-
 def _hold_back(cp: Path, held: Path, batch: int) -> list[str]:
-    """Move ``batch``'s files (relative paths) from ``cp`` to ``held``; in Spark's order of
-    writing, the logs last: ``offsets/N`` then ``commits/N``."""
+    """Move ``batch``'s files from ``cp`` to ``held``; their relative paths, in the order they
+    go back: the state and source files, then ``offsets/N`` and ``commits/N`` (last)."""
     moved = []
     for path in sorted(p for p in cp.rglob("*") if p.is_file()):
         rel = str(path.relative_to(cp))
@@ -71,13 +46,6 @@ def _hold_back(cp: Path, held: Path, batch: int) -> list[str]:
             moved.append(rel)
     rank = {"offsets": 1, "commits": 2}
     return sorted(moved, key=lambda r: (rank.get(r.split(os.sep)[0], 0), r))
-
-
-def _committed(db: str) -> set[int]:
-    try:
-        return {r[0] for r in read_query(db, "SELECT batch_id FROM batches WHERE committed")}
-    except Exception:
-        return set()  # not created yet, or the writer holds it for a moment
 
 
 def _problems(db: str, rel: str) -> list[str]:
@@ -110,29 +78,18 @@ def _release(fifo: Path) -> None:
 def test_watch_writes_a_commits_rows_before_checking_its_checksums(
     spark: Any, tmp_path: Path
 ) -> None:
-    cp = _run_query(spark, tmp_path)
+    from pyspark.sql import functions as F
+
+    # Two batches of an aggregation on HDFS state, two partitions: batch 1 is held back.
+    batches = [steady_rows(b) for b in range(HELD + 1)]
+    cp = windowed(spark, tmp_path, "cp", batches, F.max).finish().checkpoint
     held, db = tmp_path / "held", str(tmp_path / "sg.duckdb")
     files = _hold_back(cp, held, HELD)
     delta = next(r for r in files if r.endswith(f"{HELD + 1}.delta"))
     sidecar = os.path.join(os.path.dirname(delta), f".{os.path.basename(delta)}.crc")
     assert sidecar in files, files
     log = tmp_path / "watch.log"
-    with open(log, "wb") as fh:
-        watcher = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "stateglass.app.cli",
-                "watch",
-                str(cp),
-                "--db",
-                db,
-                *WATCH_FLAGS,
-            ],
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-            cwd=ROOT,
-        )
+    watcher = start_watch(cp, db, log, *WATCH_FLAGS)
     fifo = cp / sidecar
     writer: int | None = None
     try:
@@ -141,15 +98,15 @@ def test_watch_writes_a_commits_rows_before_checking_its_checksums(
             assert watcher.poll() is None, log.read_text()
             assert time.monotonic() < deadline, "no first scan"
             time.sleep(0.05)
-        assert _committed(db) == {HELD - 1}
-        # The batch's files as Spark writes them, commits/N last; one checksum file a FIFO.
+        assert committed(db) == {HELD - 1}
+        # The batch's files, offsets/N and commits/N last; one checksum file a FIFO.
         os.mkfifo(fifo)
         for rel in files:
             if rel != sidecar:
                 os.rename(held / rel, cp / rel)
         writer = _open_writer_end(fifo, watcher, log)
         # The watcher is inside the commit's checksum checks, blocked reading the FIFO.
-        assert _committed(db) == {HELD - 1, HELD}, "the rows wait for the checksum checks"
+        assert committed(db) == {HELD - 1, HELD}, "the rows wait for the checksum checks"
         versions = read_query(db, "SELECT DISTINCT version FROM state_versions")
         assert (HELD + 1,) in versions
         # Spark's checksum file with one CRC flipped: the check that was waiting reports it.
@@ -167,9 +124,4 @@ def test_watch_writes_a_commits_rows_before_checking_its_checksums(
         if writer is not None:
             os.close(writer)
         _release(fifo)
-        watcher.terminate()
-        try:
-            watcher.wait(10)
-        except subprocess.TimeoutExpired:
-            watcher.kill()
-            watcher.wait(10)
+        stop(watcher)
