@@ -27,7 +27,6 @@ from tests.progress_queries import steady_rows, windowed
 
 pytestmark = [pytest.mark.spark]
 
-HELD = 1  # the batch put in place while the watcher runs
 TIMEOUT_S = 120.0
 # A long debounce: offsets/N must not start a scan of its own before commits/N, which
 # releases the checkpoint at once.
@@ -80,12 +79,13 @@ def test_watch_writes_a_commits_rows_before_checking_its_checksums(
 ) -> None:
     from pyspark.sql import functions as F
 
-    # Two batches of an aggregation on HDFS state, two partitions: batch 1 is held back.
-    batches = [steady_rows(b) for b in range(HELD + 1)]
-    cp = windowed(spark, tmp_path, "cp", batches, F.max).finish().checkpoint
-    held, db = tmp_path / "held", str(tmp_path / "sg.duckdb")
-    files = _hold_back(cp, held, HELD)
-    delta = next(r for r in files if r.endswith(f"{HELD + 1}.delta"))
+    # Two batches of an aggregation on HDFS state, two partitions (and the batch Spark runs
+    # without data to move the watermark on): the last one is held back.
+    ran = windowed(spark, tmp_path, "cp", [steady_rows(b) for b in range(2)], F.max).finish()
+    cp, held, db = ran.checkpoint, tmp_path / "held", str(tmp_path / "sg.duckdb")
+    last = max(int(p.name) for p in (cp / "commits").iterdir() if p.name.isdigit())
+    files = _hold_back(cp, held, last)
+    delta = next(r for r in files if r.endswith(f"{last + 1}.delta"))
     sidecar = os.path.join(os.path.dirname(delta), f".{os.path.basename(delta)}.crc")
     assert sidecar in files, files
     log = tmp_path / "watch.log"
@@ -98,7 +98,7 @@ def test_watch_writes_a_commits_rows_before_checking_its_checksums(
             assert watcher.poll() is None, log.read_text()
             assert time.monotonic() < deadline, "no first scan"
             time.sleep(0.05)
-        assert committed(db) == {HELD - 1}
+        assert committed(db) == set(range(last))
         # The batch's files, offsets/N and commits/N last; one checksum file a FIFO.
         os.mkfifo(fifo)
         for rel in files:
@@ -106,9 +106,9 @@ def test_watch_writes_a_commits_rows_before_checking_its_checksums(
                 os.rename(held / rel, cp / rel)
         writer = _open_writer_end(fifo, watcher, log)
         # The watcher is inside the commit's checksum checks, blocked reading the FIFO.
-        assert committed(db) == {HELD - 1, HELD}, "the rows wait for the checksum checks"
+        assert committed(db) == set(range(last + 1)), "the rows wait for the checksum checks"
         versions = read_query(db, "SELECT DISTINCT version FROM state_versions")
-        assert (HELD + 1,) in versions
+        assert (last + 1,) in versions
         # Spark's checksum file with one CRC flipped: the check that was waiting reports it.
         real = (held / sidecar).read_bytes()
         os.write(writer, real[:-1] + bytes([real[-1] ^ 0xFF]))
