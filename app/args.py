@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from stateglass.app.errors import AppError
 from stateglass.collectors.locations import DEFAULT_DB
@@ -246,30 +246,27 @@ def add_storage_args(p: argparse.ArgumentParser) -> None:
 
 def apply_storage_args(args: argparse.Namespace) -> None:
     """Configure this process's storage settings from :func:`add_storage_args`' arguments."""
+    from stateglass.app.settings import settings_of
     from stateglass.collectors.remote.settings import (
         StorageSettings,
         configure,
-        from_config,
         merge,
         parse_options,
         parse_size,
     )
-    from stateglass.collectors.tomlfile import read_toml
 
-    table: dict[str, Any] = {}
-    if args.config:
-        table = from_config(*read_toml(args.config))
+    stored = settings_of(args).storage  # the [storage] table of --config
     base = StorageSettings()
     try:
-        options = merge(base.options, table.get("options", {}))
+        options = merge(base.options, stored.options)
         options = merge(options, parse_options(args.storage_option))
-        size_text = args.cache_size if args.cache_size is not None else table.get("cache_size")
-        cache_bytes = parse_size(size_text) if size_text is not None else base.cache_bytes
+        if args.cache_size is not None:
+            cache_bytes = parse_size(args.cache_size)
+        else:
+            cache_bytes = stored.cache_bytes if stored.cache_bytes is not None else base.cache_bytes
     except ValueError as exc:
         raise AppError(str(exc)) from exc
-    cache_dir = (
-        args.cache_dir or table.get("cache_dir") or base.cache_dir
-    )  # base: $STATEGLASS_CACHE_DIR
+    cache_dir = args.cache_dir or stored.cache_dir or base.cache_dir  # base: $STATEGLASS_CACHE_DIR
     configure(StorageSettings(options, str(cache_dir), cache_bytes))
 
 

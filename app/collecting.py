@@ -1,8 +1,10 @@
-"""What the commands that collect share: a scanner built from their arguments, the progress
-bar, the one-line summaries, and the ``--progress`` event logs.
+"""What the commands that collect share: the one factory of scanners, the database writer
+with the ``[history]`` of ``--config``, the progress bar, the one-line summaries, and the
+``--progress`` event logs.
 
 ``collect``, ``watch``, ``dashboard``, ``report`` and ``check`` all collect checkpoints into
-the DuckDB database before they do anything else.
+the DuckDB database before they do anything else, each with a scanner from
+:func:`new_scanner` (the benchmarks too).
 
 Example::
 
@@ -18,13 +20,16 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 from stateglass.app import discovery
+from stateglass.app.args import reconcile_policy
 from stateglass.app.errors import AppError
+from stateglass.app.settings import Settings, settings_of
 from stateglass.collectors.checkpoints.enclosing import refuse_inside_checkpoint
-from stateglass.collectors.engines import get_engine
+from stateglass.collectors.engines import Engine, get_engine
 
 if TYPE_CHECKING:
     from stateglass.collectors.db.writer import Database
-    from stateglass.collectors.scan.scanner import Scanner, ScanSummary
+    from stateglass.collectors.scan.reconcile import ReconcilePolicy
+    from stateglass.collectors.scan.scanner import AfterWrite, Scanner, ScanSummary
 
 
 class ProgressBar:
@@ -48,9 +53,9 @@ class ProgressBar:
         self.stream.flush()
 
 
-def scanner_for(args: argparse.Namespace) -> tuple[Scanner, list[str]]:
-    """The scanner ``args`` ask for and the checkpoints to scan, every path validated first:
-    a typo fails before anything is written."""
+def scanner_for(args: argparse.Namespace, watcher: bool = False) -> tuple[Scanner, list[str]]:
+    """The scanner ``args`` ask for (a watcher's with ``watcher``) and the checkpoints to scan,
+    every path validated first: a typo fails before anything is written."""
     # Callers that build their own Namespace (the watcher child, tests) may leave it out.
     args.progress = list(getattr(args, "progress", None) or [])
     if getattr(args, "jobs", 1) < 0:
@@ -64,25 +69,69 @@ def scanner_for(args: argparse.Namespace) -> tuple[Scanner, list[str]]:
         from stateglass.collectors.progress import check_location
 
         args.progress = [check_location(path) for path in args.progress]
-    return new_scanner(args), roots
+    return scanner_from_args(args, watcher), roots
 
 
-def new_scanner(args: argparse.Namespace) -> Scanner:
-    """A scanner writing ``args.db`` with the engine ``args`` name (default: local)."""
-    # DuckDB takes a tenth of a second to import: only commands that use it pay for it.
-    from stateglass.collectors.db.writer import Database
-    from stateglass.collectors.scan.scanner import Scanner
-
+def scanner_from_args(args: argparse.Namespace, watcher: bool = False) -> Scanner:
+    """The scanner a command's arguments ask for, its paths not checked (see
+    :func:`scanner_for`): ``--db``, ``--engine``, ``--master``, ``--jobs``,
+    ``--no-eviction-audit``, ``--config``; with ``watcher``, ``--reconcile-*`` too."""
     # Without --jobs (watch, the dashboard's watcher) chains stay in-process: see add_jobs_arg
     # in commands/collect.py.
     jobs = getattr(args, "jobs", 1)
     engine = get_engine(getattr(args, "engine", "local"), getattr(args, "master", None), jobs)
-    from stateglass.app.commands.maintain import history_settings
-
-    history = history_settings(getattr(args, "config", None))
-    return Scanner(
-        Database(args.db, history=history), engine, audit=getattr(args, "eviction_audit", True)
+    return new_scanner(
+        args.db,
+        settings_of(args),
+        engine,
+        audit=getattr(args, "eviction_audit", True),
+        watcher=reconcile_policy(args) if watcher else None,
     )
+
+
+def new_scanner(
+    db_path: str,
+    settings: Settings | None = None,
+    engine: Engine | None = None,
+    *,
+    audit: bool = True,
+    watcher: ReconcilePolicy | None = None,
+    after_write: AfterWrite | None = None,
+) -> Scanner:
+    """The one way a scanner is built: writing ``db_path`` (with ``settings.history``) and
+    counting with ``engine`` (default: local, in-process).
+
+    A watcher's scanner (``watcher``: when it lists every store directory again) looks new
+    commits' files up by name, checks their checksums right after writing their rows, and
+    then stores the health verdicts judged with ``settings.health``; ``after_write`` runs
+    instead of that (a benchmark times it so).
+
+    Example::
+
+        new_scanner("sg.duckdb", load_settings("sg.toml"), watcher=ReconcilePolicy()).scan(cp)
+    """
+    # DuckDB takes a tenth of a second to import: only commands that use it pay for it.
+    from stateglass.collectors.scan.scanner import Scanner
+
+    settings = settings or Settings()
+    if watcher is not None and after_write is None:
+        from stateglass.app.analysis.health.stored import storing_verdicts
+
+        after_write = storing_verdicts(settings.health)
+    return Scanner(
+        open_writer(db_path, settings),
+        engine,
+        audit=audit,
+        reconcile=watcher,
+        after_write=after_write,
+    )
+
+
+def open_writer(db_path: str, settings: Settings) -> Database:
+    """The database writer at ``db_path``, keeping the history ``settings.history`` says."""
+    from stateglass.collectors.db.writer import Database
+
+    return Database(db_path, history=settings.history)
 
 
 def scan_all(scanner: Scanner, roots: list[str]) -> tuple[list[ScanSummary], int]:

@@ -107,11 +107,10 @@ def summary(values: list[float]) -> str:
 def apptest(cp: str) -> None:
     from streamlit.testing.v1 import AppTest
 
-    from stateglass.collectors.db.writer import Database
-    from stateglass.collectors.scan.scanner import scan_checkpoint
+    from stateglass.app.collecting import new_scanner
 
     db = os.path.join(tempfile.mkdtemp(prefix="sg-bench-browse-"), "bench.duckdb")
-    scan_checkpoint(Database(db), cp)
+    new_scanner(db).scan(cp)
     os.environ["STATEGLASS_DB"] = db
 
     def page() -> None:

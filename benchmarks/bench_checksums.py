@@ -33,13 +33,13 @@ import tempfile
 import time
 from collections.abc import Callable
 
+from stateglass.app.collecting import new_scanner
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from stateglass.collectors.checkpoints.listing import list_checkpoint
-from stateglass.collectors.db.writer import Database
 from stateglass.collectors.scan import checksums
 from stateglass.collectors.scan import scanner as scan_module
 from stateglass.collectors.scan.checksums import is_sst, verify_files
-from stateglass.collectors.scan.scanner import _read_metadata, scan_checkpoint
+from stateglass.collectors.scan.scanner import _read_metadata
 from stateglass.parsers.sst import verify_sst
 
 
@@ -85,7 +85,7 @@ def _collect(path: str, verify: bool) -> float:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             start = time.perf_counter()
-            scan_checkpoint(Database(os.path.join(tmp, "b.duckdb")), path)
+            new_scanner(os.path.join(tmp, "b.duckdb")).scan(path)
             return time.perf_counter() - start
     finally:
         scan_module._verify_checksums = original  # type: ignore[assignment]

@@ -206,11 +206,10 @@ def ensure_checkpoint(partitions: int, batches: int) -> tuple[str, str]:
 
 
 def collect(cp: str, db_path: str) -> tuple[float, Any]:
-    from stateglass.collectors.db.writer import Database
-    from stateglass.collectors.scan.scanner import scan_checkpoint
+    from stateglass.app.collecting import new_scanner
 
     start = time.perf_counter()
-    summary = scan_checkpoint(Database(db_path), cp)
+    summary = new_scanner(db_path).scan(cp)
     return time.perf_counter() - start, summary
 
 
@@ -511,8 +510,8 @@ def main() -> None:
 def chain_cpu(cp: str) -> tuple[float, float]:
     """CPU seconds of counting every chain (the part that workers share) and of the whole scan
     (no interpreter start-up), in this process with ``--jobs 1``."""
+    from stateglass.app.collecting import new_scanner
     from stateglass.collectors.checkpoints.checkpoint import Checkpoint
-    from stateglass.collectors.scan.scanner import Scanner
 
     class Timed:
         name = "timed"
@@ -527,13 +526,11 @@ def chain_cpu(cp: str) -> tuple[float, float]:
                 Timed.cpu += time.process_time() - start
                 yield result
 
-    from stateglass.collectors.db.writer import Database
-
     tmp = tempfile.mkdtemp(prefix="sg-bench-cpu-")
     Timed.cpu = 0.0
     try:
         start = time.process_time()
-        Scanner(Database(os.path.join(tmp, "sg.duckdb")), Timed()).scan(Checkpoint.open(cp).root)
+        new_scanner(os.path.join(tmp, "sg.duckdb"), engine=Timed()).scan(Checkpoint.open(cp).root)
         scan = time.process_time() - start
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -30,7 +30,7 @@ Databases are cached in ``benchmarks/out/history-<days>d.duckdb``.
 The history has no state files behind it, so ``state-pages`` measures the pages that read
 them (Browse, Diff, Key history) on a real checkpoint instead: PySpark writes one once with
 the same partition count (:func:`real_checkpoint`, ~110 batches; Spark's maintenance keeps
-the newest ~100 versions), ``scan_checkpoint`` collects it into a copy of the history's
+the newest ~100 versions), a scanner collects it into a copy of the history's
 database (``…-real.duckdb``), and each page runs as its own cold process on that checkpoint,
 with the history's rows beside it in the same file. The real checkpoint's versions start at
 1: Spark cannot start a query at batch 259,200 short of running that many batches, so its
@@ -408,12 +408,11 @@ STATE_PAGES = ("browse", "diff", "key_history")
 
 def with_real_checkpoint(days: float, partitions: int) -> tuple[pathlib.Path, str]:
     """A copy of ``days``' database with :func:`real_checkpoint` collected into it by
-    ``scan_checkpoint`` (the collector's own write path); the copy and the checkpoint's root.
+    a scanner (the collector's own write path); the copy and the checkpoint's root.
     The month's file is only read (copied), never written."""
     import shutil
 
-    from stateglass.collectors.db.writer import Database
-    from stateglass.collectors.scan.scanner import scan_checkpoint
+    from stateglass.app.collecting import new_scanner
 
     cp = real_checkpoint(partitions)
     db = build(days, partitions)
@@ -423,7 +422,7 @@ def with_real_checkpoint(days: float, partitions: int) -> tuple[pathlib.Path, st
         part = out.with_suffix(".part")
         shutil.copyfile(db, part)
         start = time.perf_counter()
-        root = scan_checkpoint(Database(str(part)), str(cp)).checkpoint
+        root = new_scanner(str(part)).scan(str(cp)).checkpoint
         print(f"  collected {root} in {time.perf_counter() - start:.1f} s", file=sys.stderr)
         os.replace(part, out)
     return out, root

@@ -161,15 +161,14 @@ def time_known(
 
 def scan_commits(db_path: Path, cp: Path, held: Path, batches: dict[int, list[Path]]) -> list[Any]:
     """The first scan, then one scan by name per held batch: (wall, CPU, judge wall, judge CPU)."""
-    from bench_scan_by_name import time_judging
+    from bench_scan_by_name import timed_verdicts
 
-    from stateglass.collectors.db.writer import Database
+    from stateglass.app.collecting import new_scanner
     from stateglass.collectors.scan.reconcile import ReconcilePolicy
-    from stateglass.collectors.scan.scanner import Scanner
 
     policy = ReconcilePolicy(every_scans=1000, every_s=1e9)
-    scanner = Scanner(Database(str(db_path)), reconcile=policy, judge=True)
-    judged = time_judging(scanner)  # CPU, wall
+    store, judged = timed_verdicts()  # CPU, wall
+    scanner = new_scanner(str(db_path), watcher=policy, after_write=store)
     out = []
     for batch in (None, *batches):
         for rel in batches[batch] if batch is not None else ():

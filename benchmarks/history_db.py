@@ -14,7 +14,7 @@ How it is built (a rendering benchmark: the rows are real collector output, tile
 1. ``benchmarks/out/collect-200x110/checkpoint`` is a real checkpoint written by PySpark
    (``bench_collect.ensure_checkpoint(200, 110)``: ``groupBy(k).agg(count, sum)``, 200
    partitions, HDFS provider, 110 batches; Spark's retention kept batches 9..109 in its logs).
-2. It is collected into a fresh DuckDB by ``stateglass.collectors.scan.scanner.scan_checkpoint``:
+2. It is collected into a fresh DuckDB by a scanner (``stateglass.app.collecting.new_scanner``):
 22,000
    ``state_versions`` rows (versions 1..110), 101 ``batches``, 23,600 ``state_files``.
 3. That history is extended to versions 1..1,000 and batches 0..999 (well, 9..999) by SQL
@@ -162,11 +162,9 @@ WHERE checkpoint = $cp AND version <= $last AND version + $last * _k <= $version
 def _build(checkpoint: str, target: pathlib.Path) -> None:
     import duckdb
 
-    from stateglass.collectors.db.writer import Database
-    from stateglass.collectors.scan.scanner import scan_checkpoint
+    from stateglass.app.collecting import new_scanner
 
-    db = Database(str(target))
-    scan_checkpoint(db, checkpoint)
+    new_scanner(str(target)).scan(checkpoint)
     params = {
         "cp": checkpoint,
         "last": REAL_BATCHES,

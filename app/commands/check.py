@@ -31,7 +31,8 @@ from stateglass.app.args import add_db_arg
 from stateglass.app.errors import AppError
 
 if TYPE_CHECKING:
-    from stateglass.app.analysis.health import Finding, HealthConfig, RestartVerdict
+    from stateglass.app.analysis.health import Finding, RestartVerdict
+    from stateglass.app.settings import Settings
 
 EXIT_STATUS = {"OK": 0, "WARN": 1, "ERR": 2}
 
@@ -88,18 +89,16 @@ def _now(text: str | None) -> datetime | None:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
-def _collect(checkpoint: str, db_path: str) -> str:
+def _collect(checkpoint: str, db_path: str, settings: Settings) -> str:
     """Scan ``checkpoint`` into the database (incremental, a progress bar only on a terminal)."""
-    from stateglass.app.collecting import ProgressBar
+    from stateglass.app.collecting import ProgressBar, new_scanner
     from stateglass.collectors.checkpoints.checkpoint import Checkpoint
     from stateglass.collectors.checkpoints.enclosing import refuse_inside_checkpoint
-    from stateglass.collectors.db.writer import Database
-    from stateglass.collectors.scan.scanner import Scanner
 
     root = Checkpoint.open(checkpoint).root  # not a checkpoint: one line, exit 2
     # Collecting creates and writes the database: never inside a checkpoint.
     refuse_inside_checkpoint(db_path, "--db", [root])
-    Scanner(Database(db_path)).scan(root, ProgressBar(root))
+    new_scanner(db_path, settings).scan(root, ProgressBar(root))
     return root
 
 
@@ -126,25 +125,28 @@ def table(findings: list[Finding], verbose: bool = False) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """``stateglass check``: exit 0, 1 or 2 for a worst status of OK, WARN or ERR."""
-    from stateglass.app.analysis.health import load_config
+    from stateglass.app.settings import settings_of
     from stateglass.collectors import limits
 
-    config = load_config(args.config)  # a bad file fails before anything is collected
-    limits.configure(config.limits.over(limits.from_env()))
+    settings = settings_of(args)  # a bad file fails before anything is collected
+    limits.configure(settings.health.limits.over(limits.from_env()))
     try:
-        return _run(args, config)
+        return _run(args, settings)
     finally:
         limits.configure(None)
 
 
-def _run(args: argparse.Namespace, config: HealthConfig) -> int:
+def _run(args: argparse.Namespace, settings: Settings) -> int:
     from stateglass.app.analysis.health import judge, worst
     from stateglass.collectors.remote import canonical
 
     now = _now(args.now)
     db_path = os.path.abspath(os.path.expanduser(args.db))
-    collect = _collect if args.collect else (lambda path, _db: canonical(path))
-    root = collect(args.checkpoint, db_path)
+    if args.collect:
+        root = _collect(args.checkpoint, db_path, settings)
+    else:
+        root = canonical(args.checkpoint)
+    config = settings.health
     compat = None
     if args.next is not None:
         from stateglass.app.analysis.compat import compare

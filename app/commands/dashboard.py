@@ -58,18 +58,18 @@ def _collect_for_dashboard(
 ) -> list[str]:
     """Collect every checkpoint at ``paths`` into ``db_path``, one progress line each
     (folders searched with the discovery bounds in ``args``)."""
-    from stateglass.app.collecting import ProgressBar
+    from stateglass.app.collecting import ProgressBar, new_scanner
+    from stateglass.app.settings import settings_of
     from stateglass.collectors.checkpoints.enclosing import refuse_inside_checkpoint
-    from stateglass.collectors.db.writer import Database
     from stateglass.collectors.engines import LocalEngine
-    from stateglass.collectors.scan.scanner import Scanner
 
+    args = args or argparse.Namespace()
     # Resolve every path first: a typo fails before anything is written.
-    roots = sorted(discovery.find(paths, args or argparse.Namespace()))
+    roots = sorted(discovery.find(paths, args))
     refuse_inside_checkpoint(db_path, "--db", roots)
     # The start-up collect is a full one, before any thread starts: one worker per core.
     # The watcher's re-scans stay in-process (app/commands/collect.py, add_jobs_arg).
-    scanner = Scanner(Database(db_path), LocalEngine(jobs=0))
+    scanner = new_scanner(db_path, settings_of(args), LocalEngine(jobs=0))
     for n, root in enumerate(roots, 1):
         label = f"[{n}/{len(roots)}] {root}"
         print(f"collecting {label}", file=sys.stderr, flush=True)
@@ -101,13 +101,13 @@ def _health_config_env(args: argparse.Namespace) -> dict[str, str]:
     The Overview cards and the Health page judge with its thresholds, e.g. ``make run`` turns
     the stalled-query rule off for the finished sample runs (``sample_checkpoints/demo.toml``).
     """
-    from stateglass.app.analysis.health import load_config
     from stateglass.app.dashboard.context import HEALTH_CONFIG_ENV
+    from stateglass.app.settings import settings_of
 
     path = getattr(args, "config", None)
     if not path:
         return {}
-    load_config(path)  # a bad file is one line and exit status 2, before the server starts
+    settings_of(args)  # a bad file is one line and exit status 2, before the server starts
     return {HEALTH_CONFIG_ENV: os.path.abspath(os.path.expanduser(path))}
 
 
@@ -132,10 +132,10 @@ def run(args: argparse.Namespace) -> int:
     check_port_free(args.host, args.port)
     roots = _collect_for_dashboard(args.paths, db_path, args) if args.paths else []
     if progress:
-        from stateglass.app.collecting import collect_progress
-        from stateglass.collectors.db.writer import Database
+        from stateglass.app.collecting import collect_progress, open_writer
+        from stateglass.app.settings import settings_of
 
-        collect_progress(Database(db_path), progress)
+        collect_progress(open_writer(db_path, settings_of(args)), progress)
     # Open a browser only where there is a screen to show it on.
     headless = args.headless or not (os.environ.get("DISPLAY") or sys.platform == "darwin")
     # Our watcher writes the database while the server only reads it; it stops with us.

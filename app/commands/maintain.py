@@ -33,24 +33,16 @@ def add_parser(subparsers: Any) -> None:
     )
 
 
-def history_settings(config: str | None) -> Any:
-    """The ``[history]`` settings of ``config`` (defaults without a file)."""
-    from stateglass.collectors.db.history_settings import HistorySettings, from_config
-    from stateglass.collectors.tomlfile import read_toml
-
-    return HistorySettings() if not config else from_config(*read_toml(config))
-
-
 def run(args: argparse.Namespace) -> int:
     """``stateglass maintain``: one line per checkpoint maintained."""
+    from stateglass.app.collecting import open_writer
+    from stateglass.app.settings import settings_of
     from stateglass.collectors.db.connection import existing_database
-    from stateglass.collectors.db.writer import Database
 
     # The writer would make a new database: maintaining one that is not there is a typo.
     db_path = existing_database(args.db)
-    settings = history_settings(args.config)
-    db = Database(db_path, history=settings)
-    results = db.maintain(args.checkpoint)
+    settings = settings_of(args)
+    results = open_writer(db_path, settings).maintain(args.checkpoint)
     for r in results:
         kept = (
             "all versions at full resolution"
@@ -62,5 +54,5 @@ def run(args: argparse.Namespace) -> int:
             f"{r.files_compacted:,} purged files' rows compacted",
             file=sys.stderr,
         )
-    print(settings.describe(), file=sys.stderr)
+    print(settings.history.describe(), file=sys.stderr)
     return 0

@@ -17,10 +17,13 @@ import importlib.util
 import ipaddress
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stateglass.app.args import add_db_arg
 from stateglass.app.errors import AppError
+
+if TYPE_CHECKING:
+    from stateglass.app.analysis.thresholds import HealthConfig
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 9108
@@ -71,15 +74,14 @@ def exposure_warning(host: str, port: int) -> str | None:
     )
 
 
-def serve(db: str, host: str, port: int, config_path: str | None = None) -> Any:
-    """Start the HTTP server in a daemon thread; returns the server (``.shutdown()`` stops it)."""
+def serve(db: str, host: str, port: int, config: HealthConfig | None = None) -> Any:
+    """Start the HTTP server in a daemon thread, judging with ``config``'s thresholds (default:
+    the documented ones); returns the server (``.shutdown()`` stops it)."""
     _require_prometheus()
     from prometheus_client import CollectorRegistry, start_http_server
 
-    from stateglass.app.analysis.health import load_config
     from stateglass.app.metrics import HistoryCollector
 
-    config = load_config(config_path)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(HistoryCollector(db, config))
     try:
@@ -98,6 +100,8 @@ def _require_prometheus() -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``stateglass metrics``: serve until interrupted."""
+    from stateglass.app.settings import settings_of
+
     _require_prometheus()
     from stateglass.collectors.db.connection import existing_database
 
@@ -107,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     warning = exposure_warning(args.host, args.port)
     if warning:
         print(warning, file=sys.stderr)
-    server = serve(db, args.host, args.port, args.config)
+    server = serve(db, args.host, args.port, settings_of(args).health)
     shown = f"[{args.host}]" if ":" in args.host else args.host
     print(f"serving http://{shown}:{args.port}/metrics from {db}", file=sys.stderr, flush=True)
     try:

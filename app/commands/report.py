@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from stateglass.app.collecting import scan_all, scanner_for
     from stateglass.app.report import writer_for
     from stateglass.app.report.model import load_report
+    from stateglass.app.settings import settings_of
     from stateglass.collectors.checkpoints.checkpoint import Checkpoint
     from stateglass.collectors.checkpoints.enclosing import refuse_inside_checkpoint
     from stateglass.collectors.remote import canonical
@@ -64,7 +65,13 @@ def run(args: argparse.Namespace) -> int:
     if args.collect:
         # scanner_for refuses a database inside the checkpoint before it writes anything.
         scanner, roots = scanner_for(
-            argparse.Namespace(checkpoints=[cp.root], db=db_path, engine="local", master=None)
+            argparse.Namespace(
+                checkpoints=[cp.root],
+                db=db_path,
+                engine="local",
+                master=None,
+                settings=settings_of(args),
+            )
         )
         scan_all(scanner, roots)
     data = load_report(db_path, cp.root)

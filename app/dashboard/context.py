@@ -64,9 +64,9 @@ def health_config() -> HealthConfig:
 
 @st.cache_resource(show_spinner=False)
 def _health_config(path: str | None) -> HealthConfig:
-    from stateglass.app.analysis.health import load_config
+    from stateglass.app.settings import load_settings
 
-    return load_config(path)
+    return load_settings(path).health
 
 
 def disabled_rules() -> list[str]:

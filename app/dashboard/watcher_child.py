@@ -228,8 +228,36 @@ def _follow(control: ControlFile, add: Callable[[str], None], stop: threading.Ev
             return
 
 
+def serve(args: argparse.Namespace, control: ControlFile, stop: threading.Event) -> int:
+    """The watcher child's watch over every path appended to ``control``, until ``stop``:
+    the watch ``stateglass watch`` runs (app/watching.py), over a growing set of paths.
+
+    A path that turns out not to be a checkpoint is one line on stderr; the others go on.
+    """
+    from stateglass.app.watching import (
+        checkpoint_watcher,
+        scan_or_say,
+        start_progress,
+        watcher_scanner,
+    )
+
+    scanner = watcher_scanner(args)
+    start_progress(scanner.db, list(getattr(args, "progress", None) or []), stop)
+
+    def first(root: str) -> None:
+        summary = scan_or_say(scanner, root)
+        if summary is not None:
+            print(f"collected {summary.line()}", file=sys.stderr, flush=True)
+
+    watcher = checkpoint_watcher(args, scanner, [], on_added=first)
+    reader = threading.Thread(target=_follow, args=(control, watcher.add, stop), daemon=True)
+    reader.start()
+    watcher.run(stop)
+    reader.join(timeout=5)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    from stateglass.app.commands import watch
     from stateglass.collectors.errors import CollectorError
 
     parser = argparse.ArgumentParser(prog="python -m stateglass.app.dashboard.watcher_child")
@@ -240,13 +268,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--progress", action="append", default=[], help="a --progress path to poll (repeatable)"
     )
     parser.add_argument(
-        "--config", default=None, help="the dashboard's --config: thresholds of stored verdicts"
+        "--config",
+        default=None,
+        help="the dashboard's --config: its [history] and the thresholds of stored verdicts",
     )
     args = parser.parse_args(argv)
     stop = threading.Event()
     threading.Thread(target=_stop_on_eof, args=(stop,), daemon=True).start()
     try:
-        return watch.serve(args, ControlFile(args.control), _follow, stop)
+        return serve(args, ControlFile(args.control), stop)
     except CollectorError as exc:
         print(f"stateglass: error: {exc}", file=sys.stderr)
         return 2

@@ -19,9 +19,11 @@ Example (a ``--config`` file)::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from stateglass.collectors.config_file import Section, Tables, refuse_unknown_keys
 from stateglass.collectors.errors import BadConfig
 
 
@@ -53,17 +55,13 @@ _KEYS: dict[str, type] = {
 }
 
 
-def from_config(data: dict[str, Any], shown: str) -> HistorySettings:
-    """The ``[history]`` table of a config file read by ``read_toml`` (defaults without one)."""
-    table = data.get("history", {})
-    if not isinstance(table, dict):
-        raise BadConfig(shown, "[history] must be a table")
+def from_config(data: Tables, shown: str) -> HistorySettings:
+    """The ``[history]`` table of a config file (defaults without one)."""
+    table: Mapping[str, Any] = data.get("history", {})
+    refuse_unknown_keys(shown, "history", table, tuple(_KEYS))
     values: dict[str, Any] = {}
     for key, value in table.items():
-        kind = _KEYS.get(key)
-        if kind is None:
-            known = ", ".join(sorted(_KEYS))
-            raise BadConfig(shown, f"[history] has no setting {key!r} (known: {known})")
+        kind = _KEYS[key]
         # TOML's bool is an int to Python: check it apart, and take an int where a float goes.
         ok = (
             isinstance(value, bool)
@@ -77,3 +75,7 @@ def from_config(data: dict[str, Any], shown: str) -> HistorySettings:
             raise BadConfig(shown, f"[history] {key} must be a positive {kind.__name__}")
         values[key] = kind(value)
     return HistorySettings(**values)
+
+
+# The ``[history]`` section of a ``--config`` file (collectors/config_file.py).
+SECTION = Section(("history",), from_config)

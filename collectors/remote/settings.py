@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from stateglass.collectors.config_file import Section, Tables, refuse_unknown_keys
+from stateglass.collectors.errors import BadConfig
 from stateglass.collectors.remote.cache import DEFAULT_CACHE_BYTES, default_cache_dir
 
 ENV = "STATEGLASS_STORAGE"
@@ -117,24 +119,34 @@ def merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+@dataclass(frozen=True)
+class StorageConfig:
+    """The ``[storage]`` table of a ``--config`` file: what the command line may override."""
+
+    options: dict[str, Any] = field(default_factory=dict)
+    cache_dir: str | None = None
+    cache_bytes: int | None = None
+
+
 _KEYS = ("cache_dir", "cache_size", "options")
 
 
-def from_config(data: Mapping[str, Any], path: str) -> dict[str, Any]:
-    """The ``[storage]`` table of a parsed config file, checked; ``BadConfig`` names ``path``."""
-    from stateglass.collectors.errors import BadConfig
-
+def from_config(data: Tables, path: str) -> StorageConfig:
+    """The ``[storage]`` table of a config file, checked; ``BadConfig`` names ``path``."""
     table = data.get("storage", {})
-    if not isinstance(table, dict):
-        raise BadConfig(path, "[storage] must be a table of keys")
-    for key in table:
-        if key not in _KEYS:
-            raise BadConfig(path, f"unknown key {key!r} in [storage]; known: {', '.join(_KEYS)}")
-    if not isinstance(table.get("options", {}), dict):
+    refuse_unknown_keys(path, "storage", table, _KEYS)
+    options = table.get("options", {})
+    if not isinstance(options, dict):
         raise BadConfig(path, "[storage] options must be a table ([storage.options])")
+    cache_bytes = None
     if "cache_size" in table:
         try:
-            parse_size(table["cache_size"])
+            cache_bytes = parse_size(table["cache_size"])
         except (ValueError, TypeError) as exc:
             raise BadConfig(path, f"[storage] cache_size: {exc}") from exc
-    return dict(table)
+    cache_dir = table.get("cache_dir")
+    return StorageConfig(dict(options), str(cache_dir) if cache_dir else None, cache_bytes)
+
+
+# The ``[storage]`` section of a ``--config`` file (collectors/config_file.py).
+SECTION = Section(("storage",), from_config)

@@ -32,7 +32,7 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
 from stateglass.collectors.checkpoints.listing import (
@@ -45,7 +45,7 @@ from stateglass.collectors.checkpoints.listing import (
 from stateglass.collectors.db.writer import Database
 from stateglass.collectors.db.writes import Chain, KnownScan, ScanWrite
 from stateglass.collectors.engines import Engine, LocalEngine
-from stateglass.collectors.errors import CheckpointError, CollectorError, CorruptFile
+from stateglass.collectors.errors import CheckpointError, CorruptFile
 from stateglass.collectors.fs import FileSystem
 from stateglass.collectors.scan.by_name import KnownListing, lookup_listing, new_versions, sst_files
 from stateglass.collectors.scan.carry import KeyCarry
@@ -77,10 +77,15 @@ from stateglass.collectors.scan.schema_history import schema_files
 from stateglass.collectors.watch.heap_trim import give_back
 from stateglass.parsers.logs import CommitMetadata, OffsetSeq, batch_id_of
 
-if TYPE_CHECKING:
-    from stateglass.app.analysis.health.config import HealthConfig
-
 Progress = Callable[[int, int], None]
+
+
+class AfterWrite(Protocol):
+    """What runs after each scan's writes (its rows, then a watcher's checksum checks): the
+    layer above fills it in, e.g. a watcher stores the health verdicts of the checkpoint just
+    scanned (``app/analysis/health/stored.py``). ``scan_at`` is the scan's ``last_scan``."""
+
+    def __call__(self, db: Database, root: str, scan_at: datetime) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -290,17 +295,23 @@ def _gc_paused() -> Iterator[None]:
 
 
 class Scanner:
-    """Scans checkpoints into one :class:`Database` with one engine."""
+    """Scans checkpoints into one :class:`Database` with one engine.
+
+    A watcher's scanner (``reconcile``: when to list every store directory again) looks new
+    commits' files up by name between full listings, carries key sets from scan to scan, and
+    checks new files' checksums right after writing their rows; ``collect`` and ``check`` list
+    everything and check before their one write. ``after_write`` runs after each scan's writes.
+    """
 
     def __init__(
         self,
         db: Database,
         engine: Engine | None = None,
         fs: FileSystem | None = None,
+        *,
         audit: bool = True,
         reconcile: ReconcilePolicy | None = None,
-        judge: bool = False,
-        health: HealthConfig | None = None,
+        after_write: AfterWrite | None = None,
     ) -> None:
         self.db = db
         self.engine: Engine = engine or LocalEngine()
@@ -319,10 +330,7 @@ class Scanner:
         # A watcher checks new files' checksums right after writing its scan's rows
         # (collectors/scan/late_checks.py); collect and check before their one write.
         self.late = LateChecks() if reconcile is not None else None
-        # A watcher judges each checkpoint's health right after writing its scan and stores
-        # the verdicts (app/analysis/health/stored.py), with these thresholds.
-        self.judge = judge
-        self.health = health
+        self.after_write = after_write
         # A full listing since the last trim (see :meth:`scan`).
         self._trim_due = False
 
@@ -402,8 +410,8 @@ class Scanner:
                 again = self._scan(path, progress, by_name=False)
                 return _merged(summary, again, len(damaged))
             summary = replace(summary, problems=len({p["path"] for p in write.problems} | damaged))
-        if self.judge:
-            self._judge(seen.root, seen.now)
+        if self.after_write is not None:
+            self.after_write(self.db, seen.root, seen.now)
         if self.reconcile is not None:
             if seen.listed:
                 self.reconcile.listed(seen.root)
@@ -480,17 +488,6 @@ class Scanner:
             files = KnownListing.build(cp, stores, known.state_files)
         found = lookup_listing(cp, stores, files, logs, versions, commits)
         return (found, files) if found is not None else None
-
-    def _judge(self, root: str, scan_at: datetime) -> None:
-        """Store the health verdicts of the scan just written. What cannot be judged stores
-        nothing: readers then find the stored verdicts older than the scan and judge fresh."""
-        import duckdb
-
-        from stateglass.app.analysis.health.stored import judge_and_store
-
-        # A rule that trips on the history must not stop the watcher: its pages judge fresh.
-        with contextlib.suppress(CollectorError, duckdb.Error):
-            judge_and_store(self.db, root, scan_at, self.health)
 
     def _carries(self) -> bool:
         return self.reconcile is not None and self.engine.carries_keys

@@ -23,7 +23,7 @@ from streamlit.testing.v1 import AppTest
 
 from stateglass.app import queries
 from stateglass.app.analysis.health import CLOCK_RULES, evaluate, evaluate_many, worst
-from stateglass.app.analysis.health.stored import stored_many
+from stateglass.app.analysis.health.stored import stored_many, storing_verdicts
 from stateglass.app.dashboard import fleet
 from stateglass.app.escape import md
 from stateglass.collectors.db.read import read_query
@@ -110,7 +110,7 @@ def build_fleet(base: Path) -> str:
     db = str(base / "fleet.duckdb")
     # A watcher's scanner: each scan is followed by the health verdicts it stores (copied
     # with the rest of the rows below), which the Overview reads.
-    writer = Scanner(Database(db), judge=True)
+    writer = Scanner(Database(db), after_write=storing_verdicts())
     for i, sample in enumerate(ORIGINALS):
         target = _name(base, i)
         if sample == "stateless":

@@ -82,9 +82,9 @@ def test_a_busy_database_at_start_does_not_end_the_watch(
     holders: list[subprocess.Popen[bytes]] = []
     real_scanner_for = collecting.scanner_for
 
-    def scanner_then_reader(a: argparse.Namespace) -> tuple[Any, list[str]]:
+    def scanner_then_reader(a: argparse.Namespace, **options: Any) -> tuple[Any, list[str]]:
         # The writer has made its tables; the reader takes the database before the first scan.
-        out = real_scanner_for(a)
+        out = real_scanner_for(a, **options)
         holders.append(
             subprocess.Popen([sys.executable, "-c", HOLD_READ_LOCK, db_path, held, release])
         )

@@ -95,6 +95,24 @@ def join_conf(spark: Any) -> Iterator[None]:
             spark.conf.set(k, v)
 
 
+def start_watch(cp: Path, db: str, log: Path, *flags: str) -> subprocess.Popen[bytes]:
+    """``stateglass watch CP --db DB FLAGS…``, the real CLI in a child process, its output to
+    ``log``."""
+    command = [sys.executable, "-m", "stateglass.app.cli", "watch", str(cp), "--db", db]
+    with open(log, "wb") as fh:
+        return subprocess.Popen([*command, *flags], stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT)
+
+
+def stop(child: subprocess.Popen[bytes]) -> None:
+    """Terminate a child process; kill it if it lingers."""
+    child.terminate()
+    try:
+        child.wait(10)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait(10)
+
+
 def cpu_seconds(pid: int) -> float:
     """utime + stime of a process, from /proc."""
     with open(f"/proc/{pid}/stat", "rb") as fh:
@@ -165,23 +183,7 @@ def test_watch_stays_idle_and_records_every_commit(
     dirs = sum(1 for _ in os.walk(cp))
     assert dirs > PARTITIONS * 5  # a partition directory and four store directories each
     log = tmp_path / "watch.log"
-    with open(log, "wb") as fh:
-        watcher = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "stateglass.app.cli",
-                "watch",
-                str(cp),
-                "--db",
-                db,
-                "--debounce",
-                "0.2",
-            ],
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-            cwd=ROOT,
-        )
+    watcher = start_watch(cp, db, log, "--debounce", "0.2")
     try:
         deadline = time.monotonic() + 120
         while b"watching" not in log.read_bytes() and time.monotonic() < deadline:
@@ -207,8 +209,7 @@ def test_watch_stays_idle_and_records_every_commit(
         second_idle = idle_cpu(watcher.pid)
         assert inotify_watches(watcher.pid) == 3
     finally:
-        watcher.terminate()
-        watcher.wait(10)
+        stop(watcher)
     with capsys.disabled():
         print(
             f"\nwatch on a {PARTITIONS}-partition join ({dirs} directories): idle CPU "
@@ -395,23 +396,7 @@ def test_watch_on_tiled_store_directories(
     assert dirs >= partitions * (1 + STORES)
     assert all(len(batches[b]) > partitions * STORES for b in REPLAYED)
     log = tmp_path / "watch.log"
-    with open(log, "wb") as fh:
-        watcher = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "stateglass.app.cli",
-                "watch",
-                str(cp),
-                "--db",
-                db,
-                "--debounce",
-                "0.2",
-            ],
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-            cwd=ROOT,
-        )
+    watcher = start_watch(cp, db, log, "--debounce", "0.2")
     try:
         t1 = time.monotonic()
         while b"watching" not in log.read_bytes():
@@ -445,12 +430,7 @@ def test_watch_on_tiled_store_directories(
         second_idle = idle_cpu(watcher.pid, 4.0)
         assert inotify_watches(watcher.pid) == 3
     finally:
-        watcher.terminate()
-        try:
-            watcher.wait(10)
-        except subprocess.TimeoutExpired:
-            watcher.kill()
-            watcher.wait(10)
+        stop(watcher)
     assert committed(db) == set(range(REPLAYED[-1] + 1))
     versions = dict(
         db_rows(

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from stateglass.app.analysis.health import load_config
 from stateglass.app.cli import main
+from stateglass.app.settings import load_settings
 from stateglass.collectors import limits
 from stateglass.collectors.errors import BadConfig
 from stateglass.parsers.compression import decompress
@@ -42,10 +42,10 @@ def test_config_keys_override_the_environment(tmp_path: Path) -> None:
     path = tmp_path / "health.toml"
     path.write_text("[limits]\nmax_ratio = 500\n")
     base = limits.from_env({"STATEGLASS_MAX_RATIO": "200", "STATEGLASS_MIN_BYTES": "1MiB"})
-    assert load_config(str(path)).limits.over(base) == DecodeLimits(500, 1 << 20)
+    assert load_settings(str(path)).health.limits.over(base) == DecodeLimits(500, 1 << 20)
     path.write_text("[limits]\nmax_ratio = -1\n")
     with pytest.raises(BadConfig, match="must not be negative"):
-        load_config(str(path))
+        load_settings(str(path))
 
 
 def test_a_real_file_over_a_tiny_budget() -> None:

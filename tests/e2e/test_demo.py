@@ -11,8 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from stateglass.app.analysis.health import Finding, evaluate, load_config
+from stateglass.app.analysis.health import Finding, evaluate
 from stateglass.app.collecting import collect_progress
+from stateglass.app.settings import load_settings
 from stateglass.collectors.db.writer import Database
 from stateglass.collectors.progress import check_location
 from stateglass.collectors.scan.scanner import scan_checkpoint
@@ -46,7 +47,7 @@ def judged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, list[
     for path in paths.values():
         scan_checkpoint(db, str(path))
     collect_progress(db, [check_location(str(EVENTLOG))], quiet_when_empty=True)
-    config = load_config(str(CONFIG))
+    config = load_settings(str(CONFIG)).health
     yield {story: evaluate(db_path, str(path), config=config) for story, path in paths.items()}
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from stateglass.app.analysis.health import HealthConfig, load_config
+from stateglass.app.analysis.health import HealthConfig
+from stateglass.app.settings import load_settings
 from stateglass.collectors.errors import BadConfig
 
 
@@ -19,7 +20,7 @@ def _write(tmp_path: Path, text: str) -> str:
 
 
 def test_no_file_means_the_defaults() -> None:
-    config = load_config(None)
+    config = load_settings(None).health
     assert config == HealthConfig()
     assert config.spark.min_deltas_for_snapshot == 10
     assert config.spark.min_batches_to_retain == 100
@@ -27,14 +28,14 @@ def test_no_file_means_the_defaults() -> None:
 
 
 def test_a_file_overrides_only_what_it_names(tmp_path: Path) -> None:
-    config = load_config(
+    config = load_settings(
         _write(
             tmp_path,
             "[spark]\nmin_deltas_for_snapshot = 50\n\n"
             "[stalled_query]\nenabled = false\nwarn_factor = 3\n\n"
             "[partition_skew]\nmin_bytes = 0\n",
         )
-    )
+    ).health
     assert config.spark.min_deltas_for_snapshot == 50
     assert config.spark.min_batches_to_retain == 100
     assert not config.enabled("stalled_query")
@@ -72,7 +73,7 @@ def test_bad_files_are_one_line_errors_naming_the_file(
 ) -> None:
     path = _write(tmp_path, text)
     with pytest.raises(BadConfig) as info:
-        load_config(path)
+        load_settings(path)
     line = str(info.value)
     assert line.startswith(path + ": ")
     assert message in line
@@ -81,7 +82,7 @@ def test_bad_files_are_one_line_errors_naming_the_file(
 
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(BadConfig, match="no such config file"):
-        load_config(str(tmp_path / "nope.toml"))
+        load_settings(str(tmp_path / "nope.toml"))
 
 
 def _documented_defaults() -> dict[str, dict[str, str]]:

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stateglass.app.analysis.health.base import Context
-from stateglass.app.analysis.health.config import HealthConfig
 from stateglass.app.analysis.health.versions import PartitionCounts
+from stateglass.app.analysis.thresholds import HealthConfig
 
 CP = "/cp"
 

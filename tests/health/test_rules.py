@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from stateglass.app.analysis.health import RULES, HealthConfig, worst
-from stateglass.app.analysis.health.config import SnapshotLagConfig, SparkConfig, StalledQueryConfig
+from stateglass.app.analysis.thresholds import SnapshotLagConfig, SparkConfig, StalledQueryConfig
 from tests.conftest import SamplesDb
 from tests.health.conftest import (
     SAMPLES,

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from stateglass.app.analysis.health import HealthConfig
-from stateglass.app.analysis.health.config import SparkConfig
+from stateglass.app.analysis.thresholds import SparkConfig
 from tests.health.conftest import SAMPLES, age, collect, copy_checkpoint, judge, statuses
 
 

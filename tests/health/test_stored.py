@@ -12,8 +12,14 @@ from pathlib import Path
 
 import duckdb
 
-from stateglass.app.analysis.health import CLOCK_RULES, evaluate_many, judge, load_config
-from stateglass.app.analysis.health.stored import config_key, judge_stored, stored_many
+from stateglass.app.analysis.health import CLOCK_RULES, evaluate_many, judge
+from stateglass.app.analysis.health.stored import (
+    config_key,
+    judge_stored,
+    stored_many,
+    storing_verdicts,
+)
+from stateglass.app.settings import load_settings
 from stateglass.collectors.db.read import read_query
 from stateglass.collectors.db.writer import Database
 from stateglass.collectors.scan.scanner import Scanner
@@ -30,9 +36,9 @@ def test_stored_verdicts_hold_until_a_scan_or_other_thresholds(tmp_path: Path) -
     db_path = str(tmp_path / "sg.duckdb")
     config_file = tmp_path / "thresholds.toml"
     config_file.write_text("[holes]\nenabled = false\n")
-    holes_off = load_config(str(config_file))
+    holes_off = load_settings(str(config_file)).health
     db = Database(db_path)
-    Scanner(db, judge=True, health=holes_off).scan(cp)
+    Scanner(db, after_write=storing_verdicts(holes_off)).scan(cp)
     now = datetime.now(tz=UTC)
     stored = stored_many(db_path, [cp], now, holes_off)[cp]
     assert stored == evaluate_many(db_path, [cp], now, holes_off)[cp]
@@ -103,7 +109,7 @@ def test_clock_rules_from_stored_facts_equal_a_full_judgement_at_any_moment(
     t0 = time.time()
     _dying_query(cp, t0)
     db_path = str(tmp_path / "sg.duckdb")
-    root = Scanner(Database(db_path), judge=True).scan(str(cp)).checkpoint
+    root = Scanner(Database(db_path), after_write=storing_verdicts()).scan(str(cp)).checkpoint
     (stored_facts,) = read_query(db_path, "SELECT clock_facts FROM health_judged")[0]
     as_of = datetime.fromisoformat(json.loads(stored_facts)["as_of"]).replace(tzinfo=UTC)
     # A second either side of each default threshold: no commit for 5 minutes, batch 11
@@ -150,7 +156,7 @@ def test_the_health_page_reads_the_stored_verdict_and_judges_progress_now(tmp_pa
     arrive between scans); a verdict stored without the restart one is judged afresh."""
     cp = str(copy_checkpoint(SAMPLES / "spark-4.3" / "agg-rocks", tmp_path / "cp"))
     db_path = str(tmp_path / "sg.duckdb")
-    root = Scanner(Database(db_path), judge=True).scan(cp).checkpoint
+    root = Scanner(Database(db_path), after_write=storing_verdicts()).scan(cp).checkpoint
     now = datetime.now(tz=UTC)
     verdict, found = judge(db_path, root, now)
     assert judge_stored(db_path, root, now) == (verdict.to_json(), found)

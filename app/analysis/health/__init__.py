@@ -35,7 +35,6 @@ from stateglass.app.analysis.health.base import (
     worst,
 )
 from stateglass.app.analysis.health.commit_time import CommitTime
-from stateglass.app.analysis.health.config import HealthConfig, load_config
 from stateglass.app.analysis.health.damaged_files import DamagedFiles
 from stateglass.app.analysis.health.falling_behind import FallingBehind
 from stateglass.app.analysis.health.holes import Holes
@@ -52,6 +51,7 @@ from stateglass.app.analysis.health.stalled_query import StalledQuery
 from stateglass.app.analysis.health.state_leak import StateLeak
 from stateglass.app.analysis.health.stuck_batch import StuckBatch
 from stateglass.app.analysis.health.unbounded_state import UnboundedState
+from stateglass.app.analysis.thresholds import HealthConfig
 from stateglass.collectors.db.connection import existing_database
 from stateglass.collectors.db.read import reader
 from stateglass.collectors.db.schema_versions import schema_of
@@ -72,7 +72,6 @@ __all__ = [
     "evaluate",
     "evaluate_many",
     "judge",
-    "load_config",
     "worst",
 ]
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     import duckdb
 
-    from stateglass.app.analysis.health.config import HealthConfig
+    from stateglass.app.analysis.thresholds import HealthConfig
 
 OK = "OK"
 WARN = "WARN"
@@ -98,7 +98,7 @@ class Context:
     def spark_conf(self, key: str, field: str) -> tuple[int, str]:
         """``(value, where it came from)`` of Spark conf ``key``: the checkpoint's pinned conf
         when it has it, else ``[spark] field`` of the config (Spark's default unless set)."""
-        from stateglass.app.analysis.health.config import SparkConfig
+        from stateglass.app.analysis.thresholds import SparkConfig
 
         raw = self.pinned_conf.get(key)
         if raw is not None:

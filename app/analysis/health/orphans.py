@@ -17,7 +17,7 @@ from stateglass.app.analysis.health.base import (
 from stateglass.parsers.units import fmt_bytes, fmt_duration
 
 if TYPE_CHECKING:
-    from stateglass.app.analysis.health.config import HealthConfig
+    from stateglass.app.analysis.thresholds import HealthConfig
 
 # SSTs of a partition whose live zips all have their references recorded (sst_files_live is
 # set), that no live zip references, and that are older than the partition's newest zip (a

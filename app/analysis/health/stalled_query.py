@@ -19,7 +19,7 @@ from stateglass.app.analysis.health.base import (
 from stateglass.parsers.units import fmt_duration
 
 if TYPE_CHECKING:
-    from stateglass.app.analysis.health.config import HealthConfig
+    from stateglass.app.analysis.thresholds import HealthConfig
 
 
 class StalledQuery:

@@ -26,13 +26,15 @@ so it shows what judging everything fresh shows. ``stateglass check`` judges eve
 
 Example::
 
-    judge_and_store(db, "/data/checkpoints/orders", scan_at)      # the watcher
+    Scanner(db, reconcile=policy, after_write=storing_verdicts(config))   # the watcher
+    judge_and_store(db, "/data/checkpoints/orders", scan_at)      # what it runs after a scan
     stored_many(db.path, ["/data/checkpoints/orders"])            # the Overview, a scrape
     verdict, findings = judge_stored(db.path, "/data/checkpoints/orders")  # the Health page
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -41,13 +43,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from stateglass.app.analysis.health.base import Facts, Finding, worst
-from stateglass.app.analysis.health.config import HealthConfig
-from stateglass.collectors.errors import CheckpointError
+from stateglass.app.analysis.thresholds import HealthConfig
+from stateglass.collectors.errors import CheckpointError, CollectorError
 
 if TYPE_CHECKING:
     import duckdb
 
     from stateglass.collectors.db.writer import Database
+    from stateglass.collectors.scan.scanner import AfterWrite
 
 Judged = dict[str, list[Finding] | CheckpointError]
 
@@ -85,6 +88,22 @@ def judge_and_store(
         [_row(root, i, f) for i, f in enumerate(found)],
     )
     return status
+
+
+def storing_verdicts(config: HealthConfig | None = None) -> AfterWrite:
+    """A watcher's scanner's hook (``after_write``): judge the checkpoint just scanned with
+    ``config``'s thresholds and store the verdicts (:func:`judge_and_store`)."""
+
+    def store(db: Database, root: str, scan_at: datetime) -> None:
+        import duckdb
+
+        # A rule that trips on the history must not stop the watcher: what cannot be judged
+        # stores nothing, and readers then find the stored verdicts older than the scan and
+        # judge fresh.
+        with contextlib.suppress(CollectorError, duckdb.Error):
+            judge_and_store(db, root, scan_at, config)
+
+    return store
 
 
 def _row(root: str, seq: int, f: Finding) -> dict[str, Any]:

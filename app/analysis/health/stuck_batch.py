@@ -18,7 +18,7 @@ from stateglass.app.analysis.health.base import (
 from stateglass.parsers.units import fmt_age, fmt_duration
 
 if TYPE_CHECKING:
-    from stateglass.app.analysis.health.config import HealthConfig
+    from stateglass.app.analysis.thresholds import HealthConfig
 
 
 class StuckBatch:

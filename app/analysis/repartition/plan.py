@@ -34,7 +34,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from stateglass.app.analysis.errors import AnalysisError
-from stateglass.app.analysis.health.config import PartitionSkewConfig
 from stateglass.app.analysis.repartition.keys import (
     Refused,
     no_schema,
@@ -44,6 +43,7 @@ from stateglass.app.analysis.repartition.keys import (
     unsupported_provider,
 )
 from stateglass.app.analysis.restart_cost import PartitionCost, slowest
+from stateglass.app.analysis.thresholds import PartitionSkewConfig
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
 from stateglass.collectors.checkpoints.state_reader import StateSource
 from stateglass.collectors.checkpoints.state_views import StateView, views_of

@@ -1,9 +1,12 @@
 """Thresholds of the health rules: documented defaults, overridable from a TOML file.
 
-Every field below is a key of the file, under the section named after its rule (``docs/health.md``
-lists them with what they mean). Unknown sections or keys, and values of the wrong type or sign,
-are a one-line :class:`~collectors.errors.BadConfig` naming the file: a typo must not silently
-fall back to a default.
+Every field below is a key of the ``--config`` file, under the section named after its rule
+(``docs/health.md`` lists them with what they mean); the decompression limits (``[limits]``,
+``docs/limits.md``) are set from the same file. Unknown keys, and values of the wrong type or
+sign, are a one-line :class:`~collectors.errors.BadConfig` naming the file: a typo must not
+silently fall back to a default. Apart from the rules' package, so that reading a
+``--config`` file (:mod:`stateglass.app.settings`, which every command does) does not load the
+rules and DuckDB.
 
 Example::
 
@@ -14,7 +17,7 @@ Example::
     [stalled_query]
     enabled = false                  # a scheduled availableNow job: long gaps are normal
 
-    config = load_config("health.toml")
+    config = load_settings("health.toml").health     # stateglass.app.settings
 """
 
 from __future__ import annotations
@@ -23,8 +26,8 @@ import dataclasses
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from stateglass.collectors.config_file import Section, Tables, refuse_unknown_keys
 from stateglass.collectors.errors import BadConfig
-from stateglass.collectors.tomlfile import read_toml
 from stateglass.parsers.limits import (
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MAX_RATIO,
@@ -284,36 +287,22 @@ def _coerce(path: str, where: str, default: Any, value: Any) -> Any:
     return float(value) if isinstance(default, float) else value
 
 
-def config_from_dict(data: dict[str, Any], path: str = "<config>") -> HealthConfig:
-    """A :class:`HealthConfig` from parsed TOML; ``path`` names the file in errors."""
+def from_config(data: Tables, path: str) -> HealthConfig:
+    """A :class:`HealthConfig` from the rules' tables of a parsed TOML file; ``path`` names
+    the file in errors."""
     base = HealthConfig()
-    sections = {f.name for f in fields(HealthConfig)}
     changes: dict[str, Any] = {}
     for name, table in data.items():
-        if name in ("storage", "history"):
-            # Not rules: where checkpoints live (collectors.remote.settings) and how much
-            # history the database keeps (collectors.db.history_settings) read their own sections.
-            continue
-        if name not in sections:
-            raise BadConfig(path, f"unknown section [{name}]; known: {', '.join(sorted(sections))}")
-        if not isinstance(table, dict):
-            raise BadConfig(path, f"[{name}] must be a table of keys, got {table!r}")
         current = getattr(base, name)
         keys = {f.name: getattr(current, f.name) for f in fields(current)}
-        updates = {}
-        for key, value in table.items():
-            if key not in keys:
-                raise BadConfig(
-                    path, f"unknown key {key!r} in [{name}]; known: {', '.join(sorted(keys))}"
-                )
-            updates[key] = _coerce(path, f"[{name}] {key}", keys[key], value)
+        refuse_unknown_keys(path, name, table, tuple(keys))
+        updates = {
+            key: _coerce(path, f"[{name}] {key}", keys[key], value) for key, value in table.items()
+        }
         changes[name] = dataclasses.replace(current, **updates)
     return dataclasses.replace(base, **changes)
 
 
-def load_config(path: str | None) -> HealthConfig:
-    """Read a TOML config file (None: every default). Bad files raise :class:`BadConfig`."""
-    if path is None:
-        return HealthConfig()
-    data, shown = read_toml(path)
-    return config_from_dict(data, shown)
+# The rules' sections of a ``--config`` file, one per field of HealthConfig
+# (collectors/config_file.py).
+SECTION = Section(tuple(f.name for f in fields(HealthConfig)), from_config)
