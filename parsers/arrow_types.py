@@ -27,6 +27,7 @@ from stateglass.parsers.sparktypes import (
     DecimalType,
     MapType,
     StringLikeType,
+    StructField,
     StructType,
     YearMonthIntervalType,
 )
@@ -101,3 +102,57 @@ def arrow_type(dt: DataType) -> Any:
         if dt.name in _ATOMIC:
             return getattr(pa, _ATOMIC[dt.name])()
     return pa.string()  # calendar intervals, variants: Spark's JSON text
+
+
+def spark_type(at: Any) -> DataType:
+    """The Spark type whose JSON a column of Arrow type ``at`` is written as: the inverse of
+    :func:`arrow_type` for every type it gives, and the nearest Spark type for the rest (a SQL
+    result's unsigned, 64-bit-offset, dictionary or view types; durations as day-time
+    intervals). Types Spark has no JSON for are written as their text (``string``)."""
+    import pyarrow as pa
+
+    t = pa.types
+    if t.is_struct(at):
+        fields = (at.field(i) for i in range(at.num_fields))
+        return StructType(tuple(StructField(f.name, spark_type(f.type)) for f in fields))
+    if t.is_map(at):
+        return MapType(spark_type(at.key_type), spark_type(at.item_type))
+    if t.is_list(at) or t.is_large_list(at) or t.is_fixed_size_list(at) or t.is_list_view(at):
+        return ArrayType(spark_type(at.value_type))
+    if t.is_dictionary(at):
+        return spark_type(at.value_type)
+    if t.is_decimal(at):
+        return DecimalType(at.precision, at.scale)
+    if t.is_timestamp(at):
+        return AtomicType("timestamp" if at.tz is not None else "timestamp_ntz")
+    if t.is_duration(at):
+        return DayTimeIntervalType(0, 3)
+    if t.is_interval(at):
+        return AtomicType("interval")
+    name = _SPARK_OF_ARROW.get(str(at))
+    return AtomicType(name if name is not None else "string")
+
+
+# Arrow type names (str(pa type)) -> Spark names, for what spark_type does not shape itself.
+_SPARK_OF_ARROW = {
+    "bool": "boolean",
+    "int8": "byte",
+    "int16": "short",
+    "int32": "integer",
+    "int64": "long",
+    "uint8": "short",
+    "uint16": "integer",
+    "uint32": "long",
+    "uint64": "long",
+    "float": "float",
+    "double": "double",
+    "halffloat": "float",
+    "string": "string",
+    "large_string": "string",
+    "string_view": "string",
+    "binary": "binary",
+    "large_binary": "binary",
+    "binary_view": "binary",
+    "date32[day]": "date",
+    "null": "void",
+}
