@@ -319,7 +319,7 @@ class JsonLinesSink(Sink):
             self.target.discard()
 
 
-class _Columns:
+class FlatColumns:
     """Output columns as flat cells: a struct column becomes one cell per field."""
 
     def __init__(self, columns: Sequence[Column], time_zone: str) -> None:
@@ -377,6 +377,31 @@ def _single_cell(name: str, dt: DataType, time_zone: str) -> Callable[[Any], lis
     return lambda value: [None if value is None else py((value,)).get(name)]
 
 
+def cell_text(v: Any) -> str:
+    """One cell of a flat column (:class:`FlatColumns`) as text: strings as they are, numbers
+    and decimals as Spark writes them, lists and maps as JSON; empty for null."""
+    if v is None:
+        return ""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, Decimal):
+        return str(v)  # Spark's BigDecimal text, unquoted like any number
+    return json.dumps(v, default=str, ensure_ascii=False, separators=(",", ":"))
+
+
+def write_text_table(header: Sequence[str], rows: Sequence[Sequence[str]], out: IO[str]) -> None:
+    """Cells already cut to width as a fixed-width table, with a row count under it."""
+    if not rows:
+        out.write("(no rows)\n")
+        return
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    out.write("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip() + "\n")
+    out.write("  ".join("-" * w for w in widths) + "\n")
+    for r in rows:
+        out.write("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n")
+    out.write(f"({len(rows)} rows)\n")
+
+
 class TableSink(Sink):
     """A fixed-width text table, one column per top-level key and value field."""
 
@@ -387,23 +412,16 @@ class TableSink(Sink):
         self.rows: list[list[str]] = []
 
     @cached_property
-    def state_cells(self) -> _Columns:
-        return _Columns(self.codec.columns, self.time_zone)
+    def state_cells(self) -> FlatColumns:
+        return FlatColumns(self.codec.columns, self.time_zone)
 
     @cached_property
-    def change_cells(self) -> _Columns:
-        return _Columns(self.codec.change_columns, self.time_zone)
+    def change_cells(self) -> FlatColumns:
+        return FlatColumns(self.codec.change_columns, self.time_zone)
 
     @staticmethod
     def _cell(v: Any) -> str:
-        if v is None:
-            return ""
-        if isinstance(v, str):
-            text = v
-        elif isinstance(v, Decimal):
-            text = str(v)  # Spark's BigDecimal text, unquoted like any number
-        else:
-            text = json.dumps(v, default=str, ensure_ascii=False, separators=(",", ":"))
+        text = cell_text(v)
         return text if len(text) <= TABLE_CELL else text[: TABLE_CELL - 1] + "…"
 
     def write_rows(self, partition: int, rows: Iterable[Row]) -> None:
@@ -434,17 +452,7 @@ class TableSink(Sink):
             target.commit()
 
     def _render(self, out: IO[str]) -> None:
-        if not self.rows:
-            out.write("(no rows)\n")
-            return
-        widths = [max(len(h), *(len(r[i]) for r in self.rows)) for i, h in enumerate(self.header)]
-        out.write(
-            "  ".join(h.ljust(w) for h, w in zip(self.header, widths, strict=True)).rstrip() + "\n"
-        )
-        out.write("  ".join("-" * w for w in widths) + "\n")
-        for r in self.rows:
-            out.write("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n")
-        out.write(f"({len(self.rows)} rows)\n")
+        write_text_table(self.header, self.rows, out)
 
 
 class ParquetSink(Sink):

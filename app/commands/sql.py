@@ -1,0 +1,186 @@
+"""``stateglass sql``: ask the state of every checkpoint under the roots in SQL (DuckDB).
+
+Examples::
+
+    stateglass sql sample_checkpoints --tables
+    stateglass sql sample_checkpoints -e "SELECT count(*) FROM agg_hdfs.op0_default"
+    stateglass sql /data/checkpoints -f question.sql --format parquet -o answer.parquet
+    echo "SELECT * FROM orders.op0_default LIMIT 5" | stateglass sql /data/checkpoints
+    stateglass sql /data/checkpoints            # an interactive prompt
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from stateglass.app import discovery
+from stateglass.app.errors import AppError
+from stateglass.collectors.locations import DEFAULT_DB
+
+FORMATS = ("table", "csv", "jsonl", "parquet")
+DEFAULT_MAX_ROWS = 1000  # rows a text table holds: it is printed whole, so it is kept in memory
+
+if TYPE_CHECKING:
+    from stateglass.collectors.catalog.limits import SqlLimits
+
+BATCH_HELP = """\
+Every checkpoint is a schema, every store a table: SCHEMA.op<operator>_<store>
+(op0_default, op1_left_keytonumvalues; transformWithState: op0_<variable>, op0_timers),
+SCHEMA.<table>_changes its change feed, SCHEMA.state_metadata, .batches, .offsets,
+.commits; the history database is `history`. --tables lists them all.
+
+A state table reads the last committed batch. To read another retained batch, pick it
+with its batch_id column (the one way; only a constant, IN or BETWEEN picks what is
+decoded):
+    SELECT * FROM orders.op0_default WHERE batch_id = 41
+A predicate on partition_id reads only those partitions:
+    SELECT count(*) FROM orders.op0_default WHERE partition_id = 3
+
+The session is read-only and confined to the roots: no file reads outside them, no
+COPY … TO, ATTACH, INSTALL or LOAD, no SET that loosens a limit; each query has a time
+and a memory limit. A refused or stopped query prints one line and exits with status 2.
+"""
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``sql`` on the CLI's subparsers."""
+    from stateglass.collectors.catalog.limits import SqlLimits
+
+    limits = SqlLimits()
+    p = subparsers.add_parser(
+        "sql",
+        help="ask the state in SQL: every checkpoint a schema, every store a table",
+        description="Ask the state of every checkpoint under the roots in SQL (DuckDB). "
+        "With no -e, -f or piped SQL: an interactive prompt.",
+        epilog=BATCH_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "roots",
+        nargs="+",
+        metavar="ROOT",
+        help="checkpoint directories or URLs, or folders of them (searched as collect does)",
+    )
+    query = p.add_mutually_exclusive_group()
+    query.add_argument("-e", "--execute", metavar="SQL", help="run SQL (statements end with ;)")
+    query.add_argument("-f", "--file", metavar="FILE", help="run the SQL in FILE")
+    query.add_argument(
+        "--tables",
+        action="store_true",
+        help="list the catalog: schema, table, checkpoint, operator_id, store_name, "
+        "state_var, kind (state, changes, timers, metadata, history)",
+    )
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="table",
+        help="table (default; cells cut at 40 characters); csv; jsonl: one JSON object per "
+        "row, state columns as Spark's toJSON; parquet (needs -o)",
+    )
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument(
+        "--db",
+        default=None,
+        metavar="PATH",
+        help=f"history database, attached read-only as `history` (default: {DEFAULT_DB} "
+        "when it exists)",
+    )
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        default=limits.time_s,
+        metavar="SECONDS",
+        help=f"stop a query after this long (default {limits.time_s:g})",
+    )
+    p.add_argument(
+        "--memory-limit",
+        default=f"{limits.memory_bytes >> 20}MiB",
+        metavar="SIZE",
+        help=f"DuckDB's memory for a query: 256MiB, 2GiB (default {limits.memory_bytes >> 20}MiB)",
+    )
+    p.add_argument(
+        "--max-rows",
+        type=int,
+        default=DEFAULT_MAX_ROWS,
+        metavar="N",
+        help=f"--format table prints at most N rows (default {DEFAULT_MAX_ROWS}); "
+        "the other formats stream every row",
+    )
+    p.add_argument(
+        "--time-zone",
+        default="UTC",
+        metavar="TZ",
+        help="session time zone used to print timestamps, as spark.sql.session.timeZone "
+        "(default UTC)",
+    )
+    discovery.add_arguments(p)
+
+
+def sql_limits(args: argparse.Namespace) -> SqlLimits:
+    """The per-query limits ``--time-limit`` and ``--memory-limit`` give."""
+    from stateglass.collectors.catalog import SqlLimits
+    from stateglass.collectors.limits import parse_size
+
+    memory = parse_size(args.memory_limit)
+    if memory is None:
+        raise AppError(f"--memory-limit: not a size: {args.memory_limit!r} (e.g. 512MiB, 2GiB)")
+    return SqlLimits(time_s=args.time_limit, memory_bytes=memory)
+
+
+def history_path(db: str | None) -> str | None:
+    """The history database to attach: ``--db`` (which must exist), else the default if it
+    exists."""
+    if db is None:
+        default = os.path.expanduser(DEFAULT_DB)
+        return default if os.path.exists(default) else None
+    path = os.path.expanduser(db)
+    if not os.path.exists(path):
+        raise AppError(f"{db}: no such history database (run stateglass collect first)")
+    return path
+
+
+def query_text(args: argparse.Namespace) -> str | None:
+    """The SQL of ``-e``, ``-f`` or a pipe on stdin; None: open the prompt."""
+    if args.execute is not None:
+        return str(args.execute)
+    if args.file is not None:
+        try:
+            with open(args.file, encoding="utf-8") as f:
+                return f.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise AppError(f"{args.file}: cannot read the SQL ({exc})") from exc
+    if not sys.stdin.isatty():
+        return sys.stdin.read()
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    """``stateglass sql``: list the catalog, run the query, or open the prompt."""
+    from stateglass.app.sql_output import catalog_reader, check_output, open_result
+    from stateglass.collectors.catalog import SqlSession
+    from stateglass.collectors.checkpoints.enclosing import refuse_inside_checkpoint
+
+    limits = sql_limits(args)
+    history = history_path(args.db)
+    text = None if args.tables else query_text(args)
+    if text is not None and not text.strip():
+        raise AppError("no SQL to run (give -e SQL, -f FILE or SQL on stdin)")
+    check_output(args.format, args.output, args.time_zone)
+    checkpoints = discovery.find(args.roots, args)
+    if args.output is not None:
+        refuse_inside_checkpoint(args.output, "-o", checkpoints)
+    with SqlSession(checkpoints, history=history, limits=limits) as session:
+        if args.tables:
+            with open_result(args.format, args.output, args.time_zone, args.max_rows) as out:
+                out.write(catalog_reader(session.tables()))
+            return 0
+        if text is None:
+            from stateglass.app.sql_prompt import prompt
+
+            return prompt(session, args)
+        with open_result(args.format, args.output, args.time_zone, args.max_rows) as out:
+            out.write(session.stream(text))
+    return 0

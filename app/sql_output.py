@@ -1,0 +1,254 @@
+"""Where a SQL result goes: a text table, CSV, JSON lines or Parquet, a record batch at a time.
+
+State columns print as ``stateglass state`` prints them: each Arrow column gets the Spark type
+it stands for (:func:`stateglass.parsers.arrow_types.spark_type`) and its values go through the
+same renderers as decoded state rows, so JSON lines compare with Spark's ``toJSON()`` and the
+table and CSV split structs into one column per leaf (``key.user``, ``value.count``).
+
+Example::
+
+    with open_result("jsonl", None, "UTC", max_rows=1000) as out:
+        out.write(reader)          # a pyarrow.RecordBatchReader
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import os
+import sys
+from collections.abc import Callable, Iterable
+from types import TracebackType
+from typing import IO, Any
+
+from stateglass.app.atomic import AtomicText, temp_name
+from stateglass.app.errors import AppError, OutputError
+from stateglass.app.output import TABLE_CELL, FlatColumns, as_struct, cell_text, write_text_table
+from stateglass.app.render.arrow_rows import decoded_rows
+from stateglass.app.render.rows_to_json import render_row
+from stateglass.app.render.spark_text import TimeZoneSpec
+from stateglass.parsers.arrow_types import spark_type
+from stateglass.parsers.errors import ParseError
+from stateglass.parsers.state_rows import Column
+
+
+def result_columns(schema: Any) -> tuple[Column, ...]:
+    """A result's columns, each with the Spark type its Arrow type stands for."""
+    return tuple((field.name, spark_type(field.type)) for field in schema)
+
+
+class ResultWriter:
+    """Writes a result's record batches; the file appears at its path only when all went well."""
+
+    def __init__(self, path: str | None, time_zone: str) -> None:
+        self.path = path
+        self.time_zone = time_zone
+        self.rows_written = 0
+
+    def write(self, reader: Any) -> None:
+        """Every batch of ``reader`` (a ``pyarrow.RecordBatchReader``)."""
+        self.start(reader.schema)
+        for batch in reader:
+            self.write_batch(batch)
+            self.rows_written += batch.num_rows
+
+    def start(self, schema: Any) -> None:
+        """The result's schema, before its first batch."""
+
+    def write_batch(self, batch: Any) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Finish the output."""
+
+    def abort(self) -> None:
+        """The query or the output failed: leave no file (an existing one stays as it was)."""
+
+    def __enter__(self) -> ResultWriter:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if et is None:
+            self.close()
+        else:
+            self.abort()
+
+
+class _TextWriter(ResultWriter):
+    """A writer of text: stdout, or a file replaced whole at the end."""
+
+    def __init__(self, path: str | None, time_zone: str) -> None:
+        super().__init__(path, time_zone)
+        try:
+            self.target = AtomicText(path) if path is not None else None
+        except OSError as exc:
+            raise OutputError(f"{path}: cannot write output ({exc.strerror})") from exc
+        self.out: IO[str] = self.target.file if self.target is not None else sys.stdout
+
+    def close(self) -> None:
+        self.out.flush()
+        if self.target is not None:
+            self.target.commit()
+
+    def abort(self) -> None:
+        if self.target is not None:
+            self.target.discard()
+
+
+class JsonLinesWriter(_TextWriter):
+    """One JSON object per row, as Spark's ``toJSON()`` writes it (null columns left out)."""
+
+    render: Callable[[tuple[Any, ...]], str]
+
+    def start(self, schema: Any) -> None:
+        self.render = render_row(as_struct(result_columns(schema)), self.time_zone)
+
+    def write_batch(self, batch: Any) -> None:
+        render = self.render
+        lines = [render(row) for row in decoded_rows(batch)]
+        if lines:
+            lines.append("")
+            self.out.write("\n".join(lines))
+
+
+class CsvWriter(_TextWriter):
+    """A header and one line per row; structs split into one column per leaf, lists and
+    maps as JSON, timestamps as Spark's text in the session time zone."""
+
+    columns: FlatColumns
+
+    def start(self, schema: Any) -> None:
+        self.columns = FlatColumns(result_columns(schema), self.time_zone)
+        self.csv = csv.writer(self.out, lineterminator="\n")
+        self.csv.writerow(self.columns.names)
+
+    def write_batch(self, batch: Any) -> None:
+        cells = self.columns.cells
+        self.csv.writerows([cell_text(c) for c in cells(row)] for row in decoded_rows(batch))
+
+
+class TableWriter(_TextWriter):
+    """A fixed-width table of the first ``max_rows`` rows, cells cut at ``TABLE_CELL``."""
+
+    columns: FlatColumns
+
+    def __init__(self, path: str | None, time_zone: str, max_rows: int) -> None:
+        super().__init__(path, time_zone)
+        self.max_rows = max_rows
+        self.rows: list[list[str]] = []
+        self.more = False
+
+    def write(self, reader: Any) -> None:
+        self.start(reader.schema)
+        for batch in reader:
+            room = self.max_rows - len(self.rows)
+            if batch.num_rows > room:
+                # The rest is never fetched: the query stops pulling here.
+                self.more = True
+                batch = batch.slice(0, room)
+            self.write_batch(batch)
+            self.rows_written += batch.num_rows
+            if self.more:
+                break
+
+    def start(self, schema: Any) -> None:
+        self.columns = FlatColumns(result_columns(schema), self.time_zone)
+
+    def write_batch(self, batch: Any) -> None:
+        for row in decoded_rows(batch):
+            texts = (cell_text(c) for c in self.columns.cells(row))
+            self.rows.append(
+                [t if len(t) <= TABLE_CELL else t[: TABLE_CELL - 1] + "…" for t in texts]
+            )
+
+    def close(self) -> None:
+        write_text_table(self.columns.names, self.rows, self.out)
+        if self.more:
+            self.out.write(f"(stopped at {self.max_rows} rows: --max-rows, or -o FILE)\n")
+        super().close()
+
+
+class ParquetWriter(ResultWriter):
+    """Parquet with the result's own Arrow types, written a batch at a time under a temporary
+    name, renamed into place when the query ends well."""
+
+    def __init__(self, path: str | None, time_zone: str) -> None:
+        if path is None:
+            raise AppError("--format parquet needs -o FILE")
+        super().__init__(path, time_zone)
+        self.final: str = path
+        self.tmp = temp_name(path)
+        self.writer: Any = None
+
+    def start(self, schema: Any) -> None:
+        import pyarrow.parquet as pq
+
+        try:
+            self.writer = pq.ParquetWriter(self.tmp, schema)
+        except OSError as exc:
+            raise OutputError(f"{self.final}: cannot write parquet ({exc.strerror})") from exc
+
+    def write_batch(self, batch: Any) -> None:
+        self.writer.write_batch(batch)
+
+    def close(self) -> None:
+        if self.writer is None:
+            return
+        try:
+            self.writer.close()
+            os.replace(self.tmp, self.final)
+        except OSError as exc:
+            self.abort()
+            raise OutputError(f"{self.final}: cannot write parquet ({exc.strerror})") from exc
+
+    def abort(self) -> None:
+        if self.writer is not None:
+            with contextlib.suppress(Exception):
+                self.writer.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.tmp)
+
+
+def catalog_reader(entries: Iterable[Any]) -> Any:
+    """The catalog as a record batch reader, one row per table, in :class:`TableEntry`'s
+    fields."""
+    import pyarrow as pa
+
+    schema = pa.schema(
+        [
+            ("schema", pa.string()),
+            ("table", pa.string()),
+            ("checkpoint", pa.string()),
+            ("operator_id", pa.int32()),
+            ("store_name", pa.string()),
+            ("state_var", pa.string()),
+            ("kind", pa.string()),
+        ]
+    )
+    rows = [{name: getattr(e, name) for name in schema.names} for e in entries]
+    return pa.Table.from_pylist(rows, schema=schema).to_reader()
+
+
+def check_output(fmt: str, path: str | None, time_zone: str) -> None:
+    """Refuse an output that cannot be written before any query runs."""
+    try:
+        TimeZoneSpec(time_zone)
+    except ParseError as exc:
+        raise AppError(f"--time-zone: {exc.why}") from exc
+    if fmt == "parquet" and path is None:
+        raise AppError("--format parquet needs -o FILE")
+
+
+def open_result(fmt: str, path: str | None, time_zone: str, max_rows: int) -> ResultWriter:
+    """The writer for ``--format fmt`` into ``path`` (stdout when None)."""
+    check_output(fmt, path, time_zone)
+    if fmt == "table":
+        return TableWriter(path, time_zone, max_rows)
+    writers: dict[str, Callable[[str | None, str], ResultWriter]] = {
+        "csv": CsvWriter,
+        "jsonl": JsonLinesWriter,
+        "parquet": ParquetWriter,
+    }
+    return writers[fmt](path, time_zone)
