@@ -26,6 +26,7 @@ lint: install
 typecheck: install
 	mkdir -p build/typecheck/stateglass
 	for layer in app collectors parsers; do ln -sfn ../../../$$layer build/typecheck/stateglass/$$layer; done
+	ln -sfn ../../../stateglass/__init__.py build/typecheck/stateglass/__init__.py
 	$(BIN)/mypy
 
 pytest: install

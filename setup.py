@@ -3,8 +3,9 @@
 Everything else is configured in pyproject.toml. The repository keeps ``app/``,
 ``collectors/`` and ``parsers/`` at its top; installed, they are ``stateglass.app``,
 ``stateglass.collectors`` and ``stateglass.parsers``, so that StateGlass never takes a
-common top-level name such as ``app`` in a user's site-packages. ``stateglass`` itself is a
-namespace package (no ``__init__.py``): the version lives in pyproject.toml alone.
+common top-level name such as ``app`` in a user's site-packages. ``stateglass`` itself
+(``stateglass/__init__.py``) only names the notebook API, loaded at first use; the version
+lives in pyproject.toml alone.
 
 ``optional=True``: without a C compiler the install still succeeds and StateGlass runs on
 its pure-Python code (``STATEGLASS_PURE=1`` forces that path even when the module is built).
@@ -16,7 +17,7 @@ LAYERS = ("app", "collectors", "parsers")
 
 
 def _packages() -> list[str]:
-    found = []
+    found = ["stateglass"]
     for layer in LAYERS:
         found += [f"stateglass.{layer}"]
         found += [f"stateglass.{layer}.{sub}" for sub in find_packages(layer)]
@@ -27,6 +28,7 @@ def _packages() -> list[str]:
 setup(
     packages=_packages(),
     package_dir={
+        "stateglass": "stateglass",
         **{f"stateglass.{layer}": layer for layer in LAYERS},
         "stateglass.docs": "docs",
     },
