@@ -79,6 +79,7 @@ def test_the_wheel_carries_the_speedups_listener_grafana_and_docs(wheel: Path) -
         "stateglass/app/provider_conformance.py",
     } <= names
     assert any(n.startswith("stateglass/parsers/_speedups.") for n in names)
+    assert "stateglass/__init__.py" in names  # the notebook API's names (stateglass.connect)
     assert not any(n.split("/", 1)[0] in ("app", "collectors", "parsers", "tests") for n in names)
 
 
@@ -257,3 +258,35 @@ def test_the_s3_extra_reads_a_checkpoint_from_moto(
     for key in ("committed_batches", "stores", "shuffle_partitions"):
         assert seen[key] == expected[key], key
     assert shutil.which("stateglass", path=str(venv.root / "bin"))
+
+
+def _readme_notebook_example() -> str:
+    """The README's notebook example: the Python block of "Ask the state in SQL"."""
+    readme = (SAMPLES.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Ask the state in SQL", 1)[1].split("\n## ", 1)[0]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_readme_notebook_example_runs_on_the_wheel(venv: Venv, tmp_path: Path) -> None:
+    # The example names sample_checkpoints/ as a clone has it; the virtualenv's folder gets a
+    # link to them, so the example runs as written, against the installed package only.
+    link = venv.home / "sample_checkpoints"
+    if not link.exists():
+        link.symlink_to(SAMPLES, target_is_directory=True)
+    script = tmp_path / "example.py"
+    where = "\nimport stateglass as _sg\nprint('stateglass from', _sg.__file__)\n"
+    script.write_text(_readme_notebook_example() + where)
+    proc = subprocess.run(
+        [venv.python, str(script)],
+        cwd=venv.home,
+        env=venv.env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    installed = proc.stdout.splitlines()[-1].removeprefix("stateglass from ")
+    assert Path(installed).is_relative_to(_site_packages(venv)), installed
+    assert len(proc.stdout.splitlines()) > 3
