@@ -6,7 +6,7 @@ Example::
 
     import stateglass
 
-    with stateglass.connect(["sample_checkpoints"]) as session:
+    with stateglass.connect("sample_checkpoints") as session:
         biggest = session.sql(
             "SELECT key, value FROM agg_hdfs.op0_default ORDER BY value.count DESC LIMIT 5"
         ).df()
@@ -19,13 +19,99 @@ state again: keep a result with ``.to_arrow_table()`` (or ``.df()``) when it is 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
+
+from stateglass.app.errors import AppError
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from stateglass.collectors.catalog import SqlSession
+    from stateglass.collectors.catalog import SqlSession, TableEntry
+
+
+class Result:
+    """A query's rows, fetched under the session's limits at each call.
+
+    Like a DuckDB relation, it runs its query again at every fetch (and decodes the state
+    again): keep what a fetch returns when it is read twice. ``relation`` is DuckDB's own
+    relation of the query, for composing (``.filter()``, ``.aggregate()``); a fetch from it
+    runs outside the session's timer, bounded only by DuckDB's ``max_execution_time``.
+    """
+
+    def __init__(self, session: SqlSession, text: str, relation: Any) -> None:
+        self._session = session
+        self.text = text
+        self.relation = relation
+
+    @property
+    def columns(self) -> list[str]:
+        """The result's column names (nothing runs)."""
+        return list(self.relation.columns)
+
+    def arrow(self) -> pa.Table:
+        """Every row as an Arrow table."""
+        return self._session.execute(self.text).table
+
+    def to_arrow_table(self) -> pa.Table:
+        """Every row as an Arrow table (as DuckDB's relations name it)."""
+        return self.arrow()
+
+    def df(self) -> Any:
+        """Every row as a pandas DataFrame."""
+        return self.arrow().to_pandas()
+
+    def pl(self) -> Any:
+        """Every row as a polars DataFrame (needs ``pip install polars``)."""
+        try:
+            import polars
+        except ImportError as exc:
+            raise AppError("Result.pl() needs polars: pip install polars") from exc
+        return polars.from_arrow(self.arrow())
+
+    def __repr__(self) -> str:
+        return f"<stateglass Result {self.text!r}: columns {', '.join(self.columns)}>"
+
+
+class Session:
+    """What :func:`connect` returns: the SQL catalog over the checkpoints, for a notebook.
+
+    ``sql(text)`` gives a :class:`Result` (``.df()``, ``.arrow()``, ``.pl()``), or None for
+    a statement without rows; ``tables()`` lists the catalog; ``catalog`` is the underlying
+    :class:`~stateglass.collectors.catalog.SqlSession` (``stream``, ``columns``, ``schemas``).
+    Every error is one line: a :class:`~stateglass.collectors.errors.CollectorError`.
+    """
+
+    def __init__(self, catalog: SqlSession) -> None:
+        self.catalog = catalog
+
+    def sql(self, text: str) -> Result | None:
+        """The rows of ``text``. A statement the session refuses raises here, one line."""
+        from stateglass.collectors.catalog.failures import sql_error
+
+        try:
+            relation = self.catalog.connection.sql(text)
+        except Exception as exc:
+            mapped = sql_error(exc, None, self.catalog.limits.time_s)
+            if mapped is exc:
+                raise
+            raise mapped from None
+        return None if relation is None else Result(self.catalog, text, relation)
+
+    def tables(self) -> list[TableEntry]:
+        """Every table: schema, table, checkpoint, operator_id, store_name, state_var, kind."""
+        return self.catalog.tables()
+
+    def close(self) -> None:
+        """Close the DuckDB connection and remove the session's private files."""
+        self.catalog.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def connect(
@@ -35,25 +121,37 @@ def connect(
     time_limit: float | None = None,
     memory_limit: str | int | None = None,
     storage_options: Mapping[str, Any] | None = None,
-) -> SqlSession:
+    time_zone: str = "UTC",
+) -> Session:
     """A read-only SQL session over every checkpoint at or under ``roots``.
 
     Every checkpoint is a schema and every store a table (``session.tables()`` lists them);
-    ``session.sql(text)`` gives a DuckDB relation (``.df()``, ``.arrow()``, ``.pl()``).
+    ``session.sql(text)`` gives a :class:`Result` (``.df()``, ``.arrow()``, ``.pl()``).
     ``db`` attaches a copy of that history database as ``history``, so the session never
     holds the file a running ``stateglass watch`` writes. ``time_limit`` (seconds) and
-    ``memory_limit`` (``"512MiB"`` or bytes) bound each query run through the session;
-    ``storage_options`` are the fsspec backend's (``{"anon": True}``), as
-    ``--storage-option`` gives them. Close it, or use it in ``with``.
+    ``memory_limit`` (``"512MiB"`` or bytes) bound each query; ``storage_options`` are the
+    fsspec backend's (``{"anon": True}``), as ``--storage-option`` gives them. Close it, or
+    use it in ``with``.
+
+    Example::
+
+        with stateglass.connect("/data/checkpoints", time_limit=30) as session:
+            session.sql("SELECT count(*) FROM orders.op0_default").df()
     """
+    from stateglass.app.render.arrow_values import spark_text
     from stateglass.collectors.catalog import SqlSession
 
     if storage_options:
         _configure_storage(storage_options)
     paths = [roots] if isinstance(roots, str) else list(roots)
-    return SqlSession(
-        _checkpoints(paths), history=db, limits=_limits(time_limit, memory_limit), copy_history=True
+    catalog = SqlSession(
+        paths,
+        history=None if db is None else os.path.expanduser(db),
+        limits=_limits(time_limit, memory_limit),
+        copy_history=True,
+        text_form=spark_text(time_zone),
     )
+    return Session(catalog)
 
 
 def read_state(
@@ -81,6 +179,7 @@ def read_state(
     """
     import pyarrow as pa
 
+    from stateglass.app.render.arrow_values import spark_text
     from stateglass.collectors.checkpoints.checkpoint import Checkpoint
     from stateglass.collectors.checkpoints.state_reader import StateRequest, StateSource
     from stateglass.parsers.state_arrow import arrow_schema, partition_tables, state_columns
@@ -99,24 +198,16 @@ def read_state(
     )
     source = StateSource(cp, request)
     version = cp.resolve_batch(batch_id) + 1
+    text_form = spark_text("UTC")
     chunks: list[pa.Table] = []
     for partition in source.partitions:
         with source.decoding(partition):
             items = list(source.load(partition, version))
-            chunks.extend(partition_tables(source.row_codec, partition, items))
+            chunks.extend(partition_tables(source.row_codec, partition, items, text_form))
     schema = arrow_schema(state_columns(source.row_codec))
     if not chunks:
         return schema.empty_table()
     return pa.concat_tables(chunks)
-
-
-def _checkpoints(roots: list[str]) -> list[str]:
-    """Every checkpoint at or under ``roots``, found as ``stateglass collect`` finds them."""
-    import argparse
-
-    from stateglass.app import discovery
-
-    return discovery.find(roots, argparse.Namespace())
 
 
 def _limits(time_limit: float | None, memory_limit: str | int | None) -> Any:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import json
 import os
 import sys
 from collections.abc import Callable, Iterable
@@ -108,6 +109,19 @@ class JsonLinesWriter(_TextWriter):
     def write_batch(self, batch: Any) -> None:
         render = self.render
         lines = [render(row) for row in decoded_rows(batch)]
+        if lines:
+            lines.append("")
+            self.out.write("\n".join(lines))
+
+
+class ListingJsonLines(_TextWriter):
+    """One JSON object per row with every column, nulls included: the catalog's listing,
+    whose fields a script reads by name (not state, so not Spark's rendering)."""
+
+    def write_batch(self, batch: Any) -> None:
+        lines = [
+            json.dumps(row, ensure_ascii=False, separators=(",", ":")) for row in batch.to_pylist()
+        ]
         if lines:
             lines.append("")
             self.out.write("\n".join(lines))
@@ -241,9 +255,14 @@ def check_output(fmt: str, path: str | None, time_zone: str) -> None:
         raise AppError("--format parquet needs -o FILE")
 
 
-def open_result(fmt: str, path: str | None, time_zone: str, max_rows: int) -> ResultWriter:
-    """The writer for ``--format fmt`` into ``path`` (stdout when None)."""
+def open_result(
+    fmt: str, path: str | None, time_zone: str, max_rows: int, listing: bool = False
+) -> ResultWriter:
+    """The writer for ``--format fmt`` into ``path`` (stdout when None); ``listing``: the
+    catalog's listing, whose JSON lines keep null fields."""
     check_output(fmt, path, time_zone)
+    if listing and fmt == "jsonl":
+        return ListingJsonLines(path, time_zone)
     if fmt == "table":
         return TableWriter(path, time_zone, max_rows)
     writers: dict[str, Callable[[str | None, str], ResultWriter]] = {

@@ -62,11 +62,11 @@ def catalog_names(session: Any) -> tuple[list[tuple[str, str]], list[str]]:
     tables = [(e.schema, e.table) for e in session.tables()]
     columns: list[str] = []
     with contextlib.suppress(CollectorError):
-        reader = session.stream(
+        found = session.execute(
             "SELECT DISTINCT column_name FROM information_schema.columns "
             "WHERE table_catalog <> 'temp'"
         )
-        columns = [name for batch in reader for name in batch.column(0).to_pylist()]
+        columns = [str(name) for name in found.table.column(0).to_pylist()]
     return tables, columns
 
 
@@ -139,7 +139,8 @@ def prompt(session: Any, args: argparse.Namespace) -> int:
                     if text == ".tables":
                         out.write(catalog_reader(session.tables()))
                     else:
-                        out.write(session.stream(text))
+                        with session.stream(text) as reader:
+                            out.write(reader)
             except CollectorError as exc:
                 print(f"stateglass: error: {exc}", file=sys.stderr)
             except KeyboardInterrupt:

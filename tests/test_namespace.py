@@ -13,7 +13,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-FOLDERS = ("stateglass", "app", "collectors", "parsers", "tests", "benchmarks", "sample_checkpoints")
+FOLDERS = (
+    "stateglass",
+    "app",
+    "collectors",
+    "parsers",
+    "tests",
+    "benchmarks",
+    "sample_checkpoints",
+)
 LAYERS = {"app", "collectors", "parsers"}
 # Another job's module named like one of our folders, on purpose (the Spark engine's tests).
 DECOY = ROOT / "tests" / "collectors" / "decoy"

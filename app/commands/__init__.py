@@ -51,6 +51,7 @@ COMMANDS = (
     Command("info", Reads.CHECKPOINTS),
     Command("state", Reads.CHECKPOINTS),
     Command("changes", Reads.CHECKPOINTS),
+    Command("sql", Reads.CHECKPOINTS | Reads.DATABASE),
     Command("dashboard", Reads.CHECKPOINTS | Reads.DATABASE),
     Command("collect", Reads.CHECKPOINTS | Reads.DATABASE),
     Command("watch", Reads.CHECKPOINTS | Reads.DATABASE),

@@ -159,6 +159,7 @@ def query_text(args: argparse.Namespace) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     """``stateglass sql``: list the catalog, run the query, or open the prompt."""
+    from stateglass.app.render.arrow_values import spark_text
     from stateglass.app.sql_output import catalog_reader, check_output, open_result
     from stateglass.collectors.catalog import SqlSession
     from stateglass.collectors.checkpoints.enclosing import refuse_inside_checkpoint
@@ -169,18 +170,26 @@ def run(args: argparse.Namespace) -> int:
     if text is not None and not text.strip():
         raise AppError("no SQL to run (give -e SQL, -f FILE or SQL on stdin)")
     check_output(args.format, args.output, args.time_zone)
-    checkpoints = discovery.find(args.roots, args)
-    if args.output is not None:
-        refuse_inside_checkpoint(args.output, "-o", checkpoints)
-    with SqlSession(checkpoints, history=history, limits=limits) as session:
-        if args.tables:
-            with open_result(args.format, args.output, args.time_zone, args.max_rows) as out:
-                out.write(catalog_reader(session.tables()))
-            return 0
-        if text is None:
+    with SqlSession(
+        args.roots,
+        history=history,
+        limits=limits,
+        discovery=discovery.limits(args),
+        text_form=spark_text(args.time_zone),
+        warn=discovery.warn,
+    ) as session:
+        if args.output is not None:
+            refuse_inside_checkpoint(args.output, "-o", list(session.schemas().values()))
+        if text is None and not args.tables:
             from stateglass.app.sql_prompt import prompt
 
             return prompt(session, args)
-        with open_result(args.format, args.output, args.time_zone, args.max_rows) as out:
-            out.write(session.stream(text))
+        fmt, path, zone = args.format, args.output, args.time_zone
+        with open_result(fmt, path, zone, args.max_rows, listing=args.tables) as out:
+            if args.tables:
+                out.write(catalog_reader(session.tables()))
+            else:
+                assert text is not None
+                with session.stream(text) as reader:
+                    out.write(reader)
     return 0
