@@ -6,6 +6,7 @@ refused with one line, as on the command line, and write nothing.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,7 +43,12 @@ def _parquet_state(tmp_path: Path, checkpoint: Path, *pick: str) -> pa.Table:
 
 
 def _rows(table: pa.Table) -> list[str]:
-    return sorted(map(repr, table.to_pylist()))
+    """Rows comparable across zone names (DuckDB gives UTC back as ``Etc/UTC``)."""
+
+    def text(v: Any) -> str:
+        return v.isoformat() if hasattr(v, "isoformat") else str(v)
+
+    return sorted(json.dumps(row, default=text, sort_keys=True) for row in table.to_pylist())
 
 
 def _state_table(session: Any, checkpoint: Path, **fields: object) -> str:
