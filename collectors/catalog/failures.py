@@ -48,7 +48,8 @@ def sql_error(
         return QueryTimeLimit(f"stopped at the time limit{limit}")
     if isinstance(exc, duckdb.OutOfMemoryException):
         return QueryMemoryLimit(f"stopped at the memory limit: {line}")
-    if isinstance(exc, duckdb.PermissionException):
+    if isinstance(exc, duckdb.PermissionException | duckdb.ResourceInUseException):
+        # ResourceInUse: ATTACH of the history file again (read-write) while it is attached.
         return QueryRefused(f"refused: {line}")
     if isinstance(exc, duckdb.InvalidInputException) and any(s in line for s in _REFUSED):
         return QueryRefused(f"refused: {line}")

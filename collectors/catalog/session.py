@@ -81,6 +81,7 @@ class SqlSession:
     ) -> None:
         self.limits = limits or SqlLimits()
         self._scope: QueryScope | None = None
+        self._loose: QueryScope | None = None
         self.last_decoded: list[Decoded] = []
         self._tmp = tempfile.mkdtemp(prefix="stateglass-sql-")
         try:
@@ -151,8 +152,12 @@ class SqlSession:
     # ---- queries --------------------------------------------------------------------------
 
     def _current_scope(self) -> QueryScope:
-        # A relation scanned outside stream()/execute() gets a scope per scan.
-        return self._scope if self._scope is not None else QueryScope(None, None)
+        if self._scope is not None:
+            return self._scope
+        # A relation fetched outside this object's methods: a scope per scan, the last one
+        # kept so that :meth:`error` can say what its source raised.
+        self._loose = QueryScope(None, None)
+        return self._loose
 
     def tables(self) -> list[TableEntry]:
         """Every table of the catalog, checkpoints' and history's; decodes nothing."""
@@ -173,13 +178,8 @@ class SqlSession:
         return [(str(n), str(t)) for n, t in rows]
 
     @contextmanager
-    def stream(self, sql: str) -> Iterator[pa.RecordBatchReader]:
-        """The rows of ``sql`` as a reader, under the time limit until the block ends.
-
-        Raises a one-line :class:`~stateglass.collectors.errors.CollectorError`: a
-        ``SqlError`` (refused, time or memory limit, a bad query) or the checkpoint's own
-        error (a purged batch, a corrupt file) as ``stateglass state`` says it.
-        """
+    def _running(self) -> Iterator[QueryScope]:
+        """One query's scope and timer; a failure inside leaves as its one-line error."""
         scope = QueryScope(time.monotonic() + self.limits.time_s, self.limits.time_s)
         self._scope = scope
         timer = threading.Timer(self.limits.time_s, self._con.interrupt)
@@ -187,11 +187,7 @@ class SqlSession:
         timer.start()
         try:
             try:
-                relation = self._con.sql(sql)
-                if relation is None:
-                    yield pa.RecordBatchReader.from_batches(pa.schema([]), iter(()))
-                else:
-                    yield relation.to_arrow_reader()
+                yield scope
             except BaseException as exc:
                 mapped = sql_error(exc, scope, self.limits.time_s)
                 if mapped is exc:
@@ -202,6 +198,38 @@ class SqlSession:
             timer.join()
             self._scope = None
             self.last_decoded = scope.decoded
+
+    @contextmanager
+    def stream(self, sql: str) -> Iterator[pa.RecordBatchReader]:
+        """The rows of ``sql`` as a reader, under the time limit until the block ends.
+
+        Raises a one-line :class:`~stateglass.collectors.errors.CollectorError`: a
+        ``SqlError`` (refused, time or memory limit, a bad query) or the checkpoint's own
+        error (a purged batch, a corrupt file) as ``stateglass state`` says it.
+        """
+        with self._running():
+            relation = self._con.sql(sql)
+            if relation is None:
+                yield pa.RecordBatchReader.from_batches(pa.schema([]), iter(()))
+            else:
+                yield relation.to_arrow_reader()
+
+    def sql(self, text: str) -> duckdb.DuckDBPyRelation | None:
+        """A lazy relation over ``text``, for notebooks (``.df()``, ``.arrow()``, ``.pl()``);
+        None for a statement without rows.
+
+        Statements that act at once (``SET``, ``COPY``, ``ATTACH``…) and names that do not
+        bind fail here, as one line. A relation runs again at every fetch, outside this
+        session's timer (DuckDB's locked ``max_execution_time`` still bounds it): map an
+        error raised by a fetch with :meth:`error`.
+        """
+        with self._running():
+            return self._con.sql(text)
+
+    def error(self, exc: BaseException) -> BaseException:
+        """The one-line error for ``exc``, raised by a relation fetched outside this session's
+        methods (``exc`` itself when it is not DuckDB's or a source's)."""
+        return sql_error(exc, self._loose, self.limits.time_s)
 
     def execute(self, sql: str, max_rows: int | None = None) -> QueryResult:
         """The rows of ``sql``, at most ``max_rows`` (None: all), in one Arrow table.
