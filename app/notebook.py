@@ -88,15 +88,7 @@ class Session:
 
     def sql(self, text: str) -> Result | None:
         """The rows of ``text``. A statement the session refuses raises here, one line."""
-        from stateglass.collectors.catalog.failures import sql_error
-
-        try:
-            relation = self.catalog.connection.sql(text)
-        except Exception as exc:
-            mapped = sql_error(exc, None, self.catalog.limits.time_s)
-            if mapped is exc:
-                raise
-            raise mapped from None
+        relation = self.catalog.sql(text)
         return None if relation is None else Result(self.catalog, text, relation)
 
     def tables(self) -> list[TableEntry]:
