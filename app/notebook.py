@@ -28,7 +28,7 @@ from stateglass.app.errors import AppError
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from stateglass.collectors.catalog import SqlSession, TableEntry
+    from stateglass.collectors.catalog import SqlLimits, SqlSession, TableEntry
 
 
 class Result:
@@ -139,7 +139,7 @@ def connect(
     catalog = SqlSession(
         paths,
         history=None if db is None else os.path.expanduser(db),
-        limits=_limits(time_limit, memory_limit),
+        limits=sql_limits(time_limit, memory_limit),
         copy_history=True,
         text_form=spark_text(time_zone),
     )
@@ -202,9 +202,12 @@ def read_state(
     return pa.concat_tables(chunks)
 
 
-def _limits(time_limit: float | None, memory_limit: str | int | None) -> Any:
+def sql_limits(time_limit: float | None, memory_limit: str | int | None) -> SqlLimits:
+    """The per-query limits: seconds, and a size (``"512MiB"``) or bytes; None: the default.
+
+    The command line's ``--time-limit`` and ``--memory-limit`` are read here too.
+    """
     from stateglass.collectors.catalog import SqlLimits
-    from stateglass.collectors.errors import BadConfig
     from stateglass.collectors.limits import parse_size
 
     defaults = SqlLimits()
@@ -212,7 +215,7 @@ def _limits(time_limit: float | None, memory_limit: str | int | None) -> Any:
     if isinstance(memory_limit, str):
         memory = parse_size(memory_limit)
         if memory is None:
-            raise BadConfig("memory_limit", f"not a size: {memory_limit!r} (e.g. 512MiB, 2GiB)")
+            raise AppError(f"memory limit: not a size: {memory_limit!r} (e.g. 512MiB, 2GiB)")
     return SqlLimits(
         time_s=defaults.time_s if time_limit is None else time_limit,
         memory_bytes=defaults.memory_bytes if memory is None else memory,

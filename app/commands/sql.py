@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from stateglass.app import discovery
 from stateglass.app.errors import AppError
@@ -22,9 +22,6 @@ from stateglass.collectors.locations import DEFAULT_DB
 
 FORMATS = ("table", "csv", "jsonl", "parquet")
 DEFAULT_MAX_ROWS = 1000  # rows a text table holds: it is printed whole, so it is kept in memory
-
-if TYPE_CHECKING:
-    from stateglass.collectors.catalog.limits import SqlLimits
 
 BATCH_HELP = """\
 Every checkpoint is a schema, every store a table: SCHEMA.op<operator>_<store>
@@ -119,17 +116,6 @@ def add_parser(subparsers: Any) -> None:
     discovery.add_arguments(p)
 
 
-def sql_limits(args: argparse.Namespace) -> SqlLimits:
-    """The per-query limits ``--time-limit`` and ``--memory-limit`` give."""
-    from stateglass.collectors.catalog import SqlLimits
-    from stateglass.collectors.limits import parse_size
-
-    memory = parse_size(args.memory_limit)
-    if memory is None:
-        raise AppError(f"--memory-limit: not a size: {args.memory_limit!r} (e.g. 512MiB, 2GiB)")
-    return SqlLimits(time_s=args.time_limit, memory_bytes=memory)
-
-
 def history_path(db: str | None) -> str | None:
     """The history database to attach: ``--db`` (which must exist), else the default if it
     exists."""
@@ -159,12 +145,13 @@ def query_text(args: argparse.Namespace) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     """``stateglass sql``: list the catalog, run the query, or open the prompt."""
+    from stateglass.app.notebook import sql_limits
     from stateglass.app.render.arrow_values import spark_text
     from stateglass.app.sql_output import catalog_reader, check_output, open_result
     from stateglass.collectors.catalog import SqlSession
     from stateglass.collectors.checkpoints.enclosing import refuse_inside_checkpoint
 
-    limits = sql_limits(args)
+    limits = sql_limits(args.time_limit, args.memory_limit)
     history = history_path(args.db)
     text = None if args.tables else query_text(args)
     if text is not None and not text.strip():
