@@ -24,16 +24,17 @@ FORMATS = ("table", "csv", "jsonl", "parquet")
 DEFAULT_MAX_ROWS = 1000  # rows a text table holds: it is printed whole, so it is kept in memory
 
 BATCH_HELP = """\
-Every checkpoint is a schema, every store a table: SCHEMA.op<operator>_<store>
-(op0_default, op1_left_keytonumvalues; transformWithState: op0_<variable>, op0_timers),
+Every checkpoint is a schema, named for its folder (orders-v2 -> orders_v2; a name taken
+twice gets _2), every store a table: SCHEMA.op<operator>_<store> (op0_default,
+op0_left_keytonumvalues; transformWithState: op0_<variable>, op0_timers),
 SCHEMA.<table>_changes its change feed, SCHEMA.state_metadata, .batches, .offsets,
 .commits; the history database is `history`. --tables lists them all.
 
 A state table reads the last committed batch. To read another retained batch, pick it
-with its batch_id column (the one way; only a constant, IN or BETWEEN picks what is
-decoded):
+with its batch_id column and a constant (=, IN, BETWEEN): the one way.
     SELECT * FROM orders.op0_default WHERE batch_id = 41
-A predicate on partition_id reads only those partitions:
+A batch_id compared with a subquery or a join picks nothing: the table reads the last
+batch. A predicate on partition_id reads only those partitions:
     SELECT count(*) FROM orders.op0_default WHERE partition_id = 3
 
 The session is read-only and confined to the roots: no file reads outside them, no
