@@ -1,6 +1,6 @@
 """What the SQL catalog calls things: one schema per checkpoint, one table per readable view.
 
-Rules (``docs/sql.md`` shows them to users):
+Rules (``docs/architecture.md``, "The SQL catalog"):
 
 * A checkpoint's schema is its folder's own name, lower-cased, every run of characters other
   than ``a-z``, ``0-9`` and ``_`` made one ``_`` (``s3://b/jobs/Orders-v2`` → ``orders_v2``).
