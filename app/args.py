@@ -80,6 +80,11 @@ def add_store_args(p: argparse.ArgumentParser) -> None:
         help="jsonl: one JSON object per row, as Spark's toJSON (default); table; "
         "parquet (needs -o)",
     )
+    add_output_args(p)
+
+
+def add_output_args(p: argparse.ArgumentParser) -> None:
+    """``-o FILE`` and ``--time-zone``: where rows go and the zone their timestamps print in."""
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     p.add_argument(
         "--time-zone",

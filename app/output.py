@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
 from functools import cached_property
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Self
 
 from stateglass.app.atomic import AtomicText, replacing
 from stateglass.app.errors import AppError, OutputError
@@ -61,7 +61,28 @@ def _open_text(path: str) -> AtomicText:
         raise OutputError(f"{path}: cannot write output ({exc.strerror})") from exc
 
 
-class Sink:
+class Output:
+    """An output used in ``with``: closed when the block ends well, aborted when it fails."""
+
+    def close(self) -> None:
+        """Finish the output; a file appears at its path only now (``stateglass.app.atomic``)."""
+
+    def abort(self) -> None:
+        """The command failed: leave no output file (an existing one stays as it was)."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if et is None:
+            self.close()
+        else:
+            self.abort()
+
+
+class Sink(Output):
     """Receives stored (key, value) bytes and writes rows; closed when the command ends."""
 
     def __init__(self, codec: RowCodec, time_zone: str) -> None:
@@ -99,23 +120,6 @@ class Sink:
     def write_change_row(self, row: Row) -> None:
         """A whole change-feed row, in :func:`change_columns` order."""
         raise NotImplementedError
-
-    def close(self) -> None:
-        """Finish the output; a file appears at its path only now (``stateglass.app.atomic``)."""
-
-    def abort(self) -> None:
-        """The command failed: leave no output file (an existing one stays as it was)."""
-
-    def __enter__(self) -> Sink:
-        return self
-
-    def __exit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if et is None:
-            self.close()
-        else:
-            self.abort()
 
 
 class JsonLinesSink(Sink):

@@ -18,19 +18,29 @@ import csv
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable
-from types import TracebackType
+from collections.abc import Callable
 from typing import IO, Any
 
 from stateglass.app.atomic import AtomicText, temp_name
 from stateglass.app.errors import AppError, OutputError
-from stateglass.app.output import TABLE_CELL, FlatColumns, as_struct, cell_text, write_text_table
+from stateglass.app.output import (
+    TABLE_CELL,
+    FlatColumns,
+    Output,
+    as_struct,
+    cell_text,
+    write_text_table,
+)
 from stateglass.app.render.arrow_rows import decoded_rows
 from stateglass.app.render.rows_to_json import render_row
 from stateglass.app.render.spark_text import TimeZoneSpec
+from stateglass.collectors.catalog.names import CATALOG_SCHEMA
 from stateglass.parsers.arrow_types import spark_type
 from stateglass.parsers.errors import ParseError
 from stateglass.parsers.state_rows import Column
+
+# The catalog's own listing of its tables (``--tables``, the prompt's ``.tables``).
+CATALOG_LISTING = f"SELECT * FROM {CATALOG_SCHEMA}.tables"
 
 
 def result_columns(schema: Any) -> tuple[Column, ...]:
@@ -38,7 +48,7 @@ def result_columns(schema: Any) -> tuple[Column, ...]:
     return tuple((field.name, spark_type(field.type)) for field in schema)
 
 
-class ResultWriter:
+class ResultWriter(Output):
     """Writes a result's record batches; the file appears at its path only when all went well."""
 
     def __init__(self, path: str | None, time_zone: str) -> None:
@@ -58,23 +68,6 @@ class ResultWriter:
 
     def write_batch(self, batch: Any) -> None:
         raise NotImplementedError
-
-    def close(self) -> None:
-        """Finish the output."""
-
-    def abort(self) -> None:
-        """The query or the output failed: leave no file (an existing one stays as it was)."""
-
-    def __enter__(self) -> ResultWriter:
-        return self
-
-    def __exit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if et is None:
-            self.close()
-        else:
-            self.abort()
 
 
 class _TextWriter(ResultWriter):
@@ -223,26 +216,6 @@ class ParquetWriter(ResultWriter):
                 self.writer.close()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.tmp)
-
-
-def catalog_reader(entries: Iterable[Any]) -> Any:
-    """The catalog as a record batch reader, one row per table, in :class:`TableEntry`'s
-    fields."""
-    import pyarrow as pa
-
-    schema = pa.schema(
-        [
-            ("schema", pa.string()),
-            ("table", pa.string()),
-            ("checkpoint", pa.string()),
-            ("operator_id", pa.int32()),
-            ("store_name", pa.string()),
-            ("state_var", pa.string()),
-            ("kind", pa.string()),
-        ]
-    )
-    rows = [{name: getattr(e, name) for name in schema.names} for e in entries]
-    return pa.Table.from_pylist(rows, schema=schema).to_reader()
 
 
 def check_output(fmt: str, path: str | None, time_zone: str) -> None:

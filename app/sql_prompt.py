@@ -120,7 +120,7 @@ def statements(read: Callable[[str], str]) -> Iterable[str]:
 
 def prompt(session: Any, args: argparse.Namespace) -> int:
     """Read statements until Ctrl+D, running each and printing its result as a table."""
-    from stateglass.app.sql_output import catalog_reader, open_result
+    from stateglass.app.sql_output import CATALOG_LISTING, open_result
 
     tables, columns = catalog_names(session)
     save = _setup_readline(Completer(tables, columns))
@@ -134,13 +134,13 @@ def prompt(session: Any, args: argparse.Namespace) -> int:
             if text.startswith(".") and text != ".tables":
                 print(f"unknown command {text} (.tables, .quit)", file=sys.stderr)
                 continue
+            query = CATALOG_LISTING if text == ".tables" else text
             try:
-                with open_result("table", None, args.time_zone, args.max_rows) as out:
-                    if text == ".tables":
-                        out.write(catalog_reader(session.tables()))
-                    else:
-                        with session.stream(text) as reader:
-                            out.write(reader)
+                with (
+                    open_result("table", None, args.time_zone, args.max_rows) as out,
+                    session.stream(query) as reader,
+                ):
+                    out.write(reader)
             except CollectorError as exc:
                 print(f"stateglass: error: {exc}", file=sys.stderr)
             except KeyboardInterrupt:

@@ -17,6 +17,7 @@ import sys
 from typing import Any
 
 from stateglass.app import discovery
+from stateglass.app.args import add_output_args
 from stateglass.app.errors import AppError
 from stateglass.collectors.locations import DEFAULT_DB
 
@@ -78,7 +79,7 @@ def add_parser(subparsers: Any) -> None:
         help="table (default; cells cut at 40 characters); csv; jsonl: one JSON object per "
         "row, state columns as Spark's toJSON; parquet (needs -o)",
     )
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    add_output_args(p)
     p.add_argument(
         "--db",
         default=None,
@@ -106,13 +107,6 @@ def add_parser(subparsers: Any) -> None:
         metavar="N",
         help=f"--format table prints at most N rows (default {DEFAULT_MAX_ROWS}); "
         "the other formats stream every row",
-    )
-    p.add_argument(
-        "--time-zone",
-        default="UTC",
-        metavar="TZ",
-        help="session time zone used to print timestamps, as spark.sql.session.timeZone "
-        "(default UTC)",
     )
     discovery.add_arguments(p)
 
@@ -148,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     """``stateglass sql``: list the catalog, run the query, or open the prompt."""
     from stateglass.app.notebook import sql_limits
     from stateglass.app.render.arrow_values import spark_text
-    from stateglass.app.sql_output import catalog_reader, check_output, open_result
+    from stateglass.app.sql_output import CATALOG_LISTING, check_output, open_result
     from stateglass.collectors.catalog import SqlSession
     from stateglass.collectors.checkpoints.enclosing import refuse_inside_checkpoint
 
@@ -172,12 +166,11 @@ def run(args: argparse.Namespace) -> int:
             from stateglass.app.sql_prompt import prompt
 
             return prompt(session, args)
+        query = CATALOG_LISTING if args.tables else str(text)
         fmt, path, zone = args.format, args.output, args.time_zone
-        with open_result(fmt, path, zone, args.max_rows, listing=args.tables) as out:
-            if args.tables:
-                out.write(catalog_reader(session.tables()))
-            else:
-                assert text is not None
-                with session.stream(text) as reader:
-                    out.write(reader)
+        with (
+            open_result(fmt, path, zone, args.max_rows, listing=args.tables) as out,
+            session.stream(query) as reader,
+        ):
+            out.write(reader)
     return 0
