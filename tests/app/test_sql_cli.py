@@ -211,3 +211,21 @@ def test_a_cross_join_of_two_stores_stops_at_the_limit(
     proc = sg("sql", str(ROOT), "-e", query, "--time-limit", "2", cwd=tmp_path)
     assert "time limit" in _one_line_error(proc)
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_the_history_is_attached_read_only(tmp_path: Path) -> None:
+    db = tmp_path / "sg.duckdb"
+    _ok(sg("collect", str(SESSIONS), "--db", str(db), cwd=tmp_path))
+    count = "SELECT count(*) AS n FROM history.state_versions"
+    got = _ok(
+        sg("sql", str(SESSIONS), "--db", str(db), "--format", "csv", "-e", count, cwd=tmp_path)
+    )
+    assert int(got.splitlines()[1]) > 0
+    before = db.stat().st_mtime_ns
+    write = "CREATE TABLE history.mine AS SELECT 1 AS x"
+    _one_line_error(sg("sql", str(SESSIONS), "--db", str(db), "-e", write, cwd=tmp_path))
+    assert db.stat().st_mtime_ns == before
+    missing = sg(
+        "sql", str(SESSIONS), "--db", str(tmp_path / "none.duckdb"), "-e", count, cwd=tmp_path
+    )
+    assert "none.duckdb" in _one_line_error(missing)
