@@ -19,8 +19,8 @@ $(STAMP): requirements.txt pyproject.toml setup.py parsers/_speedups.c
 	touch $(STAMP)
 
 lint: install
-	$(BIN)/ruff check parsers collectors app tests benchmarks sample_checkpoints
-	$(BIN)/ruff format --check parsers collectors app tests benchmarks sample_checkpoints
+	$(BIN)/ruff check stateglass parsers collectors app tests benchmarks sample_checkpoints
+	$(BIN)/ruff format --check stateglass parsers collectors app tests benchmarks sample_checkpoints
 
 # mypy cannot follow setuptools' package-dir mapping: it reads the namespace through links.
 typecheck: install
