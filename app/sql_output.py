@@ -190,15 +190,26 @@ class ParquetWriter(ResultWriter):
         self.writer: Any = None
 
     def start(self, schema: Any) -> None:
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         try:
             self.writer = pq.ParquetWriter(self.tmp, schema)
         except OSError as exc:
             raise OutputError(f"{self.final}: cannot write parquet ({exc.strerror})") from exc
+        except pa.ArrowException as exc:
+            # A type Parquet has no column for (an INTERVAL): the user can cast it.
+            why = str(exc).splitlines()[0]
+            raise OutputError(f"{self.final}: cannot write parquet ({why}; cast it)") from exc
 
     def write_batch(self, batch: Any) -> None:
-        self.writer.write_batch(batch)
+        import pyarrow as pa
+
+        try:
+            self.writer.write_batch(batch)
+        except pa.ArrowException as exc:
+            why = str(exc).splitlines()[0]
+            raise OutputError(f"{self.final}: cannot write parquet ({why})") from exc
 
     def close(self) -> None:
         if self.writer is None:

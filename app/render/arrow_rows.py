@@ -15,6 +15,10 @@ import datetime
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from stateglass.parsers.arrow_types import spark_type
+from stateglass.parsers.sparktypes import AtomicType
+
+_STRING = AtomicType("string")
 _EPOCH_DAY = datetime.date(1970, 1, 1)
 _EPOCH = datetime.datetime(1970, 1, 1)
 _EPOCH_UTC = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
@@ -51,6 +55,10 @@ def decoded_value(at: Any) -> Callable[[Any], Any]:
         return lambda td: td // _MICRO
     if t.is_interval(at):
         return lambda iv: (iv.months, iv.days, iv.nanoseconds // 1000)
+    if spark_type(at) == _STRING and not (
+        t.is_string(at) or t.is_large_string(at) or t.is_string_view(at)
+    ):
+        return str  # a type Spark has no JSON for (a time of day, a UUID): its text
     return lambda v: v
 
 

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from stateglass.app.cli import main
+from stateglass.app.errors import OutputError
 from stateglass.app.sql_output import ResultWriter, open_result
 from tests.conftest import SAMPLES
 
@@ -149,3 +150,26 @@ def test_a_failed_query_leaves_no_file(tmp_path: Path) -> None:
         with pytest.raises(RuntimeError):
             _written(fmt, pa.RecordBatchReader.from_batches(schema, failing()), target)
         assert list(tmp_path.iterdir()) == [], fmt
+
+
+EXOTIC = (
+    "SELECT TIME '12:00' AS t, INTERVAL 1 DAY AS i, [1, 2]::INT[2] AS a, MAP {'k': 1} AS m, "
+    "1::HUGEINT AS h, 'x'::BLOB AS b, 'NaN'::DOUBLE AS d, TIMESTAMP_NS '2024-01-01 00:00:00' AS n, "
+    "'a'::ENUM('a', 'b') AS e, '{\"x\":1}'::JSON AS j, 1::BIT AS bit"
+)
+
+
+def test_every_duckdb_type_prints(tmp_path: Path) -> None:
+    con = duckdb.connect()
+    try:
+        got = _written("jsonl", con.sql(EXOTIC).to_arrow_reader(), tmp_path / "out.jsonl")
+        cells = _written("csv", con.sql(EXOTIC).to_arrow_reader(), tmp_path / "out.csv")
+        with pytest.raises(OutputError, match="cannot write parquet"):
+            _written("parquet", con.sql(EXOTIC).to_arrow_reader(), tmp_path / "out.parquet")
+    finally:
+        con.close()
+    row = json.loads(got)
+    assert row["t"] == "12:00:00" and row["i"] == "1 days" and row["a"] == [1, 2]
+    assert row["m"] == {"k": 1} and row["d"] == "NaN" and row["e"] == "a"
+    assert cells.splitlines()[1].startswith("12:00:00,1 days,")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv", "out.jsonl"]
