@@ -23,24 +23,14 @@ from stateglass.collectors.catalog import SqlSession, TableEntry
 from stateglass.collectors.catalog.names import quoted
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from tests.collectors.test_catalog_fidelity import canonical, retained_batches
-from tests.e2e.oracle import SAMPLES, format_samples
+from tests.e2e.oracle import SAMPLES, format_samples, leaf_columns
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 def leaf_rows(table: pa.Table) -> Counter[Any]:
     """Rows as tuples of their leaf values, structs flattened by position."""
-    leaves: list[pa.ChunkedArray] = []
-    todo = list(table.columns)
-    while todo:
-        column = todo.pop(0)
-        if pa.types.is_struct(column.type):
-            todo[:0] = column.flatten()
-        else:
-            leaves.append(column)
-    if not leaves:
-        return Counter()
-    columns = [leaf.to_pylist() for leaf in leaves]
+    columns = [leaf.to_pylist() for leaf in leaf_columns(table)]
     return Counter(canonical(row) for row in zip(*columns, strict=True))
 
 
