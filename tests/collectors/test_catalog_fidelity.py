@@ -25,6 +25,7 @@ from stateglass.collectors.catalog import SqlSession, TableEntry
 from stateglass.collectors.catalog.names import quoted
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from stateglass.collectors.checkpoints.state_reader import StateRequest, StateSource
+from stateglass.collectors.errors import CollectorError
 from tests.conftest import SAMPLES, sample_checkpoints, sample_id
 
 
@@ -157,3 +158,32 @@ def test_every_change_table_is_what_changes_reads(path: str, tmp_path: Path) -> 
 
 def test_samples_are_here() -> None:
     assert os.path.isdir(SAMPLES)
+
+
+@pytest.mark.slow
+def test_every_corpus_table_is_what_state_reads(fixture_corpus: Path, tmp_path: Path) -> None:
+    """The whole corpus (Spark 3.5 to 4.3) in one session, each table at the last committed
+    batch: what ``state`` reads there is held to Spark by tests/e2e/test_corpus_fidelity.py."""
+    compared = 0
+    with SqlSession([str(fixture_corpus)]) as session:
+        paths = {schema: Path(p) for schema, p in session.schemas().items()}
+        assert len(paths) >= 60
+        for entry in session.tables():
+            if entry.kind not in ("state", "timers"):
+                continue
+            path = str(paths[entry.schema])
+            cp = Checkpoint.open(path)
+            if cp.last_committed_batch is None:
+                continue
+            out = tmp_path / f"{entry.schema}-{entry.table}.parquet"
+            args = ["state", path, *view_args(entry, cp), "--format", "parquet", "-o", str(out)]
+            name = f"{quoted(entry.schema)}.{quoted(entry.table)}"
+            if cli_main(args) != 0:
+                with pytest.raises(CollectorError):
+                    session.execute(f"SELECT * FROM {name}")
+                continue
+            got = session.execute(f"SELECT * EXCLUDE (batch_id) FROM {name}").table
+            expected = pq.read_table(out)
+            assert rows(got) == rows(expected), f"{entry.schema}.{entry.table}"
+            compared += 1
+    assert compared >= 60

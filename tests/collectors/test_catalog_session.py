@@ -34,15 +34,30 @@ STATE = "agg_hdfs.op0_default"
 
 def test_schema_names_follow_the_rule() -> None:
     names = schema_names(
-        ["/a/Orders-v2", "s3://b/x/orders_v2", "/c/history", "/d/7days", "/e/-", "/f/ck.dots"]
+        [
+            "/a/Orders-v2",
+            "s3://b/x/orders_v2",
+            "/c/history",
+            "/d/7days",
+            "/e/-",
+            "/f/ck.dots",
+            "/jobs/orders/checkpoint",
+            "/jobs/clicks/checkpoint",
+            "/g/a-b",
+            "/g/a_b",
+        ]
     )
     assert names == {
-        "/a/Orders-v2": "orders_v2",
+        "/a/Orders-v2": "a_orders_v2",
+        "s3://b/x/orders_v2": "x_orders_v2",
         "/c/history": "history_cp",
         "/d/7days": "cp_7days",
         "/e/-": "cp",
         "/f/ck.dots": "ck_dots",
-        "s3://b/x/orders_v2": "orders_v2_2",
+        "/jobs/orders/checkpoint": "orders_checkpoint",
+        "/jobs/clicks/checkpoint": "clicks_checkpoint",
+        "/g/a-b": "g_a_b",
+        "/g/a_b": "g_a_b_2",
     }
 
 
