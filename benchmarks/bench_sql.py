@@ -8,10 +8,10 @@ Usage::
 
 The checkpoint is the counter case of ``bench_state_read.py`` (written once with PySpark,
 cached under ``--workdir``: ``--keys`` keys, 4 shuffle partitions; key ``struct<k:string>``,
-value ``struct<n:bigint,total:bigint>``). Each case runs as a whole process, alternating,
+value ``struct<count:bigint,sum:bigint>``). Each case runs as a whole process, alternating,
 with the wall time and the peak RSS of its process tree (the JVM included):
 
-* the aggregate ``SELECT count(*), max(value.total) FROM … WHERE value.n > 0`` through
+* the aggregate ``SELECT count(*), max(value.sum) FROM … WHERE value.count > 0`` through
   ``stateglass sql`` and through ``spark-submit`` (``spark.read.format("statestore")``,
   the same SQL on a temporary view); both answers are compared;
 * the same query filtered to one partition (``AND partition_id = 0``) against unfiltered;
@@ -39,7 +39,7 @@ sys.path.insert(0, HERE)
 from bench_state_read import PY, checkpoint, load_average, timed  # noqa: E402
 
 SETTLE_S = 3.0
-AGGREGATE = "SELECT count(*) AS n, max(value.total) AS top FROM {t} WHERE value.n > 0{extra}"
+AGGREGATE = "SELECT count(*) AS n, max(value.sum) AS top FROM {t} WHERE value.count > 0{extra}"
 
 SPARK_SQL = r"""
 import sys
@@ -75,6 +75,17 @@ def _table_name(cp: str) -> str:
     ).stdout.splitlines()
     schema, table = next(line.split(",")[:2] for line in out[1:] if line.endswith(",state"))
     return f"{schema}.{table}"
+
+
+def spark_env() -> dict[str, str]:
+    """spark-submit from the virtualenv's pyspark: its SPARK_HOME, this Python for the driver."""
+    home = subprocess.run(
+        [PY, "-c", "import os, pyspark; print(os.path.dirname(pyspark.__file__))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    return {**os.environ, "SPARK_HOME": home, "PYSPARK_PYTHON": PY, "PYSPARK_DRIVER_PYTHON": PY}
 
 
 def cases(cp: str, workdir: str) -> dict[str, tuple[list[str], str | None]]:
@@ -137,13 +148,14 @@ def main() -> None:
     os.makedirs(args.workdir, exist_ok=True)
     cp = checkpoint(args.workdir, "counter", args.provider, args.keys)
     runs = cases(cp, args.workdir)
+    env = spark_env()
     results: dict[str, list[tuple[float, float, str]]] = {label: [] for label in runs}
     answers: dict[str, str] = {}
     for _ in range(args.runs):
         for label, (cmd, answer) in runs.items():
             time.sleep(SETTLE_S)
             load = load_average()
-            wall, rss = timed(cmd)
+            wall, rss = timed(cmd, env=env)
             results[label].append((wall, rss, load))
             if answer is not None:
                 answers[label] = _answer(answer)
