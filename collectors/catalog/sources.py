@@ -105,8 +105,8 @@ class SharedTable(ds.InMemoryDataset):
     Registering a source costs DuckDB milliseconds, more as there are more, and a fleet of
     one job's checkpoints has hundreds of tables of each schema. So each view reads its
     table by number: ``SELECT * EXCLUDE (_sg_table) FROM _sg_<n> WHERE _sg_table = <k>``.
-    DuckDB pushes that constant down, and a scan makes only the tables it keeps (a filter
-    that were not pushed would read them all: right rows, more work).
+    DuckDB pushes that constant down, and a scan makes only the tables it keeps (were the
+    filter not pushed, a scan would make them all: the right rows, at more cost).
     """
 
     def __init__(self, schema: pa.Schema, scopes: Scopes) -> None:
