@@ -244,3 +244,10 @@ def test_metadata_tables_describe_the_checkpoint() -> None:
     ]
     assert batches.column("n").to_pylist() == [12]
     assert commits.column("b").to_pylist() == [11]
+
+
+def test_a_stream_read_in_part_leaves_the_session_usable() -> None:
+    with SqlSession([str(AGG)]) as session:
+        with session.stream("SELECT * FROM range(1000000000)") as reader:
+            assert reader.read_next_batch().num_rows > 0
+        assert session.execute("SELECT 1 AS x").table.column("x").to_pylist() == [1]
