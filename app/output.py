@@ -61,6 +61,24 @@ def _open_text(path: str) -> AtomicText:
         raise OutputError(f"{path}: cannot write output ({exc.strerror})") from exc
 
 
+class TextOut:
+    """Text for ``path``, put in place whole by :meth:`commit` (``stateglass.app.atomic``), or
+    for stdout when ``path`` is None."""
+
+    def __init__(self, path: str | None) -> None:
+        self.target = _open_text(path) if path is not None else None
+        self.file: IO[str] = self.target.file if self.target is not None else sys.stdout
+
+    def commit(self) -> None:
+        self.file.flush()
+        if self.target is not None:
+            self.target.commit()
+
+    def discard(self) -> None:
+        if self.target is not None:
+            self.target.discard()
+
+
 class Output:
     """An output used in ``with``: closed when the block ends well, aborted when it fails."""
 
@@ -132,8 +150,8 @@ class JsonLinesSink(Sink):
 
     def __init__(self, codec: RowCodec, time_zone: str, path: str | None) -> None:
         super().__init__(codec, time_zone)
-        self.target = _open_text(path) if path is not None else None
-        self.out: IO[str] = self.target.file if self.target is not None else sys.stdout
+        self.text = TextOut(path)
+        self.out: IO[str] = self.text.file
         self.buf: list[str] = []
         self.fast = codec.raw_capable
         self.chain: ChainEncoder | None = None
@@ -299,13 +317,10 @@ class JsonLinesSink(Sink):
 
     def close(self) -> None:
         self.flush()
-        self.out.flush()
-        if self.target is not None:
-            self.target.commit()
+        self.text.commit()
 
     def abort(self) -> None:
-        if self.target is not None:
-            self.target.discard()
+        self.text.discard()
 
 
 class FlatColumns:

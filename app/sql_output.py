@@ -17,16 +17,16 @@ import contextlib
 import csv
 import json
 import os
-import sys
 from collections.abc import Callable
 from typing import IO, Any
 
-from stateglass.app.atomic import AtomicText, temp_name
+from stateglass.app.atomic import temp_name
 from stateglass.app.errors import AppError, OutputError
 from stateglass.app.output import (
     TABLE_CELL,
     FlatColumns,
     Output,
+    TextOut,
     as_struct,
     cell_text,
     write_text_table,
@@ -75,20 +75,14 @@ class _TextWriter(ResultWriter):
 
     def __init__(self, path: str | None, time_zone: str) -> None:
         super().__init__(path, time_zone)
-        try:
-            self.target = AtomicText(path) if path is not None else None
-        except OSError as exc:
-            raise OutputError(f"{path}: cannot write output ({exc.strerror})") from exc
-        self.out: IO[str] = self.target.file if self.target is not None else sys.stdout
+        self.text = TextOut(path)
+        self.out: IO[str] = self.text.file
 
     def close(self) -> None:
-        self.out.flush()
-        if self.target is not None:
-            self.target.commit()
+        self.text.commit()
 
     def abort(self) -> None:
-        if self.target is not None:
-            self.target.discard()
+        self.text.discard()
 
 
 class JsonLinesWriter(_TextWriter):
