@@ -39,7 +39,8 @@ from stateglass.app.render.rows_to_json import render_row, to_python
 from stateglass.app.render.spark_text import TimeZoneSpec
 from stateglass.parsers.arrow_types import arrow_type, unique_names
 from stateglass.parsers.errors import ParseError
-from stateglass.parsers.sparktypes import AtomicType, DataType, StructField, StructType
+from stateglass.parsers.sparktypes import DataType, StructField, StructType
+from stateglass.parsers.state_arrow import change_columns, state_columns
 from stateglass.parsers.state_rows import Column, Row, RowCodec
 
 if TYPE_CHECKING:
@@ -47,22 +48,6 @@ if TYPE_CHECKING:
 
 TABLE_CELL = 40  # characters; wider cells are cut with an ellipsis
 FLUSH_EVERY = 20_000  # lines buffered before one write: fewer syscalls, bounded memory
-
-PARTITION_ID: Column = ("partition_id", AtomicType("integer"))
-CHANGE_HEAD: tuple[Column, ...] = (
-    ("batch_id", AtomicType("long")),
-    ("change_type", AtomicType("string")),
-)
-
-
-def state_columns(codec: RowCodec) -> tuple[Column, ...]:
-    """Every column of a state row, as Spark's reader returns them."""
-    return (*codec.columns, PARTITION_ID)
-
-
-def change_columns(codec: RowCodec) -> tuple[Column, ...]:
-    """Every column of a change-feed row."""
-    return (*CHANGE_HEAD, *codec.change_columns, PARTITION_ID)
 
 
 def as_struct(columns: Sequence[Column]) -> StructType:
@@ -465,7 +450,7 @@ class ParquetSink(Sink):
         self.convert: list[Callable[[Any], Any]] = []
         self.chunks: list[Any] = []  # pa.Table pieces, in output order
         # numpy and pyarrow load only for Parquet: JSON lines start faster without them.
-        from stateglass.app.columnar_output import columnar_supported
+        from stateglass.parsers.state_arrow import columnar_supported
 
         self.columnar = columnar_supported(codec)
 
@@ -490,7 +475,7 @@ class ParquetSink(Sink):
         if not self.columnar:
             super().write_partition(partition, items)
             return
-        from stateglass.app.columnar_output import columnar_partition
+        from stateglass.parsers.state_arrow import columnar_partition
 
         self._start(state_columns(self.codec))
         items = items if isinstance(items, list) else list(items)

@@ -26,6 +26,12 @@ Hierarchy::
     ├── EngineError              the engine, not the checkpoint, failed (no pyspark or Java,
     │                            Spark master unreachable, executors missing a dependency)
     ├── BadProgressPath          a ``--progress`` PATH that is missing or not a directory
+    ├── SqlError                 a query of the SQL catalog did not run (path: ``sql``)
+    │   ├── QueryRefused         the session's safety switches refused it (files, network,
+    │   │                        extensions, configuration, writes into the history)
+    │   ├── QueryTimeLimit       stopped at the session's time limit
+    │   ├── QueryMemoryLimit     stopped at the session's memory (or spill) limit
+    │   └── QueryFailed          DuckDB rejected it: syntax, unknown table or column, types
     └── InsideCheckpoint         a path given for StateGlass's own files (``--db``, ``-o``) or
                                  for event logs (``--progress``) lies inside a checkpoint
 
@@ -144,6 +150,36 @@ class EngineError(CollectorError):
 
 class BadProgressPath(CollectorError):
     """A ``--progress`` path that cannot be an event-log or listener directory."""
+
+
+class SqlError(CollectorError):
+    """A query of the SQL catalog did not run; ``path`` is ``sql``, ``why`` one line."""
+
+    def __init__(self, path: str, why: str = "") -> None:
+        # One argument is the usual call (``QueryFailed("no such table")``); two keep
+        # ``CollectorError``'s pickling.
+        if not why:
+            path, why = SQL, path
+        super().__init__(path, why)
+
+
+class QueryRefused(SqlError):
+    """The session's safety switches refused the statement (nothing was read or written)."""
+
+
+class QueryTimeLimit(SqlError):
+    """The query ran past the session's time limit and was stopped."""
+
+
+class QueryMemoryLimit(SqlError):
+    """The query needed more memory (or spill space) than the session allows."""
+
+
+class QueryFailed(SqlError):
+    """DuckDB rejected the query: a syntax error, an unknown name, a type mismatch."""
+
+
+SQL = "sql"
 
 
 class InsideCheckpoint(CollectorError):

@@ -8,7 +8,7 @@ fields (``(offset << 32) | size`` slots) are gathered byte by byte into Arrow's
 offsets-and-data layout. Nested structs recurse on the rows where they are not null.
 
 The result is exactly what :func:`stateglass.parsers.unsaferow.row_decoder` gives, turned
-into Arrow by :func:`stateglass.app.render.arrow_values.arrow_value`, with the one type mapping of
+into Arrow by :func:`stateglass.parsers.state_arrow.arrow_value`, with the one type mapping of
 :func:`~stateglass.parsers.arrow_types.arrow_type` (``tests/parsers/test_columnar.py`` checks
 that with hypothesis). Where the generated decoder would do something other than read a clean value
 (an offset past the row, malformed UTF-8 it repairs, a decimal wider than its type), this

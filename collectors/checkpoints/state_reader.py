@@ -127,34 +127,48 @@ class StateSource:
     @cached_property
     def row_codec(self) -> RowCodec:
         """Built on first use: listing versions needs no schema."""
+        spec, family = self._spec
+        if family is None:
+            return RowCodec(spec)
+        return RowCodec(replace(spec, cf_id=self._cf_id(family)))
+
+    @cached_property
+    def output_codec(self) -> RowCodec:
+        """A codec whose ``columns`` are :attr:`row_codec`'s, built from the schema files
+        alone: it opens no partition file (a column family's id is not looked up), so it
+        names the output columns but must not decode."""
+        return RowCodec(self._spec[0])
+
+    @cached_property
+    def _spec(self) -> tuple[StoreSpec, str | None]:
+        """The store's row spec without its column family id, and the column family whose
+        id the rows need (None: the store has no column families)."""
         store = self.store
         where = self.cp.store_dir(store.operator_id, 0, store.store_name)
-        cf_id: int | None = None
+        family: str | None = None
         kind: str | None = None
         multi_value = False
         if store.is_transform_with_state and store.state_variables:
-            var, kind = self._tws_variable(where)
-            schema = store.column_family(var)
+            family, kind = self._tws_variable(where)
+            schema = store.column_family(family)
             if schema is None:
-                raise UnsupportedCheckpoint(where, f"state variable {var!r} has no schema entry")
-            cf_id = self._cf_id(var)
+                raise UnsupportedCheckpoint(where, f"state variable {family!r} has no schema entry")
             multi_value = kind == LIST_STATE
         elif store.uses_column_families:
             names = [cf.name for cf in store.column_families]
-            var = self.request.state_var or ""
+            family = self.request.state_var or ""
             if self.request.read_timers:
                 raise NotFound(where, "--read-timers is only for transformWithState operators")
-            if not var:
+            if not family:
                 raise NotFound(
                     where,
                     "this store keeps several state variables; pick one with --state-var "
                     f"({', '.join(names)})",
                 )
-            schema = store.column_family(var)
+            schema = store.column_family(family)
             if schema is None:
-                raise NotFound(where, f"no state variable {var!r} (known: {', '.join(names)})")
-            cf_id = self._cf_id(var)
-            multi_value = var.endswith(JOIN_MULTI_VALUED)
+                raise NotFound(where, f"no state variable {family!r} (known: {', '.join(names)})")
+            multi_value = family.endswith(JOIN_MULTI_VALUED)
         else:
             if self.request.state_var or self.request.read_timers:
                 option = "--state-var" if self.request.state_var else "--read-timers"
@@ -172,7 +186,6 @@ class StateSource:
             value_schema=schema.value_schema,
             key_encoder_spec=schema.key_state_encoder_spec if store.uses_column_families else None,
             num_cols_prefix_key=store.num_cols_prefix_key,
-            cf_id=cf_id,
             multi_value=multi_value,
             row_checksum=self.row_checksum,
             encoding_format=self.encoding_format,
@@ -180,9 +193,10 @@ class StateSource:
             flatten=self.request.flatten,
         )
         try:
-            return RowCodec(spec)
+            RowCodec(spec)
         except ParseError as exc:
             raise UnsupportedCheckpoint(where, exc.why) from exc
+        return spec, family
 
     def _tws_variable(self, where: str) -> tuple[str, str]:
         """The (column family, kind) a transformWithState read asks for, checked as Spark does.
@@ -432,8 +446,20 @@ def iter_raw_changes(
         raise NotFound(cp.path("commits"), f"--from must be >= 0, got {from_batch}")
     if from_batch > last:
         raise NotFound(cp.path("commits"), f"--from {from_batch} is after --to {last}: swap them")
+    refuse_repartitions(cp, from_batch, last)
+    held = {batch: set(source.partitions_for(batch)) for batch in range(from_batch, last + 1)}
+    for partition in sorted(set().union(*held.values())):
+        for batch in range(from_batch, last + 1):
+            if partition not in held[batch]:
+                continue  # before or after a repartition, the partition held no state
+            for change_type, key, value in source.changes(partition, batch + 1):
+                yield batch, change_type, partition, key, value
+
+
+def refuse_repartitions(cp: Checkpoint, from_batch: int, to_batch: int) -> None:
+    """A change feed across a repartition cannot be read: say which batch and what to read."""
     for move in cp.repartitions:
-        if from_batch <= move.batch_id <= last:
+        if from_batch <= move.batch_id <= to_batch:
             # Spark's change feed fails there too (no changelog is written for that version).
             raise MissingVersion(
                 cp.path("offsets", str(move.batch_id)),
@@ -442,10 +468,3 @@ def iter_raw_changes(
                 f"change records; read changes up to {move.batch_id - 1} or from "
                 f"{move.batch_id + 1}, or the state at batch {move.batch_id}",
             )
-    held = {batch: set(source.partitions_for(batch)) for batch in range(from_batch, last + 1)}
-    for partition in sorted(set().union(*held.values())):
-        for batch in range(from_batch, last + 1):
-            if partition not in held[batch]:
-                continue  # before or after a repartition, the partition held no state
-            for change_type, key, value in source.changes(partition, batch + 1):
-                yield batch, change_type, partition, key, value

@@ -19,7 +19,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stateglass.app.columnar_output import columnar_partition, columnar_supported
 from stateglass.app.errors import AppError
 from stateglass.app.output import ParquetSink
 from stateglass.app.render.arrow_values import arrow_value
@@ -35,6 +34,7 @@ from stateglass.parsers.sparktypes import (
     StructField,
     StructType,
 )
+from stateglass.parsers.state_arrow import columnar_partition, columnar_supported
 from stateglass.parsers.state_rows import RowCodec, StoreSpec
 from stateglass.parsers.unsaferow import row_decoder
 from stateglass.parsers.unsafewriter import encode_row

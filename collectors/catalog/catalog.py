@@ -1,0 +1,227 @@
+"""The catalog itself: which tables a session has, and the lazy source behind each.
+
+:func:`build_catalog` finds the checkpoints, names a schema per checkpoint and a table per
+view of each store (:mod:`.names`), registers one :class:`~.sources.LazyTable` per table as
+``_sg_<n>`` and creates the view users query over it, with the checkpoint's path in the
+view's comment. The history database's tables and views are listed as kind ``history``; a
+``stateglass.tables`` view lists everything. Reading schema files is all it does: nothing is
+decoded until a query scans a table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
+
+import duckdb
+import pyarrow as pa
+
+from stateglass.collectors.catalog.metadata import METADATA
+from stateglass.collectors.catalog.names import (
+    CATALOG_SCHEMA,
+    CHANGES_SUFFIX,
+    HISTORY,
+    TIMERS,
+    quoted,
+    schema_names,
+    state_table,
+    unique,
+)
+from stateglass.collectors.catalog.scope import QueryScope, SourceCache
+from stateglass.collectors.catalog.sources import LazyTable, Pieces, StoreTables
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
+from stateglass.collectors.checkpoints.discover import Limits, checkpoints_at
+from stateglass.collectors.checkpoints.state_views import StateView, views_of
+from stateglass.collectors.errors import CheckpointError
+from stateglass.collectors.fs import FileSystem
+from stateglass.parsers.state_arrow import TextForm
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+
+KINDS = ("state", "changes", "timers", "metadata", "history")
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    """One table of the catalog, as ``stateglass sql --tables`` lists it.
+
+    ``checkpoint`` is the path as the user gave it (or as discovery found it below a
+    folder); ``operator_id``, ``store_name`` (Spark's store name) and ``state_var`` are None
+    where they do not apply; ``kind`` is one of :data:`KINDS`.
+    """
+
+    schema: str
+    table: str
+    checkpoint: str | None
+    operator_id: int | None
+    store_name: str | None
+    state_var: str | None
+    kind: str
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """What a session holds: its tables, and each checkpoint schema's path."""
+
+    entries: tuple[TableEntry, ...]
+    schemas: dict[str, str]
+
+
+class _Builder:
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        text_form: TextForm,
+        scopes: Callable[[], QueryScope],
+        warn: Callable[[str], None],
+    ) -> None:
+        self.con = con
+        self.text_form = text_form
+        self.scopes = scopes
+        self.warn = warn
+        self.sources = SourceCache()
+        self.entries: list[TableEntry] = []
+        self._registered = 0
+
+    def add(self, entry: TableEntry, schema: pa.Schema, pieces: Pieces, comment: str) -> None:
+        self._registered += 1
+        hidden = f"_sg_{self._registered}"
+        self.con.register(hidden, LazyTable(schema, pieces, self.scopes))
+        target = f"{quoted(entry.schema)}.{quoted(entry.table)}"
+        self.con.execute(f"CREATE VIEW {target} AS SELECT * FROM {hidden}")
+        self.con.execute(f"COMMENT ON VIEW {target} IS {_literal(comment)}")
+        self.entries.append(entry)
+
+    def checkpoint(self, schema: str, given: str, root: str, fs: FileSystem) -> None:
+        self.con.execute(f"CREATE SCHEMA {quoted(schema)}")
+        cp = Checkpoint(root, fs)
+        try:
+            stores = cp.stores()
+        except CheckpointError as exc:
+            self.warn(f"{given}: only its metadata tables are listed ({exc.why})")
+            stores = []
+        planned = [(store, view) for store in stores for view in views_of(store, root)]
+        labels = [(_label(store, view), view) for store, view in planned]
+        names = unique(
+            [state_table(view.operator_id, label) for label, view in labels]
+            + [f"{state_table(view.operator_id, label)}{CHANGES_SUFFIX}" for label, view in labels]
+            + list(METADATA)
+        )
+        state_names, change_names = names[: len(planned)], names[len(planned) : 2 * len(planned)]
+        for (store, view), table, changes in zip(planned, state_names, change_names, strict=True):
+            self.store(schema, given, cp, fs, store, view, table, changes)
+        for table in METADATA:
+            self.metadata(schema, given, root, fs, table)
+
+    def store(
+        self,
+        schema: str,
+        given: str,
+        cp: Checkpoint,
+        fs: FileSystem,
+        store: StoreInfo,
+        view: StateView,
+        table: str,
+        changes: str,
+    ) -> None:
+        try:
+            tables = StoreTables(
+                schema, view, fs, self.sources, self.text_form, self.sources.get(view, cp)
+            )
+        except CheckpointError as exc:
+            self.warn(f"{given}: {schema}.{table} is left out: {exc}")
+            return
+        store_name, state_var = _spark_names(store, view)
+        kind = "timers" if view.read_timers else "state"
+        where = f"{given} operator {view.operator_id} store {store_name}"
+        where += f" state variable {state_var}" if state_var else ""
+        entry = TableEntry(schema, table, given, view.operator_id, store_name, state_var, kind)
+        self.add(entry, tables.state_schema, tables.state_pieces(table), where)
+        if view.read_timers:
+            return  # Spark has no change feed of the registered timers
+        entry = TableEntry(
+            schema, changes, given, view.operator_id, store_name, state_var, "changes"
+        )
+        self.add(entry, tables.change_schema, tables.change_pieces(changes), f"{where} changes")
+
+    def metadata(self, schema: str, given: str, root: str, fs: FileSystem, table: str) -> None:
+        arrow_schema, build = METADATA[table]
+
+        def pieces(scope: QueryScope, flt: pc.Expression | None) -> Iterator[pa.Table]:
+            yield build(scope.checkpoint(root, fs))
+
+        entry = TableEntry(schema, table, given, None, None, None, "metadata")
+        self.add(entry, arrow_schema, pieces, f"{given} {table}")
+
+    def history(self) -> None:
+        rows = self.con.execute(
+            "SELECT table_name FROM information_schema.tables "
+            "WHERE table_catalog = ? ORDER BY table_schema, table_name",
+            [HISTORY],
+        ).fetchall()
+        for (name,) in rows:
+            self.entries.append(TableEntry(HISTORY, str(name), None, None, None, None, "history"))
+
+    def listing(self) -> None:
+        """``stateglass.tables``: the entries, queryable."""
+        names = [f.name for f in fields(TableEntry)]
+        columns = {n: [getattr(e, n) for e in self.entries] for n in names}
+        table = pa.table(
+            {
+                n: pa.array(v, type=pa.int32() if n == "operator_id" else pa.string())
+                for n, v in columns.items()
+            }
+        )
+        self.con.execute(f"CREATE SCHEMA {CATALOG_SCHEMA}")
+        self.con.register("_sg_tables", table)
+        self.con.execute(f"CREATE VIEW {CATALOG_SCHEMA}.tables AS SELECT * FROM _sg_tables")
+
+
+def _label(store: StoreInfo, view: StateView) -> str:
+    if view.read_timers:
+        return TIMERS
+    return view.state_var or store.store_name
+
+
+def _spark_names(store: StoreInfo, view: StateView) -> tuple[str, str | None]:
+    """(storeName, stateVarName) as Spark's reader options name the view."""
+    if store.is_transform_with_state:
+        return store.store_name, None if view.read_timers else view.state_var
+    # A join store kept as column families (format 3): Spark names each as a store.
+    return (view.state_var or store.store_name), None
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def build_catalog(
+    con: duckdb.DuckDBPyConnection,
+    roots: Sequence[str],
+    discovery: Limits | None,
+    text_form: TextForm,
+    scopes: Callable[[], QueryScope],
+    warn: Callable[[str], None] | None,
+) -> Catalog:
+    """Find the checkpoints under ``roots`` and register their tables on ``con``."""
+    from stateglass.collectors.remote import open_location
+
+    say = warn or (lambda _line: None)
+    found: dict[str, tuple[str, FileSystem]] = {}
+    for given in roots:
+        fs, canonical = open_location(given)
+        for root in checkpoints_at(fs, given, discovery, say):
+            # A checkpoint named directly keeps the name it was given.
+            shown = given if root in (canonical, canonical.rstrip("/")) else root
+            found.setdefault(root, (shown, fs))
+    builder = _Builder(con, text_form, scopes, say)
+    names = schema_names(found)
+    for root, schema in sorted(names.items(), key=lambda kv: kv[1]):
+        given, fs = found[root]
+        builder.checkpoint(schema, given, root, fs)
+    builder.history()
+    builder.listing()
+    schemas = {schema: found[root][0] for root, schema in names.items()}
+    return Catalog(tuple(builder.entries), schemas)

@@ -1,0 +1,60 @@
+"""DuckDB's errors, and a source's, as the one line a user sees (``collectors.errors``).
+
+DuckDB flattens an exception raised in a Python source into its own multi-line text; the
+source's exception is kept on the query's scope and raised as it is, so a purged batch says
+what ``stateglass state`` says.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+from stateglass.collectors.catalog.scope import QueryScope
+from stateglass.collectors.errors import (
+    CollectorError,
+    QueryFailed,
+    QueryMemoryLimit,
+    QueryRefused,
+    QueryTimeLimit,
+    SqlError,
+)
+
+# InvalidInputException texts of a refusal rather than of a bad query.
+_REFUSED = ("configuration has been locked", "attached in read-only mode", "disabled by")
+
+
+def first_line(exc: BaseException) -> str:
+    """The message's first line, without DuckDB's Python traceback detail."""
+    text = str(exc).strip()
+    line = text.splitlines()[0] if text else type(exc).__name__
+    return line.split(". Detail:", 1)[0]
+
+
+def sql_error(
+    exc: BaseException, scope: QueryScope | None = None, time_s: float | None = None
+) -> BaseException:
+    """The exception to raise for ``exc``: a :class:`CollectorError` for anything the query
+    or its sources did, ``exc`` itself for anything else (a bug is not hidden)."""
+    failure = scope.failure if scope is not None else None
+    if isinstance(failure, CollectorError):
+        return failure
+    if isinstance(exc, CollectorError):
+        return exc
+    if not isinstance(exc, duckdb.Error):
+        return exc
+    line = first_line(exc)
+    if isinstance(exc, duckdb.InterruptException):
+        limit = f" of {time_s:g}s" if time_s else ""
+        return QueryTimeLimit(f"stopped at the time limit{limit}")
+    if isinstance(exc, duckdb.OutOfMemoryException):
+        return QueryMemoryLimit(f"stopped at the memory limit: {line}")
+    if isinstance(exc, duckdb.PermissionException):
+        return QueryRefused(f"refused: {line}")
+    if isinstance(exc, duckdb.InvalidInputException) and any(s in line for s in _REFUSED):
+        return QueryRefused(f"refused: {line}")
+    if failure is not None:
+        return QueryFailed(f"reading a table failed: {first_line(failure)}")
+    return QueryFailed(line)
+
+
+__all__ = ["SqlError", "first_line", "sql_error"]

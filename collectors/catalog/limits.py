@@ -1,0 +1,37 @@
+"""The bounds every query of a SQL session runs under.
+
+Example::
+
+    SqlSession(["/data/checkpoints"], limits=SqlLimits(time_s=10, memory_bytes=256 << 20))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stateglass.collectors.errors import BadConfig
+
+
+@dataclass(frozen=True)
+class SqlLimits:
+    """Per query: wall time, DuckDB memory, spill space; per session: DuckDB threads.
+
+    Rows handed to Python are outside DuckDB's ``memory_limit``: front ends stream them
+    (:meth:`SqlSession.stream`) or cap them (``max_rows``).
+    """
+
+    time_s: float = 60.0
+    memory_bytes: int = 512 << 20
+    temp_bytes: int = 2 << 30
+    # Python sources hold the GIL, so more DuckDB threads buy little and cost a core.
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.time_s > 0:
+            raise BadConfig("time limit", f"must be more than 0 seconds, got {self.time_s}")
+        if self.memory_bytes < 16 << 20:
+            raise BadConfig("memory limit", f"must be at least 16MiB, got {self.memory_bytes}")
+        if self.temp_bytes < 0:
+            raise BadConfig("temp limit", f"must be 0 or more bytes, got {self.temp_bytes}")
+        if self.threads < 1:
+            raise BadConfig("threads", f"must be 1 or more, got {self.threads}")

@@ -1,0 +1,239 @@
+"""The lazy tables behind the catalog's views: pyarrow Dataset subclasses DuckDB scans.
+
+duckdb 2.0's Arrow scan calls ``type(obj).scanner(obj, columns=…, filter=…)`` once per scan
+of a registered Dataset, with the predicates it pushed down as one Arrow expression
+(``docs/design/sql-catalog.md``). So each scan here:
+
+1. resolves its batches afresh, through the query's :class:`QueryScope` (a new commit is
+   seen by the next query; the scans of one query agree);
+2. keeps only the (partition, batch) pairs the filter allows (:mod:`.pruning`), reading
+   nothing to decide;
+3. returns a pull-only reader that decodes one pair at a time, applies the filter itself
+   (DuckDB drops a predicate it pushed: a source that ignored it would return wrong rows),
+   and projects. ``LIMIT 1`` decodes one pair; a stopped query decodes no further.
+
+A source's failure (a purged batch, a corrupt file, the time limit) is kept on the scope,
+so the session raises it as it is rather than as DuckDB's wrapped text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from stateglass.collectors.catalog.pruning import (
+    batches_kept,
+    first_kept_after,
+    pairs_kept,
+    selects_batches,
+)
+from stateglass.collectors.catalog.scope import Decoded, QueryScope, SourceCache
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+from stateglass.collectors.checkpoints.state_reader import StateSource, refuse_repartitions
+from stateglass.collectors.checkpoints.state_views import StateView
+from stateglass.collectors.errors import MissingVersion, NotFound
+from stateglass.collectors.fs import FileSystem
+from stateglass.parsers.state_arrow import (
+    TextForm,
+    arrow_schema,
+    change_columns,
+    partition_tables,
+    row_chunks,
+    state_columns,
+)
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+
+BATCH_ID = pa.field("batch_id", pa.int64())
+CHUNK_ROWS = 65_536
+
+Scopes = Callable[[], QueryScope]
+Pieces = Callable[[QueryScope, "pc.Expression | None"], Iterator[pa.Table]]
+
+
+class Rows:
+    """What ``scanner()`` returns: pieces decoded as DuckDB pulls, filtered and projected."""
+
+    def __init__(
+        self,
+        schema: pa.Schema,
+        pieces: Iterator[pa.Table],
+        columns: Sequence[str] | None,
+        flt: pc.Expression | None,
+        scope: QueryScope,
+    ) -> None:
+        self.schema = schema
+        self.pieces = pieces
+        self.columns = list(columns) if columns is not None else None
+        self.filter = flt
+        self.scope = scope
+
+    @property
+    def projected_schema(self) -> pa.Schema:
+        if self.columns is None:
+            return self.schema
+        return pa.schema([self.schema.field(c) for c in self.columns])
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        out = self.projected_schema
+        return pa.RecordBatchReader.from_batches(out, self._batches(out))
+
+    def _batches(self, out: pa.Schema) -> Iterator[pa.RecordBatch]:
+        try:
+            for table in self.pieces:
+                if not table.schema.equals(self.schema):
+                    table = table.cast(self.schema)
+                if self.filter is not None:
+                    table = table.filter(self.filter)
+                yield from table.select(out.names).to_batches(max_chunksize=CHUNK_ROWS)
+        except BaseException as exc:
+            # DuckDB re-raises it as flattened text; the session raises this one instead.
+            if self.scope.failure is None:
+                self.scope.failure = exc
+            raise
+
+
+class LazyTable(ds.InMemoryDataset):
+    """A table whose rows are made at each scan by ``pieces(scope, filter)``."""
+
+    def __init__(self, schema: pa.Schema, pieces: Pieces, scopes: Scopes) -> None:
+        super().__init__(schema.empty_table())
+        self._schema = schema
+        self._pieces = pieces
+        self._scopes = scopes
+
+    def scanner(
+        self, columns: Sequence[str] | None = None, filter: pc.Expression | None = None, **_: Any
+    ) -> Rows:
+        scope = self._scopes()
+        return Rows(self._schema, self._pieces(scope, filter), columns, filter, scope)
+
+
+class StoreTables:
+    """The state and change-feed tables of one view of a store (what Spark reads in one go)."""
+
+    def __init__(
+        self,
+        schema_name: str,
+        view: StateView,
+        fs: FileSystem,
+        sources: SourceCache,
+        text_form: TextForm,
+        opened: StateSource,
+    ) -> None:
+        self.schema_name = schema_name
+        self.view = view
+        self.fs = fs
+        self.sources = sources
+        self.text_form = text_form
+        codec = opened.output_codec
+        self.state_schema = arrow_schema(state_columns(codec)).append(BATCH_ID)
+        self.change_schema = arrow_schema(change_columns(codec))
+
+    def _source(self, scope: QueryScope) -> tuple[Checkpoint, StateSource]:
+        cp = scope.checkpoint(self.view.checkpoint, self.fs)
+        return cp, self.sources.get(self.view, cp)
+
+    def state_pieces(self, table: str) -> Pieces:
+        """The rows of the state table ``table``: the last committed batch, or the batches
+        a pushed predicate on ``batch_id`` picks."""
+
+        def pieces(scope: QueryScope, flt: pc.Expression | None) -> Iterator[pa.Table]:
+            cp, source = self._source(scope)
+            batches = self._state_batches(cp, source, flt)
+            pairs = [(p, b) for b in batches for p in source.partitions_for(b)]
+            for partition, batch in pairs_kept(self.state_schema, pairs, flt):
+                scope.check_time(f"{self.schema_name}.{table} partition {partition}")
+                scope.decoded.append(Decoded(self.schema_name, table, partition, batch))
+                codec = source.row_codec
+                with source.decoding(partition):
+                    items = source.load_items(partition, batch + 1)
+                    for piece in partition_tables(
+                        codec, partition, items, self.text_form, CHUNK_ROWS
+                    ):
+                        yield _with_batch(piece, batch)
+
+        return pieces
+
+    def _state_batches(
+        self, cp: Checkpoint, source: StateSource, flt: pc.Expression | None
+    ) -> list[int]:
+        last = cp.resolve_batch(None)  # no batch committed yet: says so, as `state` does
+        if not selects_batches(self.state_schema, flt):
+            return [last]
+        wanted = batches_kept(self.state_schema, range(last + 1), flt)
+        retained = {v - 1 for v in source.readable_versions()}
+        batches = [b for b in wanted if b in retained]
+        if not batches:
+            _refuse_unreadable(cp, source, self.state_schema, wanted, last, flt)
+        return batches
+
+    def change_pieces(self, table: str) -> Pieces:
+        """The rows of the change-feed table ``table``: every retained batch's changes, or
+        those of the batches a pushed predicate on ``batch_id`` picks."""
+
+        def pieces(scope: QueryScope, flt: pc.Expression | None) -> Iterator[pa.Table]:
+            cp, source = self._source(scope)
+            last = cp.resolve_batch(None)
+            retained = [v - 1 for v in source.readable_versions()]
+            if selects_batches(self.change_schema, flt):
+                wanted = batches_kept(self.change_schema, range(last + 1), flt)
+                batches = [b for b in wanted if b in set(retained)]
+                if not batches:
+                    _refuse_unreadable(cp, source, self.change_schema, wanted, last, flt)
+            else:
+                batches = retained
+            if batches:
+                refuse_repartitions(cp, batches[0], batches[-1])
+            pairs = [(p, b) for p in source.all_partitions() for b in batches]
+            held = {b: set(source.partitions_for(b)) for b in batches}
+            pairs = [(p, b) for p, b in pairs if p in held[b]]
+            for partition, batch in pairs_kept(self.change_schema, pairs, flt):
+                scope.check_time(f"{self.schema_name}.{table} partition {partition}")
+                scope.decoded.append(Decoded(self.schema_name, table, partition, batch))
+                yield from self._changes(source, partition, batch)
+
+        return pieces
+
+    def _changes(self, source: StateSource, partition: int, batch: int) -> Iterator[pa.Table]:
+        codec = source.row_codec
+        rows = (
+            (batch, kind, *row, partition)
+            for change_type, key, value in source.changes(partition, batch + 1)
+            for kind, row in codec.change_rows(change_type, key, value)
+        )
+        with source.decoding(partition):
+            yield from row_chunks(change_columns(codec), rows, self.text_form, CHUNK_ROWS)
+
+
+def _with_batch(piece: pa.Table, batch: int) -> pa.Table:
+    import numpy as np
+
+    ids = pa.array(np.full(piece.num_rows, batch, dtype=np.int64), type=pa.int64())
+    return piece.append_column(BATCH_ID, ids)
+
+
+def _refuse_unreadable(
+    cp: Checkpoint,
+    source: StateSource,
+    schema: pa.Schema,
+    wanted: Sequence[int],
+    last: int,
+    flt: pc.Expression | None,
+) -> None:
+    """A query that picks batches none of which can be read says why, as ``state`` does:
+    purged by Spark, or not committed. A pick of nothing at all (``batch_id < 0``) is no
+    error: it has no rows."""
+    if wanted:
+        missing = MissingVersion(cp.root, f"the state of batch {wanted[-1]} cannot be rebuilt")
+        raise source.explain_missing(wanted[-1] + 1, missing)
+    after = first_kept_after(schema, last, flt) if flt is not None else None
+    if after is not None:
+        raise NotFound(
+            cp.path("commits"),
+            f"batch {after} is not committed; the last committed batch is {last}",
+        )

@@ -1,0 +1,212 @@
+"""State rows as Arrow: the columns Spark's reader returns, and one partition's items as tables.
+
+The glue between a store's :class:`RowCodec` and :mod:`parsers.columnar`. Plain key/value
+stores of UnsafeRows go from bytes to Arrow a column at a time (:func:`columnar_partition`);
+every other shape, and partitions with a row only the Python decoder reads, go through the
+decoded rows (:func:`row_table`). Both give the same table. ``state --format parquet`` and
+the SQL catalog read through here.
+
+Example::
+
+    if columnar_supported(codec):
+        table = columnar_partition(codec, partition, items)  # None: decode row by row
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from stateglass.parsers.arrow_types import arrow_type, has_text_form, unique_names
+from stateglass.parsers.sparktypes import ArrayType, AtomicType, DataType, MapType, StructType
+from stateglass.parsers.state_rows import Column, Row, RowCodec
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# A type without an Arrow counterpart (``has_text_form``) -> its value as Spark's JSON text.
+TextForm = Callable[[DataType], Callable[[Any], Any]]
+ArrowValue = Callable[[Any], Any]
+
+PARTITION_ID: Column = ("partition_id", AtomicType("integer"))
+CHANGE_HEAD: tuple[Column, ...] = (
+    ("batch_id", AtomicType("long")),
+    ("change_type", AtomicType("string")),
+)
+
+
+def state_columns(codec: RowCodec) -> tuple[Column, ...]:
+    """Every column of a state row, as Spark's reader returns them."""
+    return (*codec.columns, PARTITION_ID)
+
+
+def change_columns(codec: RowCodec) -> tuple[Column, ...]:
+    """Every column of a change-feed row, as Spark's ``readChangeFeed`` returns them."""
+    return (*CHANGE_HEAD, *codec.change_columns, PARTITION_ID)
+
+
+def arrow_schema(columns: Sequence[Column]) -> pa.Schema:
+    """The Arrow schema of ``columns`` (the one type mapping, :func:`arrow_type`)."""
+    import pyarrow as pa
+
+    return pa.schema([(name, arrow_type(dt)) for name, dt in columns])
+
+
+def plain_text(dt: DataType) -> ArrowValue:
+    """A text form with no Spark rendering at hand: ``str`` of the decoded value."""
+    return lambda v: json.dumps(v, default=str)
+
+
+def arrow_value(dt: DataType, text_form: TextForm = plain_text) -> ArrowValue:
+    """Turn a value decoded by :mod:`stateglass.parsers.unsaferow` into what Arrow takes for
+    ``dt``; types without an Arrow counterpart go through ``text_form``."""
+    if isinstance(dt, StructType):
+        names = unique_names(dt.names)
+        convs = [arrow_value(f.data_type, text_form) for f in dt.fields]
+        items = list(zip(names, convs, strict=True))
+        return lambda row: (
+            None
+            if row is None
+            else {n: None if v is None else c(v) for (n, c), v in zip(items, row, strict=True)}
+        )
+    if isinstance(dt, ArrayType):
+        elem = arrow_value(dt.element_type, text_form)
+        return lambda xs: None if xs is None else [None if x is None else elem(x) for x in xs]
+    if isinstance(dt, MapType):
+        key = arrow_value(dt.key_type, text_form)
+        value = arrow_value(dt.value_type, text_form)
+        return lambda pairs: (
+            None if pairs is None else [(key(k), None if v is None else value(v)) for k, v in pairs]
+        )
+    if has_text_form(dt):
+        return text_form(dt)
+    return lambda v: v
+
+
+def row_table(
+    columns: Sequence[Column], rows: Iterable[Row], text_form: TextForm = plain_text
+) -> pa.Table:
+    """``rows`` (in ``columns`` order) as one Arrow table."""
+    import pyarrow as pa
+
+    converts = [arrow_value(dt, text_form) for _, dt in columns]
+    values: list[list[Any]] = [[] for _ in columns]
+    for row in rows:
+        for column, convert, value in zip(values, converts, row, strict=True):
+            column.append(None if value is None else convert(value))
+    arrays = [
+        pa.array(column, type=arrow_type(dt))
+        for (_, dt), column in zip(columns, values, strict=True)
+    ]
+    return pa.table(arrays, names=[name for name, _ in columns])
+
+
+def row_chunks(
+    columns: Sequence[Column],
+    rows: Iterable[Row],
+    text_form: TextForm = plain_text,
+    chunk_rows: int = 65_536,
+) -> Iterator[pa.Table]:
+    """``rows`` as tables of at most ``chunk_rows`` rows: memory bounded by a chunk."""
+    chunk: list[Row] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) >= chunk_rows:
+            yield row_table(columns, chunk, text_form)
+            chunk = []
+    if chunk:
+        yield row_table(columns, chunk, text_form)
+
+
+def columnar_supported(codec: RowCodec) -> bool:
+    """Whether :func:`columnar_partition` can read this store's rows."""
+    from stateglass.parsers.columnar import supported
+
+    return (
+        codec.raw_capable
+        and not codec.grouped
+        and [name for name, _ in codec.columns] == ["key", "value"]
+        and supported(codec.key_schema)
+        and supported(codec.value_schema)
+    )
+
+
+def payload_arrays(
+    codec: RowCodec, items: Sequence[tuple[bytes, bytes]]
+) -> tuple[pa.Array, pa.Array] | None:
+    """The key and value UnsafeRows of the items that give rows, as two binary arrays."""
+    import pyarrow as pa
+
+    if codec.spec.provider == "hdfs":
+        keys = [k for k, _ in items]
+        values = [v for _, v in items]
+    else:
+        payloads = codec.payloads
+        keys, values = [], []
+        for k, v in items:
+            pair = payloads(k, v)
+            if pair is None:
+                continue  # another column family's key
+            if pair[1] is None:
+                return None
+            keys.append(pair[0])
+            values.append(pair[1])
+    return pa.array(keys, type=pa.large_binary()), pa.array(values, type=pa.large_binary())
+
+
+def columnar_partition(
+    codec: RowCodec, partition: int, items: Sequence[tuple[bytes, bytes]]
+) -> pa.Table | None:
+    """``key``, ``value`` and ``partition_id`` of every row of one partition.
+
+    None when some row needs the Python decoder (:func:`stateglass.parsers.columnar.decode_struct`).
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    from stateglass.parsers.columnar import decode_struct
+
+    try:
+        arrays = payload_arrays(codec, items)
+        if arrays is None:
+            return None
+        key = decode_struct(codec.key_schema, arrays[0])
+        value = decode_struct(codec.value_schema, arrays[1])
+    except pa.ArrowException:
+        # Past what one Arrow array holds (2 GiB of strings, 32-bit list offsets): the row
+        # path builds the same table in chunks.
+        return None
+    if key is None or value is None:
+        return None
+    pid = pa.array(np.full(len(key), partition, dtype=np.int32), type=pa.int32())
+    return pa.table([key, value, pid], names=["key", "value", "partition_id"])
+
+
+def partition_tables(
+    codec: RowCodec,
+    partition: int,
+    items: Sequence[tuple[bytes, bytes]],
+    text_form: TextForm = plain_text,
+    chunk_rows: int = 65_536,
+) -> Iterator[pa.Table]:
+    """Every state row of one partition (:func:`state_columns`), a chunk at a time."""
+    if columnar_supported(codec):
+        for start in range(0, max(len(items), 1), chunk_rows):
+            table = columnar_partition(codec, partition, items[start : start + chunk_rows])
+            if table is None:
+                break
+            if table.num_rows:
+                yield table
+        else:
+            return
+        items = items[start:]  # from the chunk the columnar decoder left to the row path
+    rows = (
+        (*row, partition)
+        for row in (
+            codec.partition_rows(items)
+            if codec.grouped
+            else (r for k, v in items for r in codec.rows(k, v))
+        )
+    )
+    yield from row_chunks(state_columns(codec), rows, text_form, chunk_rows)
