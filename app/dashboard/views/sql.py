@@ -31,6 +31,7 @@ from stateglass.app.dashboard.sql_link import QUERY_PARAM
 from stateglass.app.errors import AppError
 from stateglass.app.escape import md_code
 from stateglass.app.figures.sql import numeric_columns, result_chart
+from stateglass.app.render.arrow_values import spark_text
 from stateglass.collectors.catalog import SqlLimits, SqlSession, TableEntry
 from stateglass.collectors.errors import BadConfig, CollectorError
 
@@ -64,7 +65,14 @@ def _session(refresh: bool) -> SqlSession | None:
         del st.session_state["sg_sql_session"]
     try:
         with st.spinner("Opening the SQL catalog…"):
-            session = SqlSession(list(roots), history=db, limits=limits(), copy_history=True)
+            session = SqlSession(
+                list(roots),
+                history=db,
+                limits=limits(),
+                copy_history=True,
+                # Intervals and variants as Spark's JSON text, as `stateglass sql` shows them.
+                text_form=spark_text(),
+            )
     except ERRORS as exc:
         context.show_error(exc)
         return None
@@ -129,7 +137,7 @@ def _editor() -> None:
             "Query",
             key=EDITOR,
             height=160,
-            placeholder="SELECT * FROM stateglass.catalog",
+            placeholder="SELECT * FROM stateglass.tables",
             help="DuckDB SQL. Names with dots or dashes go in double quotes.",
         )
         submitted = st.form_submit_button("Run", type="primary")
@@ -257,7 +265,8 @@ def _page(table: pa.Table) -> None:
 def _downloads(table: pa.Table) -> None:
     left, right, _ = st.columns([1, 1, 4])
     left.download_button(
-        "CSV",
+        "Download CSV",
+        help=f"Every row of the result (up to {MAX_ROWS:,}); nested values as JSON text.",
         data=lambda: csv_bytes(table),
         file_name="stateglass-query.csv",
         mime="text/csv",
@@ -265,7 +274,8 @@ def _downloads(table: pa.Table) -> None:
         key="sg_sql_csv",
     )
     right.download_button(
-        "Parquet",
+        "Download Parquet",
+        help=f"Every row of the result (up to {MAX_ROWS:,}), every type kept.",
         data=lambda: parquet_bytes(table),
         file_name="stateglass-query.parquet",
         mime="application/vnd.apache.parquet",
