@@ -13,8 +13,9 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from stateglass.collectors.catalog.names import TIMERS as TIMERS_LABEL
 from stateglass.collectors.catalog.names import quoted, state_table
@@ -28,6 +29,9 @@ from stateglass.collectors.scan.eviction_rules import (
     TIMERS,
     WINDOW,
 )
+
+if TYPE_CHECKING:
+    from stateglass.collectors.catalog import TableEntry
 
 LIMIT = 100
 
@@ -119,31 +123,41 @@ def leak_target(kind: str, field: str, store_name: str) -> LeakTarget | None:
     return None
 
 
-def overdue_keys(ref: str, target: LeakTarget, watermark_ms: int) -> str:
+def overdue_keys(ref: str, target: LeakTarget, watermark_ms: int, limit: int | None = LIMIT) -> str:
     """Rows whose event time is at or before the watermark: what Spark should have evicted."""
     return (
         f"-- rows older than the watermark of the newest audited batch ({int(watermark_ms)} ms)\n"
-        f"SELECT *\nFROM {ref}\nWHERE {target.where(watermark_ms)}\n"
-        f"ORDER BY {target.column}\nLIMIT {LIMIT}"
+        f"SELECT *\nFROM {ref}\nWHERE {target.where(watermark_ms)}\nORDER BY {target.column}"
+        + ("" if limit is None else f"\nLIMIT {int(limit)}")
     )
 
 
 def examples(
-    tables: Sequence[object], columns: Callable[[object], Sequence[tuple[str, str]]]
+    tables: Sequence[TableEntry],
+    columns: Callable[[TableEntry], Sequence[tuple[str, str]]],
+    retained: Mapping[tuple[int, str], tuple[int, int]],
 ) -> list[Example]:
-    """Example queries over one checkpoint's ``tables`` (catalog entries of kind ``state``),
-    with their real names; ``columns(entry)`` gives a table's ``(name, type)`` pairs."""
+    """Example queries over one checkpoint's ``tables``, with their real names and batches.
+
+    ``columns(entry)`` gives a table's ``(name, type)`` pairs; ``retained`` the first and last
+    retained batch id per ``(operator id, store name)`` (the ``state_metadata`` table's).
+    """
     out: list[Example] = []
-    states = [t for t in tables if getattr(t, "kind", "") == "state"]
+    states = [t for t in tables if t.kind == "state"]
     for entry in states:
-        ref = f"{quoted(entry.schema)}.{quoted(entry.table)}"  # type: ignore[attr-defined]
         names = {name for name, _ in columns(entry)}
-        out += _per_table(str(entry.table), ref, names)  # type: ignore[attr-defined]
+        span = retained.get((entry.operator_id or 0, entry.store_name or ""))
+        out += _per_table(entry, names, span)
     out += _join_sides(states)
     return out
 
 
-def _per_table(table: str, ref: str, names: set[str]) -> list[Example]:
+def _ref(entry: TableEntry) -> str:
+    return f"{quoted(entry.schema)}.{quoted(entry.table)}"
+
+
+def _per_table(entry: TableEntry, names: set[str], span: tuple[int, int] | None) -> list[Example]:
+    table, ref = entry.table, _ref(entry)
     out = []
     if "value" in names:
         out.append(
@@ -153,66 +167,62 @@ def _per_table(table: str, ref: str, names: set[str]) -> list[Example]:
                 "ORDER BY value_chars DESC\nLIMIT 20",
             )
         )
-    for element in ("list_element", "user_map_key"):
+    for element, kind in (("list_element", "list"), ("user_map_key", "map")):
         if element in names:
             out.append(
                 Example(
-                    f"{table}: sizes per key ({'list' if element == 'list_element' else 'map'})",
+                    f"{table}: {kind} size per key",
                     f"SELECT key, count(*) AS elements\nFROM {ref}\n"
                     "GROUP BY key\nORDER BY elements DESC\nLIMIT 20",
                 )
             )
-    if "batch_id" in names:
-        out += _over_batches(table, ref, "value" if "value" in names else "")
+    if span is not None and span[0] < span[1]:
+        out += _over_batches(table, ref, span, with_value="value" in names)
     out.append(Example(f"{table}: rows per partition", partition_sizes(ref)))
     return out
 
 
-def _over_batches(table: str, ref: str, value: str) -> list[Example]:
-    """Questions across two batches; the first batch is a placeholder to edit (``N``)."""
-    last = f"(SELECT max(batch_id) FROM {ref})"
+def _over_batches(table: str, ref: str, span: tuple[int, int], with_value: bool) -> list[Example]:
+    """Questions across two retained batches: a constant ``batch_id`` reads just that batch."""
+    first, last = span
+    since = max(first, last - 3)
     out = [
         Example(
-            f"{table}: keys added between two batches",
-            f"-- set the two batch ids; a literal batch_id reads only that batch\n"
-            f"SELECT key FROM {ref} WHERE batch_id = 2\n"
-            f"EXCEPT\nSELECT key FROM {ref} WHERE batch_id = 1",
+            f"{table}: keys added between batch {first} and batch {last}",
+            f"SELECT key FROM {ref} WHERE batch_id = {last}\n"
+            f"EXCEPT\nSELECT key FROM {ref} WHERE batch_id = {first}\nLIMIT {LIMIT}",
         )
     ]
-    if value:
+    if with_value:
         out.append(
             Example(
-                f"{table}: keys not updated since batch N",
-                f"-- keys whose value is the one they had at batch N (set N below)\n"
-                f"SELECT now.key, now.value\nFROM {ref} AS now\n"
-                f"JOIN (SELECT key, value FROM {ref} WHERE batch_id = 1) AS then\n"
-                "  ON now.key = then.key AND now.value = then.value\nLIMIT 100",
+                f"{table}: keys not updated since batch {since}",
+                f"-- keys whose value now is the one they had at batch {since}\n"
+                f"SELECT cur.key, cur.value\nFROM {ref} AS cur\n"
+                f"JOIN (SELECT key, value FROM {ref} WHERE batch_id = {since}) AS old\n"
+                f"  ON cur.key = old.key AND cur.value = old.value\nLIMIT {LIMIT}",
             )
         )
-    del last
     return out
 
 
-def _join_sides(states: Sequence[object]) -> list[Example]:
-    """Key by key, the values count each side of a stream-stream join holds."""
-    sides = {str(getattr(t, "table", "")): t for t in states}
+def _join_sides(states: Sequence[TableEntry]) -> list[Example]:
+    """Key by key, how many values each side of a stream-stream join holds."""
+    by_store = {(t.operator_id, t.store_name): t for t in states}
     out = []
-    for name, entry in sides.items():
-        if not name.endswith("left_keytonumvalues"):
+    for (op, store), left in by_store.items():
+        right = by_store.get((op, "right-keyToNumValues"))
+        if store != "left-keyToNumValues" or right is None:
             continue
-        right = name.replace("left_keytonumvalues", "right_keytonumvalues")
-        if right not in sides:
-            continue
-        schema = quoted(entry.schema)  # type: ignore[attr-defined]
         out.append(
             Example(
-                f"{name[: -len('left_keytonumvalues')]}join: both sides, key by key",
-                f"SELECT coalesce(l.key, r.key) AS key, l.value AS left_values, "
-                f"r.value AS right_values\n"
-                f"FROM {schema}.{quoted(name)} AS l\n"
-                f"FULL OUTER JOIN {schema}.{quoted(right)} AS r ON l.key = r.key\n"
+                f"operator {op} join: both sides, key by key",
+                "SELECT coalesce(l.key, r.key) AS key, l.value.value AS left_values,\n"
+                "       r.value.value AS right_values\n"
+                f"FROM {_ref(left)} AS l\n"
+                f"FULL OUTER JOIN {_ref(right)} AS r ON l.key = r.key\n"
                 "ORDER BY coalesce(l.value.value, 0) + coalesce(r.value.value, 0) DESC\n"
-                "LIMIT 100",
+                f"LIMIT {LIMIT}",
             )
         )
     return out

@@ -33,6 +33,7 @@ from stateglass.app.escape import md_code
 from stateglass.app.figures.sql import numeric_columns, result_chart
 from stateglass.app.render.arrow_values import spark_text
 from stateglass.collectors.catalog import SqlLimits, SqlSession, TableEntry
+from stateglass.collectors.catalog.names import quoted
 from stateglass.collectors.errors import BadConfig, CollectorError
 
 # Rows kept of one result: what reaches Python is outside DuckDB's memory_limit.
@@ -41,6 +42,7 @@ MAX_ROWS = 100_000
 TIME_LIMIT_ENV = "STATEGLASS_SQL_TIME_LIMIT"
 TIME_LIMIT_S = 30.0
 ERRORS = (CollectorError, AppError)
+Span = tuple[int, int]  # first and last retained batch id
 EDITOR = "sg_sql_text"
 
 
@@ -185,7 +187,9 @@ def _examples(session: SqlSession, tables: list[TableEntry]) -> None:
         return
     mine = [t for t in tables if t.checkpoint == checkpoint]
     try:
-        examples = sql_examples.examples(mine, lambda t: session.columns(t.schema, t.table))
+        examples = sql_examples.examples(
+            mine, lambda t: session.columns(t.schema, t.table), _retained(session, mine)
+        )
     except ERRORS as exc:
         context.show_error(exc)
         return
@@ -206,6 +210,28 @@ def _examples(session: SqlSession, tables: list[TableEntry]) -> None:
         placeholder="Pick one to put it in the editor",
         on_change=_fill,
     )
+
+
+def _retained(
+    session: SqlSession, tables: list[TableEntry]
+) -> dict[tuple[int, str], tuple[int, int]]:
+    """First and last retained batch per (operator, store), from the checkpoint's
+    ``state_metadata`` table (read from the checkpoint's files, no state decoded)."""
+    meta = [t for t in tables if t.kind == "metadata" and t.table == "state_metadata"]
+    if not meta:
+        return {}
+    rows = session.execute(
+        'SELECT "operatorId", "stateStoreName", "minBatchId", "maxBatchId" '
+        f"FROM {quoted(meta[0].schema)}.state_metadata"
+    ).table.to_pylist()
+    return {
+        (int(r["operatorId"]), str(r["stateStoreName"])): (
+            int(r["minBatchId"]),
+            int(r["maxBatchId"]),
+        )
+        for r in rows
+        if r["minBatchId"] is not None and r["maxBatchId"] is not None
+    }
 
 
 @dataclass(frozen=True)
