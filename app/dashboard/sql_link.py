@@ -41,10 +41,8 @@ def link(query: str, label: str = "Ask in SQL", box: Any = st) -> None:
 
 
 def _render() -> None:
-    # Never called: navigation runs the page main.py registers under the same path.
-    from stateglass.app.dashboard.views import sql
-
-    sql.render()
+    """Never run: navigation opens the page main.py registers under the same path (a page is
+    known by its path), so this module need not import the page."""
 
 
 def table_of(checkpoint: str, operator_id: int, label: str) -> str:
