@@ -43,7 +43,7 @@ def test_a_query_shows_its_rows_a_page_at_a_time_and_goes_into_the_url(samples_d
     grid = _result(at)
     assert len(grid.value) == 50 and list(grid.value["n"][:3]) == [0, 1, 2]
     assert at.query_params[QUERY_PARAM] == RANGE
-    at.number_input(key="sg_sql_page").set_value(3).run()
+    at.number_input[0].set_value(3).run()
     grid = _result(at)
     assert list(grid.value["n"]) == list(range(100, 120))
     # Both numeric columns can be drawn: one chart.

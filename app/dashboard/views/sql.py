@@ -242,6 +242,8 @@ class _Result:
     table: pa.Table
     truncated: bool
     seconds: float
+    # Which run: widgets about a result (page, chart axes) start afresh with a new one.
+    run: int
 
 
 def _result(session: SqlSession, query: str) -> None:
@@ -252,7 +254,7 @@ def _result(session: SqlSession, query: str) -> None:
         try:
             with st.spinner("Running…"):
                 found = session.execute(query, max_rows=MAX_ROWS)
-            held = _Result(query, found.table, found.truncated, found.seconds)
+            held = _Result(query, found.table, found.truncated, found.seconds, time.time_ns())
         except ERRORS as exc:
             held = str(exc)
         st.session_state["sg_sql_result"] = held
@@ -268,16 +270,18 @@ def _result(session: SqlSession, query: str) -> None:
     )
     if table.num_columns == 0:
         return
-    _page(table)
+    _page(table, held.run)
     _downloads(table)
-    _chart(table)
+    _chart(table, held.run)
 
 
-def _page(table: pa.Table) -> None:
+def _page(table: pa.Table, run: int) -> None:
     left, right = st.columns([1, 1])
     size = int(left.selectbox("Rows per page", state_ui.PAGE_SIZES, index=1, key="sg_sql_size"))
     pages = max(1, -(-table.num_rows // size))
-    page = int(right.number_input("Page", min_value=1, max_value=pages, step=1, key="sg_sql_page"))
+    page = int(
+        right.number_input("Page", min_value=1, max_value=pages, step=1, key=f"sg_sql_page:{run}")
+    )
     first = (page - 1) * size
     shown = table.slice(first, size)
     st.dataframe(
@@ -338,16 +342,25 @@ def _json_text(value: Any) -> str:
     return json.dumps(value, default=str, ensure_ascii=False)
 
 
-def _chart(table: pa.Table) -> None:
+def _chart(table: pa.Table, run: int) -> None:
     frame = state_ui.frame(table.slice(0, min(table.num_rows, 10_000)))
     heights = numeric_columns(frame)
     if not heights:
         return
+    names = [str(c) for c in frame.columns]
+    # A first column beside numbers names the rows (a key, a batch id): draw against it.
+    x_default = names[0] if len(names) > 1 and heights != [names[0]] else "row"
+    y_options = [h for h in heights if h != x_default] or heights
     with st.expander("Chart", expanded=True):
         cols = st.columns(3)
-        y = cols[0].selectbox("Value", heights, index=len(heights) - 1, key="sg_sql_y")
-        others = [str(c) for c in frame.columns if str(c) != y]
-        x = cols[1].selectbox("Against", ["row", *others], key="sg_sql_x")
+        y = cols[0].selectbox("Value", y_options, key=f"sg_sql_y:{run}")
+        x_options = ["row", *[n for n in names if n != y]]
+        x = cols[1].selectbox(
+            "Against",
+            x_options,
+            index=x_options.index(x_default) if x_default in x_options else 0,
+            key=f"sg_sql_x:{run}",
+        )
         kind = cols[2].radio("As", ["bar", "line"], horizontal=True, key="sg_sql_kind")
         fig = result_chart(frame, None if x == "row" else x, str(y), str(kind))
         st.plotly_chart(fig, width="stretch", key="sg_sql_chart")
