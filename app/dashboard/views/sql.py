@@ -186,13 +186,19 @@ def _examples(session: SqlSession, tables: list[TableEntry]) -> None:
     if checkpoint is None:
         return
     mine = [t for t in tables if t.checkpoint == checkpoint]
-    try:
-        examples = sql_examples.examples(
-            mine, lambda t: session.columns(t.schema, t.table), _retained(session, mine)
-        )
-    except ERRORS as exc:
-        context.show_error(exc)
-        return
+    # Once per checkpoint and session: the retained batches are read from the checkpoint.
+    made = st.session_state.get("sg_sql_examples")
+    if made is None or made[0] != (checkpoint, id(session)):
+        try:
+            found = sql_examples.examples(
+                mine, lambda t: session.columns(t.schema, t.table), _retained(session, mine)
+            )
+        except ERRORS as exc:
+            context.show_error(exc)
+            return
+        made = ((checkpoint, id(session)), found)
+        st.session_state["sg_sql_examples"] = made
+    examples: list[sql_examples.Example] = made[1]
     if not examples:
         return
     titles = [e.title for e in examples]
