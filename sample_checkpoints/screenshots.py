@@ -101,7 +101,7 @@ SHOTS = (
     Shot("state_repartitioned.png", "state", "repart-agg-up-cl", height=1900, charts=3),
     Shot("health_repartitioned.png", "health", "repart-agg-up-cl", height=1300),
     Shot("dynamodb_state.png", "state", "dynamodb-agg", height=1900, charts=3),
-    Shot("sql.png", "sql?" + urlencode({"q": JOIN_SIDES}), "skewed-join", height=1500, charts=1),
+    Shot("sql.png", "sql?" + urlencode({"q": JOIN_SIDES}), "skewed-join", height=1900, charts=1),
 )
 
 

@@ -18,6 +18,7 @@ import os
 import time
 import weakref
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -99,9 +100,10 @@ def render() -> None:
     st.title("SQL")
     st.caption(
         "Ask the state anything: every collected checkpoint is a schema, every store a table "
-        "(the last committed batch; `<table>_versions` has every retained batch, filter on "
-        "`batch_id`), beside the history database as `history`. Read-only, with a time and "
-        "a memory limit per query; `stateglass sql` runs the same SQL from a shell."
+        "at the last committed batch (`WHERE batch_id = N` reads a retained batch N instead), "
+        "beside the history database as `history`; `stateglass.tables` lists them all. "
+        "Read-only, with a time and a memory limit per query; `stateglass sql` runs the same "
+        "SQL from a shell."
     )
     top = st.columns([6, 1])
     refresh = top[1].button(
@@ -122,11 +124,13 @@ def render() -> None:
         st.session_state["sg_sql_from_url"] = wanted
         st.session_state[EDITOR] = wanted
         st.session_state["sg_sql_run"] = wanted
+    checkpoint = context.pick_checkpoint()
     editor, names = st.columns([3, 1])
     with names:
-        _catalog_names(session, tables)
+        _catalog_names(session, tables, checkpoint)
     with editor:
-        _examples(session, tables)
+        if checkpoint is not None:
+            _examples(session, tables, checkpoint)
         _editor()
     query = st.session_state.get("sg_sql_run")
     if query:
@@ -153,14 +157,16 @@ def _editor() -> None:
         st.query_params[QUERY_PARAM] = text
 
 
-def _catalog_names(session: SqlSession, tables: list[TableEntry]) -> None:
-    """Schemas, their tables and a chosen table's columns, beside the editor."""
+def _catalog_names(session: SqlSession, tables: list[TableEntry], checkpoint: str | None) -> None:
+    """Schemas (the sidebar checkpoint's first), their tables and a chosen table's columns."""
     st.markdown("**Catalog**")
     schemas = sorted({t.schema for t in tables})
     if not schemas:
         st.info("No tables: nothing has been collected yet.")
         return
-    schema = st.selectbox("Schema", schemas, key="sg_sql_schema")
+    picked = [t.schema for t in tables if t.checkpoint == checkpoint]
+    first = schemas.index(picked[0]) if picked else 0
+    schema = st.selectbox("Schema", schemas, index=first, key="sg_sql_schema")
     in_schema = [t for t in tables if t.schema == schema]
     checkpoints = {t.checkpoint for t in in_schema if t.checkpoint}
     if checkpoints:
@@ -171,7 +177,8 @@ def _catalog_names(session: SqlSession, tables: list[TableEntry]) -> None:
     except ERRORS as exc:
         context.show_error(exc)
         return
-    st.dataframe(columns, hide_index=True, width="stretch", height=state_ui.table_height(12, 12))
+    height = state_ui.table_height(columns.num_rows, 12)
+    st.dataframe(columns, hide_index=True, width="stretch", height=height)
 
 
 def _columns(session: SqlSession, schema: str, table: str) -> pa.Table:
@@ -180,11 +187,8 @@ def _columns(session: SqlSession, schema: str, table: str) -> pa.Table:
     return pa.table({"column": [c for c, _ in found], "type": [t for _, t in found]})
 
 
-def _examples(session: SqlSession, tables: list[TableEntry]) -> None:
+def _examples(session: SqlSession, tables: list[TableEntry], checkpoint: str) -> None:
     """Example queries for the stores of the sidebar's checkpoint, with their real names."""
-    checkpoint = context.pick_checkpoint()
-    if checkpoint is None:
-        return
     mine = [t for t in tables if t.checkpoint == checkpoint]
     # Once per checkpoint and session: the retained batches are read from the checkpoint.
     made = st.session_state.get("sg_sql_examples")
@@ -298,26 +302,26 @@ def _page(table: pa.Table, run: int) -> None:
     st.caption(f"Page {page} of {pages:,}.")
 
 
+# Each download: its label, what it keeps, how it is made, its file suffix and media type.
+DOWNLOADS = (
+    ("CSV", "nested values as JSON text", "csv", "text/csv"),
+    ("Parquet", "every type kept", "parquet", "application/vnd.apache.parquet"),
+)
+
+
 def _downloads(table: pa.Table) -> None:
-    left, right, _ = st.columns([1, 1, 4])
-    left.download_button(
-        "Download CSV",
-        help=f"Every row of the result (up to {MAX_ROWS:,}); nested values as JSON text.",
-        data=lambda: csv_bytes(table),
-        file_name="stateglass-query.csv",
-        mime="text/csv",
-        icon="⬇️",
-        key="sg_sql_csv",
-    )
-    right.download_button(
-        "Download Parquet",
-        help=f"Every row of the result (up to {MAX_ROWS:,}), every type kept.",
-        data=lambda: parquet_bytes(table),
-        file_name="stateglass-query.parquet",
-        mime="application/vnd.apache.parquet",
-        icon="⬇️",
-        key="sg_sql_parquet",
-    )
+    makers = {"csv": csv_bytes, "parquet": parquet_bytes}
+    for box, (label, keeps, suffix, mime) in zip(st.columns([1, 1, 4]), DOWNLOADS, strict=False):
+        box.download_button(
+            f"Download {label}",
+            help=f"Every row of the result (up to {MAX_ROWS:,}); {keeps}.",
+            # Made on the click, not at every rerun.
+            data=partial(makers[suffix], table),
+            file_name=f"stateglass-query.{suffix}",
+            mime=mime,
+            icon="⬇️",
+            key=f"sg_sql_{suffix}",
+        )
 
 
 def csv_bytes(table: pa.Table) -> bytes:
