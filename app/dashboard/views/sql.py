@@ -166,7 +166,8 @@ def _catalog_names(session: SqlSession, tables: list[TableEntry], checkpoint: st
         return
     picked = [t.schema for t in tables if t.checkpoint == checkpoint]
     first = schemas.index(picked[0]) if picked else 0
-    schema = st.selectbox("Schema", schemas, index=first, key="sg_sql_schema")
+    # Keyed on the checkpoint: picking another in the sidebar opens its schema.
+    schema = st.selectbox("Schema", schemas, index=first, key=f"sg_sql_schema:{checkpoint}")
     in_schema = [t for t in tables if t.schema == schema]
     checkpoints = {t.checkpoint for t in in_schema if t.checkpoint}
     if checkpoints:
@@ -311,7 +312,7 @@ DOWNLOADS = (
 
 def _downloads(table: pa.Table) -> None:
     makers = {"csv": csv_bytes, "parquet": parquet_bytes}
-    for box, (label, keeps, suffix, mime) in zip(st.columns([1, 1, 4]), DOWNLOADS, strict=False):
+    for box, (label, keeps, suffix, mime) in zip(st.columns([1, 1, 2]), DOWNLOADS, strict=False):
         box.download_button(
             f"Download {label}",
             help=f"Every row of the result (up to {MAX_ROWS:,}); {keeps}.",
