@@ -250,17 +250,9 @@ def same_parquet_rows(a: str, b: str) -> bool:
 
 
 def _leaf_rows(table: object) -> list[str]:
-    import pyarrow as pa
+    from tests.e2e.oracle import leaf_columns
 
-    assert isinstance(table, pa.Table)
-    leaves: list[pa.ChunkedArray] = []
-    todo = list(table.columns)
-    while todo:
-        column = todo.pop(0)
-        if pa.types.is_struct(column.type):
-            todo[:0] = column.flatten()
-        else:
-            leaves.append(column)
+    leaves = leaf_columns(table)
     return sorted(map(repr, zip(*(leaf.to_pylist() for leaf in leaves), strict=True)))
 
 

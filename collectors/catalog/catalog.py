@@ -2,10 +2,9 @@
 
 :func:`build_catalog` finds the checkpoints, names a schema per checkpoint and a table per
 view of each store (:mod:`.names`), registers one :class:`~.sources.LazyTable` per table as
-``_sg_<n>`` and creates the view users query over it, with the checkpoint's path in the
-view's comment. The history database's tables and views are listed as kind ``history``; a
-``stateglass.tables`` view lists everything. Reading schema files is all it does: nothing is
-decoded until a query scans a table.
+``_sg_<n>`` and creates the view users query over it. The history database's tables and
+views are listed as kind ``history``; a ``stateglass.tables`` view lists everything.
+Reading schema files is all it does: nothing is decoded until a query scans a table.
 """
 
 from __future__ import annotations
@@ -85,13 +84,14 @@ class _Builder:
         self.entries: list[TableEntry] = []
         self._registered = 0
 
-    def add(self, entry: TableEntry, schema: pa.Schema, pieces: Pieces, comment: str) -> None:
+    def add(self, entry: TableEntry, schema: pa.Schema, pieces: Pieces) -> None:
         self._registered += 1
         hidden = f"_sg_{self._registered}"
         self.con.register(hidden, LazyTable(schema, pieces, self.scopes))
         target = f"{quoted(entry.schema)}.{quoted(entry.table)}"
+        # No COMMENT ON VIEW with the path: stateglass.tables has it, and each statement
+        # costs a millisecond or more, which a fleet of hundreds of checkpoints multiplies.
         self.con.execute(f"CREATE VIEW {target} AS SELECT * FROM {hidden}")
-        self.con.execute(f"COMMENT ON VIEW {target} IS {_literal(comment)}")
         self.entries.append(entry)
 
     def checkpoint(self, schema: str, given: str, root: str, fs: FileSystem) -> None:
@@ -135,16 +135,14 @@ class _Builder:
             return
         store_name, state_var = _spark_names(store, view)
         kind = "timers" if view.read_timers else "state"
-        where = f"{given} operator {view.operator_id} store {store_name}"
-        where += f" state variable {state_var}" if state_var else ""
         entry = TableEntry(schema, table, given, view.operator_id, store_name, state_var, kind)
-        self.add(entry, tables.state_schema, tables.state_pieces(table), where)
+        self.add(entry, tables.state_schema, tables.state_pieces(table))
         if view.read_timers:
             return  # Spark has no change feed of the registered timers
         entry = TableEntry(
             schema, changes, given, view.operator_id, store_name, state_var, "changes"
         )
-        self.add(entry, tables.change_schema, tables.change_pieces(changes), f"{where} changes")
+        self.add(entry, tables.change_schema, tables.change_pieces(changes))
 
     def metadata(self, schema: str, given: str, root: str, fs: FileSystem, table: str) -> None:
         arrow_schema, build = METADATA[table]
@@ -153,7 +151,7 @@ class _Builder:
             yield build(scope.checkpoint(root, fs))
 
         entry = TableEntry(schema, table, given, None, None, None, "metadata")
-        self.add(entry, arrow_schema, pieces, f"{given} {table}")
+        self.add(entry, arrow_schema, pieces)
 
     def history(self) -> None:
         rows = self.con.execute(
@@ -191,10 +189,6 @@ def _spark_names(store: StoreInfo, view: StateView) -> tuple[str, str | None]:
         return store.store_name, None if view.read_timers else view.state_var
     # A join store kept as column families (format 3): Spark names each as a store.
     return (view.state_var or store.store_name), None
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def build_catalog(

@@ -48,7 +48,10 @@ def sql_error(
         return QueryTimeLimit(f"stopped at the time limit{limit}")
     if isinstance(exc, duckdb.OutOfMemoryException):
         return QueryMemoryLimit(f"stopped at the memory limit: {line}")
-    if isinstance(exc, duckdb.PermissionException):
+    if isinstance(exc, duckdb.PermissionException) or (
+        # ATTACH of the history file again (read-write) while it is attached read-only.
+        isinstance(exc, duckdb.ResourceInUseException) and "already attached" in line
+    ):
         return QueryRefused(f"refused: {line}")
     if isinstance(exc, duckdb.InvalidInputException) and any(s in line for s in _REFUSED):
         return QueryRefused(f"refused: {line}")

@@ -1,13 +1,16 @@
 """What the SQL catalog calls things: one schema per checkpoint, one table per readable view.
 
-Rules (``docs/sql.md`` shows them to users):
+Rules (``docs/architecture.md``, "The SQL catalog"):
 
 * A checkpoint's schema is its folder's own name, lower-cased, every run of characters other
   than ``a-z``, ``0-9`` and ``_`` made one ``_`` (``s3://b/jobs/Orders-v2`` → ``orders_v2``).
+  When another checkpoint of the session has a folder of that name, the parent folders are
+  taken in too, as few as make it unique, joined by ``_`` (``/jobs/orders/checkpoint`` and
+  ``/jobs/clicks/checkpoint`` → ``orders_checkpoint``, ``clicks_checkpoint``).
   A name that starts with a digit or is empty gets a ``cp_`` prefix. Names DuckDB or the
   catalog itself uses (``main``, ``history``, ``stateglass``, ``temp``, …) get a ``_cp``
-  suffix. Checkpoints that would share a name (DuckDB names are case-insensitive) get
-  ``_2``, ``_3``… in the order of their paths.
+  suffix. Names that still meet (``a-b`` and ``a_b``; DuckDB's names are case-insensitive)
+  get ``_2``, ``_3``… in the order of their paths.
 * A store's table is ``op<operator id>_<store name>`` with the same slug rule
   (``op0_default``, ``op1_left_keytonumvalues``); a transformWithState state variable's is
   ``op<id>_<variable>``, its registered timers ``op<id>_timers``; a join store kept as
@@ -18,8 +21,8 @@ Rules (``docs/sql.md`` shows them to users):
 
 from __future__ import annotations
 
-import posixpath
 import re
+from collections import Counter
 from collections.abc import Iterable
 
 # Catalogs and schemas of a session: a checkpoint named like one would shadow it.
@@ -41,6 +44,7 @@ CHANGES_SUFFIX = "_changes"
 TIMERS = "timers"
 METADATA_TABLES = ("state_metadata", "batches", "offsets", "commits")
 
+_MAX_DEPTH = 8  # path elements a schema name takes in at most
 _NOT_NAME = re.compile(r"[^a-z0-9_]+")
 
 
@@ -49,17 +53,30 @@ def slug(text: str) -> str:
     return _NOT_NAME.sub("_", text.lower()).strip("_")
 
 
-def folder_name(checkpoint: str) -> str:
-    """The last path element of a local path or a URL."""
-    return posixpath.basename(checkpoint.replace("\\", "/").rstrip("/"))
+def _tail(path: str, depth: int) -> str:
+    """The slug of the last ``depth`` elements of ``path`` joined by ``_``."""
+    parts = [p for p in path.replace("\\", "/").split("/") if p and not p.endswith(":")]
+    return slug("_".join(parts[-depth:]))
 
 
 def schema_names(checkpoints: Iterable[str]) -> dict[str, str]:
     """A schema name per checkpoint path, unique and never reserved (see the module's rules)."""
+    paths = sorted(set(checkpoints))
+    # The shortest tail of each path no other checkpoint shares: jobs often keep their
+    # checkpoints in folders of one name (``<job>/checkpoint``).
+    bases: dict[str, str] = {}
+    depth = 1
+    while len(bases) < len(paths) and depth <= _MAX_DEPTH:
+        tails = {path: _tail(path, depth) for path in paths}
+        counts = Counter(tails.values())
+        for path, tail in tails.items():
+            if path not in bases and (counts[tail] == 1 or depth == _MAX_DEPTH):
+                bases[path] = tail
+        depth += 1
     out: dict[str, str] = {}
     taken: set[str] = set()
-    for path in sorted(set(checkpoints)):
-        base = slug(folder_name(path))
+    for path in paths:
+        base = bases[path]
         if not base or base[0].isdigit():
             base = f"cp_{base}".rstrip("_")
         if base in RESERVED:

@@ -211,8 +211,14 @@ class SqlSession:
             relation = self._con.sql(sql)
             if relation is None:
                 yield pa.RecordBatchReader.from_batches(pa.schema([]), iter(()))
-            else:
-                yield relation.to_arrow_reader()
+                return
+            reader = relation.to_arrow_reader()
+            try:
+                yield reader
+            finally:
+                # A result left open blocks the connection's next query ("drain or destroy
+                # it"); a block that read only some rows ends the query here.
+                reader.close()
 
     def sql(self, text: str) -> duckdb.DuckDBPyRelation | None:
         """A lazy relation over ``text``, for notebooks (``.df()``, ``.arrow()``, ``.pl()``);

@@ -156,6 +156,7 @@ class StoreTables:
                         codec, partition, items, self.text_form, CHUNK_ROWS
                     ):
                         yield _with_batch(piece, batch)
+                        scope.check_time(f"{self.schema_name}.{table} partition {partition}")
 
         return pieces
 

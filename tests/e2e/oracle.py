@@ -31,6 +31,23 @@ def format_samples() -> list[str]:
     return [p for p in find_checkpoints(SAMPLES) if not p.startswith(demo)]
 
 
+def leaf_columns(table: Any) -> list[Any]:
+    """The leaf columns of an Arrow table, structs flattened by position: rows compare by the
+    position of their values, since Spark repeats aggregation buffer names that Arrow
+    tables written by StateGlass suffix."""
+    import pyarrow as pa
+
+    leaves: list[pa.ChunkedArray] = []
+    todo = list(table.columns)
+    while todo:
+        column = todo.pop(0)
+        if pa.types.is_struct(column.type):
+            todo[:0] = column.flatten()
+        else:
+            leaves.append(column)
+    return leaves
+
+
 def assert_same_rows(got: list[str], expected: list[str]) -> None:
     """Our rows are Spark's, as multisets; two empty answers prove nothing and fail."""
     assert expected, "Spark returned no rows: an empty-versus-empty match is not a check"

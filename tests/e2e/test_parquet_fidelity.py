@@ -20,6 +20,7 @@ import pytest
 
 from stateglass.app.cli import main as cli_main
 from tests.conftest import SAMPLES as ALL_SAMPLES
+from tests.e2e.oracle import leaf_columns
 
 pytestmark = pytest.mark.spark
 
@@ -27,14 +28,7 @@ SAMPLES = ALL_SAMPLES / "spark-4.3"
 
 
 def _leaf_rows(table: pa.Table) -> list[str]:
-    leaves: list[pa.ChunkedArray] = []
-    todo = list(table.columns)
-    while todo:
-        column = todo.pop(0)
-        if pa.types.is_struct(column.type):
-            todo[:0] = column.flatten()
-        else:
-            leaves.append(column)
+    leaves = leaf_columns(table)
     return sorted(map(repr, zip(*(leaf.to_pylist() for leaf in leaves), strict=True)))
 
 
