@@ -76,6 +76,15 @@ def _run(page: Any, query: str) -> None:
     _settle(page)
 
 
+def _editor_holds(page: Any, text: str) -> None:
+    """Wait for the editor to show ``text`` (a fresh page draws it on its first full run)."""
+    page.wait_for_function(
+        "(t) => [...document.querySelectorAll('textarea')].some(a => a.value.includes(t))",
+        arg=text,
+        timeout=TIMEOUT_MS,
+    )
+
+
 def _rows_caption(page: Any) -> str:
     loc = page.locator('[data-testid="stCaptionContainer"]', has_text="row(s)")
     loc.first.wait_for()
@@ -99,7 +108,7 @@ def test_typing_a_query_shows_its_rows_and_downloads_them(
     page.reload()
     page.wait_for_selector('[data-testid="stApp"]')
     _settle(page)
-    assert "range(3)" in page.get_by_role("textbox", name="Query").input_value()
+    _editor_holds(page, "range(3)")
     assert "3 row(s)" in _rows_caption(page)
 
 
@@ -109,6 +118,7 @@ def test_the_health_page_links_to_the_keys_older_than_the_watermark(page: Any, s
     link.first.click()
     page.wait_for_url("**/sql?q=*", timeout=TIMEOUT_MS)
     _settle(page)
+    _editor_holds(page, "older than the watermark")
     query = page.get_by_role("textbox", name="Query").input_value()
     assert "older than the watermark" in query and "epoch_ms" in query
     # It ran: Spark evicted every old key of the sample, so no row is left, and no error.

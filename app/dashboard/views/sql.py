@@ -119,8 +119,10 @@ def render() -> None:
         context.show_error(exc)
         return
     wanted = st.query_params.get(QUERY_PARAM)
-    if wanted is not None and st.session_state.get("sg_sql_from_url") != wanted:
-        # A link or a reload: the URL's query fills the editor and runs.
+    seen = st.session_state.get("sg_sql_from_url")
+    if wanted and (seen != wanted or not st.session_state.get(EDITOR)):
+        # A link or a reload: the URL's query fills the editor and runs. A reload can keep
+        # the session but not the editor's text (the new page sends no widget values).
         st.session_state["sg_sql_from_url"] = wanted
         st.session_state[EDITOR] = wanted
         st.session_state["sg_sql_run"] = wanted
