@@ -1,10 +1,11 @@
 """The catalog itself: which tables a session has, and the lazy source behind each.
 
 :func:`build_catalog` finds the checkpoints, names a schema per checkpoint and a table per
-view of each store (:mod:`.names`), registers one :class:`~.sources.LazyTable` per table as
-``_sg_<n>`` and creates the view users query over it. The history database's tables and
-views are listed as kind ``history``; a ``stateglass.tables`` view lists everything.
-Reading schema files is all it does: nothing is decoded until a query scans a table.
+view of each store (:mod:`.names`), registers one :class:`~.sources.SharedTable` per Arrow
+schema as ``_sg_<n>`` and creates the view users query over each of its tables. The history
+database's tables and views are listed as kind ``history``; a ``stateglass.tables`` view
+lists everything. Reading schema files is all it does: nothing is decoded until a query
+scans a table.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from stateglass.collectors.catalog.names import (
     state_table,
     unique,
 )
+from stateglass.collectors.catalog.pruning import TABLE_ID_NAME
 from stateglass.collectors.catalog.scope import QueryScope, SourceCache
-from stateglass.collectors.catalog.sources import LazyTable, Pieces, StoreTables
+from stateglass.collectors.catalog.sources import Pieces, SharedTable, StoreTables
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
 from stateglass.collectors.checkpoints.discover import Limits, checkpoints_at
 from stateglass.collectors.checkpoints.state_views import StateView, views_of
@@ -82,16 +84,25 @@ class _Builder:
         self.warn = warn
         self.sources = SourceCache()
         self.entries: list[TableEntry] = []
-        self._registered = 0
+        # One registered source per Arrow schema (see SharedTable), by its serialized form.
+        self._shared: dict[bytes, tuple[str, SharedTable]] = {}
 
     def add(self, entry: TableEntry, schema: pa.Schema, pieces: Pieces) -> None:
-        self._registered += 1
-        hidden = f"_sg_{self._registered}"
-        self.con.register(hidden, LazyTable(schema, pieces, self.scopes))
+        key = schema.serialize().to_pybytes()
+        found = self._shared.get(key)
+        if found is None:
+            found = (f"_sg_{len(self._shared) + 1}", SharedTable(schema, self.scopes))
+            self.con.register(found[0], found[1])
+            self._shared[key] = found
+        hidden, shared = found
+        number = shared.add(pieces)
         target = f"{quoted(entry.schema)}.{quoted(entry.table)}"
         # No COMMENT ON VIEW with the path: stateglass.tables has it, and each statement
         # costs a millisecond or more, which a fleet of hundreds of checkpoints multiplies.
-        self.con.execute(f"CREATE VIEW {target} AS SELECT * FROM {hidden}")
+        self.con.execute(
+            f"CREATE VIEW {target} AS SELECT * EXCLUDE ({TABLE_ID_NAME}) FROM {hidden} "
+            f"WHERE {TABLE_ID_NAME} = {number}"
+        )
         self.entries.append(entry)
 
     def checkpoint(self, schema: str, given: str, root: str, fs: FileSystem) -> None:

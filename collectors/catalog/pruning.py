@@ -21,15 +21,32 @@ if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+# The number of a table among those sharing one registered source (``sources.SharedTable``).
+TABLE_ID_NAME = "_sg_table"
+
 # Batch ids no checkpoint holds: a filter that keeps both says nothing about batch_id.
 _BELOW = -1
 _ABOVE = 1 << 62
 
 
+def __getattr__(name: str) -> Any:
+    # pyarrow loads at first use: the package is imported for names alone.
+    if name == "TABLE_ID":
+        import pyarrow as pa
+
+        return pa.field(TABLE_ID_NAME, pa.int32())
+    raise AttributeError(name)
+
+
 def _kept(schema: pa.Schema, guarantees: Sequence[pc.Expression], flt: pc.Expression) -> list[int]:
     """Indices of the guarantees ``flt`` may hold rows of."""
+    import pyarrow as pa
     import pyarrow.dataset as ds
     import pyarrow.fs as pafs
+
+    if schema.get_field_index(TABLE_ID_NAME) < 0:
+        # A table's own pruning sees the filter its shared source got, which names it.
+        schema = schema.append(pa.field(TABLE_ID_NAME, pa.int32()))
 
     fs = pafs.LocalFileSystem()
     fmt = ds.IpcFileFormat()
@@ -93,3 +110,12 @@ def first_kept_after(schema: pa.Schema, after: int, flt: pc.Expression) -> int |
         else:
             lo = mid + 1
     return lo
+
+
+def tables_kept(schema: pa.Schema, count: int, flt: pc.Expression | None) -> list[int]:
+    """The numbers among ``range(count)`` of the tables ``flt`` may keep rows of."""
+    if flt is None:
+        return list(range(count))
+    import pyarrow.dataset as ds
+
+    return _kept(schema, [ds.field(TABLE_ID_NAME) == n for n in range(count)], flt)

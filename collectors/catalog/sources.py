@@ -25,10 +25,12 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from stateglass.collectors.catalog.pruning import (
+    TABLE_ID,
     batches_kept,
     first_kept_after,
     pairs_kept,
     selects_batches,
+    tables_kept,
 )
 from stateglass.collectors.catalog.scope import Decoded, QueryScope, SourceCache
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
@@ -97,20 +99,43 @@ class Rows:
             raise
 
 
-class LazyTable(ds.InMemoryDataset):
-    """A table whose rows are made at each scan by ``pieces(scope, filter)``."""
+class SharedTable(ds.InMemoryDataset):
+    """The tables of one Arrow schema, behind one registered source.
 
-    def __init__(self, schema: pa.Schema, pieces: Pieces, scopes: Scopes) -> None:
-        super().__init__(schema.empty_table())
-        self._schema = schema
-        self._pieces = pieces
+    Registering a source costs DuckDB milliseconds, more as there are more, and a fleet of
+    one job's checkpoints has hundreds of tables of each schema. So each view reads its
+    table by number: ``SELECT * EXCLUDE (_sg_table) FROM _sg_<n> WHERE _sg_table = <k>``.
+    DuckDB pushes that constant down, and a scan makes only the tables it keeps (were the
+    filter not pushed, a scan would make them all: the right rows, at more cost).
+    """
+
+    def __init__(self, schema: pa.Schema, scopes: Scopes) -> None:
+        self._schema = schema.append(TABLE_ID)
+        super().__init__(self._schema.empty_table())
         self._scopes = scopes
+        self._pieces: list[Pieces] = []
+
+    def add(self, pieces: Pieces) -> int:
+        """Take one more table's rows; its number for the view's predicate."""
+        self._pieces.append(pieces)
+        return len(self._pieces) - 1
 
     def scanner(
         self, columns: Sequence[str] | None = None, filter: pc.Expression | None = None, **_: Any
     ) -> Rows:
         scope = self._scopes()
-        return Rows(self._schema, self._pieces(scope, filter), columns, filter, scope)
+        kept = tables_kept(self._schema, len(self._pieces), filter)
+        return Rows(self._schema, self._made(kept, scope, filter), columns, filter, scope)
+
+    def _made(
+        self, kept: Sequence[int], scope: QueryScope, flt: pc.Expression | None
+    ) -> Iterator[pa.Table]:
+        import numpy as np
+
+        for number in kept:
+            for piece in self._pieces[number](scope, flt):
+                ids = pa.array(np.full(piece.num_rows, number, dtype=np.int32), type=pa.int32())
+                yield piece.append_column(TABLE_ID, ids)
 
 
 class StoreTables:
