@@ -27,6 +27,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -58,13 +59,20 @@ class Shot:
     """One PNG: a page, the demo story picked in the sidebar, and how much of it to keep."""
 
     file: str
-    page: str  # Streamlit url_path ("" for the default page, the Overview)
+    page: str  # Streamlit url_path ("" for the default page, the Overview), and a query string
     story: str | None = None  # None: the page's default (Overview shows every story)
     store: str | None = None  # text typed into the "Operator / store" select
     height: int = 1400  # viewport height: Streamlit scrolls inside its main block
     scroll_to: str | None = None  # text of a heading to bring to the top first
     charts: int = 0  # Plotly charts to wait for
 
+
+# The SQL page's shot: a question no other page answers, on the skewed join of the demo.
+JOIN_SIDES = """SELECT coalesce(l.key, r.key).field0 AS ad_id,
+       l.value.value AS impressions_held, r.value.value AS clicks_held
+FROM skewed_join.op0_left_keytonumvalues AS l
+FULL OUTER JOIN skewed_join.op0_right_keytonumvalues AS r ON l.key = r.key
+ORDER BY impressions_held DESC NULLS LAST"""
 
 SHOTS = (
     Shot("overview.png", "", height=1500, charts=1),
@@ -93,6 +101,7 @@ SHOTS = (
     Shot("state_repartitioned.png", "state", "repart-agg-up-cl", height=1900, charts=3),
     Shot("health_repartitioned.png", "health", "repart-agg-up-cl", height=1300),
     Shot("dynamodb_state.png", "state", "dynamodb-agg", height=1900, charts=3),
+    Shot("sql.png", "sql?" + urlencode({"q": JOIN_SIDES}), "skewed-join", height=1900, charts=1),
 )
 
 

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import streamlit as st
 
-from stateglass.app.dashboard import context, login
-from stateglass.app.dashboard.views import browse, diff, health, key_history, overview, query, state
+from stateglass.app.dashboard import context, login, sql_link
+from stateglass.app.dashboard.views import (
+    browse,
+    diff,
+    health,
+    key_history,
+    overview,
+    query,
+    sql,
+    state,
+)
 
 st.set_page_config(page_title="StateGlass", page_icon="🔍", layout="wide")
 
@@ -17,6 +26,7 @@ PAGES = [
     st.Page(browse.render, title="Browse", url_path="browse"),
     st.Page(diff.render, title="Diff", url_path="diff"),
     st.Page(key_history.render, title="Key history", url_path="key-history"),
+    st.Page(sql.render, title="SQL", url_path=sql_link.URL_PATH),
 ]
 
 # With an [auth] section in secrets.toml, nothing is shown before a login (docs/security.md).

@@ -43,7 +43,7 @@ from stateglass.app.queries.checkpoints import (
 from stateglass.app.queries.connection import STORE_WHERE, change_key, data_version, session
 from stateglass.app.queries.downsample import MAX_POINTS
 from stateglass.app.queries.downsample import note as downsample_note
-from stateglass.app.queries.eviction import eviction_audit, eviction_rules
+from stateglass.app.queries.eviction import eviction_audit, eviction_rules, newest_watermarks
 from stateglass.app.queries.progress import (
     DURATION_PARTS,
     NO_PROGRESS,
@@ -102,6 +102,7 @@ __all__ = [
     "keys_at_version",
     "last_updated",
     "live_state_files",
+    "newest_watermarks",
     "partition_cells",
     "partition_skew",
     "problems",

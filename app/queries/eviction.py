@@ -32,3 +32,17 @@ def eviction_audit(db: str, checkpoint: str, operator_id: int, store_name: str) 
         "ORDER BY state_var, version",
         [checkpoint, operator_id, store_name],
     )
+
+
+def newest_watermarks(db: str, checkpoint: str) -> pd.DataFrame:
+    """Per audited store (or state variable) of the checkpoint: its rule, and the watermark
+    of its newest audited version (what the state leak rule judged against)."""
+    return read_frame(
+        db,
+        "SELECT r.operator_id, r.store_name, r.state_var, r.kind, r.event_time_field, "
+        "arg_max(a.watermark_ms, a.version) AS watermark_ms, max(a.version) AS version "
+        "FROM eviction_rules r JOIN eviction_audit a USING (checkpoint, operator_id, "
+        "store_name, state_var) WHERE r.checkpoint = ? AND r.audited AND a.watermark_ms "
+        "IS NOT NULL GROUP BY ALL ORDER BY r.operator_id, r.store_name, r.state_var",
+        [checkpoint],
+    )

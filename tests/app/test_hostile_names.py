@@ -42,7 +42,7 @@ KEY_FIELD = "[k](https:evil.example)<img src=x onerror=alert(1)>"
 COUNT_FIELD = "<script>alert(1)</script>"
 SUM_FIELD = "[n](https:evil.example)"
 KEY_VALUES = [f"[v{i}](https:evil.example)<img src=x onerror=alert({i})>" for i in range(3)]
-PAGES = ["overview", "health", "query", "state", "browse", "diff", "key_history"]
+PAGES = ["overview", "health", "query", "state", "browse", "diff", "key_history", "sql"]
 
 
 @pytest.fixture(scope="module")
@@ -175,6 +175,28 @@ def test_pages_show_the_payloads_as_text(hostile_db: str, name: str) -> None:
         assert any(md(NAME) in t for t in texts), "the card names the checkpoint"
 
 
+def test_the_sql_page_shows_query_results_as_text(hostile_db: str, hostile_checkpoint: str) -> None:
+    """The state's own rows (hostile keys and field names) in the SQL page's grid and chart."""
+    from stateglass.app.dashboard.sql_link import QUERY_PARAM
+    from stateglass.collectors.catalog.names import quoted, schema_names
+
+    schema = schema_names([hostile_checkpoint])[hostile_checkpoint]
+    at = AppTest.from_function(_page, args=("sql",), default_timeout=90)
+    at.query_params[QUERY_PARAM] = (
+        f"SELECT key.*, value.* FROM {quoted(schema)}.op0_default ORDER BY 1"
+    )
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    grid = at.dataframe[-1].value
+    assert sorted(grid[KEY_FIELD]) == KEY_VALUES
+    texts, charts = _markdown_and_charts(at)
+    assert {t: markdown_markup(t) for t in texts if markdown_markup(t)} == {}
+    assert charts, "a numeric column is drawn"
+    for chart in charts:
+        for text in _strings(chart):
+            assert not re.search(r"<\s*(img|script|a)\b", text, re.I), text
+
+
 # --- reports ----------------------------------------------------------------------------------
 
 
@@ -260,7 +282,7 @@ def _settled(page: Any) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", ["", "browse", "query", "state", "health", "key-history"])
+@pytest.mark.parametrize("path", ["", "browse", "query", "state", "health", "key-history", "sql"])
 def test_browser_shows_no_link_image_or_script(
     browser_page: Any, hostile_server: str, path: str
 ) -> None:

@@ -7,7 +7,7 @@ import streamlit as st
 from stateglass.app import queries
 from stateglass.app.browse.overdue import EVENT_TIME_COLUMN, overdue_page, utc_ms
 from stateglass.app.browse.table import PageRequest, iter_page, one_row_per_key
-from stateglass.app.dashboard import context, state_ui
+from stateglass.app.dashboard import context, sql_link, state_ui
 from stateglass.app.dashboard.state_ui import batch_label
 from stateglass.app.escape import md, md_code
 from stateglass.collectors.checkpoints.state_views import StateView, open_source
@@ -95,6 +95,7 @@ def render() -> None:
     )
     if page > pages:
         st.warning(f"There are only {pages:,} page(s).")
+    sql_link.link(sql_link.rows_query(view, version, partition), "These rows, in SQL")
     state_ui.cache_note()
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from stateglass.app import queries
-from stateglass.app.dashboard import context
+from stateglass.app.dashboard import context, sql_link
 from stateglass.app.escape import md, md_code
 
 # Plain words and a cell colour: emoji need a font that headless browsers may not have.
@@ -70,6 +70,23 @@ def _where(f: Any) -> str:
     if getattr(f, "partition_id", None) is not None:
         parts.append(f"partition {f.partition_id}")
     return ", ".join(parts)
+
+
+def _leak_link(checkpoint: str) -> None:
+    """The state leak rule's rows in SQL: those older than the watermark it judged against."""
+    from stateglass.app import sql_examples
+
+    for row in context.load(queries.newest_watermarks, checkpoint).itertuples():
+        target = sql_examples.leak_target(row.kind, row.event_time_field or "", row.store_name)
+        if target is None:
+            continue
+        ref = sql_link.table_of(checkpoint, int(row.operator_id), target.label)
+        where = f"operator {row.operator_id} / {target.label}"
+        sql_link.link(
+            sql_examples.overdue_keys(ref, target, int(row.watermark_ms)),
+            f"State leak: the keys older than the watermark in {md(where)}, in SQL",
+        )
+        return
 
 
 def _report_button(db: str, checkpoint: str) -> None:
@@ -149,6 +166,7 @@ def render() -> None:
         )
         # A static table wraps long findings; a data grid would cut them at its column width.
         st.table(styled.hide(axis="index"))
+        _leak_link(checkpoint)
     st.subheader("Report")
     st.caption(
         "The same HTML as `stateglass report CHECKPOINT -o report.html`: health verdicts, "

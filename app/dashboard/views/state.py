@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from stateglass.app import figures, queries
-from stateglass.app.dashboard import context
+from stateglass.app.dashboard import context, sql_link
 from stateglass.app.dashboard.views import repartition_plan, state_forensics
 from stateglass.app.escape import md, md_code
 from stateglass.parsers.units import fmt_bytes
@@ -48,6 +48,9 @@ def _store(selection: context.StoreSelection) -> None:
     _headline(args, versions, usage, history)
     st.caption(md(queries.history_note(history)))
     st.caption(md(context.load(queries.history_kept, selection.checkpoint)))
+    sql_link.link(
+        sql_link.store_history_query(*args), "This store's keys and bytes per batch, in SQL"
+    )
     _growth_charts(args, history)
     _layout_charts(args)
     state_forensics.render_growth(selection)

@@ -1,0 +1,151 @@
+"""AppTest of the SQL page: a query's rows, paging, the URL that holds the query, examples
+with the selected checkpoint's real names, refusals as one line, and the links into it."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from stateglass.app.dashboard.sql_link import QUERY_PARAM, sql_url
+from stateglass.app.dashboard.views.sql import csv_bytes, parquet_bytes
+from tests.app.test_pages_core import TIMEOUT_S, _page, run_page
+
+RANGE = "SELECT n, n * n AS square FROM range(120) AS t(n) ORDER BY n"
+
+
+def _result(at: AppTest) -> Any:
+    """The result's grid: the last one (the catalog's columns come first)."""
+    assert len(at.dataframe) == 2, len(at.dataframe)
+    return at.dataframe[-1]
+
+
+def _submit(at: AppTest, query: str) -> AppTest:
+    at.text_area(key="sg_sql_text").input(query)
+    (run,) = [b for b in at.button if b.label == "Run"]
+    run.click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_a_query_shows_its_rows_a_page_at_a_time_and_goes_into_the_url(samples_db: str) -> None:
+    at = run_page("sql")
+    assert [t.value for t in at.title] == ["SQL"]
+    _submit(at, RANGE)
+    assert not at.error, [e.value for e in at.error]
+    assert any("**120** row(s)" in c.value for c in at.caption)
+    grid = _result(at)
+    assert len(grid.value) == 50 and list(grid.value["n"][:3]) == [0, 1, 2]
+    assert at.query_params[QUERY_PARAM] == RANGE
+    at.number_input[0].set_value(3).run()
+    grid = _result(at)
+    assert list(grid.value["n"]) == list(range(100, 120))
+    # Both numeric columns can be drawn: one chart.
+    assert len(at.get("plotly_chart")) == 1
+
+
+def test_the_url_restores_the_query_and_runs_it(samples_db: str) -> None:
+    at = AppTest.from_function(_page, args=("sql",), default_timeout=TIMEOUT_S)
+    at.query_params[QUERY_PARAM] = "SELECT 42 AS answer"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.text_area(key="sg_sql_text").value == "SELECT 42 AS answer"
+    grid = _result(at)
+    assert list(grid.value["answer"]) == [42]
+
+
+def test_the_catalog_is_listed_beside_the_editor(samples_db: str) -> None:
+    at = run_page("sql")
+    (schema,) = [s for s in at.selectbox if s.label == "Schema"]
+    assert "healthy" in schema.options and "history" in schema.options
+    # It opens on the sidebar checkpoint's schema (the first sample, demo/healthy).
+    assert schema.value == "healthy"
+    tables = at.selectbox(key="sg_sql_table:healthy").options
+    assert "op0_default" in tables and "op0_default_changes" in tables
+    at.selectbox(key="sg_sql_table:healthy").set_value("op0_default").run()
+    columns = at.dataframe[0].value
+    assert {"key", "value", "partition_id", "batch_id"} <= set(columns["column"])
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        pytest.param("SELECT * FROM read_csv('/etc/passwd')", id="read-file"),
+        pytest.param("COPY (SELECT 1) TO 'x.csv'", id="copy-to"),
+        pytest.param("SET memory_limit='100GB'", id="loosen-memory"),
+        pytest.param("SELECT * FROM no_such_table", id="unknown-table"),
+        pytest.param("SELEC 1", id="syntax"),
+    ],
+)
+def test_a_refused_or_bad_query_is_one_line(
+    samples_db: str, query: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    at = _submit(run_page("sql"), query)
+    (error,) = at.error
+    assert "\n" not in error.value and "Traceback" not in error.value
+    assert len(at.dataframe) == 1  # the catalog's columns, no result
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_example_fills_the_editor_with_real_names_and_runs(samples_db: str) -> None:
+    at = run_page("sql")
+    picker = at.selectbox(key="sg_sql_example")
+    biggest = [t for t in picker.options if t.endswith("the 20 biggest values")]
+    assert biggest, picker.options
+    picker.set_value(biggest[0]).run()
+    text = at.text_area(key="sg_sql_text").value
+    assert '."op0_default"' in text and "ORDER BY value_chars DESC" in text
+    _submit(at, text)
+    assert not at.error, [e.value for e in at.error]
+    assert len(at.dataframe) == 2
+
+
+def test_downloads_keep_every_row_and_nested_values() -> None:
+    table = pa.table(
+        {
+            "key": pa.array([{"a": 1, "b": "x"}, {"a": 2, "b": "y,z"}]),
+            "n": pa.array([1, 2], type=pa.int64()),
+        }
+    )
+    rows = list(csv.DictReader(io.StringIO(csv_bytes(table).decode())))
+    assert rows == [
+        {"key": '{"a": 1, "b": "x"}', "n": "1"},
+        {"key": '{"a": 2, "b": "y,z"}', "n": "2"},
+    ]
+    assert pq.read_table(io.BytesIO(parquet_bytes(table))).equals(table)
+
+
+def test_the_url_holds_the_query_encoded() -> None:
+    assert sql_url("SELECT 'a b' & 1") == "sql?q=SELECT+%27a+b%27+%26+1"
+
+
+def test_health_state_and_browse_link_into_the_page_with_queries_that_run(
+    samples_db: str,
+) -> None:
+    from stateglass.collectors.catalog import SqlSession
+    from stateglass.collectors.db.read import read_query
+
+    queries = {}
+    for name in ("health", "state", "browse"):
+        at = run_page(name)
+        links = at.get("page_link")
+        assert len(links) == 1, name
+        queries[name] = links[0].proto.query_string
+    assert "epoch_ms" in _query(queries["health"])
+    roots = [r[0] for r in read_query(samples_db, "SELECT checkpoint FROM checkpoints")]
+    with SqlSession(roots, history=samples_db, copy_history=True) as session:
+        for query in queries.values():
+            session.execute(_query(query), max_rows=10)  # raises on a bad query
+
+
+def _query(query_string: str) -> str:
+    from urllib.parse import parse_qs
+
+    return parse_qs(query_string)[QUERY_PARAM][0]
