@@ -15,6 +15,11 @@ restart, or another rule's error). An error (not a checkpoint, a bad config file
 2 with one line on stderr: a gate treats both as "stop".
 
     stateglass check /data/checkpoints/orders --next /tmp/orders-staging   # a changed query
+
+Without ``--db`` the history is collected into a temporary database, removed when ``check``
+ends: a gate that runs on every deploy leaves nothing behind. ``--db PATH`` keeps it there (the
+next ``check`` then collects only what is new); ``--no-collect`` without ``--db`` reads the
+default history database (``~/.stateglass/stateglass.duckdb``) as ``collect`` left it.
 """
 
 from __future__ import annotations
@@ -24,11 +29,12 @@ import dataclasses
 import json
 import os
 import sys
+import tempfile
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from stateglass.app.args import add_db_arg
 from stateglass.app.errors import AppError
+from stateglass.collectors.locations import DEFAULT_DB
 
 if TYPE_CHECKING:
     from stateglass.app.analysis.health import Finding, RestartVerdict
@@ -46,7 +52,13 @@ def add_parser(subparsers: Any) -> None:
         "history. Exit status: 0 OK, 1 WARN, 2 ERR; errors also exit 2.",
     )
     p.add_argument("checkpoint", help="checkpoint directory (the query's checkpointLocation)")
-    add_db_arg(p)
+    p.add_argument(
+        "--db",
+        default=None,
+        metavar="PATH",
+        help="keep the history in this DuckDB database (default: a temporary one, removed on "
+        f"exit; with --no-collect, {DEFAULT_DB})",
+    )
     p.add_argument(
         "--config",
         default=None,
@@ -131,17 +143,20 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_of(args)  # a bad file fails before anything is collected
     limits.configure(settings.health.limits.over(limits.from_env()))
     try:
-        return _run(args, settings)
+        if args.db is not None or not args.collect:
+            db = os.path.abspath(os.path.expanduser(args.db or DEFAULT_DB))
+            return _run(args, settings, db)
+        with tempfile.TemporaryDirectory(prefix="stateglass-check-") as tmp:
+            return _run(args, settings, os.path.join(tmp, "history.duckdb"))
     finally:
         limits.configure(None)
 
 
-def _run(args: argparse.Namespace, settings: Settings) -> int:
+def _run(args: argparse.Namespace, settings: Settings, db_path: str) -> int:
     from stateglass.app.analysis.health import judge, worst
     from stateglass.collectors.remote import canonical
 
     now = _now(args.now)
-    db_path = os.path.abspath(os.path.expanduser(args.db))
     if args.collect:
         root = _collect(args.checkpoint, db_path, settings)
     else:
@@ -163,7 +178,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         }
         print(json.dumps(doc, indent=2))
     else:
-        print(f"{root}  (history: {db_path})")
+        kept = db_path if args.db is not None or not args.collect else "temporary"
+        print(f"{root}  (history: {kept})")
         print(render_verdict(verdict))
         print(table(findings, verbose=args.verbose))
         print(f"worst: {status} (exit {EXIT_STATUS[status]})")
