@@ -28,9 +28,10 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from stateglass.parsers.units import fmt_duration
+from stateglass.parsers.units import fmt_age, fmt_duration
 
 if TYPE_CHECKING:
     import duckdb
@@ -44,6 +45,8 @@ SKEW_S = 300.0
 NEWEST = 100
 
 COPIED = "file times look copied and are not used"
+# What the rules that ask "is the query running?" say on a copy instead of judging.
+NOT_ON_COPY = "not judged, no query writes to a copy"
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,20 @@ def judge_file_times(rows: Sequence[BatchTimes]) -> FileTimes:
             False, f"{len(early)} commit files are older than their batches' offsets files"
         )
     return TRUSTED
+
+
+def spark_time(ms: int) -> datetime:
+    """``batchTimestampMs`` as a naive UTC moment, like every timestamp in the database."""
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).replace(tzinfo=None)
+
+
+def batch_ran(batch: int, ms: int | None, now: datetime) -> str:
+    """``batch 11 ran 27m 0s ago (2024-01-01 00:40:23 UTC, Spark's batchTimestampMs)``."""
+    if not ms:
+        return f"batch {batch}, which carries no batch timestamp"
+    at = spark_time(ms)
+    age = fmt_age((now - at).total_seconds())
+    return f"batch {batch} ran {age} ({at:%Y-%m-%d %H:%M:%S} UTC, Spark's batchTimestampMs)"
 
 
 _SQL = """

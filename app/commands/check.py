@@ -11,8 +11,11 @@ restart``, or ``state not judged`` when no store could be read), its reason and 
 the way out when it will not restart. The verdict is the first rule (``restart``: OK, WARN,
 ERR), so the exit status follows it: 0 when every rule is OK, 1 when the worst is WARN
 (restarts after repair, state not judged, or a warning), 2 when it is ERR (will not
-restart, or another rule's error). An error (not a checkpoint, a bad config file, …) also exits
-2 with one line on stderr: a gate treats both as "stop".
+restart, or another rule's error). A rule that could not judge (``SKIP``: no progress events
+without ``--progress``, or a stall on a checkpoint whose file times look copied, which no
+query writes to) is counted apart as "not judged" and never raises the exit status. An error
+(not a checkpoint, a bad config file, …) also exits 2 with one line on stderr: a gate treats
+both as "stop".
 
     stateglass check /data/checkpoints/orders --next /tmp/orders-staging   # a changed query
 
@@ -49,7 +52,8 @@ def add_parser(subparsers: Any) -> None:
         "check",
         help="judge a checkpoint with the health rules; exit 0/1/2 for OK/WARN/ERR",
         description="Collect the checkpoint (incrementally) and run the health rules on its "
-        "history. Exit status: 0 OK, 1 WARN, 2 ERR; errors also exit 2.",
+        "history. Exit status: 0 OK, 1 WARN, 2 ERR; errors also exit 2. Rules that could not "
+        "judge (SKIP) are counted as not judged and do not change the exit status.",
     )
     p.add_argument("checkpoint", help="checkpoint directory (the query's checkpointLocation)")
     p.add_argument(
@@ -182,9 +186,16 @@ def _run(args: argparse.Namespace, settings: Settings, db_path: str) -> int:
         print(f"{root}  (history: {kept})")
         print(render_verdict(verdict))
         print(table(findings, verbose=args.verbose))
+        print(counts(findings))
         print(f"worst: {status} (exit {EXIT_STATUS[status]})")
     sys.stdout.flush()
     return EXIT_STATUS[status]
+
+
+def counts(findings: list[Finding]) -> str:
+    """``rules: 12 OK, 0 WARN, 0 ERR, 6 not judged``: findings by status, not judged apart."""
+    n = {s: sum(f.status == s for f in findings) for s in ("OK", "WARN", "ERR", "SKIP")}
+    return f"rules: {n['OK']} OK, {n['WARN']} WARN, {n['ERR']} ERR, {n['SKIP']} not judged"
 
 
 def render_verdict(verdict: RestartVerdict) -> str:
