@@ -117,13 +117,14 @@ def batch_ran(batch: int, ms: int | None, now: datetime) -> str:
     return f"batch {batch} ran {age} ({at:%Y-%m-%d %H:%M:%S} UTC, Spark's batchTimestampMs)"
 
 
-_SQL = """
+# The rows :func:`judge_file_times` takes, of one checkpoint (``?``) in the history database.
+FILE_TIMES_SQL = f"""
     SELECT batch_timestamp_ms, epoch(offsets_written_at), epoch(committed_at)
-    FROM batches WHERE checkpoint = ? ORDER BY batch_id DESC LIMIT ?
+    FROM batches WHERE checkpoint = ? ORDER BY batch_id DESC LIMIT {NEWEST}
 """
 
 
 def file_times(conn: duckdb.DuckDBPyConnection, checkpoint: str) -> FileTimes:
     """:func:`judge_file_times` on the newest batches the history database holds."""
-    rows = conn.execute(_SQL, [checkpoint, NEWEST]).fetchall()
+    rows = conn.execute(FILE_TIMES_SQL, [checkpoint]).fetchall()
     return judge_file_times([(ts, off, com) for ts, off, com in rows])

@@ -13,25 +13,14 @@ import pytest
 from stateglass.app.analysis.health import RULES
 from stateglass.app.cli import main
 from tests.collectors.helpers import tree_digest
+from tests.conftest import with_spark_file_times
 from tests.health.conftest import SAMPLES, copy_checkpoint
 
 SAMPLE = SAMPLES / "spark-4.3" / "agg-hdfs"
 
 
 def _as_spark_wrote(src: Path, dst: Path) -> Path:
-    """A copy whose log files have the times Spark's batches ran (a git clone has the clone's):
-    offsets/N at batchTimestampMs, commits/N a second later; the state files at the commit."""
-    cp = copy_checkpoint(src, dst)
-    for f in sorted((cp / "offsets").iterdir()):
-        if not f.name.isdigit():
-            continue
-        at = json.loads(f.read_text().split("\n")[1])["batchTimestampMs"] / 1000
-        os.utime(f, (at, at))
-        if (cp / "commits" / f.name).exists():
-            os.utime(cp / "commits" / f.name, (at + 1, at + 1))
-        for state in cp.glob(f"state/*/*/{int(f.name) + 1}.*"):
-            os.utime(state, (at + 1, at + 1))
-    return cp
+    return with_spark_file_times(copy_checkpoint(src, dst))
 
 
 def _after_last_commit(cp: Path, delta: timedelta) -> str:
