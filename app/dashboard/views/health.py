@@ -131,7 +131,7 @@ def render() -> None:
     else:
         counts = findings["status"].value_counts()
         cols = st.columns(4)
-        for col, status in zip(cols, ("OK", "WARN", "ERR"), strict=True):
+        for col, status in zip(cols[:3], ("OK", "WARN", "ERR"), strict=True):
             col.metric(f"rules {status}", int(counts.get(status, 0)))
         cols[3].metric(
             "not judged",
