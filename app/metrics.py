@@ -44,7 +44,8 @@ SCRAPE_LOCK_TIMEOUT_S = 5.0
 # The health rules take a few hundred milliseconds per checkpoint: their verdict is kept until
 # the checkpoint's next scan, or this long (time-based rules turn without a scan).
 HEALTH_TTL_S = 60.0
-STATUS_VALUES = {"OK": 0, "WARN": 1, "ERR": 2}
+# Not judged (SKIP) apart from OK, below it: an alert on "> 0" is unchanged.
+STATUS_VALUES = {"SKIP": -1, "OK": 0, "WARN": 1, "ERR": 2}
 STORE_LABELS = ("checkpoint", "operator", "store")
 
 
@@ -250,7 +251,8 @@ class HistoryCollector(Collector):
 
         family = GaugeMetricFamily(
             HEALTH_GAUGE,
-            "Worst status of each health rule for the checkpoint: 0 OK, 1 WARN, 2 ERR.",
+            "Worst status of each health rule for the checkpoint: 0 OK, 1 WARN, 2 ERR, -1 not "
+            "judged (no progress events, or a stall on a copy no query writes to).",
             labels=["checkpoint", "rule"],
         )
         verdicts = self._verdicts_of(checkpoints)
@@ -288,7 +290,7 @@ class HistoryCollector(Collector):
                     continue  # e.g. removed between the two reads
                 worst: dict[str, int] = {}
                 for f in findings:
-                    worst[f.rule] = max(worst.get(f.rule, 0), STATUS_VALUES.get(f.status, 0))
+                    worst[f.rule] = max(worst.get(f.rule, -1), STATUS_VALUES.get(f.status, 0))
                 self._verdicts[checkpoint] = (checkpoints[checkpoint], now, worst)
                 out[checkpoint] = worst
             return out

@@ -11,10 +11,18 @@ restart``, or ``state not judged`` when no store could be read), its reason and 
 the way out when it will not restart. The verdict is the first rule (``restart``: OK, WARN,
 ERR), so the exit status follows it: 0 when every rule is OK, 1 when the worst is WARN
 (restarts after repair, state not judged, or a warning), 2 when it is ERR (will not
-restart, or another rule's error). An error (not a checkpoint, a bad config file, …) also exits
-2 with one line on stderr: a gate treats both as "stop".
+restart, or another rule's error). A rule that could not judge (``SKIP``: no progress events
+without ``--progress``, or a stall on a checkpoint whose file times look copied, which no
+query writes to) is counted apart as "not judged" and never raises the exit status. An error
+(not a checkpoint, a bad config file, …) also exits 2 with one line on stderr: a gate treats
+both as "stop".
 
     stateglass check /data/checkpoints/orders --next /tmp/orders-staging   # a changed query
+
+Without ``--db`` the history is collected into a temporary database, removed when ``check``
+ends: a gate that runs on every deploy leaves nothing behind. ``--db PATH`` keeps it there (the
+next ``check`` then collects only what is new); ``--no-collect`` without ``--db`` reads the
+default history database (``~/.stateglass/stateglass.duckdb``) as ``collect`` left it.
 """
 
 from __future__ import annotations
@@ -24,11 +32,12 @@ import dataclasses
 import json
 import os
 import sys
+import tempfile
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from stateglass.app.args import add_db_arg
 from stateglass.app.errors import AppError
+from stateglass.collectors.locations import DEFAULT_DB
 
 if TYPE_CHECKING:
     from stateglass.app.analysis.health import Finding, RestartVerdict
@@ -43,10 +52,17 @@ def add_parser(subparsers: Any) -> None:
         "check",
         help="judge a checkpoint with the health rules; exit 0/1/2 for OK/WARN/ERR",
         description="Collect the checkpoint (incrementally) and run the health rules on its "
-        "history. Exit status: 0 OK, 1 WARN, 2 ERR; errors also exit 2.",
+        "history. Exit status: 0 OK, 1 WARN, 2 ERR; errors also exit 2. Rules that could not "
+        "judge (SKIP) are counted as not judged and do not change the exit status.",
     )
     p.add_argument("checkpoint", help="checkpoint directory (the query's checkpointLocation)")
-    add_db_arg(p)
+    p.add_argument(
+        "--db",
+        default=None,
+        metavar="PATH",
+        help="keep the history in this DuckDB database (default: a temporary one, removed on "
+        f"exit; with --no-collect, {DEFAULT_DB})",
+    )
     p.add_argument(
         "--config",
         default=None,
@@ -131,17 +147,20 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_of(args)  # a bad file fails before anything is collected
     limits.configure(settings.health.limits.over(limits.from_env()))
     try:
-        return _run(args, settings)
+        if args.db is not None or not args.collect:
+            db = os.path.abspath(os.path.expanduser(args.db or DEFAULT_DB))
+            return _run(args, settings, db)
+        with tempfile.TemporaryDirectory(prefix="stateglass-check-") as tmp:
+            return _run(args, settings, os.path.join(tmp, "history.duckdb"))
     finally:
         limits.configure(None)
 
 
-def _run(args: argparse.Namespace, settings: Settings) -> int:
+def _run(args: argparse.Namespace, settings: Settings, db_path: str) -> int:
     from stateglass.app.analysis.health import judge, worst
     from stateglass.collectors.remote import canonical
 
     now = _now(args.now)
-    db_path = os.path.abspath(os.path.expanduser(args.db))
     if args.collect:
         root = _collect(args.checkpoint, db_path, settings)
     else:
@@ -163,12 +182,20 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         }
         print(json.dumps(doc, indent=2))
     else:
-        print(f"{root}  (history: {db_path})")
+        kept = db_path if args.db is not None or not args.collect else "temporary"
+        print(f"{root}  (history: {kept})")
         print(render_verdict(verdict))
         print(table(findings, verbose=args.verbose))
+        print(counts(findings))
         print(f"worst: {status} (exit {EXIT_STATUS[status]})")
     sys.stdout.flush()
     return EXIT_STATUS[status]
+
+
+def counts(findings: list[Finding]) -> str:
+    """``rules: 12 OK, 0 WARN, 0 ERR, 6 not judged``: findings by status, not judged apart."""
+    n = {s: sum(f.status == s for f in findings) for s in ("OK", "WARN", "ERR", "SKIP")}
+    return f"rules: {n['OK']} OK, {n['WARN']} WARN, {n['ERR']} ERR, {n['SKIP']} not judged"
 
 
 def render_verdict(verdict: RestartVerdict) -> str:

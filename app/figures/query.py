@@ -26,13 +26,13 @@ def batch_timeline(batches: pd.DataFrame) -> go.Figure:
     pending = batches[~batches["committed"].astype(bool)]
     duration = numeric(done, "duration_ms")
     if not duration.notna().any():
-        # Durations come from file times: none when no batch committed, or when a copy or
-        # clone left commits older than their offsets.
+        # Durations come from file times: none when no batch committed, or when the files'
+        # times look copied (they do not follow Spark's batch times).
         why = (
             "No batch has committed yet."
             if done.empty
-            else "No duration known: the files' times (of a copy or clone?) put commits "
-            "before their offsets."
+            else "No duration known: batch durations come from the files' times, which look "
+            "copied (they do not follow Spark's batchTimestampMs)."
         )
         return empty_figure(
             title, f"{why} {len(pending)} batch(es) pending." if len(pending) else why

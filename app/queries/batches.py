@@ -12,7 +12,8 @@ from typing import Any
 
 import pandas as pd
 
-from stateglass.app.queries.connection import REPARTITIONED, read_frame
+from stateglass.app.analysis.clock import FILE_TIMES_SQL, FileTimes, judge_file_times
+from stateglass.app.queries.connection import REPARTITIONED, read_frame, read_rows
 from stateglass.app.queries.downsample import MAX_POINTS, downsampled
 from stateglass.app.queries.progress import progress_sources
 from stateglass.parsers.offsets import (
@@ -39,6 +40,21 @@ _BATCHES = """
 """
 
 
+def file_times(db: str, checkpoint: str) -> FileTimes:
+    """Whether the checkpoint's file times follow Spark's batch times
+    (:mod:`stateglass.app.analysis.clock`): durations made of them are dropped when not."""
+    return judge_file_times(
+        [(ts, off, com) for ts, off, com in read_rows(db, FILE_TIMES_SQL, [checkpoint])]
+    )
+
+
+def _on_one_clock(db: str, checkpoint: str, frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` without the durations (offsets → commit file times) of a copied checkpoint."""
+    if "duration_ms" in frame and not file_times(db, checkpoint).trusted:
+        frame["duration_ms"] = None
+    return frame
+
+
 def batches(db: str, checkpoint: str, newest: int | None = None) -> pd.DataFrame:
     """One row per batch of the checkpoint (the ``newest`` batches only, when given), with
     the metrics of the batch views.
@@ -46,18 +62,20 @@ def batches(db: str, checkpoint: str, newest: int | None = None) -> pd.DataFrame
     Columns: batch_id, committed, batch_time (trigger time), watermark (NULL without one),
     offsets_written_at, committed_at, duration_ms, interval_ms, delay_ms, source_offsets,
     shuffle_partitions, and partitions_before (the count before, for a repartition batch;
-    NULL for any other).
+    NULL for any other). No duration_ms where the file times look copied.
     """
     if newest is None:
-        return read_frame(db, _BATCHES.format(more="") + " ORDER BY b.batch_id", [checkpoint])
-    return read_frame(
-        db,
-        _BATCHES.format(
-            more="AND b.batch_id > (SELECT max(batch_id) FROM batches WHERE checkpoint = ?) - ?"
+        frame = read_frame(db, _BATCHES.format(more="") + " ORDER BY b.batch_id", [checkpoint])
+    else:
+        frame = read_frame(
+            db,
+            _BATCHES.format(
+                more="AND b.batch_id > (SELECT max(batch_id) FROM batches WHERE checkpoint = ?) - ?"
+            )
+            + " ORDER BY b.batch_id",
+            [checkpoint, checkpoint, newest],
         )
-        + " ORDER BY b.batch_id",
-        [checkpoint, checkpoint, newest],
-    )
+    return _on_one_clock(db, checkpoint, frame)
 
 
 # The chart columns of :func:`batches` (not the offsets, which only the input chart reads).
@@ -90,7 +108,8 @@ def batch_chart(db: str, checkpoint: str) -> pd.DataFrame:
     # Repartition batches are marked on the chart even where a bucket hides their bar.
     out = out.merge(repartitions(db, checkpoint), on="batch_id", how="outer")
     out["committed"] = out["committed"].astype("boolean").fillna(True).astype(bool)
-    return out.sort_values("batch_id", kind="stable").reset_index(drop=True)
+    out = out.sort_values("batch_id", kind="stable").reset_index(drop=True)
+    return _on_one_clock(db, checkpoint, out)
 
 
 def repartitions(db: str, checkpoint: str) -> pd.DataFrame:
@@ -106,7 +125,8 @@ def repartitions(db: str, checkpoint: str) -> pd.DataFrame:
 
 def batch_summary(db: str, checkpoint: str) -> dict[str, Any]:
     """The Query page's headline numbers, aggregated in SQL: batches, last_committed, pending,
-    median_duration_ms, median_interval_ms, last_delay_ms (None where unknown)."""
+    median_duration_ms (None where the file times look copied), median_interval_ms,
+    last_delay_ms (None where unknown), file_times (the :class:`FileTimes` verdict)."""
     row = read_frame(
         db,
         """
@@ -125,7 +145,11 @@ def batch_summary(db: str, checkpoint: str) -> dict[str, Any]:
         """,
         [checkpoint] * 6,
     ).iloc[0]
-    return {k: (None if pd.isna(v) else v) for k, v in row.items()}
+    out: dict[str, Any] = {k: (None if pd.isna(v) else v) for k, v in row.items()}
+    out["file_times"] = file_times(db, checkpoint)
+    if not out["file_times"].trusted:
+        out["median_duration_ms"] = None
+    return out
 
 
 def input_from_offsets(frame: pd.DataFrame, checkpoint: str | None = None) -> pd.DataFrame:

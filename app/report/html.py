@@ -57,7 +57,7 @@ table.kv th { width: 34%; background: none; font-weight: normal; color: var(--mu
 .badge { display: inline-block; min-width: 46px; padding: 1px 8px; border-radius: 10px;
          color: #fff; font-weight: 700; font-size: 12px; text-align: center; }
 .badge.OK { background: var(--ok); } .badge.WARN { background: var(--warn); }
-.badge.ERR { background: var(--err); }
+.badge.ERR { background: var(--err); } .badge.SKIP { background: var(--muted); }
 .verdict { margin: 16px 0; padding: 12px 16px; border-radius: 6px; font-size: 17px;
            border-left: 6px solid; background: #f6f8fa; }
 .verdict.OK { border-color: var(--ok); } .verdict.WARN { border-color: var(--warn); }
@@ -161,7 +161,9 @@ def _health(data: ReportData) -> str:
         # One hint per group: a rule tripping on many partitions says the same thing each time.
         hints = {f.hint for f in group.shown}
         rows += [
-            _finding_row(f, f.status != "OK" and bool(f.hint) and (len(hints) > 1 or i == 0))
+            _finding_row(
+                f, f.status not in ("OK", "SKIP") and bool(f.hint) and (len(hints) > 1 or i == 0)
+            )
             for i, f in enumerate(group.shown)
         ]
         if group.folded:

@@ -18,7 +18,7 @@ from stateglass.app.report.model import (
 )
 from stateglass.parsers.units import UNKNOWN, fmt_bytes
 
-STATUS_ICON = {"OK": "OK", "WARN": "WARN ⚠", "ERR": "ERR ✖"}
+STATUS_ICON = {"OK": "OK", "WARN": "WARN ⚠", "ERR": "ERR ✖", "SKIP": "not judged"}
 
 
 def cell(value: object) -> str:
@@ -86,7 +86,7 @@ def _health(data: ReportData) -> list[str]:
                 ]
             )
         for f in group.shown:
-            if f.status != "OK" and f.hint:
+            if f.status not in ("OK", "SKIP") and f.hint:
                 hints.setdefault(f"**{md(f.title)}**: {md(f.hint)}", f.rule)
     out += _table(["status", "check", "where", "finding"], rows)
     if hints:

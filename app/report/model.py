@@ -26,7 +26,7 @@ from stateglass.parsers.units import UNKNOWN, fmt_age, fmt_bytes, fmt_ms
 if TYPE_CHECKING:
     from stateglass.app.analysis.health import Finding
 
-STATUS_ORDER = {"OK": 0, "WARN": 1, "ERR": 2}
+STATUS_ORDER = {"SKIP": -1, "OK": 0, "WARN": 1, "ERR": 2}
 
 
 class FindingLike(Protocol):
@@ -149,6 +149,8 @@ class ReportData:
     stores: tuple[StoreData, ...]
     problems: pd.DataFrame  # queries.problems
     numbers: tuple[tuple[str, str], ...] = field(default=())
+    # Why the checkpoint's file times are not used (they look copied), or None.
+    copied: str | None = None
 
     @property
     def name(self) -> str:
@@ -163,14 +165,16 @@ class ReportData:
 
     @property
     def summary(self) -> str:
-        """``1 ERR, 2 WARN, 6 OK``: how many findings have each status."""
+        """``1 ERR, 2 WARN, 6 OK, 5 not judged``: how many findings have each status."""
         counts = {s: sum(f.status == s for f in self.findings) for s in ("ERR", "WARN", "OK")}
+        counts["not judged"] = sum(f.status == "SKIP" for f in self.findings)
         return ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no checks ran"
 
     @property
     def verdict(self) -> str:
-        """The worst status among the findings (``OK`` with none)."""
-        return max((f.status for f in self.findings), key=STATUS_ORDER.__getitem__, default="OK")
+        """The worst status among the findings (``OK`` with none; not judged ones do not count)."""
+        judged = (f.status for f in self.findings if f.status != "SKIP")
+        return max(judged, key=STATUS_ORDER.__getitem__, default="OK")
 
 
 # A rule that trips on 200 partitions gives 200 findings: show a few, fold the rest.
@@ -264,6 +268,7 @@ def _load(
         inputs=queries.input_from_offsets(batches, checkpoint),
         stores=stores,
         problems=queries.problems(db_path, checkpoint),
+        copied=queries.file_times(db_path, checkpoint).note or None,
     )
     return ReportData(**{**data.__dict__, "numbers": key_numbers(data)})
 
@@ -361,9 +366,11 @@ def key_numbers(data: ReportData) -> tuple[tuple[str, str], ...]:
             UNKNOWN if last_commit is None else f"{last_commit:%Y-%m-%d %H:%M:%S} UTC ({age})",
         ),
         (
-            # Only file times see a batch end: say so, a copy's durations mean nothing.
+            # Only file times see a batch end: say so, and show none of a copy's.
             "batch duration (median / p95 / max; offsets → commit file times)",
-            " / ".join(fmt_ms(_stat(durations, h)) for h in ("median", "p95", "max")),
+            " / ".join(fmt_ms(_stat(durations, h)) for h in ("median", "p95", "max"))
+            if data.copied is None
+            else f"not shown: {data.copied}",
         ),
         ("trigger interval (median; batchTimestampMs)", fmt_ms(_stat(intervals, "median"))),
         (

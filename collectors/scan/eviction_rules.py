@@ -237,6 +237,16 @@ def _session_rules(store: _Store) -> list[EvictionRule]:
         found = _time_path(value_schema, at)
         if found:
             return [store.rule(SESSION, side="value", path=found[0], field=found[1])]
+    if value_schema is not None and not store.has_watermark:
+        # Spark closes a session only when the watermark passes its end: without one (complete
+        # mode, the only one Spark then allows), every session stays in the state.
+        return [
+            store.never(
+                "no watermark: a session window keeps every session forever",
+                "add withWatermark('<event-time column>', '<delay>') on the column of "
+                "session_window(...)",
+            )
+        ]
     return [store.rule(NOT_AUDITED, cause="no watermarked session window in the value schema")]
 
 

@@ -22,11 +22,18 @@ def test_health_page_lists_every_rule_and_offers_the_report(samples_db: str) -> 
     (table,) = at.table
     frame = table.value
     assert len(frame) >= len(RULES)
-    assert set(frame["status"]) <= {"OK", "WARN", "ERR"}
-    # The samples' queries stopped long ago: the stalled-query rule says so, with numbers.
-    # (The rules on progress events say in words that the samples have none.)
-    judged = frame[~frame["finding"].str.contains("no progress events for this query")]
-    assert len(judged) == len(frame) - 5
+    assert set(frame["status"]) <= {"OK", "WARN", "ERR", "SKIP"}
+    # Not judged, and counted apart from OK: the rules on progress events (the samples have
+    # none), and the stall on a sample cloned from git, whose file times are the clone's.
+    skipped = frame[frame["status"] == "SKIP"]
+    assert len(skipped) == 6
+    assert skipped["finding"].str.contains("no progress events for this query").sum() == 5
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["not judged"] == "6" and metrics["rules OK"] == str(len(frame) - 6)
+    # The stall says when the last batch ran on Spark's clock, with numbers.
+    (stalled,) = frame[frame["rule"] == "Stalled query"]["finding"]
+    assert "no query writes to a copy" in stalled and "batchTimestampMs" in stalled
+    judged = frame[frame["status"] != "SKIP"]
     assert judged["finding"].str.contains(r"\d").all()
 
     # The sidebar's select cuts a long path; the caption under it gives it whole.

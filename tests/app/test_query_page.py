@@ -12,7 +12,7 @@ import pandas as pd
 from stateglass.app import figures, queries
 from stateglass.collectors.db.writer import Database
 from stateglass.collectors.scan.scanner import scan_checkpoint
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, with_spark_file_times
 
 
 def test_batch_duration_without_durations_says_why(tmp_path: Path) -> None:
@@ -29,14 +29,13 @@ def test_batch_duration_without_durations_says_why(tmp_path: Path) -> None:
     notes = [a.text for a in fig.layout.annotations]
     assert len(notes) == 1 and "No duration known" in notes[0]
     assert not fig.data  # no empty axes: the note replaces the chart
-    # Commits two seconds after their offsets, as a running query writes them: drawn.
-    for n in range(12):
-        os.utime(cp / "offsets" / str(n), (2_000_000 + 10 * n, 2_000_000 + 10 * n))
-        os.utime(cp / "commits" / str(n), (2_000_002 + 10 * n, 2_000_002 + 10 * n))
+    # Offsets at Spark's batch times and commits a second later, as a running query writes
+    # them: drawn.
+    with_spark_file_times(cp)
     fresh = str(tmp_path / "fresh.duckdb")
     root = scan_checkpoint(Database(fresh), str(cp)).checkpoint
     batches = queries.batches(fresh, root)
-    assert list(batches["duration_ms"]) == [2000] * 12
+    assert list(batches["duration_ms"]) == [1000] * 12
     drawn = figures.batch_timeline(batches)
     assert drawn.data and not drawn.layout.annotations
 

@@ -106,6 +106,12 @@ def queries(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Queries:
         "agg_watermark_not_in_key": ("update", lambda: watermarked().groupBy("k").count()),
         "dedup_no_watermark": ("append", lambda: stream().dropDuplicates(["id"])),
         "join_no_time_bound": ("append", lambda: join(None)),
+        # Session windows never close without a watermark (Spark allows only complete mode
+        # then).
+        "session_no_watermark_complete": (
+            "complete",
+            lambda: stream().groupBy(F.session_window("ts", "2 minutes"), "k").count(),
+        ),
         # Complete output mode never evicts: the windows stay, overdue.
         "window_agg_complete": (
             "complete",

@@ -27,6 +27,10 @@ LEAKS = {
     ),
     "dedup_no_watermark": ("never_evicted", "no watermark: dropDuplicates keeps every key"),
     "join_no_time_bound": ("join_value", "the join has no time bound"),
+    "session_no_watermark_complete": (
+        "never_evicted",
+        "no watermark: a session window keeps every session forever",
+    ),
 }
 HEALTHY = {
     "window_agg": {"default": "window"},

@@ -13,9 +13,14 @@ import pytest
 from stateglass.app.analysis.health import RULES
 from stateglass.app.cli import main
 from tests.collectors.helpers import tree_digest
+from tests.conftest import with_spark_file_times
 from tests.health.conftest import SAMPLES, copy_checkpoint
 
 SAMPLE = SAMPLES / "spark-4.3" / "agg-hdfs"
+
+
+def _as_spark_wrote(src: Path, dst: Path) -> Path:
+    return with_spark_file_times(copy_checkpoint(src, dst))
 
 
 def _after_last_commit(cp: Path, delta: timedelta) -> str:
@@ -37,8 +42,11 @@ def test_healthy_is_exit_0_and_leaves_the_checkpoint_alone(
     # The verdict leads, then a blank line and the table.
     assert lines[1].startswith("RESTART: RESTARTS - state version ")
     assert lines[3].split() == ["STATUS", "RULE", "WHERE", "FINDING"]
-    # Ten rules on the checkpoint, five on progress events (none here: "not judged").
-    assert sum(1 for line in lines if line.startswith("OK ")) == len(RULES)
+    # Not judged: the five rules on progress events (none here), and the stall on a sample
+    # cloned from git (its file times are the clone's).
+    assert sum(1 for line in lines if line.startswith("OK ")) == len(RULES) - 6
+    assert sum(1 for line in lines if line.startswith("SKIP ")) == 6
+    assert lines[-2] == f"rules: {len(RULES) - 6} OK, 0 WARN, 0 ERR, 6 not judged"
     assert lines[-1] == "worst: OK (exit 0)"
     assert tree_digest(SAMPLE) == before
 
@@ -46,8 +54,9 @@ def test_healthy_is_exit_0_and_leaves_the_checkpoint_alone(
 def test_warn_is_exit_1_with_the_hint_under_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    now = _after_last_commit(SAMPLE, timedelta(hours=3))
-    code = main(["check", str(SAMPLE), "--db", str(tmp_path / "h.duckdb"), "--now", now])
+    cp = _as_spark_wrote(SAMPLE, tmp_path / "cp")
+    now = _after_last_commit(cp, timedelta(hours=3))
+    code = main(["check", str(cp), "--db", str(tmp_path / "h.duckdb"), "--now", now])
     lines = capsys.readouterr().out.splitlines()
     assert code == 1
     row = next(i for i, line in enumerate(lines) if line.startswith("WARN"))
@@ -57,8 +66,49 @@ def test_warn_is_exit_1_with_the_hint_under_it(
     # The same history, judged with the rule switched off: OK again.
     config = tmp_path / "health.toml"
     config.write_text("[stalled_query]\nenabled = false\n")
-    args = ["check", str(SAMPLE), "--db", str(tmp_path / "h.duckdb"), "--no-collect"]
+    args = ["check", str(cp), "--db", str(tmp_path / "h.duckdb"), "--no-collect"]
     assert main([*args, "--now", now, "--config", str(config)]) == 0
+
+
+def test_a_copy_with_new_file_times_is_judged_on_spark_clock(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Copied for analysis (cp -r, aws s3 cp): every file time is the copy's. The stall is
+    not judged (no query writes to a copy), the age is Spark's, and the gate stays open."""
+    cp = _as_spark_wrote(SAMPLE, tmp_path / "cp")
+    copy = copy_checkpoint(cp, tmp_path / "copy")
+    copied_at = datetime.now(UTC)
+    for f in [copy, *copy.rglob("*")]:
+        os.utime(f, (copied_at.timestamp(), copied_at.timestamp()))
+    now = (copied_at + timedelta(minutes=10)).isoformat()
+    code = main(["check", str(copy), "--db", str(tmp_path / "h.duckdb"), "--now", now])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    stalled = next(line for line in out.splitlines() if " stalled_query " in line)
+    assert stalled.startswith("SKIP ")
+    assert "not judged, no query writes to a copy" in stalled
+    assert "Spark's batchTimestampMs" in stalled and "file times look copied" in stalled
+    last_ms = max(
+        json.loads(f.read_text().split("\n")[1])["batchTimestampMs"]
+        for f in (copy / "offsets").iterdir()
+        if f.name.isdigit()
+    )
+    ran = datetime.fromtimestamp(last_ms / 1000, tz=UTC)
+    assert f"({ran:%Y-%m-%d %H:%M:%S} UTC, Spark's batchTimestampMs)" in stalled
+    assert "no commit for" not in out  # no age on the copy's clock
+    assert out.count("file times look copied") == 1
+    # The same copy, judged where its files had Spark's times: the stall is judged.
+    code = main(["check", str(cp), "--db", str(tmp_path / "s.duckdb"), "--now", now])
+    assert code == 1 and "no commit for" in capsys.readouterr().out
+
+
+def test_without_db_nothing_is_left_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert main(["check", str(SAMPLE)]) == 0
+    assert "(history: temporary)" in capsys.readouterr().out
+    assert not (tmp_path / "home").exists()
 
 
 def test_err_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

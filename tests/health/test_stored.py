@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from stateglass.app.settings import load_settings
 from stateglass.collectors.db.read import read_query
 from stateglass.collectors.db.writer import Database
 from stateglass.collectors.scan.scanner import Scanner
-from tests.conftest import SAMPLES, copy_checkpoint
+from tests.conftest import SAMPLES, copy_checkpoint, with_spark_file_times
 
 
 def _rules(found: object) -> set[str]:
@@ -105,9 +104,13 @@ def test_clock_rules_from_stored_facts_equal_a_full_judgement_at_any_moment(
     """Readers apply their clock to the facts the watcher stored: at every moment, on either
     side of each clock rule's thresholds, that gives what judging the whole history then
     gives, finding for finding; before the facts were read, the reader judges afresh."""
-    cp = copy_checkpoint(SAMPLES / "spark-4.3" / "agg-rocks", tmp_path / "cp")
-    t0 = time.time()
-    _dying_query(cp, t0)
+    cp = with_spark_file_times(
+        copy_checkpoint(SAMPLES / "spark-4.3" / "agg-rocks", tmp_path / "cp")
+    )
+    # The query died 2 seconds into batch 11, on Spark's clock: the files' times follow it.
+    t0 = json.loads((cp / "offsets" / "11").read_text().split("\n")[1])["batchTimestampMs"] / 1000
+    _dying_query(cp, t0 + 2)
+    t0 += 2
     db_path = str(tmp_path / "sg.duckdb")
     root = Scanner(Database(db_path), after_write=storing_verdicts()).scan(str(cp)).checkpoint
     (stored_facts,) = read_query(db_path, "SELECT clock_facts FROM health_judged")[0]

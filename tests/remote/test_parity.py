@@ -122,6 +122,7 @@ def test_collect_check_report_match(sample: str, s3: S3, cli: Any, tmp_path: Pat
 _WALL_TIME = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d\\?:\d\d(\\?:\d\d)?( UTC)?")
 _AGE = re.compile(
     r"no commit for [\d.]+[smhd]( [\d.]+[smhd])*|\([\d.]+[a-z]+( [\d.]+[a-z]+)* ago\)"
+    r"|ran [\d.]+[smhd]( [\d.]+[smhd])* ago"
 )
 
 

@@ -90,7 +90,7 @@ RULES: dict[str, Rule] = {
         DamagedFiles(),
         Orphans(),
         SchemaDrift(),
-        # On Spark's progress events: OK "not judged" without a progress source.
+        # On Spark's progress events: SKIP (not judged) without a progress source.
         FallingBehind(),
         LateRows(),
         CommitTime(),

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 OK = "OK"
 WARN = "WARN"
 ERR = "ERR"
+# A rule that could not judge (no progress events, a copy that no query runs): counted apart
+# from OK, and never the worst status.
+SKIP = "SKIP"
 STATUSES = (OK, WARN, ERR)
 
 
@@ -29,7 +32,7 @@ class Finding:
 
     rule: str  # stable id, e.g. "stalled_query"
     title: str
-    status: str  # "OK" | "WARN" | "ERR"
+    status: str  # "OK" | "WARN" | "ERR" | "SKIP" (not judged)
     finding: str  # one line that quotes the numbers
     hint: str  # what to do
     operator_id: int | None = None
@@ -46,8 +49,10 @@ class Finding:
 
 
 def worst(findings: Iterable[Finding]) -> str:
-    """The most severe status among ``findings`` (``"OK"`` when there are none)."""
-    return max((f.status for f in findings), key=STATUSES.index, default=OK)
+    """The most severe status among ``findings`` (``"OK"`` when there are none); a rule that
+    did not judge (``SKIP``) counts as none."""
+    judged = (f.status for f in findings if f.status != SKIP)
+    return max(judged, key=STATUSES.index, default=OK)
 
 
 @dataclass(frozen=True)

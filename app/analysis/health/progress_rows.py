@@ -1,15 +1,15 @@
 """What the progress rules share: the newest progress events of the checkpoint's query.
 
 Progress comes from Spark's ``StreamingQueryProgress`` events (``--progress PATH``), joined to
-the checkpoint by the query id of its ``metadata`` file. Without any, a rule says so in one OK
-line instead of judging.
+the checkpoint by the query id of its ``metadata`` file. Without any, a rule says so in one
+SKIP (not judged) line instead of judging.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from stateglass.app.analysis.health.base import OK, Context, Finding, Rule
+from stateglass.app.analysis.health.base import SKIP, Context, Finding, Rule
 
 NO_PROGRESS = (
     "no progress events for this query, not judged (add --progress PATH to collect Spark's "
@@ -59,7 +59,7 @@ def has_progress(ctx: Context) -> bool:
 
 
 def not_judged(ctx: Context, rule: Rule) -> list[Finding]:
-    return [ctx.finding(rule, OK, NO_PROGRESS)]
+    return [ctx.finding(rule, SKIP, NO_PROGRESS)]
 
 
 def batches(rows: list[tuple[Any, ...]]) -> str:

@@ -1,4 +1,9 @@
-"""Stalled query: no commit for much longer than the query's usual trigger interval."""
+"""Stalled query: no commit for much longer than the query's usual trigger interval.
+
+On a checkpoint whose file times look copied (:mod:`~stateglass.app.analysis.clock`), no
+query writes to it: the rule does not judge, and says when the last batch ran on Spark's
+clock, as the Overview card does.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,11 @@ from datetime import datetime
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
+from stateglass.app.analysis.clock import NOT_ON_COPY, batch_ran, file_times
 from stateglass.app.analysis.health.base import (
     ERR,
     OK,
+    SKIP,
     WARN,
     Context,
     Facts,
@@ -38,12 +45,17 @@ class StalledQuery:
     def facts(self, ctx: Context) -> dict[str, Any]:
         """The last committed batch, when, and the median trigger interval before it."""
         rows = ctx.rows(
-            "SELECT batch_id, committed_at FROM batches WHERE checkpoint = ? AND committed "
-            "AND committed_at IS NOT NULL ORDER BY batch_id DESC LIMIT 1"
+            "SELECT batch_id, committed_at, batch_timestamp_ms FROM batches WHERE checkpoint = ? "
+            "AND committed ORDER BY batch_id DESC LIMIT 1"
         )
         if not rows:
             return {}
-        batch, last = rows[0]
+        batch, last, triggered_ms = rows[0]
+        copied = file_times(ctx.conn, ctx.checkpoint).note
+        if copied:
+            return {"batch": batch, "copied": copied, "triggered_ms": triggered_ms}
+        if last is None:
+            return {}
         intervals = recent_intervals(ctx, ctx.config.stalled_query.window)
         return {
             "batch": batch,
@@ -56,6 +68,10 @@ class StalledQuery:
         cfg = config.stalled_query
         if not facts:
             return [query_finding(self, OK, "no batch committed yet: nothing to compare with")]
+        if "copied" in facts:
+            ran = batch_ran(facts["batch"], facts["triggered_ms"], now)
+            text = f"{NOT_ON_COPY}: the last committed {ran}; {facts['copied']}"
+            return [query_finding(self, SKIP, text)]
         last = datetime.fromisoformat(facts["last"])
         idle = (now - last).total_seconds()
         typical = facts["typical"]

@@ -1,13 +1,18 @@
-"""Stuck batch: offsets written (the batch started) but no commit for a long time."""
+"""Stuck batch: offsets written (the batch started) but no commit for a long time.
+
+Not judged on a checkpoint whose file times look copied (no query writes to it).
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from stateglass.app.analysis.clock import NOT_ON_COPY, batch_ran, file_times
 from stateglass.app.analysis.health.base import (
     ERR,
     OK,
+    SKIP,
     WARN,
     Context,
     Facts,
@@ -36,15 +41,18 @@ class StuckBatch:
     def facts(self, ctx: Context) -> dict[str, Any]:
         """The newest batch, when it started if it is not committed, and the median batch."""
         newest = ctx.rows(
-            "SELECT batch_id, committed, offsets_written_at FROM batches WHERE checkpoint = ? "
-            "ORDER BY batch_id DESC LIMIT 1"
+            "SELECT batch_id, committed, offsets_written_at, batch_timestamp_ms FROM batches "
+            "WHERE checkpoint = ? ORDER BY batch_id DESC LIMIT 1"
         )
         if not newest:
             return {}
-        batch, committed, started = newest[0]
+        batch, committed, started, triggered_ms = newest[0]
         # Spark runs one batch at a time: only the newest can be running.
         if committed or started is None:
             return {"batch": batch, "started": None}
+        copied = file_times(ctx.conn, ctx.checkpoint).note
+        if copied:
+            return {"batch": batch, "copied": copied, "triggered_ms": triggered_ms}
         durations = [
             r[0] / 1000
             for r in ctx.rows(
@@ -60,6 +68,10 @@ class StuckBatch:
         if not facts:
             return [query_finding(self, OK, "no batch yet")]
         batch = facts["batch"]
+        if "copied" in facts:
+            ran = batch_ran(batch, facts["triggered_ms"], now)
+            text = f"{NOT_ON_COPY}: {ran} and is not committed; {facts['copied']}"
+            return [query_finding(self, SKIP, text)]
         if facts["started"] is None:
             return [query_finding(self, OK, f"every batch is committed (last: batch {batch})")]
         started = datetime.fromisoformat(facts["started"])

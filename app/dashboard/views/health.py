@@ -13,7 +13,7 @@ from stateglass.app.dashboard import context, sql_link
 from stateglass.app.escape import md, md_code
 
 # Plain words and a cell colour: emoji need a font that headless browsers may not have.
-STATUS_COLORS = {"OK": "#d9f2d9", "WARN": "#ffe8cc", "ERR": "#ffd6d6"}
+STATUS_COLORS = {"OK": "#d9f2d9", "WARN": "#ffe8cc", "ERR": "#ffd6d6", "SKIP": "#eceff3"}
 
 
 @st.cache_data(ttl=60, max_entries=64, show_spinner="Checking the health rules…")
@@ -32,7 +32,7 @@ def _findings(
             "rule": f.title,
             "where": _where(f),
             "finding": f.finding,
-            "what to do": f.hint if f.status != "OK" else "",
+            "what to do": f.hint if f.status in ("WARN", "ERR") else "",
         }
         for f in found
     ]
@@ -147,11 +147,17 @@ def render() -> None:
         st.info("No rule applies to this checkpoint yet.")
     else:
         counts = findings["status"].value_counts()
-        cols = st.columns(3)
-        for col, status in zip(cols, ("OK", "WARN", "ERR"), strict=True):
+        cols = st.columns(4)
+        for col, status in zip(cols[:3], ("OK", "WARN", "ERR"), strict=True):
             col.metric(f"rules {status}", int(counts.get(status, 0)))
+        cols[3].metric(
+            "not judged",
+            int(counts.get("SKIP", 0)),
+            help="Rules that could not judge (status SKIP): no progress events without "
+            "--progress, or a stall on a copy no query writes to. Not counted as OK.",
+        )
         # What needs attention, in full: the table cuts long findings to its column width.
-        for _, f in findings[findings["status"] != "OK"].iterrows():
+        for _, f in findings[findings["status"].isin(["WARN", "ERR"])].iterrows():
             show = st.error if f["status"] == "ERR" else st.warning
             show(f"**{md(f['rule'])}**: {md(f['finding'])}  \n*What to do:* {md(f['what to do'])}")
         if not findings["where"].astype(bool).any():

@@ -58,9 +58,9 @@ def _verdict(found: Any) -> Verdict:
         # A badge must not take the page down (e.g. a database from an older schema).
         why = str(found).splitlines()[0] if str(found) else type(found).__name__
         return "n/a", [("health", "n/a", why, "Re-collect the checkpoint to refresh the rows.")]
-    rank = {"OK": 0, "WARN": 1, "ERR": 2}
-    worst = max((str(f.status) for f in found), key=lambda s: rank.get(s, 0), default="OK")
-    return worst, [(f.rule, f.status, f.finding, f.hint) for f in found]
+    from stateglass.app.analysis.health.base import worst
+
+    return worst(found), [(f.rule, f.status, f.finding, f.hint) for f in found]
 
 
 def verdicts(db: str, rows: pd.DataFrame) -> dict[str, Verdict]:
@@ -188,7 +188,9 @@ def _by_checkpoint(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return {str(c): rows for c, rows in frame.groupby("checkpoint", sort=False)}
 
 
-def _card(row: pd.Series, sparkline: Any, events: pd.DataFrame, verdict: Verdict) -> None:
+def _card(
+    row: pd.Series, sparkline: Any, events: pd.DataFrame, verdict: Verdict, copied: str
+) -> None:
     now = pd.Timestamp.now(tz="UTC").tz_localize(None)
     with st.container(border=True):
         name, last, since, lag, keys, disk, spark, badge = st.columns(
@@ -238,24 +240,37 @@ def _card(row: pd.Series, sparkline: Any, events: pd.DataFrame, verdict: Verdict
             config={"displayModeBar": False},
             key=f"spark-{row['checkpoint']}",
         )
-        worst, findings = verdict
-        with badge:
-            st.badge(
-                worst, color=BADGE_COLORS.get(worst, "gray"), help="The health rules' worst status"
-            )
-            bad = [f for f in findings if f[1] in ("WARN", "ERR", "n/a")]
-            if bad:
-                # The badge says how bad; the popover says what and what to do.
-                with st.popover(
-                    f"{len(bad)} finding{'s' if len(bad) > 1 else ''}", type="tertiary"
-                ):
-                    for rule, status, finding, hint in bad:
-                        st.markdown(f"**{md(status)} {md(rule)}**: {md(finding)}  \n_{md(hint)}_")
-        _progress_line(events)
+        _badge(badge, verdict)
+        if copied:
+            # Said once per card: the age above is Spark's, and no duration is shown.
+            st.caption(f"🕒 {md(copied)}")
+        if not events.empty:
+            _progress_line(events)
         if row["problems"]:
             st.warning(
                 f"{row['problems']} file(s) could not be read; see the Query page.", icon="⚠️"
             )
+
+
+def _badge(where: Any, verdict: Verdict) -> None:
+    """The worst status, how many rules did not judge, and the findings worth a look."""
+    worst, findings = verdict
+    skipped = sum(f[1] == "SKIP" for f in findings)
+    with where:
+        st.badge(
+            worst,
+            color=BADGE_COLORS.get(worst, "gray"),
+            help="The health rules' worst status"
+            + (f"; {skipped} not judged (not counted as OK)" if skipped else ""),
+        )
+        if skipped:
+            st.caption(f"{skipped} not judged")
+        bad = [f for f in findings if f[1] in ("WARN", "ERR", "n/a")]
+        if bad:
+            # The badge says how bad; the popover says what and what to do.
+            with st.popover(f"{len(bad)} finding{'s' if len(bad) > 1 else ''}", type="tertiary"):
+                for rule, status, finding, hint in bad:
+                    st.markdown(f"**{md(status)} {md(rule)}**: {md(finding)}  \n_{md(hint)}_")
 
 
 def _reset_page_when(changed: tuple[object, ...]) -> None:
@@ -321,10 +336,15 @@ def render() -> None:
         lines = sparklines(db, shown)
         events = context.load(queries.progress_overview, tuple(shown["checkpoint"]))
         page_verdicts = verdicts(db, shown)
+        clocks = {c: context.load(queries.file_times, c).note for c in shown["checkpoint"]}
     mine, none = _by_checkpoint(events), events.iloc[:0]
     for _, row in shown.iterrows():
         checkpoint = row["checkpoint"]
-        _card(row, lines[checkpoint], mine.get(checkpoint, none), page_verdicts[checkpoint])
+        verdict = page_verdicts[checkpoint]
+        _card(row, lines[checkpoint], mine.get(checkpoint, none), verdict, clocks[checkpoint])
+    if len(mine) < len(shown):
+        # Said once for the page, not on every card without events.
+        st.caption("Input rate and lag trend: " + queries.NO_PROGRESS)
     pages = max(1, -(-matching // fleet.PAGE_SIZE))
     first = (number - 1) * fleet.PAGE_SIZE + 1
     st.caption(
@@ -360,9 +380,6 @@ def lag_trend(events: pd.DataFrame) -> str:
 
 def _progress_line(mine: pd.DataFrame) -> None:
     """The card's last line: input rate and lag trend from the checkpoint's progress events."""
-    if mine.empty:
-        st.caption("Input rate and lag trend: " + queries.NO_PROGRESS)
-        return
     label, line = st.columns([1.2, 4], vertical_alignment="center")
     last = float(mine["input_rows_per_second"].iloc[-1] or 0)
     label.caption(

@@ -26,6 +26,12 @@ def render() -> None:
         _query(checkpoint)
 
 
+def _clock_note(copied: str) -> None:
+    """Said once, above the numbers: which clock the page's times are on."""
+    if copied:
+        st.info(f"The {copied}: no batch duration is shown.", icon="🕒")
+
+
 def _query(checkpoint: str) -> None:
     st.caption(md_code(checkpoint))
     with st.spinner("Reading batches…"):
@@ -34,6 +40,7 @@ def _query(checkpoint: str) -> None:
     if not summary["batches"]:
         st.info("No batches yet: the query has not written offsets/0.")
         return
+    _clock_note(summary["file_times"].note)
     cols = st.columns(6)
     cols[0].metric("batches", f"{int(summary['batches']):,}")
     last = summary["last_committed"]
@@ -47,7 +54,8 @@ def _query(checkpoint: str) -> None:
         "median duration",
         fmt_ms(summary["median_duration_ms"]),
         help="Offsets written → commit written, by the files' modification times: the only "
-        "clock that sees a batch end. A copied or cloned checkpoint has meaningless ones.",
+        "clock that sees a batch end. Not shown where they look copied (they do not follow "
+        "Spark's batchTimestampMs).",
     )
     cols[4].metric(
         "median trigger interval",
@@ -67,8 +75,8 @@ def _query(checkpoint: str) -> None:
         "How long each batch took, from writing its offsets to writing its commit; red "
         "crosses are pending batches, a dotted line a repartition. Spikes point at slow "
         "state, skew or input bursts. "
-        "Clock: the files' modification times (the only one that sees a batch end; a copied "
-        "or cloned checkpoint has none worth reading)." + note,
+        "Clock: the files' modification times (the only one that sees a batch end; not "
+        "shown where they look copied)." + note,
         "batch_timeline",
     )
     left, right = st.columns(2)
