@@ -34,6 +34,8 @@ setup(
     },
     package_data={
         "stateglass.parsers": ["*.pyi"],
+        # The plotly.js bundle the HTML report inlines, and its licence.
+        "stateglass.app.report": ["vendor/*"],
         "stateglass.docs": ["*.md"],
         "stateglass.docs.grafana": ["*.json"],
     },

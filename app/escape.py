@@ -8,10 +8,14 @@ report goes through them rather than escaping on its own:
 - ``md``: Markdown (Streamlit's ``st.markdown``, captions, labels, alerts; the ``.md`` report).
   Each character that can open inline markup is backslash-escaped (CommonMark renders an
   escaped punctuation character as itself): no link, image, emphasis, code, raw HTML, entity,
-  table pipe, LaTeX (``$``), autolink (``:``, ``@``, ``www.``) or Streamlit directive
-  (``:red[…]``) can start inside the text. Line breaks become spaces and a leading block
-  marker (``#``, ``-``, ``1.``…) is escaped, so a name cannot open a heading or a list.
-  Other punctuation stays as it is, so ``join-hdfs`` reads ``join-hdfs`` in the source too.
+  table pipe, LaTeX (``$``), autolink (``http:``, ``@``, ``www.``), emoji shortcode
+  (``:100:``) or Streamlit directive (``:red[…]``) can start inside the text. Line breaks
+  become spaces and a leading block marker (``#``, ``-``, ``1.``…) is escaped, so a name
+  cannot open a heading or a list. What cannot open markup stays as it is, so the source of
+  a ``.md`` report reads like its text: ``join-hdfs``, ``state_leak`` (an underscore inside a
+  word never emphasises), ``76 -> 89``, ``batch 11: 04:33:44`` (a colon opens an autolink,
+  shortcode or directive only right before a word or ``/``; a clock time's two digits are
+  none of those).
 - ``md_code``: the same text as an inline code span (literal in CommonMark), for ids and paths.
 - ``html_text``: HTML text and attribute values.
 - ``plot_text``: Plotly titles, legend names and hover templates, which render a subset of HTML
@@ -28,8 +32,17 @@ from __future__ import annotations
 import html
 import re
 
-# Characters that can open inline markup in CommonMark, GFM or Streamlit's Markdown.
-_MD_INLINE = re.compile(r"([\\`*_\[\]<>&|~$:@])")
+# Characters that can open inline markup in CommonMark, GFM or Streamlit's Markdown, where
+# they can: "<" before what opens a tag, comment or autolink; "&" before an entity's name or
+# "#"; "_" not inside a word; ":" before a word character, "/", "+" or "-" ("https://",
+# ":red[", ":+1:") unless it is a clock's ("04:33:44": no shortcode or directive is two
+# digits). ">" closes raw HTML but opens only a block quote, which _MD_BLOCK_START handles.
+_MD_INLINE = re.compile(
+    r"([\\`*\[\]|~$@]"
+    r"|<(?![\s\d=])|&(?=[#\w])"
+    r"|(?<![^\W_])_|_(?![^\W_])"
+    r"|(?<!\d):(?=[\w/+-])|:(?=[\w/+-])(?!\d\d(?!\w)))"
+)
 # Block markers count only at the start of a line (and our text is one line).
 _MD_BLOCK_START = re.compile(r"^(\s*)([-+#>=]|\d+(?=[.)]))")
 # GFM links a bare "www.example.com"; an escaped dot breaks the match.

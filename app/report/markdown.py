@@ -9,7 +9,7 @@ Example::
 
 from __future__ import annotations
 
-from stateglass.app.escape import md
+from stateglass.app.escape import md, md_code
 from stateglass.app.report.model import (
     ReportData,
     finding_groups,
@@ -133,11 +133,21 @@ def _operators(data: ReportData) -> list[str]:
     out += _table(OPERATOR_COLUMNS, rows)
     # Where each store's history starts, and why: a partial history is said, not hidden.
     out += [""] + [f"* {md(s.label)}: {md(s.history_note)}" for s in data.stores]
+    # Types as code spans: literal in Markdown, and a field name's ":" or "<" reads as itself.
     out += ["", "Schemas:", ""]
-    out += [
-        f"* {s.operator_id} {md(s.store_name)}: key {md(s.key_schema)}, value {md(s.value_schema)}"
-        for s in data.stores
-    ]
+    for s in data.stores:
+        store = f"{s.operator_id} {md(s.store_name)}"
+        if s.variables:
+            out += [
+                f"* {store} / {md(var.label)}: "
+                + ", ".join(f"{name} {md_code(type_)}" for name, type_ in var.all_columns)
+                for var in s.variables
+            ]
+        else:
+            note = f" ({md(s.variables_note)})" if s.variables_note else ""
+            out.append(
+                f"* {store}: key {md_code(s.key_schema)}, value {md_code(s.value_schema)}{note}"
+            )
     return out
 
 

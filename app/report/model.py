@@ -21,6 +21,7 @@ import pandas as pd
 from stateglass.app import queries
 from stateglass.app.errors import AppError
 from stateglass.app.report.forensics import StoreForensics, load_forensics
+from stateglass.app.report.schemas import VariableSchema, variable_schemas
 from stateglass.parsers.units import UNKNOWN, fmt_age, fmt_bytes, fmt_ms
 
 if TYPE_CHECKING:
@@ -65,6 +66,10 @@ class StoreData:
     history: dict[str, Any] = field(default_factory=dict)  # queries.store_history
     # Growth attribution and restart cost (app/report/forensics.py).
     forensics: StoreForensics | None = None
+    # Column families (transformWithState, join format 3): each state variable's columns,
+    # and why they are missing when the checkpoint could not be read.
+    variables: tuple[VariableSchema, ...] = ()
+    variables_note: str = ""
 
     @property
     def label(self) -> str:
@@ -305,14 +310,17 @@ def _datetime(value: Any) -> datetime | None:
 def _store(db: str, cp: str, row: dict[str, Any]) -> StoreData:
     op, store = int(row["operator_id"]), str(row["store_name"])
     provider = str(row.get("provider") or "?")
+    key_schema, value_schema = row.get("key_schema"), row.get("value_schema")
+    # One schema in the operators table: a plain store. None: read its column families.
+    variables, note = ((), "") if key_schema else variable_schemas(cp, op, store)
     return StoreData(
         operator_id=op,
         operator_name=str(row.get("operator_name") or "?"),
         store_name=store,
         provider=provider,
         num_partitions=_int(row, "num_partitions"),
-        key_schema=str(row.get("key_schema") or "?"),
-        value_schema=str(row.get("value_schema") or "?"),
+        key_schema=str(key_schema or UNKNOWN),
+        value_schema=str(value_schema or UNKNOWN),
         versions=queries.partition_cells(db, cp, op, store),
         growth=queries.state_growth(db, cp, op, store),
         skew=queries.partition_skew(db, cp, op, store),
@@ -322,6 +330,8 @@ def _store(db: str, cp: str, row: dict[str, Any]) -> StoreData:
         disk=queries.disk_usage(db, cp, op, store),
         history=queries.store_history(db, cp, op, store),
         forensics=load_forensics(db, cp, op, store, provider),
+        variables=variables,
+        variables_note=note,
     )
 
 

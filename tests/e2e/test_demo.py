@@ -7,6 +7,7 @@ Collected once, as ``make run`` does (checkpoints plus the demo's event log), an
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -53,6 +54,14 @@ def judged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, list[
 
 def test_every_story_is_covered() -> None:
     assert sorted(os.listdir(DEMO)) == sorted([*INTENDED, "healthy"])
+
+
+def test_the_readme_counts_the_stories_there_are() -> None:
+    readme = (SAMPLES.parent / "README.md").read_text(encoding="utf-8")
+    said = re.search(r"among them (\w+) small \*\*demo stories\*\*", readme)
+    assert said is not None, "the README's first five minutes name the demo stories"
+    words = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+    assert said.group(1) == words[len(os.listdir(DEMO))]
 
 
 @pytest.mark.parametrize(("story", "rule", "status"), [(s, *rs) for s, rs in INTENDED.items()])

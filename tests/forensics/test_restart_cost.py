@@ -218,7 +218,7 @@ def test_report_and_summary_show_growth_and_restart_cost(db: str) -> None:
     assert "## Growth and restart cost" in summary
     assert md(growth.sentence()) in summary
     assert md(restart) in summary
-    assert "what if\\: minDeltasForSnapshot 10" in summary
+    assert "what if: minDeltasForSnapshot 10" in summary
     page = render_html(db, path)
     assert growth.sentence().replace('"', "&quot;") in page
     assert restart in page

@@ -102,6 +102,7 @@ def test_report_renders_offline(opened: dict[str, Opened], checkpoint: str) -> N
     assert [u for u in seen.requests if not u.startswith(LOCAL_SCHEMES)] == []
     assert seen.errors == []
     assert os.path.basename(checkpoint) in seen.title
-    # Nothing to fetch: plotly.js is inline, as are the styles (no src, no link, no font).
+    # Nothing to fetch: plotly.js is inline, as are the styles (no src, no link, no font):
+    # config, templates, figures, packed plotly.js and the script that unpacks and draws.
     assert "<script src" not in seen.text and "<link" not in seen.text
-    assert "@font-face" not in seen.text and seen.text.count("<script") == 4
+    assert "@font-face" not in seen.text and seen.text.count("<script") == 5

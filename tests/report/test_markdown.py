@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from stateglass.app.analysis.health import evaluate, worst
-from stateglass.app.report import render_markdown
+from stateglass.app.report import render_html, render_markdown
 from stateglass.app.report.markdown import cell, render
 from stateglass.app.report.model import ReportData
 from stateglass.collectors.db.read import read_query
@@ -79,8 +79,34 @@ def test_summary_matches_the_database(report_db: str, name: str) -> None:
         assert _cells(line) == width, line
 
 
+def test_times_read_as_times_in_the_source(report_db: str) -> None:
+    checkpoint = str(SAMPLES / "spark-4.3/tws-rocks-cl")
+    text = render_markdown(report_db, checkpoint, now=report_now(report_db, checkpoint))
+    assert re.search(r"\| \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", text), "a time in a cell"
+    assert not re.search(r"\d\\:\d", text), "no escaped colon in a time"
+
+
+def test_each_state_variable_has_its_columns_as_info_lists_them(report_db: str) -> None:
+    from stateglass.app.commands.info import store_summary
+    from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+
+    checkpoint = str(SAMPLES / "spark-4.3/tws-rocks-cl")
+    cp = Checkpoint.open(checkpoint)
+    [store] = cp.stores()
+    variables = store_summary(cp, store)["state_variables"]
+    text = render_markdown(report_db, checkpoint, now=report_now(report_db, checkpoint))
+    schemas = text[text.index("Schemas:") :].split("\n\n")[1].splitlines()
+    assert len(schemas) == len(variables) == 4
+    for line, var in zip(schemas, variables, strict=True):
+        columns = ", ".join(f"{name} `{type_}`" for name, type_ in var["columns"].items())
+        assert line.endswith(f": {columns}"), line
+    page = render_html(report_db, checkpoint, now=report_now(report_db, checkpoint))
+    assert "default</code> · by_kind (MapState)" in page
+    assert "user_map_key struct&lt;kind:string&gt;" in page
+
+
 def test_cells_keep_pipes_and_newlines_inside() -> None:
-    assert cell("struct<a|b>\nx") == "struct\\<a\\|b\\> x"
+    assert cell("struct<a|b>\nx") == "struct\\<a\\|b> x"
     assert cell(None) == ""
 
 
@@ -102,7 +128,7 @@ def test_a_checkpoint_without_findings_or_stores_says_so_in_each_section() -> No
         numbers=(("last committed batch", "7"),),
     )
     lines = render(data).splitlines()
-    assert lines[0] == "# StateGlass report: \\<b\\>cp — OK"
+    assert lines[0] == "# StateGlass report: \\<b>cp — OK"
     sections = [line for line in lines if line.startswith("## ")]
     assert sections == ["## Health: OK (no checks ran)", "## Key numbers", "## Operators"]
     after = {line: lines[i + 2] for i, line in enumerate(lines) if line in sections}

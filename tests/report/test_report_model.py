@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from stateglass.app.escape import plot_text
 from stateglass.app.report import html, markdown
@@ -142,6 +143,14 @@ def test_a_big_store_makes_a_small_report(report_db: str) -> None:
     assert len(text) < 10_000_000
     assert "every 4th version" in text
     assert big.keys_now == int(big.versions.query("version == 1000")["num_keys"].sum())
+
+
+@pytest.mark.parametrize("name", ["demo/healthy", "spark-4.3/join-hdfs"])
+def test_a_small_checkpoint_makes_a_report_under_one_megabyte(report_db: str, name: str) -> None:
+    """plotly.js is inlined once, packed, and the figures share one template."""
+    text = html.render(load_report(report_db, str(SAMPLES / name)))
+    assert len(text.encode("utf-8")) < 1_000_000
+    assert text.count('id="sg-plotly"') == 1
 
 
 def test_findings_worst_first_and_escaped(report_db: str) -> None:
