@@ -15,7 +15,7 @@ import pyarrow as pa
 import streamlit as st
 
 from stateglass.app.browse import store as browse_store
-from stateglass.app.dashboard import context
+from stateglass.app.dashboard import context, url_state
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from stateglass.collectors.checkpoints.state_views import StateView, open_source, versions, views_of
 from stateglass.parsers.units import fmt_bytes
@@ -47,17 +47,19 @@ def pick_view() -> StateView | None:
         return None
     options = views_of(store, cp.root)
     if len(options) == 1:
+        url_state.keep(var=None)
         return options[0]
     labels = [v.label for v in options]
     current = st.session_state.get("sg_state_var")
     choice = st.sidebar.selectbox(
         "State variable",
         labels,
-        index=labels.index(current) if current in labels else 0,
+        index=url_state.start_index(url_state.STATE_VAR, labels, current),
         key="sg_state_var_widget",
         help="transformWithState keeps one table per state variable; timers are read apart.",
     )
     st.session_state["sg_state_var"] = choice
+    url_state.keep(var=choice)
     st.sidebar.caption(RAW_KEYS_NOTE)
     return options[labels.index(choice)]
 

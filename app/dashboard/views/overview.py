@@ -11,7 +11,8 @@ import pandas as pd
 import streamlit as st
 
 from stateglass.app import allowed, figures, queries
-from stateglass.app.dashboard import context, fleet
+from stateglass.app.checkpoint_names import distinct_names
+from stateglass.app.dashboard import context, fleet, url_state
 from stateglass.app.dashboard.watcher_child import WatcherRegistry, checkpoints_at
 from stateglass.app.errors import AppError
 from stateglass.app.escape import md, md_code
@@ -188,15 +189,16 @@ def _by_checkpoint(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return {str(c): rows for c, rows in frame.groupby("checkpoint", sort=False)}
 
 
-def _card(row: pd.Series, sparkline: Any, events: pd.DataFrame, verdict: Verdict) -> None:
+def _card(
+    row: pd.Series, title: str, sparkline: Any, events: pd.DataFrame, verdict: Verdict
+) -> None:
+    """One checkpoint's card; ``title`` is the tail of its path that tells it apart."""
     now = pd.Timestamp.now(tz="UTC").tz_localize(None)
     with st.container(border=True):
         name, last, since, lag, keys, disk, spark, badge = st.columns(
             [3.2, 0.9, 1.1, 0.8, 1.0, 1.1, 2.2, 1.2], vertical_alignment="center"
         )
-        name.markdown(
-            f"**{md(context.short_path(row['checkpoint']))}**", help=md(row["checkpoint"])
-        )
+        name.markdown(f"**{md(title)}**", help=md(row["checkpoint"]))
         operators = _text(row["operators"], "stateless")
         name.caption(
             f"query {md_code(_text(row['query_id'], '(no metadata)'))}  \n{md(operators)}",
@@ -242,6 +244,12 @@ def _card(row: pd.Series, sparkline: Any, events: pd.DataFrame, verdict: Verdict
         with badge:
             st.badge(
                 worst, color=BADGE_COLORS.get(worst, "gray"), help="The health rules' worst status"
+            )
+            st.markdown(
+                url_state.markdown_link(
+                    "Health →", url_state.link("health", checkpoint=row["checkpoint"])
+                ),
+                help="Every rule's verdict for this checkpoint, and what to do.",
             )
             bad = [f for f in findings if f[1] in ("WARN", "ERR", "n/a")]
             if bad:
@@ -322,9 +330,17 @@ def render() -> None:
         events = context.load(queries.progress_overview, tuple(shown["checkpoint"]))
         page_verdicts = verdicts(db, shown)
     mine, none = _by_checkpoint(events), events.iloc[:0]
+    # Told apart from every collected checkpoint, not only this page's: a name stays put.
+    titles = distinct_names(overview["checkpoint"].astype(str))
     for _, row in shown.iterrows():
         checkpoint = row["checkpoint"]
-        _card(row, lines[checkpoint], mine.get(checkpoint, none), page_verdicts[checkpoint])
+        _card(
+            row,
+            titles[checkpoint],
+            lines[checkpoint],
+            mine.get(checkpoint, none),
+            page_verdicts[checkpoint],
+        )
     pages = max(1, -(-matching // fleet.PAGE_SIZE))
     first = (number - 1) * fleet.PAGE_SIZE + 1
     st.caption(
