@@ -69,9 +69,7 @@ def test_the_what_if_at_today_s_setting_is_now(samples_db: str) -> None:
     assert at.number_input(key="sg_restart_min_deltas").value == inferred == 2
     now = restart_cost.current_cost(live, facts)
     alt = restart_cost.what_if(facts, "rocksdb", inferred, True)
-    assert [(c.base_version, c.replays) for c in alt] == [
-        (c.base_version, c.replays) for c in now
-    ]
+    assert [(c.base_version, c.replays) for c in alt] == [(c.base_version, c.replays) for c in now]
     assert max(c.replays for c in now) == 1
 
 
