@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from urllib.parse import parse_qs
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -82,3 +83,23 @@ def test_overview_cards_link_to_health(samples_db: str) -> None:
     assert not at.exception, [e.value for e in at.exception]
     links = [m.value for m in at.markdown if m.value.startswith("[Health →](health?checkpoint=")]
     assert len(links) >= 10
+
+
+def test_a_browse_row_links_to_its_key_history(samples_db: str) -> None:
+    cp = checkpoint_of("spark-4.3/agg-hdfs")
+    at = AppTest.from_function(_page, args=("browse",), default_timeout=TIMEOUT_S)
+    at.query_params["checkpoint"] = cp
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    link = str(at.dataframe[0].value["history"].iloc[0])
+    page, _, query = link.partition("?")
+    assert page == "key-history"
+    params = {k: v[0] for k, v in parse_qs(query).items()}
+    assert params["checkpoint"] == cp and params["store"] == "default" and params["key"]
+    history = AppTest.from_function(_page, args=("key_history",), default_timeout=TIMEOUT_S)
+    history.query_params.update(params)
+    history.run()
+    assert not history.exception, [e.value for e in history.exception]
+    assert not history.warning, [w.value for w in history.warning]
+    assert any("present in" in c.value for c in history.caption)
+    assert history.query_params["key"] == params["key"]

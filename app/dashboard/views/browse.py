@@ -34,8 +34,7 @@ def render() -> None:
     if options is None:
         return
     base = f"sg_browse_version:{view}"
-    slider_key, pinned = state_ui.follow_newest(base, options, options[-1])
-    version = state_ui.version_slider("Version", options, key=slider_key, value=options[-1])
+    version, pinned = state_ui.url_version(base, options)
     state_ui.live_note(base, options, version, pinned)
     left, middle, right, size_box = st.columns([1, 3, 1, 1])
     partition = state_ui.partition_filter(view, key=f"sg_browse_partition:{view}", box=left)
@@ -67,10 +66,12 @@ def render() -> None:
                     ),
                 )
             if update.table is not None and not shown:
+                df = state_ui.frame(update.table, request.offset + 1)
                 table_slot.dataframe(
-                    state_ui.frame(update.table, request.offset + 1),
+                    df,
                     width="stretch",
                     height=state_ui.table_height(update.table.num_rows),
+                    column_config=state_ui.history_links(view, update.table, df),
                 )
                 shown = True
     except state_ui.USER_ERRORS as exc:
