@@ -30,6 +30,15 @@ def copies_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[str]]
     return db.path, [str(p) for p in paths]
 
 
+def _opened(page: str, **params: str) -> AppTest:
+    """``page`` run as a pasted URL with ``params`` would open it; no exception."""
+    at = AppTest.from_function(_page, args=(page,), default_timeout=TIMEOUT_S)
+    at.query_params.update(params)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
 def test_the_picker_tells_three_copies_apart(
     copies_db: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -53,12 +62,7 @@ def test_the_picker_tells_three_copies_apart(
 
 def test_a_pasted_url_restores_the_state_page_at_a_store_and_batch(samples_db: str) -> None:
     cp = checkpoint_of("spark-4.3/join-hdfs")
-    at = AppTest.from_function(_page, args=("state",), default_timeout=TIMEOUT_S)
-    at.query_params.update(
-        {"checkpoint": cp, "operator": "0", "store": "right-keyToNumValues", "batch": "5"}
-    )
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = _opened("state", checkpoint=cp, operator="0", store="right-keyToNumValues", batch="5")
     assert at.sidebar.selectbox(key="sg_checkpoint_widget").value == cp
     assert at.sidebar.selectbox(key="sg_store_widget").value.endswith("/ right-keyToNumValues")
     labels = [m.label for m in at.metric]
@@ -70,36 +74,25 @@ def test_a_pasted_url_restores_the_state_page_at_a_store_and_batch(samples_db: s
 
 def test_a_url_for_another_checkpoint_is_not_overridden_by_the_first(samples_db: str) -> None:
     cp = checkpoint_of("spark-4.3/agg-rocks")
-    at = AppTest.from_function(_page, args=("health",), default_timeout=TIMEOUT_S)
-    at.query_params["checkpoint"] = cp
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = _opened("health", checkpoint=cp)
     assert at.sidebar.selectbox(key="sg_checkpoint_widget").value == cp
 
 
 def test_overview_cards_link_to_health(samples_db: str) -> None:
-    at = AppTest.from_function(_page, args=("overview",), default_timeout=TIMEOUT_S)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = _opened("overview")
     links = [m.value for m in at.markdown if m.value.startswith("[Health →](health?checkpoint=")]
     assert len(links) >= 10
 
 
 def test_a_browse_row_links_to_its_key_history(samples_db: str) -> None:
     cp = checkpoint_of("spark-4.3/agg-hdfs")
-    at = AppTest.from_function(_page, args=("browse",), default_timeout=TIMEOUT_S)
-    at.query_params["checkpoint"] = cp
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = _opened("browse", checkpoint=cp)
     link = str(at.dataframe[0].value["history"].iloc[0])
     page, _, query = link.partition("?")
     assert page == "key-history"
     params = {k: v[0] for k, v in parse_qs(query).items()}
     assert params["checkpoint"] == cp and params["store"] == "default" and params["key"]
-    history = AppTest.from_function(_page, args=("key_history",), default_timeout=TIMEOUT_S)
-    history.query_params.update(params)
-    history.run()
-    assert not history.exception, [e.value for e in history.exception]
+    history = _opened("key_history", **params)
     assert not history.warning, [w.value for w in history.warning]
     assert any("present in" in c.value for c in history.caption)
     assert history.query_params["key"] == params["key"]
