@@ -72,10 +72,12 @@ def _store(selection: context.StoreSelection) -> None:
         TABS, key=url_state.TAB, bind="query-params"
     )
     with size:
+        st.markdown(_size_answer(versions, version))
         st.caption(md(queries.history_note(history)))
         st.caption(md(context.load(queries.history_kept, selection.checkpoint)))
         _growth_charts(args, history)
     with spread:
+        st.markdown(_spread_answer(context.load(queries.partition_skew, *args), version))
         _layout_charts(args)
     with restart:
         state_forensics.render_restart_cost(selection)
@@ -92,6 +94,39 @@ def _store(selection: context.StoreSelection) -> None:
             usage.assign(size=[fmt_bytes(b) for b in usage["bytes"]]),
             hide_index=True,
         )
+
+
+def keys_at(versions: pd.DataFrame, version: int) -> int:
+    """Keys in the store at ``version``: each partition's newest count at or before it."""
+    upto = versions[versions["version"] <= version].sort_values("version")
+    return int(upto.groupby("partition_id")["num_keys"].last().fillna(0).sum())
+
+
+GROWTH_SPAN = 10
+
+
+def _size_answer(versions: pd.DataFrame, version: int) -> str:
+    """Is it growing? Keys at the batch, and how many more than ``GROWTH_SPAN`` batches before."""
+    now = keys_at(versions, version)
+    before = max(1, version - GROWTH_SPAN)
+    change = now - keys_at(versions, before)
+    return (
+        f"**{now:,} keys** at batch {version - 1}: {change:+,} since batch {before - 1}. "
+        "Keys that only grow, batch after batch, are state Spark never evicts."
+    )
+
+
+def _spread_answer(skew: pd.DataFrame, version: int) -> str:
+    """Is it even? The largest partition against the median one at the batch."""
+    upto = skew[skew["version"] <= version].dropna(subset=["skew"])
+    if upto.empty:
+        return "No batch has every partition known yet: skew is not drawn."
+    last = upto.iloc[-1]
+    return (
+        f"**{float(last['skew']):.2f}×**: at batch {int(last['version']) - 1} the largest "
+        f"partition holds {int(last['max_keys']):,} keys, the median one "
+        f"{int(last['median_keys']):,} (1× is even)."
+    )
 
 
 def _pick_batch(versions: pd.DataFrame) -> int:
@@ -127,7 +162,6 @@ def _headline(
     """The store's numbers at a glance, at ``version``: partitions, keys, disk, skew, replay."""
     lag = context.load(queries.snapshot_lag, *args)
     skew = context.load(queries.partition_skew, *args)
-    newest = versions.sort_values("version").groupby("partition_id").last()
     cols = st.columns(6)
     cols[0].metric("partitions", f"{versions['partition_id'].nunique():,}")
     # The range totals are drawn over (every partition known): what `stateglass info` and the
@@ -141,7 +175,7 @@ def _headline(
         f"{history.get('first_complete')}..{history.get('last_complete')}); totals and skew "
         "are drawn only there.",
     )
-    cols[2].metric(f"keys at batch {version - 1}", f"{int(newest['num_keys'].fillna(0).sum()):,}")
+    cols[2].metric(f"keys at batch {version - 1}", f"{keys_at(versions, version):,}")
     cols[3].metric(
         "on disk now",
         fmt_bytes(usage["bytes"].sum()),
