@@ -96,3 +96,15 @@ def test_a_browse_row_links_to_its_key_history(samples_db: str) -> None:
     assert not history.warning, [w.value for w in history.warning]
     assert any("present in" in c.value for c in history.caption)
     assert history.query_params["key"] == params["key"]
+
+
+def test_a_finding_links_to_the_numbers_behind_it(samples_db: str) -> None:
+    cp = checkpoint_of("demo/unbounded-state")
+    at = _opened("health", checkpoint=cp)
+    (leak,) = [w.value for w in at.warning if w.value.startswith("**Unbounded state**")]
+    assert "See the numbers →](state?" in leak and "tab=Size" in leak
+    link = leak.split("](", 1)[1].rstrip(")")
+    params = {k: v[0] for k, v in parse_qs(link.partition("?")[2]).items()}
+    state = _opened("state", **params)
+    assert state.sidebar.selectbox(key="sg_store_widget").value.endswith("/ default")
+    assert any(m.value.startswith("**") and "keys** at batch" in m.value for m in state.markdown)
