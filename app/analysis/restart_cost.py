@@ -264,8 +264,13 @@ def _what_if_partition(
     """One partition of :func:`what_if`: ``cols`` are its facts' columns, by version."""
     newest = int(cols["version"].max())
     at = {int(v): i for i, v in enumerate(cols["version"].tolist())}
-    # A snapshot at version 1 is the first commit's, made whatever the setting.
-    forced = 1 in at and not np.isnan(cols["snapshot_bytes"][at[1]])
+    # A snapshot beside version 1's changelog is the first commit's, made whatever the
+    # setting (a store without changelogs has a zip at every version: that says nothing).
+    forced = (
+        1 in at
+        and not np.isnan(cols["snapshot_bytes"][at[1]])
+        and not np.isnan(cols["delta_bytes"][at[1]])
+    )
     base = snapshot_versions(provider, min_deltas, changelog, newest, first=1 if forced else 0)
     rows = {c: values.tolist() for c, values in cols.items()}
     estimated = False

@@ -117,10 +117,13 @@ def url_version(base: str, options: list[int], label: str = "Version") -> tuple[
     """A version slider that follows the newest version, starts at the URL's batch when
     there is one, and writes a pinned batch back to the URL; (version, pinned)."""
     newest = options[-1]
+    # The URL's batch only where the session has shown this store none yet: "Show newest"
+    # makes a fresh widget too, which must not go back to the URL's.
+    opening = f"{base}:newest" not in st.session_state
     key, pinned = follow_newest(base, options, newest)
     wanted = url_state.read_int(url_state.BATCH)
     start = newest
-    if key not in st.session_state and wanted is not None and wanted + 1 in options:
+    if opening and wanted is not None and wanted + 1 in options:
         start = wanted + 1
     version = int(version_slider(label, options, key=key, value=start))
     pinned = pinned or version != newest

@@ -7,9 +7,11 @@ each run writes the page's selection back, so the address bar always holds it. W
 session the selection also lives in ``st.session_state``, so it carries from page to page
 (Streamlit clears the URL's parameters when the page changes).
 
-The parameters are written by hand rather than with widgets' ``bind="query-params"``: a bound
+The selection is written by hand rather than with widgets' ``bind="query-params"``: a bound
 widget stores its *label* in the URL, and the checkpoint picker's labels (a short name, a
-health badge) change while the path does not.
+health badge) change while the path does not. Filters whose labels are their values (the
+Overview's search and sort, Browse's key search and *Overdue only*, the State page's tab)
+are bound widgets: their key is their parameter.
 
 Example::
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stateglass.app.checkpoint_names import distinct_names
@@ -35,6 +35,11 @@ def test_a_short_path_keeps_its_leading_slash() -> None:
     assert names == {"/a/orders": "/a/orders", "/orders": "/orders", "/b/users": "users"}
 
 
+# Slow to generate on a busy machine, not slow to check: no health check on the pace.
+RELAXED = settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
+
+
+@RELAXED
 @given(st.lists(PATH, unique=True, max_size=8))
 def test_unique_paths_give_unique_names(paths: list[str]) -> None:
     names = distinct_names(paths)
@@ -42,6 +47,7 @@ def test_unique_paths_give_unique_names(paths: list[str]) -> None:
     assert len(set(names.values())) == len(paths)
 
 
+@RELAXED
 @given(st.lists(PATH, unique=True, max_size=8))
 def test_each_name_is_a_tail_of_its_path(paths: list[str]) -> None:
     for path, name in distinct_names(paths).items():

@@ -108,3 +108,9 @@ def test_a_finding_links_to_the_numbers_behind_it(samples_db: str) -> None:
     state = _opened("state", **params)
     assert state.sidebar.selectbox(key="sg_store_widget").value.endswith("/ default")
     assert any(m.value.startswith("**") and "keys** at batch" in m.value for m in state.markdown)
+
+
+def test_overview_filters_come_from_the_url(samples_db: str) -> None:
+    at = _opened("overview", sg_overview_search="agg-rocks-cl")
+    assert at.text_input(key="sg_overview_search").value == "agg-rocks-cl"
+    assert any("Checkpoints 1–1 of 1 matching" in c.value for c in at.caption)

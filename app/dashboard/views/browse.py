@@ -41,6 +41,7 @@ def render() -> None:
     search = middle.text_input(
         "Search keys",
         key="sg_browse_search",
+        bind="query-params",
         placeholder="a substring of any key column, any case",
         help="Matches the key's values as Spark's JSON writes them "
         "(timestamps like 2024-01-01T00:40:00.000Z).",
@@ -124,6 +125,7 @@ def _overdue_filter(view: StateView, version: int, partition: int | None, limit:
     on = st.toggle(
         "Overdue only",
         key="sg_browse_overdue",
+        bind="query-params",
         help="Keys Spark should already have evicted at this version: those matching its "
         "eviction predicate at the watermark of the batch that wrote the version.",
     )

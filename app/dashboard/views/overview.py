@@ -280,8 +280,10 @@ def _listed(db: str, overview: pd.DataFrame) -> tuple[pd.DataFrame, int, int]:
         "Search checkpoints",
         key="sg_overview_search",
         placeholder="a part of the path or the query id, any case",
+        # Filters live in the URL too: a shared link shows the same cards.
+        bind="query-params",
     )
-    sort = how.selectbox("Sort by", fleet.SORTS, key="sg_overview_sort")
+    sort = how.selectbox("Sort by", fleet.SORTS, key="sg_overview_sort", bind="query-params")
     _reset_page_when((text.strip(), sort))
     rows = fleet.search(overview, text)
     if sort == fleet.SORTS[1]:

@@ -167,13 +167,12 @@ def _headline(
     # The range totals are drawn over (every partition known): what `stateglass info` and the
     # report say too.
     cols[1].metric(
-        "batches",
+        "versions",
         "–"
         if history.get("first_complete") is None
-        else f"{history['first_complete'] - 1}..{history['last_complete'] - 1}",
-        help="Batches whose state every partition is known at (state versions "
-        f"{history.get('first_complete')}..{history.get('last_complete')}); totals and skew "
-        "are drawn only there.",
+        else f"{history['first_complete']}..{history['last_complete']}",
+        help="State versions where every partition is known (version V is batch V − 1's, as "
+        "`stateglass info` and the report count them); totals and skew are drawn only there.",
     )
     cols[2].metric(f"keys at batch {version - 1}", f"{keys_at(versions, version):,}")
     cols[3].metric(
