@@ -19,7 +19,8 @@ them). Spark's rules, from ``apache/spark`` (docs/state_forensics.md has the poi
 
 The *what if* applies those rules to the same version history as if maintenance ran after
 every batch and the query never restarted: HDFS snapshots at multiples of M + 1, RocksDB
-changelog snapshots at multiples of M. Sizes come from the files where they exist (a
+changelog snapshots at multiples of M (counted from version 1 instead when the first commit
+wrote a snapshot, as transformWithState's does). Sizes come from the files where they exist (a
 snapshot or zip at that version, the deltas or changelogs written); a file that would exist
 only under the other setting is *estimated* from the partition's keys at that version times
 its bytes per key in the snapshots it does have (changelogs: changed keys times bytes per
@@ -172,12 +173,22 @@ def current_cost(
     return out
 
 
-def snapshot_versions(provider: str, min_deltas: int, changelog: bool, newest: int) -> int:
-    """The newest snapshot version at or below ``newest`` under Spark's rule (0: none)."""
+def snapshot_versions(
+    provider: str, min_deltas: int, changelog: bool, newest: int, first: int = 0
+) -> int:
+    """The newest snapshot version at or below ``newest`` under Spark's rule (0: none).
+
+    ``first``: the version Spark's count starts from, 1 when the store's first commit wrote a
+    snapshot (RocksDB forces one there for some operators, transformWithState's among them),
+    else 0. Spark counts versions since the last snapshot, so that snapshot sets the phase
+    of every later one.
+    """
     if provider == "rocksdb" and not changelog:
         return newest
     period = min_deltas + 1 if provider != "rocksdb" else max(1, min_deltas)
-    return newest - newest % period
+    if newest < first:
+        return 0
+    return newest - (newest - first) % period
 
 
 def _per_key(sizes: pd.Series, keys: pd.Series) -> float | None:
@@ -252,8 +263,15 @@ def _what_if_partition(
 ) -> PartitionCost:
     """One partition of :func:`what_if`: ``cols`` are its facts' columns, by version."""
     newest = int(cols["version"].max())
-    base = snapshot_versions(provider, min_deltas, changelog, newest)
     at = {int(v): i for i, v in enumerate(cols["version"].tolist())}
+    # A snapshot beside version 1's changelog is the first commit's, made whatever the
+    # setting (a store without changelogs has a zip at every version: that says nothing).
+    forced = (
+        1 in at
+        and not np.isnan(cols["snapshot_bytes"][at[1]])
+        and not np.isnan(cols["delta_bytes"][at[1]])
+    )
+    base = snapshot_versions(provider, min_deltas, changelog, newest, first=1 if forced else 0)
     rows = {c: values.tolist() for c, values in cols.items()}
     estimated = False
     snapshot_bytes, files = 0, 0

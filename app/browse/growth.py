@@ -129,6 +129,14 @@ class GrowthAttribution:
         if not self.new_keys or not self.contributors:
             return f"No keys were added since version {self.base}."
         top = self.contributors[0]
+        tied = [c for c in self.contributors if c.field == top.field and c.keys == top.keys]
+        if len(tied) > 1:
+            # Naming one of equal values would read as a lead where there is none.
+            return (
+                f"No value stands out: the {self.new_keys:,} keys added since version "
+                f"{self.base} spread evenly, {len(tied)} values of {top.field} at "
+                f"{top.share:.0%} each"
+            )
         return (
             f"{top.label} accounts for {top.share:.0%} of the {self.new_keys:,} keys added "
             f"since version {self.base}"

@@ -14,6 +14,7 @@ total when the last one is in.
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -25,12 +26,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stateglass.app.browse.cells import Flattener
-from stateglass.app.browse.store import PartitionCache, PartitionData, iter_partitions
+from stateglass.app.browse.store import (
+    PartitionCache,
+    PartitionData,
+    iter_partitions,
+    key_json_renderer,
+)
 from stateglass.collectors.checkpoints.state_reader import StateSource
 from stateglass.collectors.checkpoints.state_views import StateView, open_source
 from stateglass.parsers.state_rows import Column, Row
 
 MAX_PAGE_SIZE = 1000
+# A page's schema metadata: each row's key as Spark's JSON (a JSON list), for links to the
+# key's history; the columns stay what the reader returns.
+KEY_JSON = b"stateglass.key_json"
 T = TypeVar("T")
 
 
@@ -109,7 +118,20 @@ def page_table(
         start += count
         if start >= offset + size:
             break
-    return flat.table(picked)
+    table = flat.table(picked)
+    try:
+        render = key_json_renderer(source.row_codec)
+        keys = [render(row) for _, row in picked]
+    except (ValueError, IndexError, TypeError):
+        # A view with no key to name its rows (nothing to link to): the page as it is.
+        return table
+    return table.replace_schema_metadata({KEY_JSON: json.dumps(keys).encode()})
+
+
+def key_jsons(table: pa.Table) -> list[str] | None:
+    """Each row's key as Spark's JSON, when the page carries them (:data:`KEY_JSON`)."""
+    found = (table.schema.metadata or {}).get(KEY_JSON)
+    return None if found is None else [str(k) for k in json.loads(found)]
 
 
 def one_row_per_key(view: StateView) -> bool:

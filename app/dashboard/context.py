@@ -19,6 +19,8 @@ import streamlit as st
 
 from stateglass.app import queries
 from stateglass.app.analysis.errors import AnalysisError
+from stateglass.app.checkpoint_names import distinct_names
+from stateglass.app.dashboard import url_state
 from stateglass.app.dashboard.newest import NewestOnly
 from stateglass.app.errors import AppError
 from stateglass.app.escape import md, md_code
@@ -37,6 +39,8 @@ DB_ENV = "STATEGLASS_DB"
 HEALTH_CONFIG_ENV = "STATEGLASS_HEALTH_CONFIG"
 # How often the sidebar checks the database for new data (seconds).
 REFRESH_S = 2.0
+# The stored health verdict before a checkpoint's name in the picker.
+HEALTH_MARKS = {"OK": "🟢", "WARN": "🟠", "ERR": "🔴", "n/a": "⚪"}
 # Errors a page shows as one line instead of a traceback.
 USER_ERRORS = (CheckpointError, BadConfig, AppError, AnalysisError)
 
@@ -141,7 +145,11 @@ def checkpoints() -> list[str]:
 
 
 def pick_checkpoint(where: str = "sidebar") -> str | None:
-    """A checkpoint picker (sidebar by default); ``None`` when nothing has been collected."""
+    """A checkpoint picker (sidebar by default); ``None`` when nothing has been collected.
+
+    Each option is its path's shortest distinguishing tail (``app.checkpoint_names``) after
+    its stored health; the full path is on hover and under the picker.
+    """
     options = checkpoints()
     if not options:
         st.info(
@@ -150,15 +158,31 @@ def pick_checkpoint(where: str = "sidebar") -> str | None:
         )
         return None
     box = st.sidebar if where == "sidebar" else st
-    current = st.session_state.get("sg_checkpoint")
-    index = options.index(current) if current in options else 0
-    choice = box.selectbox(
-        "Checkpoint", options, index=index, key="sg_checkpoint_widget", format_func=short_path
+    names = distinct_names(options)
+    health = load(queries.stored_health)
+    index = url_state.start_index(
+        url_state.CHECKPOINT, options, st.session_state.get("sg_checkpoint")
+    )
+    choice = str(
+        box.selectbox(
+            "Checkpoint",
+            options,
+            index=index,
+            key="sg_checkpoint_widget",
+            format_func=lambda path: (
+                f"{HEALTH_MARKS.get(health.get(path, ''), '')} {names[path]}".strip()
+            ),
+            help="Each checkpoint by the end of its path that tells it apart from the others, "
+            "after its health as the watcher last judged it: "
+            + ", ".join(f"{m} {s}" for s, m in HEALTH_MARKS.items())
+            + ".",
+        )
     )
     st.session_state["sg_checkpoint"] = choice
-    # The select cuts long paths to its width; the caption below wraps them in full.
-    box.caption(md_code(str(choice)))
-    return str(choice)
+    url_state.keep(checkpoint=choice)
+    # The select shows the distinguishing tail; the caption below wraps the full path.
+    box.caption(md_code(choice))
+    return choice
 
 
 def pick_store(where: str = "sidebar") -> StoreSelection | None:
@@ -173,31 +197,24 @@ def pick_store(where: str = "sidebar") -> StoreSelection | None:
         [checkpoint],
     )
     if not rows:
+        url_state.keep(operator=None, store=None)
         st.info("This checkpoint has no stateful operator.")
         return None
     labels = [f"{op} {name} / {store}" for op, name, store in rows]
-    current = st.session_state.get("sg_store")
-    index = labels.index(current) if current in labels else 0
+    # In the URL as operator id and store name: what `stateglass state` takes too.
+    in_url = [f"{op}/{store}" for op, _, store in rows]
+    wanted = f"{url_state.read(url_state.OPERATOR)}/{url_state.read(url_state.STORE)}"
+    remembered = st.session_state.get("sg_store")
+    index = (
+        in_url.index(wanted) if wanted in in_url else url_state.start_index("", labels, remembered)
+    )
     box = st.sidebar if where == "sidebar" else st
-    label = box.selectbox("Operator / store", labels, index=index, key="sg_store_widget")
+    label = box.selectbox("Operator / store", labels, index=index, key="sg_store_widget", help=None)
     st.session_state["sg_store"] = label
     box.caption(md(label) + (f"  \n{md(INFERRED_HELP)}" if INFERRED in label else ""))
     op, name, store = rows[labels.index(label)]
+    url_state.keep(operator=int(op), store=str(store))
     return StoreSelection(checkpoint, int(op), str(name), str(store))
-
-
-def short_path(path: str, parts: int = 3) -> str:
-    """The last ``parts`` components of a path, after "…/" when some were left out.
-
-    Example: ``short_path("/data/team/cps/orders/v2")`` is ``"…/cps/orders/v2"``, while
-    ``"/cps/orders"`` stays whole (with its leading ``/``).
-    """
-    pieces = path.rstrip(os.sep).split(os.sep)
-    # An absolute path splits into a leading "" too: it is not a component.
-    named = pieces[1:] if pieces and pieces[0] == "" else pieces
-    if len(named) <= parts:
-        return path
-    return "…" + os.sep + os.sep.join(named[-parts:])
 
 
 def show_error(message: object) -> None:

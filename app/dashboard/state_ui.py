@@ -15,7 +15,8 @@ import pyarrow as pa
 import streamlit as st
 
 from stateglass.app.browse import store as browse_store
-from stateglass.app.dashboard import context
+from stateglass.app.browse.table import key_jsons
+from stateglass.app.dashboard import context, url_state
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from stateglass.collectors.checkpoints.state_views import StateView, open_source, versions, views_of
 from stateglass.parsers.units import fmt_bytes
@@ -47,17 +48,19 @@ def pick_view() -> StateView | None:
         return None
     options = views_of(store, cp.root)
     if len(options) == 1:
+        url_state.keep(var=None)
         return options[0]
     labels = [v.label for v in options]
     current = st.session_state.get("sg_state_var")
     choice = st.sidebar.selectbox(
         "State variable",
         labels,
-        index=labels.index(current) if current in labels else 0,
+        index=url_state.start_index(url_state.STATE_VAR, labels, current),
         key="sg_state_var_widget",
         help="transformWithState keeps one table per state variable; timers are read apart.",
     )
     st.session_state["sg_state_var"] = choice
+    url_state.keep(var=choice)
     st.sidebar.caption(RAW_KEYS_NOTE)
     return options[labels.index(choice)]
 
@@ -108,6 +111,55 @@ def follow_newest(base: str, options: list[int], newest: Any) -> tuple[str, bool
         st.session_state[f"{base}:generation"] = generation + 1
         return f"{base}#{generation + 1}", False
     return key, current != newest
+
+
+def url_version(base: str, options: list[int], label: str = "Version") -> tuple[int, bool]:
+    """A version slider that follows the newest version, starts at the URL's batch when
+    there is one, and writes a pinned batch back to the URL; (version, pinned)."""
+    newest = options[-1]
+    # The URL's batch only where the session has shown this store none yet: "Show newest"
+    # makes a fresh widget too, which must not go back to the URL's.
+    opening = f"{base}:newest" not in st.session_state
+    key, pinned = follow_newest(base, options, newest)
+    wanted = url_state.read_int(url_state.BATCH)
+    start = newest
+    if opening and wanted is not None and wanted + 1 in options:
+        start = wanted + 1
+    version = int(version_slider(label, options, key=key, value=start))
+    pinned = pinned or version != newest
+    url_state.keep(batch=version - 1 if pinned else None)
+    return version, pinned
+
+
+def history_links(view: StateView, table: pa.Table, df: pd.DataFrame) -> dict[str, Any]:
+    """``df`` gains a first column linking each row's key to Key history; the column's
+    config for ``st.dataframe`` (nothing when the page carries no keys)."""
+    keys = key_jsons(table)
+    if keys is None or len(keys) != len(df):
+        return {}
+    var = view.label if st.session_state.get("sg_state_var") == view.label else None
+    df.insert(
+        0,
+        "history",
+        [
+            url_state.link(
+                "key-history",
+                checkpoint=view.checkpoint,
+                operator=view.operator_id,
+                store=view.store_name,
+                var=var,
+                key=key,
+            )
+            for key in keys
+        ],
+    )
+    return {
+        "history": st.column_config.LinkColumn(
+            "key history",
+            display_text="history →",
+            help="This key's value at every retained version (Key history), in a new tab.",
+        )
+    }
 
 
 def live_note(base: str, options: list[int], shown: int, pinned: bool) -> None:

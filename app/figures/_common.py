@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -16,6 +17,48 @@ KIND_COLORS = {
     "changelog": "#72B7B2",
     "sst": "#54A24B",
 }
+
+
+# The x axis of a figure over state versions: drawn as Spark's UI speaks, in batch ids.
+VERSION_AXIS = "state version (batch id + 1)"
+BATCH_AXIS = "batch id"
+# How a builder's hover names a point's state version and batch; the batch moves to the axis.
+_VERSION_HOVERS = (
+    ("version %{x} (batch %{customdata})", "batch %{x} (state version %{customdata})"),
+    ("version %{x} (batch %{customdata[0]})", "batch %{x} (state version %{customdata[0]})"),
+    ("version %{x}<br>", "batch %{x} (state version %{customdata})<br>"),
+)
+
+
+def versions_as_batches(fig: go.Figure) -> go.Figure:
+    """Move every trace drawn over state versions onto batch ids (version − 1), with the
+    version on hover; the axis titled :data:`VERSION_AXIS` becomes :data:`BATCH_AXIS`.
+
+    Builders draw over versions (the files' numbering); Spark's UI and its state reader name
+    batches. The batch a hover named is the new x, so the hover now names the version.
+    """
+    for trace in fig.data:
+        template = getattr(trace, "hovertemplate", None) or ""
+        found = next(((old, new) for old, new in _VERSION_HOVERS if old in template), None)
+        if found is None or trace.x is None:
+            continue
+        old, new = found
+        versions = np.asarray(trace.x, dtype="float64")
+        if "[0]" in old:
+            custom = np.array(trace.customdata, dtype=object)
+            custom[:, 0] = versions.astype("int64")
+            trace.customdata = custom
+        elif np.ndim(trace.customdata) == 2:
+            # A heatmap's batch per cell: the version is one more.
+            trace.customdata = np.asarray(trace.customdata, dtype="int64") + 1
+        else:
+            trace.customdata = versions.astype("int64")
+        trace.x = (versions - 1).astype("int64")
+        trace.hovertemplate = template.replace(old, new)
+    fig.for_each_xaxis(
+        lambda axis: axis.update(title_text=BATCH_AXIS) if axis.title.text == VERSION_AXIS else None
+    )
+    return fig
 
 
 def empty_figure(title: str, message: str = "No data yet for this chart.") -> go.Figure:
@@ -48,7 +91,7 @@ def finish(fig: go.Figure, title: str, x_title: str, y_title: str, height: int =
     )
     fig.update_xaxes(title_text=x_title)
     fig.update_yaxes(title_text=y_title, rangemode="tozero")
-    return fig
+    return versions_as_batches(fig) if x_title == VERSION_AXIS else fig
 
 
 def numeric(df: pd.DataFrame, column: str) -> pd.Series:

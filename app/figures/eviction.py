@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from stateglass.app.figures._common import empty_figure, finish, is_empty, numeric
+from stateglass.app.figures._common import VERSION_AXIS, empty_figure, finish, is_empty, numeric
 
 
 def overdue_keys(audit: pd.DataFrame) -> go.Figure:
@@ -33,4 +33,4 @@ def overdue_keys(audit: pd.DataFrame) -> go.Figure:
         marker_color="#E45756",
         hovertemplate="version %{x}<br>%{y:,} overdue keys<extra></extra>",
     )
-    return finish(fig, title, "state version (batch id + 1)", "keys")
+    return finish(fig, title, VERSION_AXIS, "keys")

@@ -13,7 +13,14 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from stateglass.app.escape import plot_text
-from stateglass.app.figures._common import BYTES_TICKS, empty_figure, finish, is_empty, numeric
+from stateglass.app.figures._common import (
+    BYTES_TICKS,
+    VERSION_AXIS,
+    empty_figure,
+    finish,
+    is_empty,
+    numeric,
+)
 
 if TYPE_CHECKING:
     from stateglass.app.browse.growth import GrowthAttribution
@@ -67,7 +74,7 @@ def growth_contributors(result: GrowthAttribution | None) -> go.Figure:
             hovertemplate=f"{full}<br>version %{{x}} (batch %{{customdata}})"
             "<br>%{y:,} keys added<extra></extra>",
         )
-    return finish(fig, title, "state version (batch id + 1)", "keys added at the version")
+    return finish(fig, title, VERSION_AXIS, "keys added at the version")
 
 
 def growth_shares(result: GrowthAttribution | None) -> go.Figure:

@@ -15,10 +15,12 @@ from plotly.subplots import make_subplots
 from stateglass.app.figures._common import (
     BYTES_TICKS,
     KIND_COLORS,
+    VERSION_AXIS,
     empty_figure,
     finish,
     is_empty,
     numeric,
+    versions_as_batches,
 )
 
 # Beyond this many partitions, per-partition lines become the top ones plus a min–max band:
@@ -147,7 +149,8 @@ def keys_over_versions(
             col=1,
         )
     finish(fig, title, "", "", height=520)
-    fig.update_xaxes(title_text="state version (batch id + 1)", row=2, col=1)
+    fig.update_xaxes(title_text=VERSION_AXIS, row=2, col=1)
+    versions_as_batches(fig)
     fig.update_yaxes(title_text="keys", row=1, col=1)
     fig.update_yaxes(title_text="keys", row=2, col=1)
     return fig
@@ -213,7 +216,7 @@ def bytes_by_kind(files: pd.DataFrame) -> go.Figure:
         )
     fig.update_layout(barmode="stack", bargap=0.1)
     fig.update_yaxes(**BYTES_TICKS)
-    return finish(fig, title, "state version (batch id + 1)", "bytes written at the version")
+    return finish(fig, title, VERSION_AXIS, "bytes written at the version")
 
 
 def partition_heatmap(cells: pd.DataFrame, metric: str = "num_keys") -> go.Figure:
@@ -247,7 +250,7 @@ def partition_heatmap(cells: pd.DataFrame, metric: str = "num_keys") -> go.Figur
         )
     )
     height = int(min(700, max(300, 120 + 6 * len(grid.index))))
-    return finish(fig, title, "state version (batch id + 1)", "partition", height=height)
+    return finish(fig, title, VERSION_AXIS, "partition", height=height)
 
 
 def skew_over_time(skew: pd.DataFrame) -> go.Figure:
@@ -275,7 +278,7 @@ def skew_over_time(skew: pd.DataFrame) -> go.Figure:
         "<extra></extra>",
     )
     fig.add_hline(y=1.0, line_dash="dot", line_color="#888", annotation_text="even")
-    return finish(fig, title, "state version (batch id + 1)", "skew (×, max / median keys)")
+    return finish(fig, title, VERSION_AXIS, "skew (×, max / median keys)")
 
 
 def snapshot_lag(lag: pd.DataFrame) -> go.Figure:
@@ -351,7 +354,7 @@ def key_changes(growth: pd.DataFrame) -> go.Figure:
             f"keys {verb}, all partitions<extra></extra>",
         )
     fig.update_layout(barmode="relative")
-    return finish(fig, title, "state version (batch id + 1)", "keys (removed below zero)")
+    return finish(fig, title, VERSION_AXIS, "keys (removed below zero)")
 
 
 def sst_upload_reuse(sst: pd.DataFrame) -> go.Figure:
@@ -386,7 +389,7 @@ def sst_upload_reuse(sst: pd.DataFrame) -> go.Figure:
     )
     fig.update_layout(barmode="stack")
     fig.update_yaxes(**BYTES_TICKS)
-    return finish(fig, title, "state version (batch id + 1)", "SST bytes, all partitions")
+    return finish(fig, title, VERSION_AXIS, "SST bytes, all partitions")
 
 
 def partition_plan(keys: pd.DataFrame) -> go.Figure:

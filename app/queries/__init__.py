@@ -39,6 +39,7 @@ from stateglass.app.queries.checkpoints import (
     last_updated,
     problems,
     size_history,
+    stored_health,
     stores,
 )
 from stateglass.app.queries.connection import STORE_WHERE, change_key, data_version, session
@@ -123,6 +124,7 @@ __all__ = [
     "state_growth",
     "state_versions",
     "store_history",
+    "stored_health",
     "stores",
     "version_span",
 ]

@@ -136,3 +136,15 @@ def problems(db: str, checkpoint: str) -> pd.DataFrame:
         "SELECT path, kind, message, seen_at FROM problems WHERE checkpoint = ? ORDER BY path",
         [checkpoint],
     )
+
+
+def stored_health(db: str) -> dict[str, str]:
+    """Each checkpoint's worst health status as the watcher last stored it (``health_judged``);
+    checkpoints never judged, or a database from before verdicts were stored, have none."""
+    import duckdb
+
+    try:
+        frame = read_frame(db, "SELECT checkpoint, worst FROM health_judged")
+    except duckdb.CatalogException:
+        return {}
+    return dict(zip(frame["checkpoint"].astype(str), frame["worst"].astype(str), strict=True))

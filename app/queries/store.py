@@ -410,7 +410,7 @@ def history_kept(db: str, checkpoint: str) -> str:
     if rows.empty:
         return (
             "Kept: every version at full resolution so far; older history is rolled up once "
-            "it leaves the full-resolution window (`[history]` settings, `stateglass maintain`)."
+            "it leaves the full-resolution window (the [history] settings, stateglass maintain)."
         )
     row = rows.iloc[0]
     days = f"{float(row['full_days']):g}"

@@ -140,8 +140,10 @@ def test_keys_over_versions_totals_and_partitions() -> None:
     fig = figures.keys_over_versions(rows)
     total = fig.data[0]
     # Partition 2 is unknown at version 1: no total there (a gap, not 13 then 13).
-    assert list(total.x) == [1, 2] and np.isnan(total.y[0]) and total.y[1] == 13
-    assert list(total.customdata) == [0, 1]  # batch = version - 1
+    # Drawn over batch ids, as Spark's UI has them; the state version (batch + 1) on hover.
+    assert list(total.x) == [0, 1] and np.isnan(total.y[0]) and total.y[1] == 13
+    assert list(total.customdata) == [1, 2]
+    assert "batch %{x} (state version %{customdata})" in total.hovertemplate
     names = [t.name for t in fig.data[1:]]
     assert names == ["partition 0", "partition 1", "partition 2"]
     assert np.isnan(fig.data[3].y[0]) and fig.data[3].y[1] == 1
@@ -166,10 +168,10 @@ def test_heatmap_cells_match_the_rows() -> None:
         {"partition_id": [0, 1, 1], "version": [5, 5, 7], "num_keys": [2, 4, 8]},
     )
     (heat,) = figures.partition_heatmap(rows).data
-    assert list(heat.x) == [5, 7] and list(heat.y) == [0, 1]
+    assert list(heat.x) == [4, 6] and list(heat.y) == [0, 1]
     z = np.asarray(heat.z, dtype="float64")
     assert z[0, 0] == 2 and np.isnan(z[0, 1]) and z[1, 0] == 4 and z[1, 1] == 8
-    assert np.asarray(heat.customdata).tolist() == [[4, 6], [4, 6]]
+    assert np.asarray(heat.customdata).tolist() == [[5, 7], [5, 7]]
 
 
 def test_grid_sums_duplicates_like_pandas() -> None:

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from streamlit.testing.v1 import AppTest
 from stateglass.app import queries
 from stateglass.app.analysis.health import CLOCK_RULES, evaluate, evaluate_many, worst
 from stateglass.app.analysis.health.stored import stored_many, storing_verdicts
+from stateglass.app.checkpoint_names import distinct_names
 from stateglass.app.dashboard import fleet
 from stateglass.app.escape import md
 from stateglass.collectors.db.read import read_query
@@ -146,18 +148,20 @@ def _overview() -> None:
     overview.render()
 
 
-def _titles(at: AppTest) -> list[str]:
+def _titles(at: AppTest, overview: pd.DataFrame) -> list[str]:
     """The cards' titles (bold Markdown), top to bottom."""
-    return [m.value for m in at.markdown if m.value.startswith("**") and "…" in m.value]
+    wanted = {f"**{md(name)}**" for name in distinct_names(overview["checkpoint"]).values()}
+    return [m.value for m in at.markdown if m.value in wanted]
 
 
 def _footer(at: AppTest) -> str:
     return next(c.value for c in at.caption if c.value.startswith("Checkpoints "))
 
 
-def _title_of(checkpoint: str) -> str:
-    parts = checkpoint.split(os.sep)
-    return f"**{md('…' + os.sep + os.sep.join(parts[-3:]))}**"
+def _titles_of(checkpoints: Iterable[str], overview: pd.DataFrame) -> list[str]:
+    """Cards' titles: the tail of each path that tells it apart from every other's."""
+    names = distinct_names(overview["checkpoint"])
+    return [f"**{md(names[c])}**" for c in checkpoints]
 
 
 @pytest.mark.slow
@@ -174,7 +178,7 @@ def test_first_page_of_500_is_24_cards_in_reasonable_time(fleet_env: str) -> Non
     assert _footer(at) == f"Checkpoints 1–24 of {FLEET}; page 1 of 21."
     # Sorted by path; titles keep a marker where the path was cut ("…/"), never lose the "/".
     expected = sorted(overview["checkpoint"])[: fleet.PAGE_SIZE]
-    assert _titles(at) == [_title_of(c) for c in expected]
+    assert _titles(at, overview) == _titles_of(expected, overview)
     captions = " ".join(c.value for c in at.caption)
     assert "stateless" in captions and "nan" not in captions
 
@@ -190,7 +194,7 @@ def test_search_then_page_then_sort(fleet_env: str) -> None:
     assert not at.exception, [e.value for e in at.exception]
     assert _footer(at) == f"Checkpoints 97–100 of 100 matching (of {FLEET}); page 5 of 5."
     matching = sorted(c for c in overview["checkpoint"] if "team-0" in c)
-    assert _titles(at) == [_title_of(c) for c in matching[96:]]
+    assert _titles(at, overview) == _titles_of(matching[96:], overview)
 
     # Ten checkpoints, worst health first: the order the rules' own verdicts give.
     at.text_input(key="sg_overview_search").input("team-00").run()
@@ -201,12 +205,12 @@ def test_search_then_page_then_sort(fleet_env: str) -> None:
     verdict = {c: worst(evaluate(fleet_env, c)) for c in ten["checkpoint"]}
     assert len(set(verdict.values())) > 1, "the ten must not all share one verdict"
     expected = fleet.order(ten, "health (worst first)", lambda r: verdict[r["checkpoint"]])
-    assert _titles(at) == [_title_of(c) for c in expected["checkpoint"]]
+    assert _titles(at, overview) == _titles_of(expected["checkpoint"], overview)
     assert _footer(at).endswith("page 1 of 1.")
 
     at.selectbox(key="sg_overview_sort").select("last commit (newest first)").run()
     newest = ten.sort_values("last_commit_at", ascending=False, na_position="last")
-    assert _titles(at) == [_title_of(c) for c in newest["checkpoint"]]
+    assert _titles(at, overview) == _titles_of(newest["checkpoint"], overview)
 
 
 def test_search_matches_path_or_query_id_any_case(fleet_db: str) -> None:

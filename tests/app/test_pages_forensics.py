@@ -30,7 +30,7 @@ def test_growth_and_restart_cost_on_the_state_page(samples_db: str) -> None:
     expected = attribute_growth(StateView(checkpoint_of("spark-4.3/agg-hdfs")), window=10)
     texts = " ".join(m.value for m in at.markdown)
     assert md(expected.sentence()) in texts
-    table = at.dataframe[0].value
+    (table,) = [d.value for d in at.dataframe if "new keys" in d.value.columns]
     assert list(table["new keys"]) == [c.keys for c in expected.contributors]
     # Restart cost metrics equal the model on the database's facts.
     cp = checkpoint_of("spark-4.3/agg-hdfs")
@@ -56,3 +56,27 @@ def test_rocksdb_what_if_toggles_changelog(samples_db: str) -> None:
     assert not at.exception, [e.value for e in at.exception]
     captions = " ".join(c.value for c in at.caption)
     assert "changelog off" in captions
+
+
+def test_the_what_if_at_today_s_setting_is_now(samples_db: str) -> None:
+    """The what-if starts at the setting the snapshots on disk show, and there it loads
+    what a restart loads now (transformWithState's first commit writes a snapshot too)."""
+    at = _state_page("spark-4.3/tws-rocks-cl")
+    cp = checkpoint_of("spark-4.3/tws-rocks-cl")
+    facts = queries.restart_facts(samples_db, cp, 0, "default")
+    live = queries.live_state_files(samples_db, cp, 0, "default")
+    inferred = restart_cost.inferred_min_deltas(facts, "rocksdb", True)
+    assert at.number_input(key="sg_restart_min_deltas").value == inferred == 2
+    now = restart_cost.current_cost(live, facts)
+    alt = restart_cost.what_if(facts, "rocksdb", inferred, True)
+    assert [(c.base_version, c.replays) for c in alt] == [(c.base_version, c.replays) for c in now]
+    assert max(c.replays for c in now) == 1
+
+
+def test_the_planner_is_not_offered_on_an_hdfs_checkpoint(samples_db: str) -> None:
+    at = _state_page("spark-4.3/agg-hdfs")
+    assert not [b for b in at.button if b.key == "sg_plan_go"]
+    (why,) = [i.value for i in at.info if "Not offered" in i.value]
+    assert "UNSUPPORTED\\_PROVIDER" in why or "UNSUPPORTED_PROVIDER" in why
+    rocks = _state_page("spark-4.3/agg-rocks")
+    assert [b for b in rocks.button if b.key == "sg_plan_go"]

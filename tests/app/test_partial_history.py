@@ -115,7 +115,8 @@ def test_no_total_where_a_partition_is_missing(purged: tuple[str, str]) -> None:
 
     fig = figures.keys_over_versions(cells, partitions=3)
     total = next(t for t in fig.data if t.name == "total")
-    by_version = dict(zip(total.x, total.y, strict=True))
+    # Drawn over batch ids; each point's state version is on its hover.
+    by_version = dict(zip(total.customdata, total.y, strict=True))
     assert all(math.isnan(by_version[v]) for v in range(1, PURGED_BELOW))
     assert by_version[BATCHES] == 10 * BATCHES
 

@@ -34,14 +34,14 @@ def render() -> None:
     if options is None:
         return
     base = f"sg_browse_version:{view}"
-    slider_key, pinned = state_ui.follow_newest(base, options, options[-1])
-    version = state_ui.version_slider("Version", options, key=slider_key, value=options[-1])
+    version, pinned = state_ui.url_version(base, options)
     state_ui.live_note(base, options, version, pinned)
     left, middle, right, size_box = st.columns([1, 3, 1, 1])
     partition = state_ui.partition_filter(view, key=f"sg_browse_partition:{view}", box=left)
     search = middle.text_input(
         "Search keys",
         key="sg_browse_search",
+        bind="query-params",
         placeholder="a substring of any key column, any case",
         help="Matches the key's values as Spark's JSON writes them "
         "(timestamps like 2024-01-01T00:40:00.000Z).",
@@ -67,10 +67,12 @@ def render() -> None:
                     ),
                 )
             if update.table is not None and not shown:
+                df = state_ui.frame(update.table, request.offset + 1)
                 table_slot.dataframe(
-                    state_ui.frame(update.table, request.offset + 1),
+                    df,
                     width="stretch",
                     height=state_ui.table_height(update.table.num_rows),
+                    column_config=state_ui.history_links(view, update.table, df),
                 )
                 shown = True
     except state_ui.USER_ERRORS as exc:
@@ -124,6 +126,7 @@ def _overdue_filter(view: StateView, version: int, partition: int | None, limit:
     on = st.toggle(
         "Overdue only",
         key="sg_browse_overdue",
+        bind="query-params",
         help="Keys Spark should already have evicted at this version: those matching its "
         "eviction predicate at the watermark of the batch that wrote the version.",
     )

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from stateglass.app import queries
-from stateglass.app.dashboard import context, sql_link
+from stateglass.app.dashboard import context, sql_link, url_state
 from stateglass.app.escape import md, md_code
 
 # Plain words and a cell colour: emoji need a font that headless browsers may not have.
@@ -33,6 +33,7 @@ def _findings(
             "where": _where(f),
             "finding": f.finding,
             "what to do": f.hint if f.status in ("WARN", "ERR") else "",
+            "evidence": _evidence(checkpoint, f),
         }
         for f in found
     ]
@@ -59,6 +60,33 @@ def _verdict(verdict: dict[str, Any]) -> None:
     if way and way["move_aside"]:
         with st.expander(f"Entries to move aside ({len(way['move_aside'])})"):
             st.code("\n".join(way["move_aside"]), language=None)
+
+
+# The page and State tab that show what a rule read: a finding links there.
+EVIDENCE = {
+    "unbounded_state": ("state", "Size"),
+    "partition_skew": ("state", "Spread"),
+    "snapshot_lag": ("state", "Restart"),
+    "state_leak": ("state", "Eviction"),
+    "commit_time": ("state", "Spark's metrics"),
+    "memory_per_key": ("state", "Spark's metrics"),
+    "rocksdb_stalls": ("state", "Spark's metrics"),
+    "stalled_query": ("query", None),
+    "stuck_batch": ("query", None),
+    "falling_behind": ("query", None),
+    "late_rows": ("query", None),
+    "damaged_files": ("query", None),
+}
+
+
+def _evidence(checkpoint: str, f: Any) -> str:
+    """A link to the chart or rows behind a finding ("" when no page shows them)."""
+    page, tab = EVIDENCE.get(str(f.rule), (None, None))
+    if page is None:
+        return ""
+    store = getattr(f, "store_name", None) if page == "state" else None
+    operator = getattr(f, "operator_id", None) if store else None
+    return url_state.link(page, checkpoint=checkpoint, operator=operator, store=store, tab=tab)
 
 
 def _where(f: Any) -> str:
@@ -159,7 +187,15 @@ def render() -> None:
         # What needs attention, in full: the table cuts long findings to its column width.
         for _, f in findings[findings["status"].isin(["WARN", "ERR"])].iterrows():
             show = st.error if f["status"] == "ERR" else st.warning
-            show(f"**{md(f['rule'])}**: {md(f['finding'])}  \n*What to do:* {md(f['what to do'])}")
+            show(
+                f"**{md(f['rule'])}**: {md(f['finding'])}  \n*What to do:* {md(f['what to do'])}"
+                + (
+                    f"  \n{url_state.markdown_link('See the numbers →', f['evidence'])}"
+                    if f["evidence"]
+                    else ""
+                )
+            )
+        findings = findings.drop(columns="evidence")
         if not findings["where"].astype(bool).any():
             findings = findings.drop(columns="where")
         # st.table renders every cell as Markdown: store and field names come from the

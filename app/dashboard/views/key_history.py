@@ -13,7 +13,7 @@ from stateglass.app.browse.key_history import (
     iter_history,
     numeric_columns,
 )
-from stateglass.app.dashboard import context, state_ui
+from stateglass.app.dashboard import context, state_ui, url_state
 from stateglass.app.dashboard.state_ui import batch_label
 from stateglass.app.escape import md, md_code
 from stateglass.collectors.checkpoints.state_views import StateView
@@ -27,10 +27,16 @@ STATUS_HELP = (
 
 def _pick_key(view: StateView, latest: int, options: list[int]) -> KeyRef | None:
     """A key from a search over the newest version's keys, or one pasted as JSON."""
+    # A link (Browse's "history →", a pasted URL) names the key as JSON.
+    linked = url_state.read(url_state.KEY)
+    if linked is not None and "sg_history_how" not in st.session_state:
+        st.session_state["sg_history_how"] = "pasted as JSON"
+        st.session_state["sg_history_json"] = linked
     how = st.radio(
         "Find the key", ["by search", "pasted as JSON"], horizontal=True, key="sg_history_how"
     )
     if how == "by search":
+        url_state.keep(key=None)
         search = st.text_input(
             "Key contains",
             key="sg_history_search",
@@ -63,6 +69,7 @@ def _pick_key(view: StateView, latest: int, options: list[int]) -> KeyRef | None
         '{"key":…,"user_map_key":…}); compared by value, whitespace ignored. '
         "Press Ctrl+Enter to look it up.",
     ).strip()
+    url_state.keep(key=text or None)
     if not text:
         return None
     try:

@@ -11,7 +11,8 @@ import pandas as pd
 import streamlit as st
 
 from stateglass.app import allowed, figures, queries
-from stateglass.app.dashboard import context, fleet
+from stateglass.app.checkpoint_names import distinct_names
+from stateglass.app.dashboard import context, fleet, url_state
 from stateglass.app.dashboard.watcher_child import WatcherRegistry, checkpoints_at
 from stateglass.app.errors import AppError
 from stateglass.app.escape import md, md_code
@@ -189,16 +190,20 @@ def _by_checkpoint(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 
 def _card(
-    row: pd.Series, sparkline: Any, events: pd.DataFrame, verdict: Verdict, copied: str
+    row: pd.Series,
+    title: str,
+    sparkline: Any,
+    events: pd.DataFrame,
+    verdict: Verdict,
+    copied: str,
 ) -> None:
+    """One checkpoint's card; ``title`` is the tail of its path that tells it apart."""
     now = pd.Timestamp.now(tz="UTC").tz_localize(None)
     with st.container(border=True):
         name, last, since, lag, keys, disk, spark, badge = st.columns(
             [3.2, 0.9, 1.1, 0.8, 1.0, 1.1, 2.2, 1.2], vertical_alignment="center"
         )
-        name.markdown(
-            f"**{md(context.short_path(row['checkpoint']))}**", help=md(row["checkpoint"])
-        )
+        name.markdown(f"**{md(title)}**", help=md(row["checkpoint"]))
         operators = _text(row["operators"], "stateless")
         name.caption(
             f"query {md_code(_text(row['query_id'], '(no metadata)'))}  \n{md(operators)}",
@@ -240,7 +245,7 @@ def _card(
             config={"displayModeBar": False},
             key=f"spark-{row['checkpoint']}",
         )
-        _badge(badge, verdict)
+        _badge(badge, verdict, str(row["checkpoint"]))
         if copied:
             # Said once per card: the age above is Spark's, and no duration is shown.
             st.caption(f"🕒 {md(copied)}")
@@ -252,7 +257,7 @@ def _card(
             )
 
 
-def _badge(where: Any, verdict: Verdict) -> None:
+def _badge(where: Any, verdict: Verdict, checkpoint: str) -> None:
     """The worst status, how many rules did not judge, and the findings worth a look."""
     worst, findings = verdict
     skipped = sum(f[1] == "SKIP" for f in findings)
@@ -262,6 +267,10 @@ def _badge(where: Any, verdict: Verdict) -> None:
             color=BADGE_COLORS.get(worst, "gray"),
             help="The health rules' worst status"
             + (f"; {skipped} not judged (not counted as OK)" if skipped else ""),
+        )
+        st.markdown(
+            url_state.markdown_link("Health →", url_state.link("health", checkpoint=checkpoint)),
+            help="Every rule's verdict for this checkpoint, and what to do.",
         )
         if skipped:
             st.caption(f"{skipped} not judged")
@@ -287,8 +296,10 @@ def _listed(db: str, overview: pd.DataFrame) -> tuple[pd.DataFrame, int, int]:
         "Search checkpoints",
         key="sg_overview_search",
         placeholder="a part of the path or the query id, any case",
+        # Filters live in the URL too: a shared link shows the same cards.
+        bind="query-params",
     )
-    sort = how.selectbox("Sort by", fleet.SORTS, key="sg_overview_sort")
+    sort = how.selectbox("Sort by", fleet.SORTS, key="sg_overview_sort", bind="query-params")
     _reset_page_when((text.strip(), sort))
     rows = fleet.search(overview, text)
     if sort == fleet.SORTS[1]:
@@ -338,10 +349,18 @@ def render() -> None:
         page_verdicts = verdicts(db, shown)
         clocks = {c: context.load(queries.file_times, c).note for c in shown["checkpoint"]}
     mine, none = _by_checkpoint(events), events.iloc[:0]
+    # Told apart from every collected checkpoint, not only this page's: a name stays put.
+    titles = distinct_names(overview["checkpoint"].astype(str))
     for _, row in shown.iterrows():
         checkpoint = row["checkpoint"]
-        verdict = page_verdicts[checkpoint]
-        _card(row, lines[checkpoint], mine.get(checkpoint, none), verdict, clocks[checkpoint])
+        _card(
+            row,
+            titles[checkpoint],
+            lines[checkpoint],
+            mine.get(checkpoint, none),
+            page_verdicts[checkpoint],
+            clocks[checkpoint],
+        )
     if len(mine) < len(shown):
         # Said once for the page, not on every card without events.
         st.caption("Input rate and lag trend: " + queries.NO_PROGRESS)

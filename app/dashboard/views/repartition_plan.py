@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import streamlit as st
 
-from stateglass.app import figures
+from stateglass.app import figures, queries
 from stateglass.app.analysis.errors import AnalysisError
 from stateglass.app.dashboard import context
 from stateglass.app.escape import md
@@ -38,9 +38,14 @@ def _plan(checkpoint: str, operator_id: int, store_name: str, n: int, stamp: int
 def render(selection: context.StoreSelection) -> None:
     """The planner section: a partition count, a button, and the plan."""
     st.subheader("Repartition planner: what N partitions would hold")
+    refusal = provider_refusal(selection.checkpoint)
+    if refusal is not None:
+        # Said before any click: Spark refuses the whole checkpoint, whatever N is.
+        st.info(md(f"Not offered: {refusal}."), icon="ℹ️")
+        return
     st.caption(
         "Spark 4.2+ can change a stopped query's partition count "
-        "(`spark._streamingCheckpointManager.repartition`, RocksDB provider only). This "
+        "(spark._streamingCheckpointManager.repartition, RocksDB provider only). This "
         "sends every key of the last committed batch where Spark's repartition would send it."
     )
     left, right = st.columns([1, 3])
@@ -78,6 +83,17 @@ def render(selection: context.StoreSelection) -> None:
         help=f"{REWRITE_MODEL.overhead_s:g} s + {REWRITE_MODEL.bytes_per_s / 1e6:.1f} MB/s of "
         f"stored state: {REWRITE_MODEL.basis}",
     )
+
+
+def provider_refusal(checkpoint: str) -> str | None:
+    """Why Spark cannot repartition ``checkpoint`` at all, from the providers collected;
+    None when it may (what N partitions would hold is then the plan's to say)."""
+    from stateglass.app.analysis.repartition.keys import unsupported_provider
+
+    providers = set(context.load(queries.stores, checkpoint)["provider"].dropna().astype(str))
+    if "hdfs" in providers:
+        return f"a store uses the HDFS state store provider, and {unsupported_provider()}"
+    return None
 
 
 def _store_plan(plan: Plan, store: StorePlan) -> None:

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from stateglass.app import figures, queries
-from stateglass.app.dashboard import context, sql_link
+from stateglass.app.dashboard import context, sql_link, url_state
 from stateglass.app.dashboard.views import repartition_plan, state_forensics
 from stateglass.app.escape import md, md_code
 from stateglass.parsers.units import fmt_bytes
@@ -31,6 +31,10 @@ def render() -> None:
         _store(selection)
 
 
+# One tab per question, each answering first (a number or a sentence), then the charts.
+TABS = ("Size", "Spread", "Restart", "New keys", "Spark's metrics", "Eviction", "Repartition")
+
+
 def _store(selection: context.StoreSelection) -> None:
     args = (selection.checkpoint, selection.operator_id, selection.store_name)
     st.caption(
@@ -43,21 +47,51 @@ def _store(selection: context.StoreSelection) -> None:
         usage = context.load(queries.disk_usage, *args)
         history = context.load(queries.store_history, *args)
     if versions.empty:
+        url_state.keep(batch=None)
         st.info("No state versions collected for this store yet.")
         return
-    _headline(args, versions, usage, history)
-    st.caption(md(queries.history_note(history)))
-    st.caption(md(context.load(queries.history_kept, selection.checkpoint)))
-    sql_link.link(
-        sql_link.store_history_query(*args), "This store's keys and bytes per batch, in SQL"
+    version = _pick_batch(versions)
+    _headline(args, versions[versions["version"] <= version], usage, history, version)
+    links = [
+        url_state.markdown_link(
+            f"Browse batch {version - 1} →",
+            url_state.link(
+                "browse",
+                checkpoint=selection.checkpoint,
+                operator=selection.operator_id,
+                store=selection.store_name,
+                batch=version - 1,
+            ),
+        ),
+        url_state.markdown_link(
+            "Health →", url_state.link("health", checkpoint=selection.checkpoint)
+        ),
+    ]
+    st.markdown(" · ".join(links))
+    size, spread, restart, new_keys, spark, eviction, repartition = st.tabs(
+        TABS, key=url_state.TAB, bind="query-params"
     )
-    _growth_charts(args, history)
-    _layout_charts(args)
-    state_forensics.render_growth(selection)
-    state_forensics.render_restart_cost(selection)
-    repartition_plan.render(selection)
-    _progress(selection)
-    _eviction(selection)
+    with size:
+        st.markdown(_size_answer(versions, version))
+        st.caption(md(queries.history_note(history)))
+        st.caption(md(context.load(queries.history_kept, selection.checkpoint)))
+        sql_link.link(
+            sql_link.store_history_query(*args), "This store's keys and bytes per batch, in SQL"
+        )
+        _growth_charts(args, history)
+    with spread:
+        st.markdown(_spread_answer(context.load(queries.partition_skew, *args), version))
+        _layout_charts(args)
+    with restart:
+        state_forensics.render_restart_cost(selection)
+    with new_keys:
+        state_forensics.render_growth(selection)
+    with spark:
+        _progress(selection)
+    with eviction:
+        _eviction(selection)
+    with repartition:
+        repartition_plan.render(selection)
     with st.expander("Bytes on disk now, by kind"):
         st.dataframe(
             usage.assign(size=[fmt_bytes(b) for b in usage["bytes"]]),
@@ -65,13 +99,72 @@ def _store(selection: context.StoreSelection) -> None:
         )
 
 
+def keys_at(versions: pd.DataFrame, version: int) -> int:
+    """Keys in the store at ``version``: each partition's newest count at or before it."""
+    upto = versions[versions["version"] <= version].sort_values("version")
+    return int(upto.groupby("partition_id")["num_keys"].last().fillna(0).sum())
+
+
+GROWTH_SPAN = 10
+
+
+def _size_answer(versions: pd.DataFrame, version: int) -> str:
+    """Is it growing? Keys at the batch, and how many more than ``GROWTH_SPAN`` batches before."""
+    now = keys_at(versions, version)
+    before = max(1, version - GROWTH_SPAN)
+    change = now - keys_at(versions, before)
+    return (
+        f"**{now:,} keys** at batch {version - 1}: {change:+,} since batch {before - 1}. "
+        "Keys that only grow, batch after batch, are state Spark never evicts."
+    )
+
+
+def _spread_answer(skew: pd.DataFrame, version: int) -> str:
+    """Is it even? The largest partition against the median one at the batch."""
+    upto = skew[skew["version"] <= version].dropna(subset=["skew"])
+    if upto.empty:
+        return "No batch has every partition known yet: skew is not drawn."
+    last = upto.iloc[-1]
+    return (
+        f"**{float(last['skew']):.2f}×**: at batch {int(last['version']) - 1} the largest "
+        f"partition holds {int(last['max_keys']):,} keys, the median one "
+        f"{int(last['median_keys']):,} (1× is even)."
+    )
+
+
+def _pick_batch(versions: pd.DataFrame) -> int:
+    """The version the headline is at: the newest, or the batch the URL or the user picks."""
+    options = sorted(int(v) - 1 for v in versions["version"].unique())
+    wanted = url_state.read_int(url_state.BATCH)
+    remembered = st.session_state.get("sg_state_batch_value")
+    start = wanted if wanted in options else remembered if remembered in options else None
+    batch = int(
+        st.select_slider(
+            "At batch",
+            options=options,
+            value=options[-1] if start is None else start,
+            # A new batch makes a new widget: one left at the newest follows the job.
+            key=f"sg_state_batch:{options[-1]}",
+            help="The batch the numbers below are at (Spark's batch id; its state version is "
+            "the batch id + 1). The charts show every batch.",
+        )
+    )
+    pinned = batch != options[-1]
+    st.session_state["sg_state_batch_value"] = batch if pinned else None
+    url_state.keep(batch=batch if pinned else None)
+    return batch + 1
+
+
 def _headline(
-    args: tuple[str, int, str], versions: pd.DataFrame, usage: pd.DataFrame, history: dict[str, Any]
+    args: tuple[str, int, str],
+    versions: pd.DataFrame,
+    usage: pd.DataFrame,
+    history: dict[str, Any],
+    version: int,
 ) -> None:
-    """The store's numbers at a glance: partitions, versions, keys, disk, skew, replay."""
+    """The store's numbers at a glance, at ``version``: partitions, keys, disk, skew, replay."""
     lag = context.load(queries.snapshot_lag, *args)
     skew = context.load(queries.partition_skew, *args)
-    newest = versions.sort_values("version").groupby("partition_id").last()
     cols = st.columns(6)
     cols[0].metric("partitions", f"{versions['partition_id'].nunique():,}")
     # The range totals are drawn over (every partition known): what `stateglass info` and the
@@ -81,20 +174,21 @@ def _headline(
         "–"
         if history.get("first_complete") is None
         else f"{history['first_complete']}..{history['last_complete']}",
-        help="Versions where every partition is known; totals and skew are drawn only there.",
+        help="State versions where every partition is known (version V is batch V − 1's, as "
+        "`stateglass info` and the report count them); totals and skew are drawn only there.",
     )
-    cols[2].metric("keys now", f"{int(newest['num_keys'].fillna(0).sum()):,}")
+    cols[2].metric(f"keys at batch {version - 1}", f"{keys_at(versions, version):,}")
     cols[3].metric(
-        "on disk",
+        "on disk now",
         fmt_bytes(usage["bytes"].sum()),
         help=", ".join(
             f"{r.kind}: {r.files} files, {fmt_bytes(r.bytes)}" for r in usage.itertuples()
         ),
     )
-    last_skew = skew["skew"].dropna()
-    cols[4].metric("skew now", "–" if last_skew.empty else f"{float(last_skew.iloc[-1]):.2f}×")
+    upto = skew[skew["version"] <= version]["skew"].dropna() if "version" in skew else skew["skew"]
+    cols[4].metric("skew", "–" if upto.empty else f"{float(upto.iloc[-1]):.2f}×")
     cols[5].metric(
-        "max replay",
+        "max replay now",
         fmt_bytes(lag["replay_bytes"].max()),
         help="The most bytes one partition would read to restore its newest version.",
     )

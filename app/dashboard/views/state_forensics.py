@@ -189,12 +189,13 @@ def _what_if_settings(provider: str, changelog: bool, inferred: int | None) -> t
     """The settings the user tries (minDeltasForSnapshot, changelog checkpointing), beside
     the ones the files show now."""
     left, mid, right = st.columns(3)
+    # It starts at today's setting, where the what-if must agree with "now".
     min_deltas = int(
         left.number_input(
             "minDeltasForSnapshot",
             0,
             10_000,
-            restart_cost.SPARK_DEFAULT_MIN_DELTAS,
+            inferred if inferred is not None else restart_cost.SPARK_DEFAULT_MIN_DELTAS,
             key="sg_restart_min_deltas",
             help="spark.sql.streaming.stateStore.minDeltasForSnapshot (Spark's default: 10)."
             + (f" The snapshots on disk suggest {inferred}." if inferred is not None else ""),
@@ -204,7 +205,7 @@ def _what_if_settings(provider: str, changelog: bool, inferred: int | None) -> t
     if provider == "rocksdb":
         alt_changelog = mid.toggle(
             "changelog checkpointing",
-            value=True,
+            value=changelog,
             key="sg_restart_changelog",
             help="spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
         )
