@@ -73,6 +73,7 @@ from stateglass.app.queries.store import (
     store_history,
     version_span,
 )
+from stateglass.app.queries.variables import rows_line, rows_lines, variable_rows
 
 __all__ = [
     "DURATION_PARTS",
@@ -112,6 +113,8 @@ __all__ = [
     "rate_rows",
     "repartitions",
     "restart_facts",
+    "rows_line",
+    "rows_lines",
     "session",
     "size_history",
     "snapshot_lag",
@@ -121,5 +124,6 @@ __all__ = [
     "state_versions",
     "store_history",
     "stores",
+    "variable_rows",
     "version_span",
 ]

@@ -18,7 +18,8 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from stateglass.collectors.checkpoints.checkpoint import StoreInfo
 from stateglass.collectors.errors import CorruptFile
@@ -26,6 +27,9 @@ from stateglass.collectors.stores import StoreReader
 from stateglass.parsers.errors import ParseError
 from stateglass.parsers.rocksdb_encoding import decode_values, split_cf_prefix
 from stateglass.parsers.state_rows import LIST_STATE, TIMER_STATE
+
+if TYPE_CHECKING:
+    from stateglass.collectors.checkpoints.state_reader import StateSource
 
 # What a column family holds, as a page or a gauge labels it.
 STATE_VARIABLE = "state variable"
@@ -107,3 +111,23 @@ def tally(
         out.append(VariableRows(name, role, kind, rows, keys[cf]))
     return out
 
+
+def store_rows(source: StateSource, batch_id: int) -> list[VariableRows]:
+    """Rows and raw keys of every column family of ``source``'s transformWithState store at
+    ``batch_id`` (state version ``batch_id + 1``), summed over its partitions then."""
+    version = batch_id + 1
+    totals: dict[str, VariableRows] = {}
+    for partition in source.partitions_for(batch_id):
+        where = source.cp.store_dir(source.store.operator_id, partition, source.store.store_name)
+        with source.explaining(version):
+            counts = count_variables(
+                source.reader(partition), version, source.store, source.row_checksum, where
+            )
+        for c in counts:
+            was = totals.get(c.name)
+            if was is None:
+                totals[c.name] = c
+                continue
+            rows = None if c.rows is None else (was.rows or 0) + c.rows
+            totals[c.name] = replace(was, rows=rows, raw_keys=was.raw_keys + c.raw_keys)
+    return list(totals.values())

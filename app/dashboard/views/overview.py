@@ -188,7 +188,10 @@ def _by_checkpoint(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return {str(c): rows for c, rows in frame.groupby("checkpoint", sort=False)}
 
 
-def _card(row: pd.Series, sparkline: Any, events: pd.DataFrame, verdict: Verdict) -> None:
+def _card(
+    row: pd.Series, sparkline: Any, events: pd.DataFrame, verdict: Verdict, rows: str = ""
+) -> None:
+    """One checkpoint's card; ``rows``: its transformWithState rows per state variable."""
     now = pd.Timestamp.now(tz="UTC").tz_localize(None)
     with st.container(border=True):
         name, last, since, lag, keys, disk, spark, badge = st.columns(
@@ -219,12 +222,12 @@ def _card(row: pd.Series, sparkline: Any, events: pd.DataFrame, verdict: Verdict
         _cell(lag, "batch lag", f"{pending}")
         _cell(
             keys,
-            "keys",
+            "raw keys" if rows else "keys",
             _int(row["total_keys"]),
             "Keys at each partition's newest version, as Spark's numKeys counts them: raw keys "
             "across all of a store's column families. For transformWithState that is every "
-            "state variable, timers and TTL indexes together, more than one variable's rows "
-            "in Browse.",
+            "state variable, timers and TTL indexes together: its rows per state variable are "
+            "under the card.",
         )
         _cell(
             disk,
@@ -252,6 +255,8 @@ def _card(row: pd.Series, sparkline: Any, events: pd.DataFrame, verdict: Verdict
                     for rule, status, finding, hint in bad:
                         st.markdown(f"**{md(status)} {md(rule)}**: {md(finding)}  \n_{md(hint)}_")
         _progress_line(events)
+        if rows:
+            st.caption(f"Rows as Spark's reader returns them: {md(rows)}")
         if row["problems"]:
             st.warning(
                 f"{row['problems']} file(s) could not be read; see the Query page.", icon="⚠️"
@@ -321,10 +326,17 @@ def render() -> None:
         lines = sparklines(db, shown)
         events = context.load(queries.progress_overview, tuple(shown["checkpoint"]))
         page_verdicts = verdicts(db, shown)
+        rows = context.load(queries.rows_lines, tuple(shown["checkpoint"]))
     mine, none = _by_checkpoint(events), events.iloc[:0]
     for _, row in shown.iterrows():
         checkpoint = row["checkpoint"]
-        _card(row, lines[checkpoint], mine.get(checkpoint, none), page_verdicts[checkpoint])
+        _card(
+            row,
+            lines[checkpoint],
+            mine.get(checkpoint, none),
+            page_verdicts[checkpoint],
+            rows.get(checkpoint, ""),
+        )
     pages = max(1, -(-matching // fleet.PAGE_SIZE))
     first = (number - 1) * fleet.PAGE_SIZE + 1
     st.caption(

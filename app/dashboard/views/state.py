@@ -45,7 +45,9 @@ def _store(selection: context.StoreSelection) -> None:
     if versions.empty:
         st.info("No state versions collected for this store yet.")
         return
-    _headline(args, versions, usage, history)
+    rows = context.load(queries.variable_rows, *args)
+    _headline(args, versions, usage, history, raw=not rows.empty)
+    _rows_per_variable(rows)
     st.caption(md(queries.history_note(history)))
     st.caption(md(context.load(queries.history_kept, selection.checkpoint)))
     _growth_charts(args, history)
@@ -63,9 +65,16 @@ def _store(selection: context.StoreSelection) -> None:
 
 
 def _headline(
-    args: tuple[str, int, str], versions: pd.DataFrame, usage: pd.DataFrame, history: dict[str, Any]
+    args: tuple[str, int, str],
+    versions: pd.DataFrame,
+    usage: pd.DataFrame,
+    history: dict[str, Any],
+    raw: bool,
 ) -> None:
-    """The store's numbers at a glance: partitions, versions, keys, disk, skew, replay."""
+    """The store's numbers at a glance: partitions, versions, keys, disk, skew, replay.
+
+    ``raw``: the keys are RocksDB's, of every column family (a transformWithState store,
+    whose rows per state variable follow)."""
     lag = context.load(queries.snapshot_lag, *args)
     skew = context.load(queries.partition_skew, *args)
     newest = versions.sort_values("version").groupby("partition_id").last()
@@ -80,7 +89,14 @@ def _headline(
         else f"{history['first_complete']}..{history['last_complete']}",
         help="Versions where every partition is known; totals and skew are drawn only there.",
     )
-    cols[2].metric("keys now", f"{int(newest['num_keys'].fillna(0).sum()):,}")
+    cols[2].metric(
+        "raw RocksDB keys now" if raw else "keys now",
+        f"{int(newest['num_keys'].fillna(0).sum()):,}",
+        help="Keys stored in every column family: state variables, timers and their indexes "
+        "(TTL, timestamp to key). Rows per state variable are below."
+        if raw
+        else None,
+    )
     cols[3].metric(
         "on disk",
         fmt_bytes(usage["bytes"].sum()),
@@ -94,6 +110,32 @@ def _headline(
         "max replay",
         fmt_bytes(lag["replay_bytes"].max()),
         help="The most bytes one partition would read to restore its newest version.",
+    )
+
+
+def _rows_per_variable(rows: pd.DataFrame) -> None:
+    """A transformWithState store's rows per state variable, timers and TTL entries apart,
+    as ``stateglass state --state-var`` / ``--read-timers`` return them."""
+    if rows.empty:
+        return
+    line = queries.rows_line(rows)
+    shown = rows[rows["role"] != "internal"].head(6)
+    cols = st.columns(max(len(shown), 1))
+    for col, r in zip(cols, shown.itertuples(), strict=False):
+        label = "timers" if r.role == "timers" else str(r.column_family)
+        col.metric(
+            f"{label} rows",
+            f"{int(r.rows):,}",
+            help=f"{r.kind or r.role}; {int(r.raw_keys):,} raw RocksDB keys",
+        )
+    st.caption(
+        md(
+            f"Rows as Spark's reader returns them ({line}), at version {int(rows['version'].max())}"
+            " (batch "
+            f"{int(rows['version'].max()) - 1}): a ListState is one row per element. Raw "
+            "RocksDB keys per column family: "
+            + ", ".join(f"{r.column_family} {int(r.raw_keys):,}" for r in rows.itertuples())
+        )
     )
 
 
