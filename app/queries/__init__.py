@@ -24,6 +24,7 @@ Example::
 from __future__ import annotations
 
 from stateglass.app.queries.batches import (
+    BARE_NUMBER,
     RATE_SECONDS,
     batch_chart,
     batch_summary,
@@ -76,6 +77,7 @@ from stateglass.app.queries.store import (
 from stateglass.app.queries.variables import rows_line, rows_lines, variable_rows
 
 __all__ = [
+    "BARE_NUMBER",
     "DURATION_PARTS",
     "HEATMAP_COLUMNS",
     "MAX_POINTS",

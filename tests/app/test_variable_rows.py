@@ -122,9 +122,7 @@ def _page(name: str) -> None:
     importlib.import_module(f"stateglass.app.dashboard.views.{name}").render()
 
 
-def test_state_page_shows_rows_and_labels_raw_keys(
-    tws_db: str, spark_rows: dict[str, int]
-) -> None:
+def test_state_page_shows_rows_and_labels_raw_keys(tws_db: str, spark_rows: dict[str, int]) -> None:
     at = AppTest.from_function(_page, args=("state",), default_timeout=TIMEOUT_S)
     at.session_state["sg_checkpoint"] = TWS
     at.session_state["sg_store"] = STORE
