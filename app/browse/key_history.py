@@ -22,6 +22,7 @@ import plotly.graph_objects as go
 import pyarrow as pa
 from plotly.subplots import make_subplots
 
+from stateglass.app.browse.cells import RAW_MS
 from stateglass.app.browse.store import CACHE, PartitionCache, PartitionData, iter_partitions
 from stateglass.app.browse.store import key_json_renderer as _key_json_renderer
 from stateglass.app.browse.table import decode_rows, flattener, last, matching_rows
@@ -316,17 +317,27 @@ def history_figure(
         rows=len(columns), cols=1, shared_xaxes=True, vertical_spacing=0.06 if columns else 0
     )
     for row, name in enumerate(columns, start=1):
+        # An epoch-millisecond field by Spark's contract: a time axis, the raw long on hover.
+        raw_ms = frame.get(f"{name}{RAW_MS}")
+        if raw_ms is None:
+            y = pd.to_numeric(frame[name], errors="coerce")
+            shown, raw = "%{y}", ""
+        else:
+            y = pd.to_datetime(pd.to_numeric(raw_ms, errors="coerce"), unit="ms")
+            shown, raw = "%{y|%Y-%m-%d %H:%M:%S.%L} UTC", " (%{customdata[2]} ms)"
         fig.add_trace(
             go.Scatter(
                 x=frame["version"],
-                y=pd.to_numeric(frame[name], errors="coerce"),
+                y=y,
                 mode="lines+markers",
                 # Field names come from the checkpoint's schema: plain text, not markup.
                 name=plot_text(name),
-                customdata=frame[["batch_id", "status"]].to_numpy(),
+                customdata=pd.concat(
+                    [frame[["batch_id", "status"]], (raw_ms if raw_ms is not None else y)], axis=1
+                ).to_numpy(),
                 hovertemplate=(
-                    f"{plot_text(name)}: %{{y}}<br>{where}version %{{x}} · batch %{{customdata[0]}}"
-                    "<br>%{customdata[1]}<extra></extra>"
+                    f"{plot_text(name)}: {shown}{raw}<br>{where}version %{{x}} · "
+                    "batch %{customdata[0]}<br>%{customdata[1]}<extra></extra>"
                 ),
             ),
             row=row,

@@ -96,6 +96,10 @@ def test_browse_picks_a_state_variable(samples_db: str) -> None:
     at.sidebar.selectbox(key="sg_state_var_widget").select("registered timers").run()
     (table,) = at.dataframe
     assert "expiration_timestamp_ms" in table.value.columns
+    # Epoch milliseconds by Spark's contract: the timestamp Spark shows, the raw long beside.
+    first = table.value.iloc[0]
+    assert first["expiration_timestamp_ms"] == "2024-01-01 00:54:46"
+    assert first["expiration_timestamp_ms (epoch ms)"] == 1704070486000
 
 
 def test_diff_counts_and_tables(samples_db: str) -> None:
