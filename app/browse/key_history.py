@@ -80,6 +80,54 @@ def find_keys(
     return found
 
 
+def find_keys_back(
+    view: StateView,
+    versions: Sequence[int],
+    search: str,
+    limit: int = 20,
+    *,
+    cache: PartitionCache = CACHE,
+) -> tuple[int | None, list[KeyRef]]:
+    """The newest of ``versions`` where some key contains ``search``, and those keys: a key
+    that was removed (evicted, expired) is found in an older retained version. ``(None,
+    [])`` when no retained version holds one."""
+    for version in sorted(versions, reverse=True):
+        found = find_keys(view, version, search, limit, cache=cache)
+        if found:
+            return version, found
+    return None, []
+
+
+def timeline(table: pa.Table) -> str:
+    """When the key was added, last changed and removed, in batch ids, from a history table
+    (:func:`iter_history`): ``added at batch 3, last changed at batch 6, removed at batch 9
+    (version 10)``; empty when it never changed within the retained versions."""
+    said = []
+    statuses = table.column("status").to_pylist()
+    batches = table.column("batch_id").to_pylist()
+    events = list(zip(statuses, batches, strict=True))
+    added = [b for st, b in events if st == "added"]
+    if added:
+        said.append(f"added at batch {added[-1]}")
+    elif statuses and statuses[0] == "present":
+        # Batch 0 is the query's first: nothing came before it.
+        first = batches[0]
+        said.append(
+            "added at batch 0"
+            if first == 0
+            else f"present at batch {first} (the oldest retained version)"
+        )
+    changed = [b for st, b in events if st == "changed"]
+    if changed:
+        said.append(f"last changed at batch {changed[-1]}")
+    removed = [b for st, b in events if st == "removed"]
+    if removed:
+        said.append(f"removed at batch {removed[-1]} (version {removed[-1] + 1})")
+        if added and added[-1] > removed[-1]:
+            said[-1] += ", then added again"
+    return ", ".join(said)
+
+
 def _normal(text: str) -> Any:
     """JSON text -> a value that compares equal for equal JSON (numbers exact)."""
     return json.loads(text, parse_float=Decimal, parse_int=Decimal)
@@ -358,8 +406,10 @@ __all__ = [
     "KeyRef",
     "find_key_json",
     "find_keys",
+    "find_keys_back",
     "history_figure",
     "iter_history",
     "key_history",
     "numeric_columns",
+    "timeline",
 ]
