@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from stateglass.app.queries.variables import newest_rows_sql
 from stateglass.collectors.db.read import reader
 from stateglass.collectors.db.schema_versions import schema_of
 from stateglass.collectors.errors import CheckpointError, DatabaseError
@@ -83,9 +84,31 @@ GAUGES: tuple[Gauge, ...] = (
     Gauge(
         "stateglass_state_keys",
         "Keys in the store at its newest version where every partition is known, summed over "
-        "partitions.",
+        "partitions. For a transformWithState store these are raw RocksDB keys of every column "
+        "family (timers and TTL indexes included): its rows are "
+        "stateglass_state_variable_rows.",
         STORE_LABELS,
         f"SELECT checkpoint, operator_id, store_name, keys FROM ({_STATE_KEYS_SQL})",
+    ),
+    Gauge(
+        "stateglass_state_variable_rows",
+        "transformWithState: rows of each state variable as Spark's reader returns them "
+        "(stateVarName; a ListState one row per element), the registered timers "
+        "(role=timers) and TTL index entries (role=ttl index), at each partition's newest "
+        "counted version, summed over partitions.",
+        (*STORE_LABELS, "state_var", "role"),
+        "SELECT checkpoint, CAST(operator_id AS VARCHAR), store_name, column_family, role, rows "
+        f"FROM ({newest_rows_sql()})",
+        needs=("variable_rows",),
+    ),
+    Gauge(
+        "stateglass_state_variable_raw_keys",
+        "transformWithState: raw RocksDB keys of each column family (state variables, timers "
+        "and their indexes), at each partition's newest counted version, summed.",
+        (*STORE_LABELS, "column_family"),
+        "SELECT checkpoint, CAST(operator_id AS VARCHAR), store_name, column_family, raw_keys "
+        f"FROM ({newest_rows_sql()})",
+        needs=("variable_rows",),
     ),
     Gauge(
         "stateglass_state_version",

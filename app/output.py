@@ -36,7 +36,7 @@ from stateglass.app.render.bytes_to_json import (
     state_prefixed_blob_encoder,
 )
 from stateglass.app.render.rows_to_json import render_row, to_python
-from stateglass.app.render.spark_text import TimeZoneSpec
+from stateglass.app.render.spark_text import EPOCH_MS_FIELDS, TimeZoneSpec, epoch_ms_text
 from stateglass.parsers.arrow_types import arrow_type, unique_names
 from stateglass.parsers.errors import ParseError
 from stateglass.parsers.sparktypes import DataType, StructField, StructType
@@ -339,11 +339,19 @@ class FlatColumns:
             else:
                 self.names.append(name)
                 self.convert.append(_single_cell(name, dt, time_zone))
+        # Epoch-millisecond fields by Spark's contract, shown as Spark shows a timestamp.
+        self.epoch_ms = [
+            i for i, n in enumerate(self.names) if n.rsplit(".", 1)[-1] in EPOCH_MS_FIELDS
+        ]
+        self.ms_text = epoch_ms_text(TimeZoneSpec(time_zone))
 
     def cells(self, row: Row) -> list[Any]:
         out: list[Any] = []
         for convert, value in zip(self.convert, row, strict=True):
             out.extend(convert(value))
+        for i in self.epoch_ms:
+            if isinstance(out[i], int) and not isinstance(out[i], bool):
+                out[i] = self.ms_text(out[i])
         return out
 
 

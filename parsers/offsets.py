@@ -9,7 +9,7 @@ Example::
 
     >>> offset_position('{"topic": {"0": 12, "1": 40}}')
     (52.0, 'records')
-    >>> offset_position("15") == (15.0, RATE_SECONDS)
+    >>> offset_position("15") == (15.0, BARE_NUMBER)
     True
     >>> rate_source_rows('[{"description": "RateStreamV2[rowsPerSecond=5]", "numInputRows": 50}]')
     50.0
@@ -20,8 +20,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-# The unit of a bare-number offset (the rate source): seconds of generated input, not rows.
-RATE_SECONDS = "seconds of rate input (rows = rowsPerSecond × seconds)"
+# The unit of a bare-number offset (Spark's LongOffset): the socket and memory sources count
+# rows with it, the rate source seconds. The offset alone does not say which source it is,
+# so it is shown as it is: the steps the number advanced.
+BARE_NUMBER = "offset steps"
+# A bare-number offset known to be the rate source's (its ``sources/<id>/`` log, or Spark's
+# progress events, say so): seconds of generated input, rows = rowsPerSecond × seconds.
+RATE_SECONDS = "rate seconds"
 # The unit of a file source's offset: a batch of its ``sources/<id>/`` log, not files.
 FILE_LOG = "file log"
 # How Spark's progress events describe the rate source (``RateStreamV2[rowsPerSecond=…]``).
@@ -53,7 +58,8 @@ def offset_position(offset_json: str) -> tuple[float, str] | None:
 
     * Kafka ``{"topic": {"0": 12}}``: the sum of partition offsets, in records.
     * rate-micro-batch ``{"offset": N, "timestamp": T}``: rows generated so far.
-    * rate ``N`` (a bare number): seconds since the query started (:data:`RATE_SECONDS`).
+    * a bare number ``N`` (Spark's LongOffset: socket, memory, rate…): :data:`BARE_NUMBER`,
+      the source unknown (the caller may know it is a rate source: :data:`RATE_SECONDS`).
     * file source ``{"logOffset": N}``: the batch of the file-source log (:data:`FILE_LOG`).
 
     ``None`` for any other source, or text that is not JSON.
@@ -63,8 +69,7 @@ def offset_position(offset_json: str) -> tuple[float, str] | None:
     except (TypeError, ValueError):
         return None
     if _count(offset):
-        # Rows need the source's rowsPerSecond, which the checkpoint does not keep.
-        return float(offset), RATE_SECONDS
+        return float(offset), BARE_NUMBER
     if not isinstance(offset, dict):
         return None
     if set(offset) == {"logOffset"} and isinstance(offset["logOffset"], int):

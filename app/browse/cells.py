@@ -13,9 +13,11 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import pandas as pd
 import pyarrow as pa
 
 from stateglass.app.render.rows_to_json import render_row, to_python
+from stateglass.app.render.spark_text import EPOCH_MS_FIELDS, TimeZoneSpec, epoch_ms_text
 from stateglass.parsers.arrow_types import unique_names
 from stateglass.parsers.sparktypes import (
     ArrayType,
@@ -69,6 +71,26 @@ def _leaf_cell(name: str, dt: DataType, zone: str) -> Cell:
         return lambda v: str(py_neg((v,)).get(name))
     py = to_python(StructType((StructField(name, dt),)), zone)
     return lambda v: py((v,)).get(name)
+
+
+RAW_MS = " (epoch ms)"
+
+
+def epoch_ms_as_timestamps(df: pd.DataFrame) -> pd.DataFrame:
+    """Epoch-millisecond fields by Spark's contract (a timer's expiration, a TTL'd value's)
+    as the timestamps Spark shows (UTC, the dashboard's session time zone), the raw long
+    Spark's reader gives beside each, in a column of its own."""
+    text = epoch_ms_text(TimeZoneSpec("UTC"))
+    for name in list(df.columns):
+        if str(name).rsplit(".", 1)[-1] not in EPOCH_MS_FIELDS:
+            continue
+        if not pd.api.types.is_integer_dtype(df[name]):
+            continue
+        raw = df[name]
+        at = df.columns.get_loc(name)
+        df[name] = [None if pd.isna(v) else text(int(v)) for v in raw]
+        df.insert(int(at) + 1, f"{name}{RAW_MS}", raw)
+    return df
 
 
 def display_number(value: float) -> float:

@@ -22,6 +22,7 @@ import plotly.graph_objects as go
 import pyarrow as pa
 from plotly.subplots import make_subplots
 
+from stateglass.app.browse.cells import RAW_MS
 from stateglass.app.browse.store import CACHE, PartitionCache, PartitionData, iter_partitions
 from stateglass.app.browse.store import key_json_renderer as _key_json_renderer
 from stateglass.app.browse.table import decode_rows, flattener, last, matching_rows
@@ -77,6 +78,54 @@ def find_keys(
         if len(found) >= limit:
             break
     return found
+
+
+def find_keys_back(
+    view: StateView,
+    versions: Sequence[int],
+    search: str,
+    limit: int = 20,
+    *,
+    cache: PartitionCache = CACHE,
+) -> tuple[int | None, list[KeyRef]]:
+    """The newest of ``versions`` where some key contains ``search``, and those keys: a key
+    that was removed (evicted, expired) is found in an older retained version. ``(None,
+    [])`` when no retained version holds one."""
+    for version in sorted(versions, reverse=True):
+        found = find_keys(view, version, search, limit, cache=cache)
+        if found:
+            return version, found
+    return None, []
+
+
+def timeline(table: pa.Table) -> str:
+    """When the key was added, last changed and removed, in batch ids, from a history table
+    (:func:`iter_history`): ``added at batch 3, last changed at batch 6, removed at batch 9
+    (version 10)``; empty when it never changed within the retained versions."""
+    said = []
+    statuses = table.column("status").to_pylist()
+    batches = table.column("batch_id").to_pylist()
+    events = list(zip(statuses, batches, strict=True))
+    added = [b for st, b in events if st == "added"]
+    if added:
+        said.append(f"added at batch {added[-1]}")
+    elif statuses and statuses[0] == "present":
+        # Batch 0 is the query's first: nothing came before it.
+        first = batches[0]
+        said.append(
+            "added at batch 0"
+            if first == 0
+            else f"present at batch {first} (the oldest retained version)"
+        )
+    changed = [b for st, b in events if st == "changed"]
+    if changed:
+        said.append(f"last changed at batch {changed[-1]}")
+    removed = [b for st, b in events if st == "removed"]
+    if removed:
+        said.append(f"removed at batch {removed[-1]} (version {removed[-1] + 1})")
+        if added and added[-1] > removed[-1]:
+            said[-1] += ", then added again"
+    return ", ".join(said)
 
 
 def _normal(text: str) -> Any:
@@ -316,17 +365,27 @@ def history_figure(
         rows=len(columns), cols=1, shared_xaxes=True, vertical_spacing=0.06 if columns else 0
     )
     for row, name in enumerate(columns, start=1):
+        # An epoch-millisecond field by Spark's contract: a time axis, the raw long on hover.
+        raw_ms = frame.get(f"{name}{RAW_MS}")
+        if raw_ms is None:
+            y = pd.to_numeric(frame[name], errors="coerce")
+            shown, raw = "%{y}", ""
+        else:
+            y = pd.to_datetime(pd.to_numeric(raw_ms, errors="coerce"), unit="ms")
+            shown, raw = "%{y|%Y-%m-%d %H:%M:%S.%L} UTC", " (%{customdata[2]} ms)"
         fig.add_trace(
             go.Scatter(
                 x=frame["version"],
-                y=pd.to_numeric(frame[name], errors="coerce"),
+                y=y,
                 mode="lines+markers",
                 # Field names come from the checkpoint's schema: plain text, not markup.
                 name=plot_text(name),
-                customdata=frame[["batch_id", "status"]].to_numpy(),
+                customdata=pd.concat(
+                    [frame[["batch_id", "status"]], (raw_ms if raw_ms is not None else y)], axis=1
+                ).to_numpy(),
                 hovertemplate=(
-                    f"{plot_text(name)}: %{{y}}<br>{where}version %{{x}} · batch %{{customdata[0]}}"
-                    "<br>%{customdata[1]}<extra></extra>"
+                    f"{plot_text(name)}: {shown}{raw}<br>{where}version %{{x}} · "
+                    "batch %{customdata[0]}<br>%{customdata[1]}<extra></extra>"
                 ),
             ),
             row=row,
@@ -347,8 +406,10 @@ __all__ = [
     "KeyRef",
     "find_key_json",
     "find_keys",
+    "find_keys_back",
     "history_figure",
     "iter_history",
     "key_history",
     "numeric_columns",
+    "timeline",
 ]

@@ -52,6 +52,24 @@ def store_summary(cp: Checkpoint, store: StoreInfo) -> dict[str, Any]:
         else [],
         "time_mode": store.time_mode,
         "state_variables": [_state_variable(store, var.name) for var in store.state_variables],
+        **_rows(cp, store, source),
+    }
+
+
+def _rows(cp: Checkpoint, store: StoreInfo, source: Any) -> dict[str, Any]:
+    """A transformWithState store's rows per column family at the last committed batch: the
+    rows ``state --state-var`` / ``--read-timers`` return, and the raw RocksDB keys."""
+    from stateglass.collectors.checkpoints.variable_rows import store_rows
+
+    batch = cp.last_committed_batch
+    if not (store.is_transform_with_state and store.state_variables) or batch is None:
+        return {}
+    return {
+        "rows_at_batch": batch,
+        "rows": [
+            {"name": c.name, "role": c.role, "kind": c.kind, "rows": c.rows, "raw_keys": c.raw_keys}
+            for c in store_rows(source, batch)
+        ],
     }
 
 
@@ -155,6 +173,7 @@ def _print_store(s: dict[str, Any]) -> None:
             print(f"  state var  {var['name']}  ({var['kind']}{ttl}; {var['option']})")
             for column, type_ in var.get("columns", {}).items():
                 print(f"    {column:<24} {type_}")
+        _print_rows(s)
     elif s["column_families"]:
         for cf in s["column_families"]:
             print(f"  state var  {cf['name']}")
@@ -163,3 +182,16 @@ def _print_store(s: dict[str, Any]) -> None:
     else:
         print(f"  key        {s['key_schema']}")
         print(f"  value      {s['value_schema']}")
+
+
+def _print_rows(s: dict[str, Any]) -> None:
+    """Rows per state variable at the last committed batch, then the raw RocksDB keys."""
+    if "rows" not in s:
+        return
+    print(f"  rows       at batch {s['rows_at_batch']}, as Spark's reader returns them:")
+    for c in s["rows"]:
+        if c["rows"] is not None:
+            what = "timers" if c["role"] == "timers" else c["role"]
+            print(f"    {c['name']:<32} {c['rows']:>10,}  ({what})")
+    raw = ", ".join(f"{c['name']} {c['raw_keys']:,}" for c in s["rows"])
+    print(f"  raw keys   {sum(c['raw_keys'] for c in s['rows']):,} RocksDB keys ({raw})")

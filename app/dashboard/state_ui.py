@@ -15,6 +15,7 @@ import pyarrow as pa
 import streamlit as st
 
 from stateglass.app.browse import store as browse_store
+from stateglass.app.browse.cells import epoch_ms_as_timestamps
 from stateglass.app.browse.table import key_jsons
 from stateglass.app.dashboard import context, url_state
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
@@ -206,7 +207,7 @@ def frame(table: pa.Table, first_row: int = 1) -> pd.DataFrame:
             table = table.set_column(i, f.name, pa.array(text, type=pa.string()))
     df = table.to_pandas()
     df.index = pd.RangeIndex(first_row, first_row + len(df))
-    return df
+    return epoch_ms_as_timestamps(df)
 
 
 def table_height(rows: int, most: int = 20) -> int:

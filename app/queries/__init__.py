@@ -24,6 +24,7 @@ Example::
 from __future__ import annotations
 
 from stateglass.app.queries.batches import (
+    BARE_NUMBER,
     RATE_SECONDS,
     batch_chart,
     batch_summary,
@@ -75,8 +76,10 @@ from stateglass.app.queries.store import (
     store_history,
     version_span,
 )
+from stateglass.app.queries.variables import rows_line, rows_lines, variable_rows
 
 __all__ = [
+    "BARE_NUMBER",
     "DURATION_PARTS",
     "HEATMAP_COLUMNS",
     "MAX_POINTS",
@@ -116,6 +119,8 @@ __all__ = [
     "rate_rows",
     "repartitions",
     "restart_facts",
+    "rows_line",
+    "rows_lines",
     "session",
     "size_history",
     "snapshot_lag",
@@ -126,5 +131,6 @@ __all__ = [
     "store_history",
     "stored_health",
     "stores",
+    "variable_rows",
     "version_span",
 ]

@@ -17,6 +17,7 @@ from stateglass.app.queries.connection import REPARTITIONED, read_frame, read_ro
 from stateglass.app.queries.downsample import MAX_POINTS, downsampled
 from stateglass.app.queries.progress import progress_sources
 from stateglass.parsers.offsets import (
+    BARE_NUMBER,
     FILE_LOG,
     RATE_SECONDS,
     batch_positions,
@@ -157,15 +158,20 @@ def input_from_offsets(frame: pd.DataFrame, checkpoint: str | None = None) -> pd
 
     A batch's input is its offset minus the previous batch's. For a file source the files are
     counted in the checkpoint's ``sources/`` log when ``checkpoint`` is readable (else the
-    batch is skipped). Columns: batch_id, source, amount, unit.
+    batch is skipped). A bare-number offset is a rate source's seconds when the source keeps
+    a log in ``sources/`` (the rate source does), else the steps it advanced, its source not
+    guessed. Columns: batch_id, source, amount, unit.
     """
     rows: list[dict[str, Any]] = []
     previous: dict[str, float] = {}
     file_counts: dict[str, dict[int, int]] = {}
+    units: dict[str, str] = {}
     for batch_id, raw in zip(frame["batch_id"], frame["source_offsets"], strict=True):
         for sid, value, unit in batch_positions(raw):
             before = previous.get(sid)
             previous[sid] = value
+            if unit == BARE_NUMBER:
+                unit = units.setdefault(sid, _bare_unit(checkpoint, sid))
             if unit != FILE_LOG:
                 if before is not None:
                     rows.append(_input_row(batch_id, sid, value - before, unit))
@@ -186,6 +192,20 @@ def input_from_offsets(frame: pd.DataFrame, checkpoint: str | None = None) -> pd
     return pd.DataFrame(rows, columns=["batch_id", "source", "amount", "unit"])
 
 
+def _bare_unit(checkpoint: str | None, source_id: str) -> str:
+    """A bare-number offset's unit: the rate source's seconds when the source keeps a log
+    (the rate source writes its start time there; socket and memory sources write none)."""
+    if checkpoint is None:
+        return BARE_NUMBER
+    from stateglass.collectors.checkpoints.source_log import keeps_log
+
+    return RATE_SECONDS if keeps_log(checkpoint, source_id) else BARE_NUMBER
+
+
+# Units Spark's progress events can turn into rows (:func:`rate_rows`).
+COUNTED_BY_PROGRESS = (RATE_SECONDS, BARE_NUMBER)
+
+
 def _input_row(batch_id: Any, source_id: str, amount: float, unit: str) -> dict[str, Any]:
     return {
         "batch_id": int(batch_id),
@@ -200,7 +220,7 @@ def input_per_batch(db: str, checkpoint: str) -> pd.DataFrame:
     batch's offsets are parsed, so a month is not); a lone rate source in rows
     where Spark's progress events give them (:func:`rate_rows`)."""
     frame = input_from_offsets(batches(db, checkpoint, newest=MAX_POINTS), checkpoint)
-    if (frame["unit"] == RATE_SECONDS).any():
+    if frame["unit"].isin(COUNTED_BY_PROGRESS).any():
         frame = rate_rows(frame, progress_sources(db, checkpoint))
     return frame
 
@@ -218,12 +238,14 @@ def _rate_source_rows(events: pd.DataFrame) -> dict[int, float]:
 
 
 def rate_rows(inputs: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
-    """The rate source's seconds as rows, from each batch's ``numInputRows``.
+    """The rate source's seconds, or a bare-number offset's steps, as rows, from each batch's
+    ``numInputRows``.
 
     The offsets count seconds; rows are rowsPerSecond × seconds, and the checkpoint does not
     keep rowsPerSecond. Progress events count rows per source (``sources``: taken when the
     query has one rate source, matched by its description) and for all sources together
-    (``num_input_rows``: taken when the query has one source); only for the batches they cover.
+    (``num_input_rows``: taken when the query has one source, whatever it is); only for the
+    batches they cover.
     """
     if events.empty:
         return inputs
@@ -235,7 +257,7 @@ def rate_rows(inputs: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
         rows = events.dropna(subset=["num_input_rows"]).drop_duplicates("batch_id", keep="last")
         by_batch = dict(zip(rows["batch_id"].astype(int), rows["num_input_rows"], strict=True))
     out = inputs.copy()
-    known = (out["unit"] == RATE_SECONDS) & out["batch_id"].isin(by_batch)
+    known = out["unit"].isin(COUNTED_BY_PROGRESS) & out["batch_id"].isin(by_batch)
     out.loc[known, "amount"] = out.loc[known, "batch_id"].map(by_batch).astype(float)
     out.loc[known, "unit"] = "rows"
     return out

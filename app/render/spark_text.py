@@ -219,6 +219,26 @@ def timestamp_json(zone: TimeZoneSpec) -> Callable[[int], str]:
     return ts
 
 
+# Fields Spark keeps as epoch milliseconds in a long, by its contract (not guessed from a
+# value): a registered timer's expiration (readRegisteredTimers) and a TTL'd value's
+# expiration. Their JSON stays the long Spark's reader gives; text shows them as timestamps.
+EPOCH_MS_FIELDS = frozenset({"expiration_timestamp_ms", "ttlExpirationMs"})
+
+
+def epoch_ms_text(zone: TimeZoneSpec) -> Callable[[int], str]:
+    """A function: epoch milliseconds → a timestamp as Spark's ``show()`` prints one in the
+    session time zone ``zone`` (``2024-01-01 00:54:46``, a fraction only when not whole:
+    ``…:46.5``)."""
+
+    def text(ms: int) -> str:
+        sec, milli = divmod(int(ms), 1000)
+        days, rest = divmod(sec + zone.offset_at(sec), 86400)
+        fraction = f".{milli:03d}".rstrip("0") if milli else ""
+        return f"{_plain_date(days)} {_clock(rest)}{fraction}"
+
+    return text
+
+
 def timestamp_ntz_json(micros: int) -> str:
     """JSON text of a ``timestamp_ntz``: local date-time, millisecond precision, no zone."""
     days, rest = divmod(micros, _MICROS_PER_DAY)

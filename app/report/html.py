@@ -240,7 +240,11 @@ def _store_numbers(store: StoreData) -> list[tuple[str, str]]:
         ("partitions", fmt_int(store.num_partitions)),
         ("versions", "none" if span is None else f"{span[0]:,}..{span[1]:,}"),
         ("history", store.history_note),
-        ("keys (newest version)", fmt_int(store.keys_now)),
+        (
+            "raw RocksDB keys (newest version)" if store.rows_line else "keys (newest version)",
+            fmt_int(store.keys_now),
+        ),
+        *([("rows per state variable", store.rows_line)] if store.rows_line else []),
         ("on disk", f"{fmt_bytes(store.bytes_on_disk)} in {store.files_on_disk:,} files"),
         ("skew (max / median keys, newest)", UNKNOWN if skew is None else f"{skew:.2f}×"),
         (

@@ -133,6 +133,13 @@ def _operators(data: ReportData) -> list[str]:
     out += _table(OPERATOR_COLUMNS, rows)
     # Where each store's history starts, and why: a partial history is said, not hidden.
     out += [""] + [f"* {md(s.label)}: {md(s.history_note)}" for s in data.stores]
+    # transformWithState: the keys above are raw RocksDB keys; these are the rows.
+    out += [
+        f"* {md(s.label)}: rows as Spark's reader returns them: {md(s.rows_line)} (the keys "
+        "above are raw RocksDB keys of every column family)"
+        for s in data.stores
+        if s.rows_line
+    ]
     # Types as code spans: literal in Markdown, and a field name's ":" or "<" reads as itself.
     out += ["", "Schemas:", ""]
     for s in data.stores:

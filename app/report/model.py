@@ -64,6 +64,8 @@ class StoreData:
     sst: pd.DataFrame  # queries.sst_reuse
     disk: pd.DataFrame  # queries.disk_usage
     history: dict[str, Any] = field(default_factory=dict)  # queries.store_history
+    # transformWithState: rows per state variable (queries.variable_rows); empty otherwise
+    variable_rows: pd.DataFrame = field(default_factory=pd.DataFrame)
     # Growth attribution and restart cost (app/report/forensics.py).
     forensics: StoreForensics | None = None
     # Column families (transformWithState, join format 3): each state variable's columns,
@@ -92,6 +94,12 @@ class StoreData:
     @property
     def history_note(self) -> str:
         return queries.history_note(self.history)
+
+    @property
+    def rows_line(self) -> str:
+        """transformWithState: rows per state variable, timers and TTL entries, in one line
+        (``keys_now`` are then raw RocksDB keys); empty for other stores."""
+        return "" if self.variable_rows.empty else queries.rows_line(self.variable_rows)
 
     @property
     def keys_now(self) -> int | None:
@@ -329,6 +337,7 @@ def _store(db: str, cp: str, row: dict[str, Any]) -> StoreData:
         sst=queries.sst_reuse(db, cp, op, store),
         disk=queries.disk_usage(db, cp, op, store),
         history=queries.store_history(db, cp, op, store),
+        variable_rows=queries.variable_rows(db, cp, op, store),
         forensics=load_forensics(db, cp, op, store, provider),
         variables=variables,
         variables_note=note,

@@ -1,4 +1,5 @@
-"""The file source's log (``sources/<id>/``): which files each of its batches took.
+"""A source's own log (``sources/<id>/``): which files each batch of a file source took, and
+whether a source keeps a log at all.
 
 A file source's offset is only a batch number of this log, so counting its input means
 reading the log. The answer is for display: a checkpoint that cannot be read gives ``{}``.
@@ -39,3 +40,14 @@ def files_per_log_batch(checkpoint: str, source_id: str) -> dict[int, int]:
     for batch in batch_of.values():
         counts[batch] = counts.get(batch, 0) + 1
     return counts
+
+
+def keeps_log(checkpoint: str, source_id: str) -> bool:
+    """Whether source ``source_id`` wrote a log under ``sources/<id>/``: of the sources whose
+    offset is a bare number, the rate source does (its start time) and the socket and memory
+    sources do not. False when the checkpoint cannot be read."""
+    try:
+        cp = Checkpoint.open(checkpoint)
+        return any(batch_id_of(info.name) is not None for info in cp.list_dir("sources", source_id))
+    except (CollectorError, OSError):
+        return False

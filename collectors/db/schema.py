@@ -321,6 +321,25 @@ TABLES: dict[str, str] = {
             PRIMARY KEY (checkpoint, operator_id, store_name, state_var, partition_id, version)
         )
     """,
+    # -- rows per transformWithState column family: collectors/scan/variable_counts.py -----
+    # Counted at the newest version of each partition a scan read: the rows Spark's reader
+    # returns per state variable (row_count; NULL for an index no reader option returns) beside
+    # the raw RocksDB keys, which num_keys sums over every column family.
+    "variable_rows": """
+        CREATE TABLE IF NOT EXISTS variable_rows (
+            checkpoint VARCHAR NOT NULL,
+            operator_id INTEGER NOT NULL,
+            store_name VARCHAR NOT NULL,
+            partition_id INTEGER NOT NULL,
+            version BIGINT NOT NULL,
+            column_family VARCHAR NOT NULL,
+            role VARCHAR NOT NULL,
+            kind VARCHAR,
+            row_count BIGINT,
+            raw_keys BIGINT NOT NULL,
+            PRIMARY KEY (checkpoint, operator_id, store_name, partition_id, column_family, version)
+        )
+    """,
     # The health rules' verdicts as the watcher judged them right after it wrote a scan
     # (app/analysis/health/stored.py): the Overview and a scrape read them instead of judging.
     "health_judged": """

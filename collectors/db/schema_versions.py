@@ -32,7 +32,7 @@ from stateglass.collectors.errors import NotAStateGlassDatabase, OlderDatabase
 if TYPE_CHECKING:
     import duckdb
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 # Statements that bring a database written by schema version N - 1 up to N (new tables come
 # from TABLES). Version 2 records which SSTs each zip references: the live zips of an older
@@ -61,6 +61,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # Version 7 keeps with each stored verdict the facts its clock rules read, so that readers
     # apply the clock to them rather than judge those rules again (NULL: judged again).
     7: ("ALTER TABLE health_judged ADD COLUMN IF NOT EXISTS clock_facts VARCHAR",),
+    # Version 8 adds the rows per transformWithState state variable (created from TABLES);
+    # an older database has none until its next scan counts them.
+    8: (),
 }
 
 NOT_OURS = "not a StateGlass history database"

@@ -307,6 +307,7 @@ def _record_facts(conn: duckdb.DuckDBPyConnection, write: ScanWrite) -> None:
     delete_where(conn, "eviction_rules", {"checkpoint": write.root})
     upsert(conn, "eviction_rules", write.eviction_rules)
     upsert(conn, "eviction_audit", write.eviction_audit)
+    upsert(conn, "variable_rows", write.variable_rows)
 
 
 def _record_temp_files(conn: duckdb.DuckDBPyConnection, write: ScanWrite) -> None:

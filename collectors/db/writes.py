@@ -89,6 +89,7 @@ class ScanWrite:
     schema_files: list[dict[str, Any]] = field(default_factory=list)
     eviction_rules: list[dict[str, Any]] = field(default_factory=list)
     eviction_audit: list[dict[str, Any]] = field(default_factory=list)
+    variable_rows: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,7 @@ from stateglass.collectors.scan.read_memo import ReadMemo
 from stateglass.collectors.scan.reconcile import ReconcilePolicy
 from stateglass.collectors.scan.remembered import Remembered, known_after
 from stateglass.collectors.scan.schema_history import schema_files
+from stateglass.collectors.scan.variable_counts import variable_rows
 from stateglass.collectors.watch.heap_trim import give_back
 from stateglass.parsers.logs import CommitMetadata, OffsetSeq, batch_id_of
 
@@ -586,6 +587,9 @@ class Scanner:
             ),
             eviction_rules=rules,
             eviction_audit=audit,
+            variable_rows=variable_rows(
+                root, seen.stores, results, reads or cp.fs, seen.problems.error
+            ),
         )
 
 

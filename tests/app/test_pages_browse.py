@@ -96,6 +96,10 @@ def test_browse_picks_a_state_variable(samples_db: str) -> None:
     at.sidebar.selectbox(key="sg_state_var_widget").select("registered timers").run()
     (table,) = at.dataframe
     assert "expiration_timestamp_ms" in table.value.columns
+    # Epoch milliseconds by Spark's contract: the timestamp Spark shows, the raw long beside.
+    first = table.value.iloc[0]
+    assert first["expiration_timestamp_ms"] == "2024-01-01 00:54:46"
+    assert first["expiration_timestamp_ms (epoch ms)"] == 1704070486000
 
 
 def test_diff_counts_and_tables(samples_db: str) -> None:
@@ -152,3 +156,28 @@ def test_pages_show_a_corrupt_file_as_one_line(
     assert not at.exception
     (error,) = at.error
     assert md(str(delta)) in error.value and "\n" not in error.value
+
+
+def test_key_history_finds_an_evicted_key_with_its_removal_batch(samples_db: str) -> None:
+    """The 00:00 window of the watermarked aggregation was evicted at batch 5: no key at the
+    newest batch holds it, the search goes back to the newest version that does."""
+    at = open_page("key_history", str(SAMPLES / "spark-4.3" / "agg-hdfs"))
+    at.text_input(key="sg_history_search").input("T00:00:00.000Z").run()
+    assert not at.exception, [e.value for e in at.exception]
+    said = " ".join(i.value for i in at.info)
+    assert "No key at batch 11 · version 12 contains" in said
+    assert "batch 4 · version 5, the newest retained version that holds one" in said
+    assert any(
+        "Removed at batch 5 (version 6)" in m.value or "removed at batch 5 (version 6)" in m.value
+        for m in at.markdown
+    )
+    (table,) = at.dataframe
+    assert "removed" in list(table.value["status"])
+
+
+def test_key_history_hints_at_pasting_json_when_nothing_matches(samples_db: str) -> None:
+    at = open_page("key_history", AGG)
+    at.text_input(key="sg_history_search").input("no such key anywhere").run()
+    assert not at.exception
+    said = " ".join(i.value for i in at.info)
+    assert "No retained version" in said and "pasted as JSON" in said

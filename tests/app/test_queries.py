@@ -165,7 +165,8 @@ def _offsets(*per_batch: str) -> pd.DataFrame:
             "rows",
             id="rate-micro-batch",
         ),
-        pytest.param(["4", "9", "15"], [5, 6], queries.RATE_SECONDS, id="rate"),
+        # A bare number, no checkpoint to say it is a rate source: the steps, nothing guessed.
+        pytest.param(["4", "9", "15"], [5, 6], queries.BARE_NUMBER, id="bare-number"),
         pytest.param(['{"topic":"x"}', '{"topic":"y"}'], [], None, id="unknown-source"),
         pytest.param(["not json", "{"], [], None, id="garbage"),
     ],
@@ -197,8 +198,7 @@ def test_data_version_moves_when_a_writer_commits(tmp_path: Path) -> None:
 
 
 def test_rate_seconds_become_rows_where_progress_counts_them() -> None:
-    inputs = queries.input_from_offsets(_offsets("4", "9", "15"))
-    assert set(inputs["unit"]) == {queries.RATE_SECONDS}
+    inputs = queries.input_from_offsets(_offsets("4", "9", "15")).assign(unit=queries.RATE_SECONDS)
     # numInputRows of batch 1 only (progress of batch 2 not ingested yet); a retry of batch 1
     # in a second run counts, as Spark reports it last.
     events = pd.DataFrame({"batch_id": [1, 1, 0], "num_input_rows": [240.0, 250.0, 0.0]})
@@ -229,6 +229,7 @@ def test_rate_rows_beside_another_source_come_from_its_own_progress_entry() -> N
         }
     )
     inputs = queries.input_from_offsets(frame)
+    inputs.loc[inputs["source"] == "source 0", "unit"] = queries.RATE_SECONDS
     sources = [
         {"description": "RateStreamV2[rowsPerSecond=50, rampUpTimeSeconds=0]", "numInputRows": 250},
         {"description": "KafkaV2[Subscribe[t]]", "numInputRows": 20},

@@ -173,3 +173,19 @@ def test_scala_hashmap_order_matches_the_jvm(spark: Any) -> None:
             jvm_order.append(int(it.next()))
         scala_map.clear()
         assert [keys[i] for i in ours.order(keys)] == jvm_order, f"size {size}"
+
+
+def test_timers_print_as_timestamps_in_the_session_time_zone(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Epoch milliseconds by Spark's contract: text shows the timestamp Spark's show() would
+    print in the session time zone; JSON keeps the long Spark's reader gives (toJSON)."""
+    args = ["state", TWS, "--read-timers", "--partition", "0"]
+    _, out, _ = _run(capsys, *args)
+    raw = [json.loads(line)["expiration_timestamp_ms"] for line in out.splitlines()]
+    assert raw[0] == 1704070486000
+    _, out, _ = _run(capsys, *args, "--format", "table")
+    assert out.splitlines()[2].split()[-2:] == ["2024-01-01", "00:54:46"]
+    _, out, _ = _run(capsys, *args, "--format", "table", "--time-zone", "America/New_York")
+    assert out.splitlines()[2].split()[-2:] == ["2023-12-31", "19:54:46"]
+    assert str(raw[0]) not in out

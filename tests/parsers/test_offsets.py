@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stateglass.parsers.offsets import (
+    BARE_NUMBER,
     FILE_LOG,
-    RATE_SECONDS,
     batch_positions,
     offset_position,
     rate_source_rows,
@@ -26,7 +26,8 @@ from stateglass.parsers.offsets import (
         # -1 / -2 stand for latest / earliest before a partition was first read.
         pytest.param('{"t":{"0":-1,"1":-2,"2":7}}', (7.0, "records"), id="kafka-unread"),
         pytest.param('{"offset":350,"timestamp":2}', (350.0, "rows"), id="rate-micro-batch"),
-        pytest.param("15", (15.0, RATE_SECONDS), id="rate"),
+        # Spark's LongOffset (socket, memory, rate…): which source, the number does not say.
+        pytest.param("15", (15.0, BARE_NUMBER), id="bare-number"),
         pytest.param('{"logOffset":4}', (4.0, FILE_LOG), id="file-source"),
         pytest.param('{"topic":"x"}', None, id="unknown-source"),
         pytest.param('{"t":{"0":"5"}}', None, id="kafka-offset-not-a-number"),
@@ -70,7 +71,7 @@ def test_batch_positions_keep_the_sources_with_a_known_offset() -> None:
         {"source_id": "3", "offset": '{"topic":"x"}'},
         "not an entry",
     )
-    assert batch_positions(raw) == [("0", 9.0, RATE_SECONDS), ("1", 4.0, "records")]
+    assert batch_positions(raw) == [("0", 9.0, BARE_NUMBER), ("1", 4.0, "records")]
 
 
 @pytest.mark.parametrize("raw", [None, float("nan"), "", "{", '{"source_id":"0"}', "[]"])

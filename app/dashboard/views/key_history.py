@@ -8,10 +8,11 @@ from stateglass.app.browse.key_history import (
     KeyRef,
     collapse_absent,
     find_key_json,
-    find_keys,
+    find_keys_back,
     history_figure,
     iter_history,
     numeric_columns,
+    timeline,
 )
 from stateglass.app.dashboard import context, state_ui, url_state
 from stateglass.app.dashboard.state_ui import batch_label
@@ -41,24 +42,34 @@ def _pick_key(view: StateView, latest: int, options: list[int]) -> KeyRef | None
             "Key contains",
             key="sg_history_search",
             placeholder="a substring of any key column, any case",
-            help=f"Searches the keys at {batch_label(latest)}.",
+            help=f"Searches the keys at {batch_label(latest)}, then older retained versions "
+            "until one holds a match (a removed key is found where it last was).",
         ).strip()
         try:
-            with st.spinner(f"Searching the keys at {batch_label(latest)}…"):
-                refs = find_keys(view, latest, search, limit=MATCHES_SHOWN)
+            with st.spinner("Searching the keys, newest retained version first…"):
+                at, refs = find_keys_back(view, options, search, limit=MATCHES_SHOWN)
         except state_ui.USER_ERRORS as exc:
             context.show_error(exc)
             return None
-        if not refs:
-            st.info(f"No key at {batch_label(latest)} contains “{md(search)}”.")
+        if at is None:
+            st.info(
+                f"No retained version ({batch_label(options[0])} to {batch_label(latest)}) "
+                f"holds a key that contains “{md(search)}”. A key with quotes or braces can "
+                "be **pasted as JSON** (above) as `stateglass state` prints it."
+            )
             return None
+        if at != latest:
+            st.info(
+                f"No key at {batch_label(latest)} contains “{md(search)}”: these are from "
+                f"{batch_label(at)}, the newest retained version that holds one. The history "
+                "below says when each was removed."
+            )
         labels = [f"partition {r.partition} · {r.label}" for r in refs]
         chosen = st.selectbox(
             "Key",
             labels,
             key=f"sg_history_pick:{view}",
-            help=f"The first {MATCHES_SHOWN} matching keys at {batch_label(latest)}, "
-            "in store order.",
+            help=f"The first {MATCHES_SHOWN} matching keys at {batch_label(at)}, in store order.",
         )
         return refs[labels.index(chosen)] if chosen is not None else None
     text = st.text_area(
@@ -111,6 +122,9 @@ def render() -> None:
         if len(moves) < 2
         else "Partitions " + " → ".join(map(str, moves)) + " (a repartition moved the key)"
     )
+    when = timeline(table)
+    if when:
+        st.markdown(f"**{md(when[0].upper() + when[1:])}.**")
     st.caption(
         f"{where}; present in {present} of {len(options)} retained "
         f"version(s). Status: {STATUS_HELP}."

@@ -196,8 +196,10 @@ def _card(
     events: pd.DataFrame,
     verdict: Verdict,
     copied: str,
+    rows: str,
 ) -> None:
-    """One checkpoint's card; ``title`` is the tail of its path that tells it apart."""
+    """One checkpoint's card: ``title`` is the tail of its path that tells it apart, ``copied``
+    says its file times are not used, ``rows`` gives transformWithState rows per state variable."""
     now = pd.Timestamp.now(tz="UTC").tz_localize(None)
     with st.container(border=True):
         name, last, since, lag, keys, disk, spark, badge = st.columns(
@@ -226,12 +228,12 @@ def _card(
         _cell(lag, "batch lag", f"{pending}")
         _cell(
             keys,
-            "keys",
+            "raw keys" if rows else "keys",
             _int(row["total_keys"]),
             "Keys at each partition's newest version, as Spark's numKeys counts them: raw keys "
             "across all of a store's column families. For transformWithState that is every "
-            "state variable, timers and TTL indexes together, more than one variable's rows "
-            "in Browse.",
+            "state variable, timers and TTL indexes together: its rows per state variable are "
+            "under the card.",
         )
         _cell(
             disk,
@@ -251,6 +253,8 @@ def _card(
             st.caption(f"🕒 {md(copied)}")
         if not events.empty:
             _progress_line(events)
+        if rows:
+            st.caption(f"Rows as Spark's reader returns them: {md(rows)}")
         if row["problems"]:
             st.warning(
                 f"{row['problems']} file(s) could not be read; see the Query page.", icon="⚠️"
@@ -348,6 +352,7 @@ def render() -> None:
         events = context.load(queries.progress_overview, tuple(shown["checkpoint"]))
         page_verdicts = verdicts(db, shown)
         clocks = {c: context.load(queries.file_times, c).note for c in shown["checkpoint"]}
+        rows = context.load(queries.rows_lines, tuple(shown["checkpoint"]))
     mine, none = _by_checkpoint(events), events.iloc[:0]
     # Told apart from every collected checkpoint, not only this page's: a name stays put.
     titles = distinct_names(overview["checkpoint"].astype(str))
@@ -360,6 +365,7 @@ def render() -> None:
             mine.get(checkpoint, none),
             page_verdicts[checkpoint],
             clocks[checkpoint],
+            rows.get(checkpoint, ""),
         )
     if len(mine) < len(shown):
         # Said once for the page, not on every card without events.

@@ -92,9 +92,11 @@ def _query(checkpoint: str) -> None:
         _chart(
             context.figure(figures.input_per_batch, queries.input_per_batch, checkpoint),
             "What each batch read, from its source offsets: Kafka records, files of a file "
-            "source (counted in sources/), a rate source's rows (numInputRows of Spark's "
-            "progress events; seconds where there are none: the checkpoint does not keep "
-            "rowsPerSecond). Other sources do not say."
+            "source (counted in sources/), rows where Spark's progress events count them "
+            "(numInputRows). A rate source without them shows seconds (rows = rowsPerSecond × "
+            "seconds; the checkpoint does not keep rowsPerSecond). A source whose offset is a "
+            "bare number and keeps no log in sources/ (socket, memory, …) shows the offset "
+            "steps it advanced: its offsets do not say which source it is."
             + (f" The newest {queries.MAX_POINTS:,} batches." if note else ""),
             "input_per_batch",
         )

@@ -51,7 +51,11 @@ def _store(selection: context.StoreSelection) -> None:
         st.info("No state versions collected for this store yet.")
         return
     version = _pick_batch(versions)
-    _headline(args, versions[versions["version"] <= version], usage, history, version)
+    rows = context.load(queries.variable_rows, *args)
+    _headline(
+        args, versions[versions["version"] <= version], usage, history, version, raw=not rows.empty
+    )
+    _rows_per_variable(rows)
     links = [
         url_state.markdown_link(
             f"Browse batch {version - 1} →",
@@ -161,8 +165,13 @@ def _headline(
     usage: pd.DataFrame,
     history: dict[str, Any],
     version: int,
+    *,
+    raw: bool,
 ) -> None:
-    """The store's numbers at a glance, at ``version``: partitions, keys, disk, skew, replay."""
+    """The store's numbers at a glance, at ``version``: partitions, keys, disk, skew, replay.
+
+    ``raw``: the keys are RocksDB's, of every column family (a transformWithState store,
+    whose rows per state variable follow)."""
     lag = context.load(queries.snapshot_lag, *args)
     skew = context.load(queries.partition_skew, *args)
     cols = st.columns(6)
@@ -177,7 +186,14 @@ def _headline(
         help="State versions where every partition is known (version V is batch V − 1's, as "
         "`stateglass info` and the report count them); totals and skew are drawn only there.",
     )
-    cols[2].metric(f"keys at batch {version - 1}", f"{keys_at(versions, version):,}")
+    cols[2].metric(
+        f"raw RocksDB keys at batch {version - 1}" if raw else f"keys at batch {version - 1}",
+        f"{keys_at(versions, version):,}",
+        help="Keys stored in every column family: state variables, timers and their indexes "
+        "(TTL, timestamp to key). Rows per state variable are below."
+        if raw
+        else None,
+    )
     cols[3].metric(
         "on disk now",
         fmt_bytes(usage["bytes"].sum()),
@@ -191,6 +207,32 @@ def _headline(
         "max replay now",
         fmt_bytes(lag["replay_bytes"].max()),
         help="The most bytes one partition would read to restore its newest version.",
+    )
+
+
+def _rows_per_variable(rows: pd.DataFrame) -> None:
+    """A transformWithState store's rows per state variable, timers and TTL entries apart,
+    as ``stateglass state --state-var`` / ``--read-timers`` return them."""
+    if rows.empty:
+        return
+    line = queries.rows_line(rows)
+    shown = rows[rows["role"] != "internal"].head(6)
+    cols = st.columns(max(len(shown), 1))
+    for col, r in zip(cols, shown.itertuples(), strict=False):
+        label = "timers" if r.role == "timers" else str(r.column_family)
+        col.metric(
+            f"{label} rows",
+            f"{int(r.rows):,}",
+            help=f"{r.kind or r.role}; {int(r.raw_keys):,} raw RocksDB keys",
+        )
+    st.caption(
+        md(
+            f"Rows as Spark's reader returns them ({line}), at version {int(rows['version'].max())}"
+            " (batch "
+            f"{int(rows['version'].max()) - 1}): a ListState is one row per element. Raw "
+            "RocksDB keys per column family: "
+            + ", ".join(f"{r.column_family} {int(r.raw_keys):,}" for r in rows.itertuples())
+        )
     )
 
 
