@@ -221,7 +221,7 @@ def _rows_per_variable(rows: pd.DataFrame) -> None:
     for col, r in zip(cols, shown.itertuples(), strict=False):
         label = "timers" if r.role == "timers" else str(r.column_family)
         col.metric(
-            f"{label} rows",
+            f"{md(label)} rows",
             f"{int(r.rows):,}",
             help=f"{r.kind or r.role}; {int(r.raw_keys):,} raw RocksDB keys",
         )
