@@ -128,7 +128,7 @@ def test_state_page_shows_rows_and_labels_raw_keys(tws_db: str, spark_rows: dict
     at.session_state["sg_store"] = STORE
     at.run()
     assert not at.exception, [e.value for e in at.exception]
-    # Names from the checkpoint are escaped as Markdown (by\\_kind).
+    # Names from the checkpoint are escaped as Markdown (by\_kind).
     metrics = {m.label.replace("\\", ""): m.value for m in at.metric}
     assert "keys at batch 11" not in metrics
     assert metrics["raw RocksDB keys at batch 11"] == "89"
