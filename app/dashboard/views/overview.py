@@ -250,7 +250,7 @@ def _card(
         _badge(badge, verdict, str(row["checkpoint"]))
         if copied:
             # Said once per card: the age above is Spark's, and no duration is shown.
-            st.caption(f"🕒 {md(copied)}")
+            st.caption(md(copied))
         if not events.empty:
             _progress_line(events)
         if rows:
