@@ -224,7 +224,8 @@ def test_markdown_report_has_no_markup_from_the_checkpoint(
 
 _DOM_MARKUP = """() => ({
     links: [...document.querySelectorAll('a[href*="evil"], a[href^="mailto:"]')]
-        .filter(a => !/^(overview|health|query|state|browse|diff|key-history)[?]/
+        .filter(a => !new RegExp('^(?:[a-z]+:[^?]*[/])?'
+            + '(overview|health|query|state|browse|diff|key-history|sql)[?]')
             .test(a.getAttribute('href'))).length,
     images: document.querySelectorAll('img[src="x"]').length,
     onerror: document.querySelectorAll('[onerror]').length,
