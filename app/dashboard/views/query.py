@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import streamlit as st
 
@@ -32,15 +34,8 @@ def _clock_note(copied: str) -> None:
         st.info(f"The {copied}: no batch duration is shown.", icon="🕒")
 
 
-def _query(checkpoint: str) -> None:
-    st.caption(md_code(checkpoint))
-    with st.spinner("Reading batches…"):
-        summary = context.load(queries.batch_summary, checkpoint)
-        problems = context.load(queries.problems, checkpoint)
-    if not summary["batches"]:
-        st.info("No batches yet: the query has not written offsets/0.")
-        return
-    _clock_note(summary["file_times"].note)
+def _numbers(summary: dict[str, Any]) -> None:
+    """The batch numbers first: how many, the last committed, pending, and the medians."""
     cols = st.columns(6)
     cols[0].metric("batches", f"{int(summary['batches']):,}")
     last = summary["last_committed"]
@@ -68,6 +63,17 @@ def _query(checkpoint: str) -> None:
         help="Batch time minus the watermark the last batch ran with.",
     )
 
+
+def _query(checkpoint: str) -> None:
+    st.caption(md_code(checkpoint))
+    with st.spinner("Reading batches…"):
+        summary = context.load(queries.batch_summary, checkpoint)
+        problems = context.load(queries.problems, checkpoint)
+    if not summary["batches"]:
+        st.info("No batches yet: the query has not written offsets/0.")
+        return
+    _clock_note(summary["file_times"].note)
+    _numbers(summary)
     _repartition_notes(context.load(queries.repartitions, checkpoint))
     note = queries.downsample_note(int(summary["batches"])).replace("versions", "batches")
     _chart(
