@@ -32,15 +32,17 @@ def _keys(p: int, v: int) -> int:
 def long_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     path = str(tmp_path_factory.mktemp("long") / "long.duckdb")
     now = dt.datetime(2026, 1, 1)
+    # File times follow Spark's batch times, as on a live checkpoint (copied times hide durations).
+    start = dt.datetime.fromtimestamp(1_700_000_000, dt.UTC).replace(tzinfo=None)
     batches = [
         {
             "checkpoint": CP,
             "batch_id": v - 1,
             "batch_timestamp_ms": 1_700_000_000_000 + v * 10_000,
             "watermark_ms": 0,
-            "offsets_written_at": now + dt.timedelta(seconds=10 * v),
+            "offsets_written_at": start + dt.timedelta(seconds=10 * v),
             "committed": True,
-            "committed_at": now + dt.timedelta(seconds=10 * v + 1 + (v == SPIKE_VERSION) * 500),
+            "committed_at": start + dt.timedelta(seconds=10 * v + 1 + (v == SPIKE_VERSION) * 500),
             "next_watermark_ms": 0,
             "source_offsets": None,
             "provider": None,
