@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from stateglass.app.analysis.clock import file_times
 from stateglass.app.queries.variables import newest_rows_sql
 from stateglass.collectors.db.read import reader
 from stateglass.collectors.db.schema_versions import schema_of
@@ -60,6 +61,9 @@ class Gauge:
     sql: str
     needs: tuple[str, ...] = ()  # tables an older database may lack: the gauge is absent then
     age: bool = False  # the SQL gives a Unix time; serve the seconds since then
+    # The SQL gives a second Unix time after the file time, Spark's batchTimestampMs: served
+    # instead where the checkpoint's file times look copied (app.analysis.clock).
+    spark_clock: bool = False
 
 
 # Keys are summed at the newest version where every partition of the store has a count: a
@@ -141,11 +145,15 @@ GAUGES: tuple[Gauge, ...] = (
     ),
     Gauge(
         "stateglass_last_commit_age_seconds",
-        "Seconds since the newest commits/N file was written (at scrape time).",
+        "Seconds since the newest commits/N file was written (at scrape time). On a "
+        "checkpoint whose file times look copied, seconds since the newest committed batch "
+        "ran on Spark's clock (its batchTimestampMs).",
         ("checkpoint",),
-        "SELECT checkpoint, epoch(max(committed_at)) FROM batches "
-        "WHERE committed AND committed_at IS NOT NULL GROUP BY ALL",
+        "SELECT checkpoint, epoch(max(committed_at)), "
+        "arg_max(batch_timestamp_ms, batch_id) / 1000 FROM batches "
+        "WHERE committed GROUP BY ALL",
         age=True,
+        spark_clock=True,
     ),
     Gauge(
         "stateglass_batch_lag",
@@ -261,6 +269,8 @@ class HistoryCollector(Collector):
                 family = GaugeMetricFamily(gauge.name, gauge.help, labels=list(gauge.labels))
                 for row in conn.execute(gauge.sql).fetchall():
                     value = row[len(gauge.labels)]
+                    if gauge.spark_clock and not file_times(conn, row[0]).trusted:
+                        value = row[len(gauge.labels) + 1]
                     if value is None:
                         continue
                     if gauge.age:

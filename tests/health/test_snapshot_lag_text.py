@@ -7,11 +7,15 @@ from pathlib import Path
 
 from stateglass.app.analysis.health import HealthConfig
 from stateglass.app.analysis.thresholds import SparkConfig
+from tests.conftest import with_spark_file_times
 from tests.health.conftest import SAMPLES, age, collect, copy_checkpoint, judge, statuses
 
 
 def test_versions_past_the_limit_with_a_fresh_snapshot_explain_the_ok(tmp_path: Path) -> None:
-    cp = copy_checkpoint(SAMPLES / "spark-4.3" / "agg-hdfs", tmp_path / "agg-hdfs")
+    # Spark's own file times: on a clone's times the rule would time snapshots on Spark's clock.
+    cp = with_spark_file_times(
+        copy_checkpoint(SAMPLES / "spark-4.3" / "agg-hdfs", tmp_path / "agg-hdfs")
+    )
     # Maintenance has not written the newest snapshot yet: 3 versions past snapshot 9.
     for partition in (p for p in (cp / "state" / "0").iterdir() if p.name.isdigit()):
         (partition / "12.snapshot").unlink()
