@@ -6,7 +6,16 @@ import itertools
 from datetime import UTC, datetime
 
 from stateglass.app.analysis.health.base import OK, WARN, Context, Finding, Store
+from stateglass.collectors.checkpoints.checkpoint import TWS_OPERATORS
 from stateglass.parsers.units import fmt_ms
+
+
+def _unit(store: Store) -> str:
+    """What a store's ``num_keys`` counts: a transformWithState store's are RocksDB keys of
+    every column family, not the rows Spark's reader returns per state variable."""
+    if store.operator_name in TWS_OPERATORS:
+        return "raw RocksDB keys (every column family, timers and TTL indexes included)"
+    return "keys"
 
 
 def _ms(ms: int) -> str:
@@ -73,8 +82,8 @@ class UnboundedState:
             few_removals = all(d >= 0 for d in steps)
             removals = "no removal counts (zips only)"
         text = (
-            f"keys {keys[0]:,} -> {keys[-1]:,} over {span}, grew in {grew} of {len(steps)} "
-            f"steps; {removals}"
+            f"{_unit(store)} {keys[0]:,} -> {keys[-1]:,} over {span}, grew in {grew} of "
+            f"{len(steps)} steps; {removals}"
         )
         if keys[-1] < c.min_keys:
             return OK, text + f" (not judged below {c.min_keys:,} keys)", keys[-1]
