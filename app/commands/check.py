@@ -118,8 +118,9 @@ def _collect(checkpoint: str, db_path: str, settings: Settings) -> str:
     return root
 
 
-def table(findings: list[Finding], verbose: bool = False) -> str:
-    """Fixed-width rows: status, rule, where, finding; the hint under each WARN/ERR row."""
+def table(findings: list[Finding], verbose: bool = False, variable_rows: str = "") -> str:
+    """Fixed-width rows: status, rule, where, finding; the hint under each WARN/ERR row;
+    ``variable_rows`` (transformWithState rows per state variable) under unbounded_state's."""
     head = ("STATUS", "RULE", "WHERE", "FINDING")
     rows = [(f.status, f.rule, f.where or "-", f.finding) for f in findings]
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(3)]
@@ -134,6 +135,8 @@ def table(findings: list[Finding], verbose: bool = False) -> str:
         indent = " " * (widths[0] + 2)
         if verbose:
             lines.append(f"{indent}({f.title})")
+        if variable_rows and f.rule == "unbounded_state":
+            lines.append(f"{indent}rows per state variable: {variable_rows}")
         if f.hint and (verbose or f.status != "OK"):
             lines.append(f"{indent}hint: {f.hint}")
     return "\n".join(lines)
@@ -185,11 +188,24 @@ def _run(args: argparse.Namespace, settings: Settings, db_path: str) -> int:
         kept = db_path if args.db is not None or not args.collect else "temporary"
         print(f"{root}  (history: {kept})")
         print(render_verdict(verdict))
-        print(table(findings, verbose=args.verbose))
+        print(table(findings, args.verbose, _variable_rows(db_path, root)))
         print(counts(findings))
         print(f"worst: {status} (exit {EXIT_STATUS[status]})")
     sys.stdout.flush()
     return EXIT_STATUS[status]
+
+
+def _variable_rows(db_path: str, root: str) -> str:
+    """The checkpoint's transformWithState rows per state variable ("" without, or on a
+    database older than the ``variable_rows`` table)."""
+    from stateglass.app.queries.variables import rows_lines
+    from stateglass.collectors.db.read import reader
+    from stateglass.collectors.db.schema_versions import schema_of
+
+    with reader(db_path) as conn:
+        if schema_of(conn, db_path).lacks("variable_rows"):
+            return ""
+    return rows_lines(db_path, (root,)).get(root, "")
 
 
 def counts(findings: list[Finding]) -> str:
