@@ -33,11 +33,17 @@ from tests.app.test_browser import (
     chromium_tab,
     dashboard_server,
 )
-from tests.conftest import SAMPLES
+from tests.app.test_unknown_sources import _socket_query
+from tests.conftest import SAMPLES, spark_conf
+from tests.eviction.conftest import CONF, SCHEMA, _start, _write
 
-pytestmark = pytest.mark.skipif(
-    not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed (.ci/run installs it)"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not os.path.exists(CHROMIUM),
+        reason="Debian's chromium is not installed (.ci/run installs it)",
+    ),
+    pytest.mark.spark,
+]
 PREFIX = "team-analytics-prod-eu-west-1"
 COPIES = ("orders-a", "orders-b", "orders-c")
 TWS = SAMPLES / "spark-4.3" / "tws-rocks-cl"
@@ -53,11 +59,33 @@ class Findings:
     paths: dict[str, str]
 
 
+def _session_window_no_watermark(spark: Any, base: Path) -> Path:
+    """A session window counted in complete mode without a watermark (the only mode Spark
+    allows then): its sessions can never close."""
+    from pyspark.sql import functions as F
+
+    src = _write(base / "src")
+
+    def build() -> Any:
+        stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(src))
+        return stream.groupBy(F.session_window("ts", "2 minutes"), "k").count()
+
+    with spark_conf(spark, CONF):
+        query = _start(base / "session", "complete", build)
+    query.awaitTermination()
+    return base / "session"
+
+
 @pytest.fixture(scope="module")
-def findings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Findings]:
+def findings(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Findings]:
     base = tmp_path_factory.mktemp("findings")
+    _socket_query(spark, base / "socket")
+    paths = {
+        "session": str(_session_window_no_watermark(spark, base)),
+        "socket": str(base / "socket"),
+    }
     db = Database(str(base / "h.duckdb"))
-    paths: dict[str, str] = {}
+    paths = {name: scan_checkpoint(db, path).checkpoint for name, path in paths.items()}
     for name in COPIES:
         cp = base / "x" / PREFIX / name / "checkpoint"
         shutil.copytree(HDFS_SAMPLE, cp)
@@ -68,7 +96,10 @@ def findings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Findings]:
 
 
 def _at(findings: Findings, page: str, name: str, **params: str) -> str:
-    query = "&".join(f"{k}={quote(v, safe='')}" for k, v in {"checkpoint": findings.paths[name], **params}.items())
+    query = "&".join(
+        f"{k}={quote(v, safe='')}"
+        for k, v in {"checkpoint": findings.paths[name], **params}.items()
+    )
     return f"{findings.url}/{page}?{query}"
 
 
@@ -76,9 +107,11 @@ def test_the_picker_tells_checkpoints_with_one_long_prefix_apart(findings: Findi
     page = findings.page
     _open(page, _at(findings, "query", "orders-b"))
     picker = page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first
-    assert "orders-b" in picker.inner_text()
+    assert picker.locator('input[role="combobox"]').input_value() == "orders-b/checkpoint"
     # The full path is under the picker, where it wraps.
-    page.locator('[data-testid="stSidebar"]').get_by_text(findings.paths["orders-b"]).first.wait_for()
+    page.locator('[data-testid="stSidebar"]').get_by_text(
+        findings.paths["orders-b"]
+    ).first.wait_for()
     picker.click()
     options = page.locator('[role="option"]')
     options.first.wait_for()
@@ -128,3 +161,20 @@ def test_a_pasted_diff_url_restores_its_two_versions(findings: Findings) -> None
     assert "batch 3" in _diff_heading(page) and "batch 7" in _diff_heading(page)
     # The address bar holds them, so the link can be pasted again.
     assert "from=3" in page.url and "batch=7" in page.url
+
+
+def test_a_session_window_without_a_watermark_is_a_state_leak(findings: Findings) -> None:
+    page = findings.page
+    _open(page, _at(findings, "health", "session"))
+    page.get_by_text("state_leak").first.wait_for(timeout=TIMEOUT_MS)
+    rows = [line for line in page.inner_text("body").splitlines() if "state_leak" in line]
+    assert any("WARN" in row for row in rows), rows
+
+
+def test_a_socket_source_is_not_labelled_as_a_rate_source(findings: Findings) -> None:
+    page = findings.page
+    _open(page, _at(findings, "query", "socket"))
+    # Plotly draws after the script ends: wait for the chart's own axis text.
+    page.get_by_text("offset steps").first.wait_for(timeout=TIMEOUT_MS)
+    assert "rate input" not in page.inner_text("body")
+    assert "rowsPerSecond" not in page.locator(".js-plotly-plot").all_inner_texts().__str__()
