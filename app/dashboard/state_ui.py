@@ -132,6 +132,30 @@ def url_version(base: str, options: list[int], label: str = "Version") -> tuple[
     return version, pinned
 
 
+def url_version_pair(base: str, options: list[int], label: str) -> tuple[int, int, bool]:
+    """A two-handled version slider that follows the two newest versions, starts at the
+    URL's pair of batches (``from`` and ``batch``) when there is one, and writes a pinned
+    pair back to the URL; (older version, newer version, pinned)."""
+    newest = (options[-2], options[-1])
+    opening = f"{base}:newest" not in st.session_state
+    key, pinned = follow_newest(base, options, newest)
+    wanted = (url_state.read_int(url_state.FROM_BATCH), url_state.read_int(url_state.BATCH))
+    start = newest
+    if opening and None not in wanted:
+        versions = (int(wanted[0] or 0) + 1, int(wanted[1] or 0) + 1)
+        if all(v in options for v in versions) and versions[0] < versions[1]:
+            start = versions
+    before, after = (int(v) for v in version_slider(label, options, key=key, value=start))
+    pinned = pinned or (before, after) != newest
+    url_state.keep(
+        **{
+            url_state.FROM_BATCH: before - 1 if pinned else None,
+            url_state.BATCH: after - 1 if pinned else None,
+        }
+    )
+    return before, after, pinned
+
+
 def history_links(view: StateView, table: pa.Table, df: pd.DataFrame) -> dict[str, Any]:
     """``df`` gains a first column linking each row's key to Key history; the column's
     config for ``st.dataframe`` (nothing when the page carries no keys)."""

@@ -33,10 +33,12 @@ OPERATOR = "operator"
 STORE = "store"
 STATE_VAR = "var"
 BATCH = "batch"
+# The older of two batches compared (the Diff page's); ``batch`` is then the newer.
+FROM_BATCH = "from"
 KEY = "key"
 TAB = "tab"
 # Every parameter a page reads; a link carries only these.
-PARAMS = (CHECKPOINT, OPERATOR, STORE, STATE_VAR, BATCH, KEY, TAB)
+PARAMS = (CHECKPOINT, OPERATOR, STORE, STATE_VAR, BATCH, FROM_BATCH, KEY, TAB)
 
 
 def read(name: str) -> str | None:

@@ -64,10 +64,8 @@ def render() -> None:
         st.info(f"Only one version is retained ({batch_label(options[0])}): nothing to compare.")
         return
     base = f"sg_diff_versions:{view}"
-    newest = (options[-2], options[-1])
-    slider_key, pinned = state_ui.follow_newest(base, options, newest)
-    before, after = state_ui.version_slider(
-        "Versions to compare (older, newer)", options, key=slider_key, value=newest
+    before, after, pinned = state_ui.url_version_pair(
+        base, options, "Versions to compare (older, newer)"
     )
     state_ui.live_note(base, options, after, pinned)
     if before == after:
