@@ -30,7 +30,7 @@ from stateglass.collectors.catalog.names import (
     unique,
 )
 from stateglass.collectors.catalog.pruning import TABLE_ID_NAME
-from stateglass.collectors.catalog.scope import QueryScope, SourceCache
+from stateglass.collectors.catalog.scope import DecodedCache, QueryScope, SourceCache
 from stateglass.collectors.catalog.sources import Pieces, SharedTable, StoreTables
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
 from stateglass.collectors.checkpoints.discover import Limits, checkpoints_at
@@ -102,12 +102,13 @@ class _Builder:
         text_form: TextForm,
         scopes: Callable[[], QueryScope],
         warn: Callable[[str], None],
+        decoded: DecodedCache,
     ) -> None:
         self.con = con
         self.text_form = text_form
         self.scopes = scopes
         self.warn = warn
-        self.sources = SourceCache()
+        self.sources = SourceCache(decoded)
         self.entries: list[TableEntry] = []
         # One registered source per Arrow schema (see SharedTable), by its serialized form.
         self._shared: dict[bytes, tuple[str, SharedTable]] = {}
@@ -238,8 +239,10 @@ def build_catalog(
     text_form: TextForm,
     scopes: Callable[[], QueryScope],
     warn: Callable[[str], None] | None,
+    decoded: DecodedCache,
 ) -> Catalog:
-    """Find the checkpoints under ``roots`` and register their tables on ``con``."""
+    """Find the checkpoints under ``roots`` and register their tables on ``con``; their
+    sources keep decoded partitions in ``decoded``."""
     from stateglass.collectors.remote import open_location
 
     say = warn or (lambda _line: None)
@@ -253,7 +256,7 @@ def build_catalog(
             # A checkpoint named directly keeps the name it was given.
             shown = given if root in (canonical, canonical.rstrip("/")) else root
             found.setdefault(root, (shown, fs))
-    builder = _Builder(con, text_form, scopes, say)
+    builder = _Builder(con, text_form, scopes, say, decoded)
     names = schema_names(found)
     ordered = sorted(names.items(), key=lambda kv: kv[1])
     workers = max(1, (discovery or Limits()).concurrency)
