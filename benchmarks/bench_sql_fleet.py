@@ -33,6 +33,7 @@ COUNTS = re.compile(r"requests: (\d+) LIST, (\d+) GET, (\d+) HEAD")
 # The child: moto in its own process, filled through its backend (HTTP PUTs of thousands of
 # objects take minutes), serving until its stdin closes.
 SERVER = """
+import logging
 import sys
 from pathlib import Path
 sys.path.insert(0, {root!r})
@@ -40,6 +41,7 @@ from moto.server import ThreadedMotoServer
 from tests.remote.servers import fill_fleet, last_batch_files
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.s3.models import s3_backends
+logging.getLogger("werkzeug").setLevel(logging.ERROR)  # not a line per request
 server = ThreadedMotoServer(ip_address="127.0.0.1", port={port}, verbose=False)
 server.start()
 s3_backends[DEFAULT_ACCOUNT_ID]["global"].create_bucket({bucket!r}, "us-east-1")

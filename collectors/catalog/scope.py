@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
 from stateglass.collectors.checkpoints.state_reader import StateSource
 from stateglass.collectors.checkpoints.state_views import StateView
 from stateglass.collectors.errors import QueryTimeLimit
@@ -55,11 +55,14 @@ class QueryScope:
         self._lock = threading.Lock()
 
     def checkpoint(self, root: str, fs: FileSystem) -> Checkpoint:
-        """``root`` as this query sees it (opened at its first scan)."""
+        """``root`` as this query sees it (opened at its first scan). A remote file system
+        keeps its listings, so each query takes a fresh one: a new commit is seen."""
         with self._lock:
             found = self._checkpoints.get(root)
             if found is None:
-                found = self._checkpoints[root] = Checkpoint(root, fs)
+                fresh = getattr(fs, "fresh", None)
+                listed: FileSystem = fresh() if fresh is not None else fs
+                found = self._checkpoints[root] = Checkpoint(root, listed)
             return found
 
     def check_time(self, reading: str) -> None:
@@ -97,10 +100,10 @@ class DecodedCache:
         self._tables: OrderedDict[DecodedKey, tuple[list[pa.Table], int]] = OrderedDict()
 
     def key(
-        self, view: StateView, source: StateSource, partition: int, batch_id: int
+        self, view: StateView, cp: Checkpoint, store: StoreInfo, partition: int, batch_id: int
     ) -> DecodedKey:
-        """The key of ``partition`` at ``batch_id``, from a listing of its directory."""
-        cp, store = source.cp, source.store
+        """The key of ``partition`` at ``batch_id``, from a listing of its directory in
+        ``cp`` (the query's view of the checkpoint)."""
         listed = cp.fs.list(cp.store_dir(store.operator_id, partition, store.store_name))
         version = batch_id + 1
         files = sorted(

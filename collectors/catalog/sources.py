@@ -174,7 +174,7 @@ class StoreTables:
             decoded = self.sources.decoded
             for partition, batch in pairs_kept(self.state_schema, pairs, flt):
                 scope.check_time(f"{self.schema_name}.{table} partition {partition}")
-                key = decoded.key(self.view, source, partition, batch)
+                key = decoded.key(self.view, cp, source.store, partition, batch)
                 held = decoded.get(key)
                 scope.decoded.append(
                     Decoded(self.schema_name, table, partition, batch, held is not None)

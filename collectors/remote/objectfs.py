@@ -131,6 +131,11 @@ class ObjectFileSystem:
 
         return reopen
 
+    def fresh(self) -> ObjectFileSystem:
+        """The same location, client and cache with nothing listed yet: what a reader that
+        must see new commits takes (this one answers from its listings for good)."""
+        return ObjectFileSystem(self._fs, self.location, self._cache, self._secrets)
+
     # ---- the FileSystem protocol ------------------------------------------------------------
 
     def list(self, path: str) -> builtins.list[FileInfo]:
