@@ -33,7 +33,7 @@ from stateglass.collectors.catalog.pruning import TABLE_ID_NAME
 from stateglass.collectors.catalog.scope import DecodedCache, QueryScope, SourceCache
 from stateglass.collectors.catalog.sources import Pieces, SharedTable, StoreTables
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
-from stateglass.collectors.checkpoints.discover import Limits, checkpoints_at
+from stateglass.collectors.checkpoints.discover import Limits, checkpoints_at, is_checkpoint
 from stateglass.collectors.checkpoints.state_views import StateView, views_of
 from stateglass.collectors.errors import CheckpointError
 from stateglass.collectors.fs import FileSystem
@@ -232,6 +232,21 @@ def _spark_names(store: StoreInfo, view: StateView) -> tuple[str, str | None]:
     return (view.state_var or store.store_name), None
 
 
+def _list_fleet(fs: FileSystem, root: str) -> None:
+    """List a remote folder of checkpoints at once (see ``_KEYS_LISTED_AT_ONCE``). Not a
+    checkpoint itself: its folders one by one cost fewer requests than all its state files'
+    keys, and discovery lists its top (this listing) anyway."""
+    list_below = getattr(fs, "list_below", None)
+    if list_below is None:
+        return
+    try:
+        if is_checkpoint(fs.names(root)):
+            return
+    except CheckpointError:
+        return  # discovery says what is wrong with it, in one line
+    list_below(root, _KEYS_LISTED_AT_ONCE)
+
+
 def build_catalog(
     con: duckdb.DuckDBPyConnection,
     roots: Sequence[str],
@@ -249,9 +264,7 @@ def build_catalog(
     found: dict[str, tuple[str, FileSystem]] = {}
     for given in roots:
         fs, canonical = open_location(given)
-        list_below = getattr(fs, "list_below", None)
-        if list_below is not None:
-            list_below(canonical, _KEYS_LISTED_AT_ONCE)
+        _list_fleet(fs, canonical)
         for root in checkpoints_at(fs, given, discovery, say):
             # A checkpoint named directly keeps the name it was given.
             shown = given if root in (canonical, canonical.rstrip("/")) else root

@@ -65,6 +65,7 @@ def test_a_fleet_lists_in_a_few_pages_and_reads_no_state(
     # One listing of the whole prefix, in pages of at most 1,000 keys, instead of a
     # LIST per folder of every checkpoint (eight each).
     assert listed and all(p == f"{PREFIX}/" for p in listed)
+    assert _recursive_listings(served) == [f"{PREFIX}/"]
     assert len(listed) <= -(-objects // 1000)
     # What naming and typing the tables needs: operator metadata, schema, last offsets.
     assert not [k for k in read if k.endswith(STATE_FILES)]
@@ -85,3 +86,21 @@ def test_a_query_on_one_of_the_fleet_sends_requests_for_it_alone(
     assert all(k.startswith(own) for k in read), read
     assert all(p.startswith(own) for p in listed), listed
     assert {d.schema for d in session.last_decoded} == {"job_0007"}
+
+
+def _recursive_listings(served: ServedRequests) -> list[str]:
+    """The listings that asked for every key below a prefix (no delimiter)."""
+    found = []
+    for _, target in served.requests:
+        query = parse_qs(urlsplit(target).query, keep_blank_values=True)
+        if "list-type" in query and query.get("delimiter") in (None, [""]):
+            found.append(query.get("prefix", [""])[0])
+    return found
+
+
+def test_a_checkpoint_named_directly_is_listed_folder_by_folder(s3: S3) -> None:
+    # Its state files' keys would cost more pages than the few folders the catalog lists.
+    with served_requests() as served, SqlSession([s3.url("spark-4.3/agg-hdfs")]) as session:
+        assert {e.schema for e in session.tables() if e.kind == "state"} == {"agg_hdfs"}
+    assert served.requests
+    assert not _recursive_listings(served)
