@@ -13,8 +13,10 @@ Example::
 
     table = stateglass.read_state("sample_checkpoints/spark-4.3/agg-hdfs", batch_id=3)
 
-A relation runs its query again at each ``.df()``, ``.arrow()`` or ``.pl()``, decoding the
-state again: keep a result with ``.to_arrow_table()`` (or ``.df()``) when it is read twice.
+A relation runs its query again at each ``.df()``, ``.arrow()`` or ``.pl()``; the session
+keeps the partitions it decoded (``SqlLimits.cache_bytes``), so only what a new commit or a
+rewritten file changed is decoded again. Keep a result with ``.to_arrow_table()`` (or
+``.df()``) when it is read twice.
 """
 
 from __future__ import annotations
@@ -34,10 +36,11 @@ if TYPE_CHECKING:
 class Result:
     """A query's rows, fetched under the session's limits at each call.
 
-    Like a DuckDB relation, it runs its query again at every fetch (and decodes the state
-    again): keep what a fetch returns when it is read twice. ``relation`` is DuckDB's own
-    relation of the query, for composing (``.filter()``, ``.aggregate()``); a fetch from it
-    runs outside the session's timer, bounded only by DuckDB's ``max_execution_time``.
+    Like a DuckDB relation, it runs its query again at every fetch (partitions the session
+    has decoded come from its cache): keep what a fetch returns when it is read twice.
+    ``relation`` is DuckDB's own relation of the query, for composing (``.filter()``,
+    ``.aggregate()``); a fetch from it runs outside the session's timer, bounded only by
+    DuckDB's ``max_execution_time``.
     """
 
     def __init__(self, session: SqlSession, text: str, relation: Any) -> None:

@@ -11,6 +11,7 @@ scans a table.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
@@ -29,10 +30,10 @@ from stateglass.collectors.catalog.names import (
     unique,
 )
 from stateglass.collectors.catalog.pruning import TABLE_ID_NAME
-from stateglass.collectors.catalog.scope import QueryScope, SourceCache
+from stateglass.collectors.catalog.scope import DecodedCache, QueryScope, SourceCache
 from stateglass.collectors.catalog.sources import Pieces, SharedTable, StoreTables
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
-from stateglass.collectors.checkpoints.discover import Limits, checkpoints_at
+from stateglass.collectors.checkpoints.discover import Limits, checkpoints_at, is_checkpoint
 from stateglass.collectors.checkpoints.state_views import StateView, views_of
 from stateglass.collectors.errors import CheckpointError
 from stateglass.collectors.fs import FileSystem
@@ -42,6 +43,9 @@ if TYPE_CHECKING:
     import pyarrow.compute as pc
 
 KINDS = ("state", "changes", "timers", "metadata", "history")
+# Keys of a remote root listed in one go before discovery: a fleet of small checkpoints is
+# then a few LISTs; a root of big ones costs at most these pages more (1,000 keys a page).
+_KEYS_LISTED_AT_ONCE = 20_000
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,27 @@ class Catalog:
     schemas: dict[str, str]
 
 
+@dataclass(frozen=True)
+class _OpenedView:
+    store: StoreInfo
+    view: StateView
+    table: str
+    changes: str
+    tables: StoreTables
+
+
+@dataclass(frozen=True)
+class _Opened:
+    """A checkpoint as read for the catalog: its views' tables and the warnings to say."""
+
+    schema: str
+    given: str
+    root: str
+    fs: FileSystem
+    views: tuple[_OpenedView, ...]
+    said: tuple[str, ...]
+
+
 class _Builder:
     def __init__(
         self,
@@ -77,12 +102,13 @@ class _Builder:
         text_form: TextForm,
         scopes: Callable[[], QueryScope],
         warn: Callable[[str], None],
+        decoded: DecodedCache,
     ) -> None:
         self.con = con
         self.text_form = text_form
         self.scopes = scopes
         self.warn = warn
-        self.sources = SourceCache()
+        self.sources = SourceCache(decoded)
         self.entries: list[TableEntry] = []
         # One registered source per Arrow schema (see SharedTable), by its serialized form.
         self._shared: dict[bytes, tuple[str, SharedTable]] = {}
@@ -105,13 +131,15 @@ class _Builder:
         )
         self.entries.append(entry)
 
-    def checkpoint(self, schema: str, given: str, root: str, fs: FileSystem) -> None:
-        self.con.execute(f"CREATE SCHEMA {quoted(schema)}")
+    def opened(self, schema: str, given: str, root: str, fs: FileSystem) -> _Opened:
+        """What registering ``root`` needs, read from storage; no DuckDB, so checkpoints
+        open in threads (an object store answers each request in tens of milliseconds)."""
         cp = Checkpoint(root, fs)
+        said: list[str] = []
         try:
             stores = cp.stores()
         except CheckpointError as exc:
-            self.warn(f"{given}: only its metadata tables are listed ({exc.why})")
+            said.append(f"{given}: only its metadata tables are listed ({exc.why})")
             stores = []
         planned = [(store, view) for store in stores for view in views_of(store, root)]
         labels = [(_label(store, view), view) for store, view in planned]
@@ -121,39 +149,41 @@ class _Builder:
             + list(METADATA)
         )
         state_names, change_names = names[: len(planned)], names[len(planned) : 2 * len(planned)]
+        views: list[_OpenedView] = []
         for (store, view), table, changes in zip(planned, state_names, change_names, strict=True):
-            self.store(schema, given, cp, fs, store, view, table, changes)
-        for table in METADATA:
-            self.metadata(schema, given, root, fs, table)
+            try:
+                source = self.sources.get(view, cp)
+                tables = StoreTables(schema, view, fs, self.sources, self.text_form, source)
+            except CheckpointError as exc:
+                said.append(f"{given}: {schema}.{table} is left out: {exc}")
+                continue
+            views.append(_OpenedView(store, view, table, changes, tables))
+        return _Opened(schema, given, root, fs, tuple(views), tuple(said))
 
-    def store(
-        self,
-        schema: str,
-        given: str,
-        cp: Checkpoint,
-        fs: FileSystem,
-        store: StoreInfo,
-        view: StateView,
-        table: str,
-        changes: str,
-    ) -> None:
-        try:
-            tables = StoreTables(
-                schema, view, fs, self.sources, self.text_form, self.sources.get(view, cp)
-            )
-        except CheckpointError as exc:
-            self.warn(f"{given}: {schema}.{table} is left out: {exc}")
-            return
+    def checkpoint(self, opened: _Opened) -> None:
+        """Register an opened checkpoint's tables, and say what was left out."""
+        for line in opened.said:
+            self.warn(line)
+        self.con.execute(f"CREATE SCHEMA {quoted(opened.schema)}")
+        for found in opened.views:
+            self.store(opened.schema, opened.given, found)
+        for table in METADATA:
+            self.metadata(opened.schema, opened.given, opened.root, opened.fs, table)
+
+    def store(self, schema: str, given: str, found: _OpenedView) -> None:
+        store, view, tables = found.store, found.view, found.tables
         store_name, state_var = _spark_names(store, view)
         kind = "timers" if view.read_timers else "state"
-        entry = TableEntry(schema, table, given, view.operator_id, store_name, state_var, kind)
-        self.add(entry, tables.state_schema, tables.state_pieces(table))
+        entry = TableEntry(
+            schema, found.table, given, view.operator_id, store_name, state_var, kind
+        )
+        self.add(entry, tables.state_schema, tables.state_pieces(found.table))
         if view.read_timers:
             return  # Spark has no change feed of the registered timers
         entry = TableEntry(
-            schema, changes, given, view.operator_id, store_name, state_var, "changes"
+            schema, found.changes, given, view.operator_id, store_name, state_var, "changes"
         )
-        self.add(entry, tables.change_schema, tables.change_pieces(changes))
+        self.add(entry, tables.change_schema, tables.change_pieces(found.changes))
 
     def metadata(self, schema: str, given: str, root: str, fs: FileSystem, table: str) -> None:
         arrow_schema, build = METADATA[table]
@@ -202,6 +232,21 @@ def _spark_names(store: StoreInfo, view: StateView) -> tuple[str, str | None]:
     return (view.state_var or store.store_name), None
 
 
+def _list_fleet(fs: FileSystem, root: str) -> None:
+    """List a remote folder of checkpoints at once (see ``_KEYS_LISTED_AT_ONCE``). Not a
+    checkpoint itself: its folders one by one cost fewer requests than all its state files'
+    keys, and discovery lists its top (this listing) anyway."""
+    list_below = getattr(fs, "list_below", None)
+    if list_below is None:
+        return
+    try:
+        if is_checkpoint(fs.names(root)):
+            return
+    except CheckpointError:
+        return  # discovery says what is wrong with it, in one line
+    list_below(root, _KEYS_LISTED_AT_ONCE)
+
+
 def build_catalog(
     con: duckdb.DuckDBPyConnection,
     roots: Sequence[str],
@@ -209,23 +254,36 @@ def build_catalog(
     text_form: TextForm,
     scopes: Callable[[], QueryScope],
     warn: Callable[[str], None] | None,
+    decoded: DecodedCache,
 ) -> Catalog:
-    """Find the checkpoints under ``roots`` and register their tables on ``con``."""
+    """Find the checkpoints under ``roots`` and register their tables on ``con``; their
+    sources keep decoded partitions in ``decoded``."""
     from stateglass.collectors.remote import open_location
 
     say = warn or (lambda _line: None)
     found: dict[str, tuple[str, FileSystem]] = {}
     for given in roots:
         fs, canonical = open_location(given)
+        _list_fleet(fs, canonical)
         for root in checkpoints_at(fs, given, discovery, say):
             # A checkpoint named directly keeps the name it was given.
             shown = given if root in (canonical, canonical.rstrip("/")) else root
             found.setdefault(root, (shown, fs))
-    builder = _Builder(con, text_form, scopes, say)
+    builder = _Builder(con, text_form, scopes, say, decoded)
     names = schema_names(found)
-    for root, schema in sorted(names.items(), key=lambda kv: kv[1]):
+    ordered = sorted(names.items(), key=lambda kv: kv[1])
+    workers = max(1, (discovery or Limits()).concurrency)
+
+    def open_one(root_schema: tuple[str, str]) -> _Opened:
+        root, schema = root_schema
         given, fs = found[root]
-        builder.checkpoint(schema, given, root, fs)
+        return builder.opened(schema, given, root, fs)
+
+    with ThreadPoolExecutor(workers, "stateglass-catalog") as pool:
+        # Opened in threads, registered in name order on this thread (DuckDB's connection
+        # is not shared), so warnings and tables come in the order a serial build gives.
+        for opened in pool.map(open_one, ordered):
+            builder.checkpoint(opened)
     builder.history()
     builder.listing()
     schemas = {schema: found[root][0] for root, schema in names.items()}

@@ -14,7 +14,8 @@ from stateglass.collectors.errors import BadConfig
 
 @dataclass(frozen=True)
 class SqlLimits:
-    """Per query: wall time, DuckDB memory, spill space; per session: DuckDB threads.
+    """Per query: wall time, DuckDB memory, spill space; per session: DuckDB threads and
+    the bytes of decoded partitions kept for later queries.
 
     Rows handed to Python are outside DuckDB's ``memory_limit``: front ends stream them
     (:meth:`SqlSession.stream`) or cap them (``max_rows``).
@@ -25,6 +26,8 @@ class SqlLimits:
     temp_bytes: int = 2 << 30
     # Python sources hold the GIL, so more DuckDB threads buy little and cost a core.
     threads: int = 1
+    # Decoded partitions a session keeps for its next queries (0: none are kept).
+    cache_bytes: int = 256 << 20
 
     def __post_init__(self) -> None:
         if not self.time_s > 0:
@@ -33,5 +36,7 @@ class SqlLimits:
             raise BadConfig("memory limit", f"must be at least 16MiB, got {self.memory_bytes}")
         if self.temp_bytes < 0:
             raise BadConfig("temp limit", f"must be 0 or more bytes, got {self.temp_bytes}")
+        if self.cache_bytes < 0:
+            raise BadConfig("cache limit", f"must be 0 or more bytes, got {self.cache_bytes}")
         if self.threads < 1:
             raise BadConfig("threads", f"must be 1 or more, got {self.threads}")

@@ -10,28 +10,37 @@ query opens it afresh (a new commit is seen, never a stale last batch).
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
 from stateglass.collectors.checkpoints.state_reader import StateSource
 from stateglass.collectors.checkpoints.state_views import StateView
 from stateglass.collectors.errors import QueryTimeLimit
 from stateglass.collectors.fs import FileSystem
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 _SOURCES_KEPT = 64
+_LEADING_DIGITS = re.compile(r"\d+")
 
 
 @dataclass(frozen=True)
 class Decoded:
-    """One unit of decoding a query did: a partition of a table at a batch."""
+    """One unit of decoding a query did: a partition of a table at a batch (``cached``: its
+    rows came from the session's :class:`DecodedCache`, nothing was decoded)."""
 
     schema: str
     table: str
     partition: int
     batch_id: int
+    cached: bool = False
 
 
 class QueryScope:
@@ -46,11 +55,14 @@ class QueryScope:
         self._lock = threading.Lock()
 
     def checkpoint(self, root: str, fs: FileSystem) -> Checkpoint:
-        """``root`` as this query sees it (opened at its first scan)."""
+        """``root`` as this query sees it (opened at its first scan). A remote file system
+        keeps its listings, so each query takes a fresh one: a new commit is seen."""
         with self._lock:
             found = self._checkpoints.get(root)
             if found is None:
-                found = self._checkpoints[root] = Checkpoint(root, fs)
+                fresh = getattr(fs, "fresh", None)
+                listed: FileSystem = fresh() if fresh is not None else fs
+                found = self._checkpoints[root] = Checkpoint(root, listed)
             return found
 
     def check_time(self, reading: str) -> None:
@@ -64,14 +76,93 @@ class QueryScope:
             raise QueryTimeLimit(f"stopped at the time limit{limit} while reading {reading}")
 
 
+@dataclass(frozen=True)
+class DecodedKey:
+    """What a partition's decoded rows at a batch depend on: the view, and the identity
+    (name, size, mtime) of every file of the partition up to that batch's version. A file
+    Spark rewrote, or purged, makes another key; a new commit makes another last batch."""
+
+    view: StateView
+    partition: int
+    batch_id: int
+    files: tuple[tuple[str, int, float], ...]
+
+
+class DecodedCache:
+    """Decoded partitions of a session's queries, the least recently used dropped first so
+    that they hold at most ``max_bytes`` (Arrow's bytes; 0: nothing is kept). A partition
+    bigger than that, or one a query stopped reading part-way, is not kept."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.held = 0
+        self._lock = threading.Lock()
+        self._tables: OrderedDict[DecodedKey, tuple[list[pa.Table], int]] = OrderedDict()
+
+    def key(
+        self, view: StateView, cp: Checkpoint, store: StoreInfo, partition: int, batch_id: int
+    ) -> DecodedKey:
+        """The key of ``partition`` at ``batch_id``, from a listing of its directory in
+        ``cp`` (the query's view of the checkpoint)."""
+        listed = cp.fs.list(cp.store_dir(store.operator_id, partition, store.store_name))
+        version = batch_id + 1
+        files = sorted(
+            (f.name, f.size, f.mtime)
+            for f in listed
+            if not f.is_dir and _version_of(f.name) <= version
+        )
+        return DecodedKey(view, partition, batch_id, tuple(files))
+
+    def get(self, key: DecodedKey) -> list[pa.Table] | None:
+        with self._lock:
+            found = self._tables.get(key)
+            if found is None:
+                return None
+            self._tables.move_to_end(key)
+            return found[0]
+
+    def keep(self, key: DecodedKey, pieces: Iterator[pa.Table]) -> Iterator[pa.Table]:
+        """``pieces`` as they come, kept under ``key`` once the last one has come."""
+        kept: list[pa.Table] | None = [] if self.max_bytes > 0 else None
+        size = 0
+        for piece in pieces:
+            if kept is not None:
+                size += piece.nbytes
+                kept.append(piece)
+                if size > self.max_bytes:
+                    kept = None
+            yield piece
+        if kept is not None:
+            self._put(key, kept, size)
+
+    def _put(self, key: DecodedKey, tables: list[pa.Table], size: int) -> None:
+        with self._lock:
+            old = self._tables.pop(key, None)
+            self.held -= old[1] if old else 0
+            self._tables[key] = (tables, size)
+            self.held += size
+            while self.held > self.max_bytes:
+                _, (_, dropped) = self._tables.popitem(last=False)
+                self.held -= dropped
+
+
+def _version_of(name: str) -> int:
+    """The state version a store file is of (``12.delta``, ``12_<id>.zip``); a file of no
+    version (RocksDB's shared SSTs are named uniquely) is part of every one."""
+    found = _LEADING_DIGITS.match(name)
+    return int(found.group()) if found else -1
+
+
 class SourceCache:
-    """Opened state sources, reused while their checkpoint's committed batches stay the same.
+    """Opened state sources, reused while their checkpoint's committed batches stay the same,
+    and the session's :class:`DecodedCache`.
 
     Opening one reads schema files and lists partitions; a new commit makes a new source, so
     its listings are never stale.
     """
 
-    def __init__(self, kept: int = _SOURCES_KEPT) -> None:
+    def __init__(self, decoded: DecodedCache, kept: int = _SOURCES_KEPT) -> None:
+        self.decoded = decoded
         self.kept = kept
         self._lock = threading.Lock()
         self._sources: OrderedDict[tuple[StateView, tuple[int, ...]], StateSource] = OrderedDict()

@@ -39,7 +39,7 @@ from stateglass.collectors.catalog.catalog import Catalog, TableEntry, build_cat
 from stateglass.collectors.catalog.failures import sql_error
 from stateglass.collectors.catalog.limits import SqlLimits
 from stateglass.collectors.catalog.names import HISTORY, quoted
-from stateglass.collectors.catalog.scope import Decoded, QueryScope
+from stateglass.collectors.catalog.scope import Decoded, DecodedCache, QueryScope
 from stateglass.collectors.checkpoints.discover import Limits
 from stateglass.collectors.db.connection import DEFAULT_LOCK_TIMEOUT_S, connect, existing_database
 from stateglass.collectors.errors import DatabaseError
@@ -94,8 +94,9 @@ class SqlSession:
             )
             if history is not None:
                 self._attach_history(history, copy_history)
+            self.decoded = DecodedCache(self.limits.cache_bytes)
             self.catalog: Catalog = build_catalog(
-                self._con, roots, discovery, text_form, self._current_scope, warn
+                self._con, roots, discovery, text_form, self._current_scope, warn, self.decoded
             )
             self._lock_down()
         except BaseException:

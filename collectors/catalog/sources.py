@@ -171,19 +171,31 @@ class StoreTables:
             cp, source = self._source(scope)
             batches = self._state_batches(cp, source, flt)
             pairs = [(p, b) for b in batches for p in source.partitions_for(b)]
+            decoded = self.sources.decoded
             for partition, batch in pairs_kept(self.state_schema, pairs, flt):
                 scope.check_time(f"{self.schema_name}.{table} partition {partition}")
-                scope.decoded.append(Decoded(self.schema_name, table, partition, batch))
-                codec = source.row_codec
-                with source.decoding(partition):
-                    items = source.load_items(partition, batch + 1)
-                    for piece in partition_tables(
-                        codec, partition, items, self.text_form, CHUNK_ROWS
-                    ):
-                        yield _with_batch(piece, batch)
-                        scope.check_time(f"{self.schema_name}.{table} partition {partition}")
+                key = decoded.key(self.view, cp, source.store, partition, batch)
+                held = decoded.get(key)
+                scope.decoded.append(
+                    Decoded(self.schema_name, table, partition, batch, held is not None)
+                )
+                made = (
+                    held
+                    if held is not None
+                    else decoded.keep(key, self._decode(source, partition, batch))
+                )
+                for piece in made:
+                    yield piece
+                    scope.check_time(f"{self.schema_name}.{table} partition {partition}")
 
         return pieces
+
+    def _decode(self, source: StateSource, partition: int, batch: int) -> Iterator[pa.Table]:
+        codec = source.row_codec
+        with source.decoding(partition):
+            items = source.load_items(partition, batch + 1)
+            for piece in partition_tables(codec, partition, items, self.text_form, CHUNK_ROWS):
+                yield _with_batch(piece, batch)
 
     def _state_batches(
         self, cp: Checkpoint, source: StateSource, flt: pc.Expression | None

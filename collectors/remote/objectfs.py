@@ -31,6 +31,8 @@ from stateglass.parsers.units import fmt_bytes
 T = TypeVar("T")
 # Written once, renamed into place, never changed: safe to cache by (URL, size, mtime, etag).
 _IMMUTABLE = (".delta", ".snapshot", ".zip", ".changelog", ".sst")
+# S3 answers a listing in pages of at most this many keys.
+_KEYS_PER_PAGE = 1000
 
 
 @dataclass
@@ -129,6 +131,11 @@ class ObjectFileSystem:
 
         return reopen
 
+    def fresh(self) -> ObjectFileSystem:
+        """The same location, client and cache with nothing listed yet: what a reader that
+        must see new commits takes (this one answers from its listings for good)."""
+        return ObjectFileSystem(self._fs, self.location, self._cache, self._secrets)
+
     # ---- the FileSystem protocol ------------------------------------------------------------
 
     def list(self, path: str) -> builtins.list[FileInfo]:
@@ -195,6 +202,50 @@ class ObjectFileSystem:
             return bool(self.list(url))
         except NotACheckpoint:
             return False
+
+    def list_below(self, path: str, max_keys: int) -> None:
+        """List every folder below ``path`` at once, from one listing of at most ``max_keys``
+        keys (S3 only; elsewhere nothing): a fleet of small checkpoints under one prefix is
+        then a few LISTs rather than several per checkpoint.
+
+        Object stores list keys in order, so a folder is known whole when the listing went
+        past it; folders it did not reach are listed one by one, as before.
+        """
+        from fsspec.asyn import sync
+
+        url = path.rstrip("/")
+        lsdir = getattr(self._fs, "_lsdir", None)
+        if self.location.backend != "s3" or lsdir is None:
+            return
+        key = self._key(url).rstrip("/")
+        found = self._call(
+            url, lambda: sync(self._fs.loop, lsdir, key, delimiter="", max_items=max_keys)
+        )
+        COUNTS.add("list", max(1, -(-len(found) // _KEYS_PER_PAGE)))
+        names = sorted(str(e.get("name", "")) for e in found if e.get("type") != "directory")
+        complete = len(names) < max_keys
+        last = names[-1] if names else ""
+        entries = {str(e.get("name", "")): e for e in found}
+        folders: dict[str, dict[str, FileInfo]] = {}
+        for name in names:
+            parts = name[len(key) + 1 :].split("/")
+            for depth in range(len(parts)):
+                folder = "/".join([key, *parts[:depth]])
+                child = parts[depth]
+                if not child or child.startswith("."):
+                    break
+                listing = folders.setdefault(folder, {})
+                if depth < len(parts) - 1:
+                    listing.setdefault(child, FileInfo(child, True, 0, 0.0))
+                    continue
+                entry = entries[name]
+                meta = _Meta(int(entry.get("size") or 0), _mtime(entry), _etag(entry))
+                self._meta[url + name[len(key) :]] = meta
+                listing[child] = FileInfo(child, False, meta.size, meta.mtime)
+        for folder, listing in folders.items():
+            if complete or (last > folder + "/" and not last.startswith(folder + "/")):
+                shown = sorted(listing.values(), key=lambda f: f.name)
+                self._listings.setdefault(url + folder[len(key) :], shown)
 
     # ---- requests --------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import pytest
 
 import stateglass
 from stateglass.app.cli import main
+from stateglass.app.errors import AppError
 from stateglass.collectors.errors import CollectorError, SqlError
 from tests.app.test_sql_cli import HOSTILE
 from tests.conftest import SAMPLES
@@ -108,6 +110,17 @@ def test_a_relation_gives_pandas_and_arrow(session: Any, tmp_path: Path) -> None
     assert len(frame) == arrow.num_rows > 0
     expected = _parquet_state(tmp_path, SESSIONS)
     assert _rows(arrow) == _rows(expected)
+
+
+def test_polars_missing_is_one_line_naming_it(
+    session: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # polars is no dependency; an entry of None makes its import fail as if not installed.
+    monkeypatch.setitem(sys.modules, "polars", None)
+    relation = session.sql("SELECT 1 AS one")
+    with pytest.raises(AppError) as caught:
+        relation.pl()
+    assert str(caught.value) == "Result.pl() needs polars: pip install polars"
 
 
 def test_catalog_lists_without_decoding(session: Any) -> None:

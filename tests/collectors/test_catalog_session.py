@@ -118,6 +118,57 @@ def test_a_new_commit_is_seen_by_the_next_query(tmp_path: Path) -> None:
         assert again.column("batch_id").to_pylist() == [11]
 
 
+def _cached(session: SqlSession) -> list[tuple[int, int, bool]]:
+    return sorted((d.partition, d.batch_id, d.cached) for d in session.last_decoded)
+
+
+def test_a_second_query_takes_decoded_partitions_from_the_cache() -> None:
+    with SqlSession([str(AGG)]) as session:
+        first = session.execute(f"SELECT * FROM {STATE}").table
+        assert _cached(session) == [(p, 11, False) for p in range(4)]
+        again = session.execute(f"SELECT * FROM {STATE} WHERE value.count > 0").table
+        assert _cached(session) == [(p, 11, True) for p in range(4)]
+        assert again.num_rows == first.num_rows > 0
+        assert again.sort_by("partition_id").equals(first.sort_by("partition_id"))
+        assert 0 < session.decoded.held <= session.limits.cache_bytes
+
+
+def test_the_cache_keeps_no_more_than_its_bound() -> None:
+    with SqlSession([str(AGG)], limits=SqlLimits(cache_bytes=0)) as session:
+        for _ in range(2):
+            session.execute(f"SELECT * FROM {STATE}")
+            assert _cached(session) == [(p, 11, False) for p in range(4)]
+        assert session.decoded.held == 0
+    with SqlSession([str(AGG)], limits=SqlLimits(cache_bytes=1)) as session:
+        session.execute(f"SELECT * FROM {STATE}")
+        session.execute(f"SELECT * FROM {STATE}")
+        assert _cached(session) == [(p, 11, False) for p in range(4)]
+
+
+def test_a_new_commit_is_never_answered_from_the_cache(tmp_path: Path) -> None:
+    cp = copy_until(AGG, tmp_path / "agg-hdfs", 5)
+    with SqlSession([str(cp)]) as session, SqlSession([str(AGG)]) as fresh:
+        session.execute(f"SELECT * FROM {STATE}")
+        session.execute(f"SELECT * FROM {STATE}")
+        assert _cached(session) == [(p, 4, True) for p in range(4)]
+        shutil.copytree(AGG, cp, dirs_exist_ok=True)
+        last = session.execute(f"SELECT * FROM {STATE}").table
+        assert _cached(session) == [(p, 11, False) for p in range(4)]
+        expected = fresh.execute(f"SELECT * FROM {STATE}").table
+        assert last.sort_by("partition_id").equals(expected.sort_by("partition_id"))
+
+
+def test_a_rewritten_file_is_decoded_again(tmp_path: Path) -> None:
+    cp = copy_until(AGG, tmp_path / "agg-hdfs", 5)
+    with SqlSession([str(cp)]) as session:
+        session.execute(f"SELECT * FROM {STATE}")
+        # Same name, other identity: what a file written again leaves.
+        delta = cp / "state" / "0" / "2" / "5.delta"
+        os.utime(delta, (delta.stat().st_atime, delta.stat().st_mtime + 10))
+        session.execute(f"SELECT * FROM {STATE}")
+        assert _cached(session) == [(0, 4, True), (1, 4, True), (2, 4, False), (3, 4, True)]
+
+
 def _state_error(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     assert cli_main(["state", *args]) == 2
     return capsys.readouterr().err.strip()

@@ -7,6 +7,7 @@ answer ``503 SlowDown`` (throttling) or drop connections (a connection lost mid-
 from __future__ import annotations
 
 import http.client
+import logging
 import os
 import shutil
 import socket
@@ -162,6 +163,41 @@ def azurite(workdir: Path) -> Iterator[str]:
         proc.wait(10)
 
 
+class ServedRequests(logging.Handler):
+    """moto's request log: ``(method, path and query)`` of each request its server answered,
+    taken from the werkzeug log line it writes per request."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.requests: list[tuple[str, str]] = []
+        self._guard = threading.Lock()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        line = record.args[0] if isinstance(record.args, tuple) and record.args else None
+        if isinstance(line, str) and line.count(" ") == 2:
+            method, target, _ = line.split(" ")
+            with self._guard:
+                self.requests.append((method, target))
+
+
+@contextmanager
+def served_requests() -> Iterator[ServedRequests]:
+    """Record the requests the process's moto server answers until the block ends."""
+    log = logging.getLogger("werkzeug")
+    handler = ServedRequests()
+    level, propagate = log.level, log.propagate
+    log.addHandler(handler)
+    # Recorded, not printed: the level admits each request's line, propagation shows none.
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    try:
+        yield handler
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
+        log.propagate = propagate
+
+
 def env_for(endpoint: str) -> dict[str, str]:
     """The environment a user would set for an S3-compatible store (MinIO, on-prem, moto)."""
     return {
@@ -181,8 +217,6 @@ def moto_environment() -> Iterator[str]:
     """moto's server (every AWS service it has) on a free loopback port, with this process's
     environment pointing the AWS chain at it (:func:`env_for`) until the block ends; yields
     the endpoint."""
-    import logging
-
     from moto.server import ThreadedMotoServer
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # not a line per request
@@ -198,3 +232,31 @@ def moto_environment() -> Iterator[str]:
         os.environ.clear()
         os.environ.update(saved)
         server.stop()
+
+
+# What a checkpoint needs for its last batch to be read (a real sample's files, the rest
+# left out so that hundreds of copies upload in seconds).
+_LAST_BATCH_OF_AGG_HDFS = ("metadata", "offsets/11", "commits/11", "state/0/_metadata/metadata")
+_LAST_BATCH_NAMES = ("_metadata/schema", "12.snapshot", "12.delta")
+
+
+def last_batch_files(sample: Path) -> dict[str, bytes]:
+    """The files of ``spark-4.3/agg-hdfs`` that its last batch's state is read from, by path."""
+    out = {}
+    for path in sorted(sample.rglob("*")):
+        rel = path.relative_to(sample).as_posix()
+        if path.is_file() and (rel in _LAST_BATCH_OF_AGG_HDFS or rel.endswith(_LAST_BATCH_NAMES)):
+            out[rel] = path.read_bytes()
+    return out
+
+
+def fill_fleet(bucket: str, files: dict[str, bytes], prefixes: list[str]) -> None:
+    """``files`` under each of ``prefixes`` in this process's moto (its S3 backend, not HTTP:
+    thousands of objects in a second, where PUTs take a minute); the bucket must exist."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.s3.models import s3_backends
+
+    backend = s3_backends[DEFAULT_ACCOUNT_ID]["global"]
+    for prefix in prefixes:
+        for rel, body in files.items():
+            backend.put_object(bucket, f"{prefix}/{rel}", body)

@@ -3,11 +3,13 @@ local copies, and a query on one checkpoint downloads state files of that one on
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from stateglass.collectors.catalog import SqlSession
 from stateglass.collectors.catalog.names import quoted
 from stateglass.collectors.remote import COUNTS
 from tests.collectors.test_catalog_fidelity import rows
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, copy_until
 from tests.remote.conftest import BUCKET, S3, upload
 
 
@@ -36,3 +38,15 @@ def test_a_query_on_one_checkpoint_reads_only_its_files(s3: S3) -> None:
         assert COUNTS.fetched
         assert all(url.startswith(f"{prefix}/agg-hdfs/") for url in COUNTS.fetched)
         assert {d.schema for d in session.last_decoded} == {"agg_hdfs"}
+
+
+def test_a_new_commit_on_s3_is_seen_by_the_next_query(s3: S3, tmp_path: Path) -> None:
+    sample = SAMPLES / "spark-4.3" / "agg-hdfs"
+    early = copy_until(sample, tmp_path / "agg-hdfs", 5)
+    prefix = "catalog-live/agg-hdfs"
+    upload(s3.client, BUCKET, early, prefix)
+    sql = "SELECT DISTINCT batch_id FROM agg_hdfs.op0_default"
+    with SqlSession([f"s3://{BUCKET}/{prefix}"]) as session:
+        assert session.execute(sql).table.column("batch_id").to_pylist() == [4]
+        upload(s3.client, BUCKET, sample, prefix)
+        assert session.execute(sql).table.column("batch_id").to_pylist() == [11]
