@@ -15,7 +15,7 @@ Example::
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from stateglass.parsers.arrow_types import arrow_type, has_text_form, unique_names
@@ -133,14 +133,19 @@ def columnar_supported(codec: RowCodec) -> bool:
 
 
 def payload_arrays(
-    codec: RowCodec, items: Sequence[tuple[bytes, bytes]]
-) -> tuple[pa.Array, pa.Array] | None:
-    """The key and value UnsafeRows of the items that give rows, as two binary arrays."""
+    codec: RowCodec, items: Sequence[tuple[bytes, bytes]], columns: Collection[str] | None = None
+) -> tuple[pa.Array | None, pa.Array | None, int] | None:
+    """The key and value UnsafeRows of the items that give rows, as two binary arrays (None
+    for one of ``key``/``value`` not among ``columns``), and the number of those rows."""
     import pyarrow as pa
 
+    want_key = columns is None or "key" in columns
+    want_value = columns is None or "value" in columns
     if codec.spec.provider == "hdfs":
-        keys = [k for k, _ in items]
-        values = [v for _, v in items]
+        # Every item is a row: the lists are built only for the columns that are read.
+        keys = [k for k, _ in items] if want_key else []
+        values = [v for _, v in items] if want_value else []
+        count = len(items)
     else:
         payloads = codec.payloads
         keys, values = [], []
@@ -152,13 +157,22 @@ def payload_arrays(
                 return None
             keys.append(pair[0])
             values.append(pair[1])
-    return pa.array(keys, type=pa.large_binary()), pa.array(values, type=pa.large_binary())
+        count = len(keys)
+    return (
+        pa.array(keys, type=pa.large_binary()) if want_key else None,
+        pa.array(values, type=pa.large_binary()) if want_value else None,
+        count,
+    )
 
 
 def columnar_partition(
-    codec: RowCodec, partition: int, items: Sequence[tuple[bytes, bytes]]
+    codec: RowCodec,
+    partition: int,
+    items: Sequence[tuple[bytes, bytes]],
+    columns: Collection[str] | None = None,
 ) -> pa.Table | None:
-    """``key``, ``value`` and ``partition_id`` of every row of one partition.
+    """``key``, ``value`` and ``partition_id`` of every row of one partition; of ``key`` and
+    ``value``, only those among ``columns`` (None: both), the others never decoded.
 
     None when some row needs the Python decoder (:func:`stateglass.parsers.columnar.decode_struct`).
     """
@@ -168,19 +182,29 @@ def columnar_partition(
     from stateglass.parsers.columnar import decode_struct
 
     try:
-        arrays = payload_arrays(codec, items)
+        arrays = payload_arrays(codec, items, columns)
         if arrays is None:
             return None
-        key = decode_struct(codec.key_schema, arrays[0])
-        value = decode_struct(codec.value_schema, arrays[1])
+        keys, values, count = arrays
+        made = [
+            (name, decode_struct(schema, rows))
+            for name, schema, rows in (
+                ("key", codec.key_schema, keys),
+                ("value", codec.value_schema, values),
+            )
+            if rows is not None
+        ]
     except pa.ArrowException:
         # Past what one Arrow array holds (2 GiB of strings, 32-bit list offsets): the row
         # path builds the same table in chunks.
         return None
-    if key is None or value is None:
+    if any(column is None for _, column in made):
         return None
-    pid = pa.array(np.full(len(key), partition, dtype=np.int32), type=pa.int32())
-    return pa.table([key, value, pid], names=["key", "value", "partition_id"])
+    pid = pa.array(np.full(count, partition, dtype=np.int32), type=pa.int32())
+    return pa.table(
+        [column for _, column in made] + [pid],
+        names=[name for name, _ in made] + ["partition_id"],
+    )
 
 
 def partition_tables(
@@ -189,11 +213,16 @@ def partition_tables(
     items: Sequence[tuple[bytes, bytes]],
     text_form: TextForm = plain_text,
     chunk_rows: int = 65_536,
+    columns: Collection[str] | None = None,
 ) -> Iterator[pa.Table]:
-    """Every state row of one partition (:func:`state_columns`), a chunk at a time."""
+    """Every state row of one partition (:func:`state_columns`), a chunk at a time.
+
+    ``columns``: the columns the caller reads (None: all). The columnar decoder then leaves
+    out ``key`` or ``value`` if not among them; the row path still makes every column."""
     if columnar_supported(codec):
         for start in range(0, max(len(items), 1), chunk_rows):
-            table = columnar_partition(codec, partition, items[start : start + chunk_rows])
+            chunk = items[start : start + chunk_rows]
+            table = columnar_partition(codec, partition, chunk, columns)
             if table is None:
                 break
             if table.num_rows:
