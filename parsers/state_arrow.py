@@ -22,6 +22,11 @@ from stateglass.parsers.arrow_types import arrow_type, has_text_form, unique_nam
 from stateglass.parsers.sparktypes import ArrayType, AtomicType, DataType, MapType, StructType
 from stateglass.parsers.state_rows import Column, Row, RowCodec
 
+try:
+    from stateglass.parsers import _speedups
+except ImportError:  # not built, or STATEGLASS_PURE=1: pyarrow builds the arrays from the list
+    _speedups = None  # type: ignore[assignment]
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -142,10 +147,12 @@ def payload_arrays(
     want_key = columns is None or "key" in columns
     want_value = columns is None or "value" in columns
     if codec.spec.provider == "hdfs":
-        # Every item is a row: the lists are built only for the columns that are read.
-        keys = [k for k, _ in items] if want_key else []
-        values = [v for _, v in items] if want_value else []
-        count = len(items)
+        # Every item is a row: only the columns that are read are built.
+        return (
+            _binary_column(items, 0) if want_key else None,
+            _binary_column(items, 1) if want_value else None,
+            len(items),
+        )
     else:
         payloads = codec.payloads
         keys, values = [], []
@@ -162,6 +169,20 @@ def payload_arrays(
         pa.array(keys, type=pa.large_binary()) if want_key else None,
         pa.array(values, type=pa.large_binary()) if want_value else None,
         count,
+    )
+
+
+def _binary_column(items: Sequence[tuple[bytes, bytes]], index: int) -> pa.Array:
+    """Item ``index`` (0: key, 1: value) of every pair, as one large_binary array."""
+    import pyarrow as pa
+
+    compiled = getattr(_speedups, "binary_column", None)
+    buffers = compiled(items, index) if compiled is not None and isinstance(items, list) else None
+    if buffers is None:
+        return pa.array([item[index] for item in items], type=pa.large_binary())
+    offsets, data = buffers
+    return pa.Array.from_buffers(
+        pa.large_binary(), len(items), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
     )
 
 
