@@ -48,6 +48,8 @@ from bench_state_read import PY, checkpoint, load_average, timed  # noqa: E402
 Run = tuple[float, float, str]
 
 SETTLE_S = 3.0
+# A 10M-key scan under load outlasts the default 60 s query limit.
+NO_LIMIT = ("--time-limit", "86400")
 AGGREGATE = "SELECT count(*) AS n, max(value.sum) AS top FROM {t} WHERE value.count > 0{extra}"
 
 SPARK_SQL = r"""
@@ -122,7 +124,7 @@ def cases(cp: str, workdir: str) -> dict[str, tuple[list[str], str | None]]:
     spark_query = AGGREGATE.format(t="state", extra="")
     return {
         AGG: (
-            [sg, "sql", cp, "--format", "csv", "-o", ours, "-e", aggregate],
+            [sg, "sql", cp, *NO_LIMIT, "--format", "csv", "-o", ours, "-e", aggregate],
             ours,
         ),
         SPARK: (
@@ -140,11 +142,11 @@ def cases(cp: str, workdir: str) -> dict[str, tuple[list[str], str | None]]:
             spark,
         ),
         ONE: (
-            [sg, "sql", cp, "--format", "csv", "-o", part, "-e", one_partition],
+            [sg, "sql", cp, *NO_LIMIT, "--format", "csv", "-o", part, "-e", one_partition],
             None,
         ),
         SQL_PARQUET: (
-            [sg, "sql", cp, "--format", "parquet", "-o", sql_parquet, "-e", everything],
+            [sg, "sql", cp, *NO_LIMIT, "--format", "parquet", "-o", sql_parquet, "-e", everything],
             None,
         ),
         STATE_PARQUET: (
