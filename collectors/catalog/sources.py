@@ -10,7 +10,8 @@ of a registered Dataset, with the predicates it pushed down as one Arrow express
    nothing to decide;
 3. returns a pull-only reader that decodes one pair at a time, only the columns DuckDB reads
    or its filter names (:func:`columns_needed`), applies the filter itself (DuckDB drops a
-   predicate it pushed: a source that ignored it would return wrong rows), and projects. ``LIMIT 1`` decodes one pair; a stopped query decodes no further.
+   predicate it pushed: a source that ignored it would return wrong rows), and projects.
+   ``LIMIT 1`` decodes one pair; a stopped query decodes no further.
 
 A source's failure (a purged batch, a corrupt file, the time limit) is kept on the scope,
 so the session raises it as it is rather than as DuckDB's wrapped text.
