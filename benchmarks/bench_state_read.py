@@ -56,8 +56,9 @@ WRITE_CHECKPOINT = r"""
 import os, sys, shutil, tempfile
 from pyspark.sql import SparkSession, functions as F
 keys, cp, provider, schema_name = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+partitions = sys.argv[5]
 b = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-     .config("spark.sql.shuffle.partitions", "4").config("spark.driver.memory", "6g")
+     .config("spark.sql.shuffle.partitions", partitions).config("spark.driver.memory", "6g")
      .config("spark.sql.session.timeZone", "UTC"))
 if provider == "rocksdb":
     b = b.config("spark.sql.streaming.stateStore.providerClass",
@@ -256,18 +257,20 @@ def _leaf_rows(table: object) -> list[str]:
     return sorted(map(repr, zip(*(leaf.to_pylist() for leaf in leaves), strict=True)))
 
 
-def checkpoint(workdir: str, schema: str, provider: str, keys: int) -> str:
+def checkpoint(workdir: str, schema: str, provider: str, keys: int, partitions: int = 4) -> str:
     """The cached checkpoint of one case, written with PySpark the first time."""
     n = min(keys, JOIN_KEYS) if schema == "join" else keys
     # The counter case keeps its old name, so an earlier cache is reused.
     name = f"agg-{provider}-{n}" if schema == "counter" else f"{schema}-{provider}-{n}"
+    if partitions != 4:
+        name += f"-p{partitions}"
     cp = os.path.join(workdir, name)
     if not os.path.isdir(os.path.join(cp, "commits")) or not os.listdir(
         os.path.join(cp, "commits")
     ):
         print(f"writing checkpoint {cp} with PySpark …", flush=True)
         subprocess.run(
-            [PY, "-c", WRITE_CHECKPOINT, str(n), cp, provider, schema],
+            [PY, "-c", WRITE_CHECKPOINT, str(n), cp, provider, schema, str(partitions)],
             check=True,
             cwd=workdir,
         )

@@ -15,12 +15,17 @@ Example::
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from stateglass.parsers.arrow_types import arrow_type, has_text_form, unique_names
 from stateglass.parsers.sparktypes import ArrayType, AtomicType, DataType, MapType, StructType
 from stateglass.parsers.state_rows import Column, Row, RowCodec
+
+try:
+    from stateglass.parsers import _speedups
+except ImportError:  # not built, or STATEGLASS_PURE=1: pyarrow builds the arrays from the list
+    _speedups = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -133,14 +138,21 @@ def columnar_supported(codec: RowCodec) -> bool:
 
 
 def payload_arrays(
-    codec: RowCodec, items: Sequence[tuple[bytes, bytes]]
-) -> tuple[pa.Array, pa.Array] | None:
-    """The key and value UnsafeRows of the items that give rows, as two binary arrays."""
+    codec: RowCodec, items: Sequence[tuple[bytes, bytes]], columns: Collection[str] | None = None
+) -> tuple[pa.Array | None, pa.Array | None, int] | None:
+    """The key and value UnsafeRows of the items that give rows, as two binary arrays (None
+    for one of ``key``/``value`` not among ``columns``), and the number of those rows."""
     import pyarrow as pa
 
+    want_key = columns is None or "key" in columns
+    want_value = columns is None or "value" in columns
     if codec.spec.provider == "hdfs":
-        keys = [k for k, _ in items]
-        values = [v for _, v in items]
+        # Every item is a row: only the columns that are read are built.
+        return (
+            _binary_column(items, 0) if want_key else None,
+            _binary_column(items, 1) if want_value else None,
+            len(items),
+        )
     else:
         payloads = codec.payloads
         keys, values = [], []
@@ -152,13 +164,36 @@ def payload_arrays(
                 return None
             keys.append(pair[0])
             values.append(pair[1])
-    return pa.array(keys, type=pa.large_binary()), pa.array(values, type=pa.large_binary())
+        count = len(keys)
+    return (
+        pa.array(keys, type=pa.large_binary()) if want_key else None,
+        pa.array(values, type=pa.large_binary()) if want_value else None,
+        count,
+    )
+
+
+def _binary_column(items: Sequence[tuple[bytes, bytes]], index: int) -> pa.Array:
+    """Item ``index`` (0: key, 1: value) of every pair, as one large_binary array."""
+    import pyarrow as pa
+
+    compiled = getattr(_speedups, "binary_column", None)
+    buffers = compiled(items, index) if compiled is not None and isinstance(items, list) else None
+    if buffers is None:
+        return pa.array([item[index] for item in items], type=pa.large_binary())
+    offsets, data = buffers
+    return pa.Array.from_buffers(
+        pa.large_binary(), len(items), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
 
 
 def columnar_partition(
-    codec: RowCodec, partition: int, items: Sequence[tuple[bytes, bytes]]
+    codec: RowCodec,
+    partition: int,
+    items: Sequence[tuple[bytes, bytes]],
+    columns: Collection[str] | None = None,
 ) -> pa.Table | None:
-    """``key``, ``value`` and ``partition_id`` of every row of one partition.
+    """``key``, ``value`` and ``partition_id`` of every row of one partition; of ``key`` and
+    ``value``, only those among ``columns`` (None: both), the others never decoded.
 
     None when some row needs the Python decoder (:func:`stateglass.parsers.columnar.decode_struct`).
     """
@@ -168,19 +203,29 @@ def columnar_partition(
     from stateglass.parsers.columnar import decode_struct
 
     try:
-        arrays = payload_arrays(codec, items)
+        arrays = payload_arrays(codec, items, columns)
         if arrays is None:
             return None
-        key = decode_struct(codec.key_schema, arrays[0])
-        value = decode_struct(codec.value_schema, arrays[1])
+        keys, values, count = arrays
+        made = [
+            (name, decode_struct(schema, rows))
+            for name, schema, rows in (
+                ("key", codec.key_schema, keys),
+                ("value", codec.value_schema, values),
+            )
+            if rows is not None
+        ]
     except pa.ArrowException:
         # Past what one Arrow array holds (2 GiB of strings, 32-bit list offsets): the row
         # path builds the same table in chunks.
         return None
-    if key is None or value is None:
+    if any(column is None for _, column in made):
         return None
-    pid = pa.array(np.full(len(key), partition, dtype=np.int32), type=pa.int32())
-    return pa.table([key, value, pid], names=["key", "value", "partition_id"])
+    pid = pa.array(np.full(count, partition, dtype=np.int32), type=pa.int32())
+    return pa.table(
+        [column for _, column in made] + [pid],
+        names=[name for name, _ in made] + ["partition_id"],
+    )
 
 
 def partition_tables(
@@ -189,11 +234,16 @@ def partition_tables(
     items: Sequence[tuple[bytes, bytes]],
     text_form: TextForm = plain_text,
     chunk_rows: int = 65_536,
+    columns: Collection[str] | None = None,
 ) -> Iterator[pa.Table]:
-    """Every state row of one partition (:func:`state_columns`), a chunk at a time."""
+    """Every state row of one partition (:func:`state_columns`), a chunk at a time.
+
+    ``columns``: the columns the caller reads (None: all). The columnar decoder then leaves
+    out ``key`` or ``value`` if not among them; the row path still makes every column."""
     if columnar_supported(codec):
         for start in range(0, max(len(items), 1), chunk_rows):
-            table = columnar_partition(codec, partition, items[start : start + chunk_rows])
+            chunk = items[start : start + chunk_rows]
+            table = columnar_partition(codec, partition, chunk, columns)
             if table is None:
                 break
             if table.num_rows:

@@ -31,7 +31,7 @@ from stateglass.collectors.catalog.names import (
 )
 from stateglass.collectors.catalog.pruning import TABLE_ID_NAME
 from stateglass.collectors.catalog.scope import DecodedCache, QueryScope, SourceCache
-from stateglass.collectors.catalog.sources import Pieces, SharedTable, StoreTables
+from stateglass.collectors.catalog.sources import Needed, Pieces, SharedTable, StoreTables
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
 from stateglass.collectors.checkpoints.discover import Limits, checkpoints_at, is_checkpoint
 from stateglass.collectors.checkpoints.state_views import StateView, views_of
@@ -188,7 +188,7 @@ class _Builder:
     def metadata(self, schema: str, given: str, root: str, fs: FileSystem, table: str) -> None:
         arrow_schema, build = METADATA[table]
 
-        def pieces(scope: QueryScope, flt: pc.Expression | None) -> Iterator[pa.Table]:
+        def pieces(scope: QueryScope, flt: pc.Expression | None, _: Needed) -> Iterator[pa.Table]:
             yield build(scope.checkpoint(root, fs))
 
         entry = TableEntry(schema, table, given, None, None, None, "metadata")

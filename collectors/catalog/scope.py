@@ -78,13 +78,15 @@ class QueryScope:
 
 @dataclass(frozen=True)
 class DecodedKey:
-    """What a partition's decoded rows at a batch depend on: the view, and the identity
-    (name, size, mtime) of every file of the partition up to that batch's version. A file
-    Spark rewrote, or purged, makes another key; a new commit makes another last batch."""
+    """What a partition's decoded rows at a batch depend on: the view, the columns decoded
+    (None: all), and the identity (name, size, mtime) of every file of the partition up to
+    that batch's version. A file Spark rewrote, or purged, makes another key; a new commit
+    makes another last batch."""
 
     view: StateView
     partition: int
     batch_id: int
+    columns: frozenset[str] | None
     files: tuple[tuple[str, int, float], ...]
 
 
@@ -100,10 +102,16 @@ class DecodedCache:
         self._tables: OrderedDict[DecodedKey, tuple[list[pa.Table], int]] = OrderedDict()
 
     def key(
-        self, view: StateView, cp: Checkpoint, store: StoreInfo, partition: int, batch_id: int
+        self,
+        view: StateView,
+        cp: Checkpoint,
+        store: StoreInfo,
+        partition: int,
+        batch_id: int,
+        columns: frozenset[str] | None,
     ) -> DecodedKey:
-        """The key of ``partition`` at ``batch_id``, from a listing of its directory in
-        ``cp`` (the query's view of the checkpoint)."""
+        """The key of ``partition`` at ``batch_id`` decoded to ``columns``, from a listing of
+        its directory in ``cp`` (the query's view of the checkpoint)."""
         listed = cp.fs.list(cp.store_dir(store.operator_id, partition, store.store_name))
         version = batch_id + 1
         files = sorted(
@@ -111,7 +119,7 @@ class DecodedCache:
             for f in listed
             if not f.is_dir and _version_of(f.name) <= version
         )
-        return DecodedKey(view, partition, batch_id, tuple(files))
+        return DecodedKey(view, partition, batch_id, columns, tuple(files))
 
     def get(self, key: DecodedKey) -> list[pa.Table] | None:
         with self._lock:

@@ -8,9 +8,10 @@ of a registered Dataset, with the predicates it pushed down as one Arrow express
    seen by the next query; the scans of one query agree);
 2. keeps only the (partition, batch) pairs the filter allows (:mod:`.pruning`), reading
    nothing to decide;
-3. returns a pull-only reader that decodes one pair at a time, applies the filter itself
-   (DuckDB drops a predicate it pushed: a source that ignored it would return wrong rows),
-   and projects. ``LIMIT 1`` decodes one pair; a stopped query decodes no further.
+3. returns a pull-only reader that decodes one pair at a time, only the columns DuckDB reads
+   or its filter names (:func:`columns_needed`), applies the filter itself (DuckDB drops a
+   predicate it pushed: a source that ignored it would return wrong rows), and projects.
+   ``LIMIT 1`` decodes one pair; a stopped query decodes no further.
 
 A source's failure (a purged batch, a corrupt file, the time limit) is kept on the scope,
 so the session raises it as it is rather than as DuckDB's wrapped text.
@@ -54,7 +55,9 @@ BATCH_ID = pa.field("batch_id", pa.int64())
 CHUNK_ROWS = 65_536
 
 Scopes = Callable[[], QueryScope]
-Pieces = Callable[[QueryScope, "pc.Expression | None"], Iterator[pa.Table]]
+# The columns a scan must make (None: all). A table may make more; the scan drops them.
+Needed = frozenset[str] | None
+Pieces = Callable[[QueryScope, "pc.Expression | None", Needed], Iterator[pa.Table]]
 
 
 class Rows:
@@ -67,8 +70,11 @@ class Rows:
         columns: Sequence[str] | None,
         flt: pc.Expression | None,
         scope: QueryScope,
+        needed: Needed = None,
     ) -> None:
         self.schema = schema
+        # What the pieces are cut to before filtering: the columns read or filtered on.
+        self.made = schema if needed is None else pa.schema([f for f in schema if f.name in needed])
         self.pieces = pieces
         self.columns = list(columns) if columns is not None else None
         self.filter = flt
@@ -87,8 +93,10 @@ class Rows:
     def _batches(self, out: pa.Schema) -> Iterator[pa.RecordBatch]:
         try:
             for table in self.pieces:
-                if not table.schema.equals(self.schema):
-                    table = table.cast(self.schema)
+                if table.schema.names != self.made.names:
+                    table = table.select(self.made.names)
+                if not table.schema.equals(self.made):
+                    table = table.cast(self.made)
                 if self.filter is not None:
                     table = table.filter(self.filter)
                 yield from table.select(out.names).to_batches(max_chunksize=CHUNK_ROWS)
@@ -125,15 +133,17 @@ class SharedTable(ds.InMemoryDataset):
     ) -> Rows:
         scope = self._scopes()
         kept = tables_kept(self._schema, len(self._pieces), filter)
-        return Rows(self._schema, self._made(kept, scope, filter), columns, filter, scope)
+        needed = columns_needed(self._schema, columns, filter)
+        pieces = self._made(kept, scope, filter, needed)
+        return Rows(self._schema, pieces, columns, filter, scope, needed)
 
     def _made(
-        self, kept: Sequence[int], scope: QueryScope, flt: pc.Expression | None
+        self, kept: Sequence[int], scope: QueryScope, flt: pc.Expression | None, needed: Needed
     ) -> Iterator[pa.Table]:
         import numpy as np
 
         for number in kept:
-            for piece in self._pieces[number](scope, flt):
+            for piece in self._pieces[number](scope, flt, needed):
                 ids = pa.array(np.full(piece.num_rows, number, dtype=np.int32), type=pa.int32())
                 yield piece.append_column(TABLE_ID, ids)
 
@@ -167,14 +177,16 @@ class StoreTables:
         """The rows of the state table ``table``: the last committed batch, or the batches
         a pushed predicate on ``batch_id`` picks."""
 
-        def pieces(scope: QueryScope, flt: pc.Expression | None) -> Iterator[pa.Table]:
+        def pieces(
+            scope: QueryScope, flt: pc.Expression | None, needed: Needed
+        ) -> Iterator[pa.Table]:
             cp, source = self._source(scope)
             batches = self._state_batches(cp, source, flt)
             pairs = [(p, b) for b in batches for p in source.partitions_for(b)]
             decoded = self.sources.decoded
             for partition, batch in pairs_kept(self.state_schema, pairs, flt):
                 scope.check_time(f"{self.schema_name}.{table} partition {partition}")
-                key = decoded.key(self.view, cp, source.store, partition, batch)
+                key = decoded.key(self.view, cp, source.store, partition, batch, needed)
                 held = decoded.get(key)
                 scope.decoded.append(
                     Decoded(self.schema_name, table, partition, batch, held is not None)
@@ -182,7 +194,7 @@ class StoreTables:
                 made = (
                     held
                     if held is not None
-                    else decoded.keep(key, self._decode(source, partition, batch))
+                    else decoded.keep(key, self._decode(source, partition, batch, needed))
                 )
                 for piece in made:
                     yield piece
@@ -190,11 +202,15 @@ class StoreTables:
 
         return pieces
 
-    def _decode(self, source: StateSource, partition: int, batch: int) -> Iterator[pa.Table]:
+    def _decode(
+        self, source: StateSource, partition: int, batch: int, needed: Needed
+    ) -> Iterator[pa.Table]:
         codec = source.row_codec
         with source.decoding(partition):
             items = source.load_items(partition, batch + 1)
-            for piece in partition_tables(codec, partition, items, self.text_form, CHUNK_ROWS):
+            for piece in partition_tables(
+                codec, partition, items, self.text_form, CHUNK_ROWS, needed
+            ):
                 yield _with_batch(piece, batch)
 
     def _state_batches(
@@ -214,7 +230,9 @@ class StoreTables:
         """The rows of the change-feed table ``table``: every retained batch's changes, or
         those of the batches a pushed predicate on ``batch_id`` picks."""
 
-        def pieces(scope: QueryScope, flt: pc.Expression | None) -> Iterator[pa.Table]:
+        def pieces(
+            scope: QueryScope, flt: pc.Expression | None, needed: Needed
+        ) -> Iterator[pa.Table]:
             cp, source = self._source(scope)
             last = cp.resolve_batch(None)
             retained = [v - 1 for v in source.readable_versions()]
@@ -246,6 +264,30 @@ class StoreTables:
         )
         with source.decoding(partition):
             yield from row_chunks(change_columns(codec), rows, self.text_form, CHUNK_ROWS)
+
+
+def columns_needed(
+    schema: pa.Schema, columns: Sequence[str] | None, flt: pc.Expression | None
+) -> Needed:
+    """The columns of ``schema`` a scan must make: those DuckDB reads, and those its filter
+    names (an aggregate over ``value`` never decodes ``key``). None: every column."""
+    if columns is None:
+        return None
+    needed = set(columns)
+    if flt is not None:
+        for name in schema.names:
+            if name not in needed and _filter_reads(schema, name, flt):
+                needed.add(name)
+    return frozenset(needed)
+
+
+def _filter_reads(schema: pa.Schema, name: str, flt: pc.Expression) -> bool:
+    # Arrow names no expression's fields; binding it to a schema without the column does.
+    try:
+        schema.remove(schema.get_field_index(name)).empty_table().filter(flt)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return True
+    return False
 
 
 def _with_batch(piece: pa.Table, batch: int) -> pa.Table:

@@ -133,6 +133,17 @@ def test_a_second_query_takes_decoded_partitions_from_the_cache() -> None:
         assert 0 < session.decoded.held <= session.limits.cache_bytes
 
 
+def test_a_query_needing_more_columns_than_the_cached_decode_decodes_again() -> None:
+    # A narrow query decodes only the value; a later SELECT * must not get its partial rows.
+    with SqlSession([str(AGG)]) as session:
+        session.execute(f"SELECT max(value.count) FROM {STATE}")
+        whole = session.execute(f"SELECT * FROM {STATE}").table
+        assert _cached(session) == [(p, 11, False) for p in range(4)]
+    with SqlSession([str(AGG)]) as fresh:
+        expected = fresh.execute(f"SELECT * FROM {STATE}").table
+    assert whole.sort_by("partition_id").equals(expected.sort_by("partition_id"))
+
+
 def test_the_cache_keeps_no_more_than_its_bound() -> None:
     with SqlSession([str(AGG)], limits=SqlLimits(cache_bytes=0)) as session:
         for _ in range(2):

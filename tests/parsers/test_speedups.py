@@ -285,3 +285,26 @@ def test_python_text_that_fails_hands_the_row_back() -> None:
                 assert (chunk, pending, rows) == (b'{"key":{"t":10},"partition_id":0}\n', None, 1)
             else:
                 assert (chunk, pending, rows) == (b"", (kb, None), 0)
+
+
+# ------------------------------------------------------------------------------ binary columns
+
+
+@FAST
+@given(pairs=st.lists(st.tuples(st.binary(max_size=40), st.binary(max_size=40)), max_size=50))
+def test_binary_column_is_the_array_pyarrow_builds(pairs: list[tuple[bytes, bytes]]) -> None:
+    import pyarrow as pa
+
+    from stateglass.parsers.state_arrow import _binary_column
+
+    for index in (0, 1):
+        expected = pa.array([p[index] for p in pairs], type=pa.large_binary())
+        got = _binary_column(pairs, index)
+        got.validate(full=True)
+        assert got.equals(expected)
+
+
+def test_binary_column_refuses_what_is_not_pairs_of_bytes() -> None:
+    assert _speedups.binary_column([(b"k", None)], 1) is None
+    assert _speedups.binary_column([(b"k",)], 0) is None
+    assert _speedups.binary_column([[b"k", b"v"]], 0) is None
