@@ -115,8 +115,8 @@ def _write_store(cp: Checkpoint, plan: RewritePlan, dest: Destination, store: An
     from stateglass.collectors.rewrite.selfcheck import check_partition
 
     buckets: list[list[tuple[bytes, bytes]]] = [[] for _ in range(plan.partitions)]
-    for _, target, key, value in assigned_rows(cp, store, plan):
-        buckets[target].append((key, value))
+    for _, new_partition, key, value in assigned_rows(cp, store, plan):
+        buckets[new_partition].append((key, value))
     to_neutral = neutralizer(store.provider)
     writer = writer_class(plan.provider)()
     now_ms = int(time.time() * 1000)
