@@ -42,7 +42,7 @@ def _dedup(spark: Any, source: Path) -> Any:
     from pyspark.sql import functions as F
 
     # Event time grows with the batches, so the watermark evicts older batches' keys.
-    events = _read(spark, source).withColumn("ts", F.timestamp_seconds(F.col("id") // 4))
+    events = _read(spark, source).withColumn("ts", F.timestamp_seconds(F.floor(F.col("id") / 4)))
     return events.withWatermark("ts", "30 seconds").dropDuplicates(["k", "ts"])
 
 
