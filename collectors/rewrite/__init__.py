@@ -12,6 +12,8 @@ Example::
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from stateglass.collectors.errors import RewriteRefused
 from stateglass.collectors.rewrite.base import Neutralizer, StoreWriter, WriteTarget, hdfs_rows
 from stateglass.collectors.rewrite.hdfs import HdfsStoreWriter
@@ -25,28 +27,27 @@ NEUTRALIZERS: dict[str, Neutralizer] = {
 }
 
 
+T = TypeVar("T")
+
+
+def _registered(table: dict[str, T], provider: str, where: str, why: str) -> T:
+    """``table[provider]``, or a one-line refusal saying ``why`` and what is registered."""
+    try:
+        return table[provider]
+    except KeyError:
+        known = ", ".join(sorted(table))
+        raise RewriteRefused(where or provider, f"{why} (registered: {known})") from None
+
+
 def writer_class(provider: str, where: str = "") -> type[StoreWriter]:
     """The writer registered for ``provider``; an unknown one is a one-line refusal."""
-    try:
-        return WRITERS[provider]
-    except KeyError:
-        known = ", ".join(sorted(WRITERS))
-        raise RewriteRefused(
-            where or provider,
-            f"no writer for state store provider {provider} (writers: {known})",
-        ) from None
+    return _registered(WRITERS, provider, where, f"no writer for state store provider {provider}")
 
 
 def neutralizer(provider: str, where: str = "") -> Neutralizer:
     """How ``provider``'s stored rows become neutral rows; unknown: a one-line refusal."""
-    try:
-        return NEUTRALIZERS[provider]
-    except KeyError:
-        known = ", ".join(sorted(NEUTRALIZERS))
-        raise RewriteRefused(
-            where or provider,
-            f"state of provider {provider} cannot be read as rows to rewrite (readable: {known})",
-        ) from None
+    why = f"state of provider {provider} cannot be read as rows to rewrite"
+    return _registered(NEUTRALIZERS, provider, where, why)
 
 
 __all__ = ["NEUTRALIZERS", "WRITERS", "StoreWriter", "WriteTarget", "neutralizer", "writer_class"]
