@@ -1,0 +1,1 @@
+"""Writing new checkpoints: a rewrite of a checkpoint's state into a new directory."""

@@ -1,0 +1,98 @@
+"""A RocksDB store's rows in the neutral form of a rewrite, and back.
+
+The neutral form is the HDFS-backed provider's: ``(key UnsafeRow, value UnsafeRow)``, the
+key row holding every key column in key-schema order, no checksums. RocksDB stores the same
+rows through its key encoder (a version byte; a prefix scan splits the key row in two) and,
+with row checksums, wraps each value in ``LE32 crc ‖ LE32 len``. :class:`RocksDBRows` turns
+one into the other, in both directions, so that a rewrite reads any provider and writes any.
+
+Example::
+
+    rows = RocksDBRows(layout, row_checksum=False)
+    raw_key, raw_value = rows.to_rocksdb(key_row, value_row)
+    assert rows.to_neutral(raw_key, raw_value) == (key_row, value_row)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from stateglass.parsers.errors import UnsupportedFormat
+from stateglass.parsers.rocksdb_encoding import (
+    NO_PREFIX,
+    PREFIX_KEY_SCAN,
+    KeyLayout,
+    decode_value,
+    encode_value,
+)
+from stateglass.parsers.sparktypes import StructType
+from stateglass.parsers.unsaferow import row_decoder
+from stateglass.parsers.unsafewriter import encode_row
+
+# The key encoders a rewrite can write: the ones of stores without column families.
+WRITABLE_KEY_ENCODERS = (NO_PREFIX, PREFIX_KEY_SCAN)
+
+
+class RocksDBRows:
+    """Neutral rows ↔ RocksDB rows for one store without virtual column families."""
+
+    def __init__(self, layout: KeyLayout, *, row_checksum: bool = False) -> None:
+        if layout.spec_type not in WRITABLE_KEY_ENCODERS or layout.avro:
+            raise UnsupportedFormat(
+                f"a RocksDB store keyed by {layout.spec_type} ({layout.encoding_format}); "
+                "StateGlass rewrites stores keyed without a prefix or by a prefix scan"
+            )
+        self.layout = layout
+        self.row_checksum = row_checksum
+        self._split_key: Callable[[bytes], list[bytes]] | None = None
+        self._join_key: Callable[[list[bytes]], bytes] | None = None
+        if len(layout.parts) > 1:
+            self._split_key, self._join_key = _projections(layout)
+
+    def to_rocksdb(self, key_row: bytes, value_row: bytes) -> tuple[bytes, bytes]:
+        """The RocksDB key and value of one neutral row."""
+        parts = [key_row] if self._split_key is None else self._split_key(key_row)
+        key = self.layout.join(parts)
+        return key, encode_value(value_row, row_checksum=self.row_checksum, full_key=key)
+
+    def to_neutral(self, key: bytes, value: bytes) -> tuple[bytes, bytes]:
+        """The neutral row of one RocksDB key and value."""
+        parts = list(self.layout.split(key).rows)
+        key_row = parts[0] if self._join_key is None else self._join_key(parts)
+        return key_row, decode_value(value, row_checksum=self.row_checksum, full_key=key)
+
+
+def _projections(
+    layout: KeyLayout,
+) -> tuple[Callable[[bytes], list[bytes]], Callable[[list[bytes]], bytes]]:
+    """Split a whole key row into its parts' rows, and join them back, by value."""
+    schema = layout.key_schema
+    decode_key = row_decoder(schema)
+    part_decoders = [
+        (row_decoder(p.row_schema or p.schema), p.schema, p.ordinals) for p in layout.parts
+    ]
+
+    def split(key_row: bytes) -> list[bytes]:
+        values = decode_key(key_row)
+        return [
+            encode_row(part_schema, [values[i] for i in ordinals])
+            for _, part_schema, ordinals in part_decoders
+        ]
+
+    def join(parts: list[bytes]) -> bytes:
+        values: list[Any] = [None] * len(schema.fields)
+        for (decode, _, ordinals), payload in zip(part_decoders, parts, strict=True):
+            for ordinal, value in zip(ordinals, decode(payload), strict=True):
+                values[ordinal] = value
+        return encode_row(schema, values)
+
+    return split, join
+
+
+def key_schema_of(layout: KeyLayout) -> StructType:
+    """The schema of the neutral key row (every key column, in order)."""
+    return layout.key_schema
+
+
+__all__: Sequence[str] = ("RocksDBRows", "WRITABLE_KEY_ENCODERS", "key_schema_of")

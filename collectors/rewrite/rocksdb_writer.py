@@ -1,0 +1,185 @@
+"""Writes one partition of a RocksDB store as Spark's ``RocksDBFileManager`` lays it out.
+
+A version V of a store partition is ``V.zip`` (``V_<uniqueId>.zip`` in checkpoint format v2)
+plus the SST files it names under ``SSTs/``. The zip holds a real RocksDB checkpoint's
+``CURRENT``, ``MANIFEST-*``, ``OPTIONS-*`` and live WAL, and Spark's ``metadata`` (the SSTs'
+local and DFS names and sizes, ``numKeys``). Everything RocksDB reads here is written by a
+real RocksDB (rocksdict): the rows are put into a fresh database, flushed, and checkpointed,
+as Spark's ``RocksDB.commit`` does; only the zip and ``metadata`` are ours.
+
+A fresh zip at V is a full snapshot, with or without changelog checkpointing: Spark loads V
+from the newest zip at or below it and replays changelogs only after it, so a zip at V needs
+none. Stores with virtual column families (transformWithState, join state formats 3 and 4)
+and Avro-encoded keys are refused (:class:`~stateglass.collectors.errors.UnsupportedCheckpoint`).
+
+Example::
+
+    target = RocksDBTarget(store_dir="/dst/state/0/1", version=7, layout=layout)
+    written = write_partition(target, rows)   # ["/dst/state/0/1/SSTs/000009-….sst", ".../7.zip"]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import uuid
+import zipfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from stateglass.collectors.errors import CheckpointError, UnsupportedCheckpoint
+from stateglass.collectors.rewrite.rocksdb_rows import RocksDBRows
+from stateglass.parsers.errors import ParseError
+from stateglass.parsers.rocksdb_encoding import KeyLayout
+
+METADATA_ENTRY = "metadata"
+SST_DIR = "SSTs"
+# Spark 4.x opens RocksDB with block-based tables of format 5 and LZ4-compressed blocks
+# (the OPTIONS files of its checkpoints say so); our SSTs are written the same way, so that
+# the RocksDB inside Spark reads them as its own.
+BLOCK_FORMAT_VERSION = 5
+_PUT_BATCH = 10_000
+
+
+@dataclass(frozen=True)
+class RocksDBTarget:
+    """Where and how one store partition's version is written.
+
+    ``layout`` is the key encoder of the store (from its schema file), ``row_checksum`` the
+    destination's ``stateStore.rowChecksum.enabled``, ``unique_id`` the version's checkpoint
+    unique id when the destination is in checkpoint format v2 (None: format v1), and
+    ``spark_3`` whether the metadata takes Spark 3's shorter form (no column family fields).
+    """
+
+    store_dir: str
+    version: int
+    layout: KeyLayout
+    row_checksum: bool = False
+    unique_id: str | None = None
+    spark_3: bool = False
+
+    @property
+    def zip_name(self) -> str:
+        stem = str(self.version) if self.unique_id is None else f"{self.version}_{self.unique_id}"
+        return f"{stem}.zip"
+
+
+def write_partition(target: RocksDBTarget, rows: Iterable[tuple[bytes, bytes]]) -> list[str]:
+    """Write ``rows`` (neutral ``(key row, value row)`` pairs, keys unique) as version
+    ``target.version`` of the store partition at ``target.store_dir``; return the paths
+    written, the zip last (it is what makes the version exist for Spark)."""
+    try:
+        codec = RocksDBRows(target.layout, row_checksum=target.row_checksum)
+    except ParseError as exc:
+        raise UnsupportedCheckpoint(target.store_dir, f"cannot rewrite {exc.why}") from exc
+    work = tempfile.mkdtemp(prefix="stateglass-rocksdb-write-")
+    try:
+        checkpoint, num_keys = _build_database(Path(work), codec, rows)
+        return _upload(target, checkpoint, num_keys)
+    except OSError as exc:
+        raise CheckpointError(
+            target.store_dir, f"cannot write version {target.version} ({exc.strerror or exc})"
+        ) from exc
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _database_options() -> object:
+    import rocksdict
+
+    options = rocksdict.Options(raw_mode=True)
+    options.create_if_missing(True)
+    options.set_compression_type(rocksdict.DBCompressionType.lz4())
+    table = rocksdict.BlockBasedOptions()
+    table.set_format_version(BLOCK_FORMAT_VERSION)
+    table.set_bloom_filter(10, False)
+    options.set_block_based_table_factory(table)
+    return options
+
+
+def _build_database(
+    work: Path, codec: RocksDBRows, rows: Iterable[tuple[bytes, bytes]]
+) -> tuple[Path, int]:
+    """Put every row into a fresh RocksDB, flush it, and take a checkpoint of it (what
+    Spark's ``RocksDB.commit`` uploads); return the checkpoint's directory and key count."""
+    import rocksdict
+
+    db = rocksdict.Rdict(str(work / "db"), options=_database_options())
+    try:
+        # Spark disables the WAL: its state lives in SSTs and changelogs, never in a log.
+        write_options = rocksdict.WriteOptions()
+        write_options.disable_wal = True
+        db.set_write_options(write_options)
+        num_keys = 0
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        for key_row, value_row in rows:
+            key, value = codec.to_rocksdb(key_row, value_row)
+            batch.put(key, value)
+            num_keys += 1
+            if len(batch) >= _PUT_BATCH:
+                db.write(batch)
+                batch = rocksdict.WriteBatch(raw_mode=True)
+        if len(batch):
+            db.write(batch)
+        db.flush()
+        checkpoint = work / "checkpoint"
+        rocksdict.Checkpoint(db).create_checkpoint(str(checkpoint))
+    finally:
+        db.close()
+    return checkpoint, num_keys
+
+
+def _upload(target: RocksDBTarget, checkpoint: Path, num_keys: int) -> list[str]:
+    """Copy the SSTs under their DFS names and write the zip with Spark's ``metadata``."""
+    store = Path(target.store_dir)
+    (store / SST_DIR).mkdir(parents=True, exist_ok=True)
+    written: list[str] = []
+    sst_entries = []
+    others = []
+    for local in sorted(checkpoint.iterdir()):
+        if local.is_dir():
+            continue
+        if local.suffix != ".sst":
+            if _is_rocksdb_file(local.name):
+                others.append(local)
+            continue
+        dfs_name = f"{local.stem}-{uuid.uuid4()}.sst"
+        shutil.copyfile(local, store / SST_DIR / dfs_name)
+        written.append(str(store / SST_DIR / dfs_name))
+        sst_entries.append(
+            {
+                "localFileName": local.name,
+                "dfsSstFileName": dfs_name,
+                "sizeBytes": local.stat().st_size,
+            }
+        )
+    metadata = checkpoint_metadata(sst_entries, num_keys, spark_3=target.spark_3)
+    zip_path = store / target.zip_name
+    partial = store / f".{target.zip_name}.{uuid.uuid4()}.tmp"
+    with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+        for local in others:
+            archive.write(local, local.name)
+        archive.writestr(METADATA_ENTRY, metadata)
+    os.replace(partial, zip_path)
+    written.append(str(zip_path))
+    return written
+
+
+def _is_rocksdb_file(name: str) -> bool:
+    """RocksDB's own files of a checkpoint (rocksdict adds a config file of its own, which
+    Spark's RocksDB would not expect)."""
+    return name == "CURRENT" or name.startswith(("MANIFEST-", "OPTIONS-")) or name.endswith(".log")
+
+
+def checkpoint_metadata(sst_files: list[dict[str, object]], num_keys: int, *, spark_3: bool) -> str:
+    """The zip's ``metadata``: ``v1`` and Jackson's JSON of ``RocksDBCheckpointMetadata``
+    for a store without column families (an empty ``logFiles`` is omitted, as Spark does)."""
+    fields: dict[str, object] = {"sstFiles": sst_files, "numKeys": num_keys}
+    if not spark_3:
+        fields.update(
+            numInternalKeys=0, columnFamilyMapping={}, columnFamilyTypeMap={}, maxColumnFamilyId=0
+        )
+    return "v1\n" + json.dumps(fields, separators=(",", ":"))
