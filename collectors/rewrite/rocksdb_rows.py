@@ -15,23 +15,26 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from stateglass.parsers.errors import UnsupportedFormat
+from stateglass.collectors.checkpoints.checkpoint import StoreInfo
+from stateglass.collectors.errors import UnsupportedCheckpoint
+from stateglass.parsers.errors import ParseError, UnsupportedFormat
 from stateglass.parsers.rocksdb_encoding import (
     NO_PREFIX,
     PREFIX_KEY_SCAN,
     KeyLayout,
     decode_value,
     encode_value,
+    key_layout,
 )
-from stateglass.parsers.sparktypes import StructType
 from stateglass.parsers.unsaferow import row_decoder
 from stateglass.parsers.unsafewriter import encode_row
 
 # The key encoders a rewrite can write: the ones of stores without column families.
 WRITABLE_KEY_ENCODERS = (NO_PREFIX, PREFIX_KEY_SCAN)
+SESSION_WINDOW = "sessionWindowStateStoreSaveExec"
 
 
 class RocksDBRows:
@@ -63,6 +66,31 @@ class RocksDBRows:
         return key_row, decode_value(value, row_checksum=self.row_checksum, full_key=key)
 
 
+def store_layout(store: StoreInfo, where: str, encoding_format: str = "unsaferow") -> KeyLayout:
+    """The RocksDB key layout of a store without column families, from its schema file
+    and operator metadata; ``where`` names the store in a refusal."""
+    if store.uses_column_families:
+        raise UnsupportedCheckpoint(
+            where,
+            f"operator {store.operator_id} ({store.operator_name}) keeps its state in virtual "
+            "column families, which StateGlass does not rewrite for RocksDB",
+        )
+    key_schema = store.key_schema
+    if key_schema is None:
+        raise UnsupportedCheckpoint(where, "no state schema file found for this store")
+    prefix_columns = store.num_cols_prefix_key
+    if not prefix_columns and store.operator_name.startswith(SESSION_WINDOW):
+        # Spark 3.x writes no operator metadata; its session window store is keyed by a
+        # prefix scan over the grouping columns, the session being the last key column.
+        prefix_columns = len(key_schema.fields) - 1
+    try:
+        return key_layout(
+            None, key_schema, encoding_format=encoding_format, num_cols_prefix_key=prefix_columns
+        )
+    except ParseError as exc:
+        raise UnsupportedCheckpoint(where, exc.why) from exc
+
+
 def _projections(
     layout: KeyLayout,
 ) -> tuple[Callable[[bytes], list[bytes]], Callable[[list[bytes]], bytes]]:
@@ -88,11 +116,3 @@ def _projections(
         return encode_row(schema, values)
 
     return split, join
-
-
-def key_schema_of(layout: KeyLayout) -> StructType:
-    """The schema of the neutral key row (every key column, in order)."""
-    return layout.key_schema
-
-
-__all__: Sequence[str] = ("RocksDBRows", "WRITABLE_KEY_ENCODERS", "key_schema_of")
