@@ -1,16 +1,21 @@
 """Spark 4.3 itself judges the RocksDB writer.
 
-A streaming aggregation on RocksDB (changelog checkpointing off, then on) runs three batches
+A streaming aggregation on RocksDB (changelog checkpointing off and on, checkpoint format v1
+and v2) runs three batches
 on SRC. DST gets SRC's logs, metadata and schemas, and each state partition's last version
 written by :func:`write_partition` from the rows StateGlass's reader gives. Spark's state
 reader on DST must equal SRC's; then the query restarts on DST and on a copy of SRC that
 never left Spark, three more batches of new input each, and their state and sink output must
-be equal.
+be equal. In format v2 each written zip gets a new unique id, which the last commit names
+(as a rewrite's commit log does).
 """
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +29,7 @@ from tests.conftest import spark_conf, write_batch_files
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+FORMAT_VERSION = "spark.sql.streaming.stateStore.checkpointFormatVersion"
 SCHEMA = "k STRING, id BIGINT"
 STATE_FILES = (".zip", ".changelog", ".sst", ".crc")
 
@@ -34,7 +40,9 @@ def _batches(count: int) -> list[list[dict[str, Any]]]:
     ]
 
 
-def _run(spark: Any, source: Path, cp: Path, changelog: str) -> list[tuple[Any, ...]]:
+def _run(
+    spark: Any, source: Path, cp: Path, changelog: str, format_version: str
+) -> list[tuple[Any, ...]]:
     """Run the aggregation until its input is read; return its sink output, sorted."""
     from pyspark.sql import functions as F
 
@@ -43,7 +51,11 @@ def _run(spark: Any, source: Path, cp: Path, changelog: str) -> list[tuple[Any, 
     def sink(frame: Any, batch_id: int) -> None:
         out.extend((batch_id, *row) for row in frame.collect())
 
-    conf = {"spark.sql.streaming.stateStore.providerClass": ROCKSDB, CHANGELOG: changelog}
+    conf = {
+        "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
+        CHANGELOG: changelog,
+        FORMAT_VERSION: format_version,
+    }
     with spark_conf(spark, conf):
         query = (
             spark.readStream.schema(SCHEMA)
@@ -61,12 +73,14 @@ def _run(spark: Any, source: Path, cp: Path, changelog: str) -> list[tuple[Any, 
     return sorted(out)
 
 
-def _state(spark: Any, cp: Path) -> list[tuple[Any, ...]]:
-    rows = spark.read.format("statestore").load(str(cp)).collect()
+def _state(spark: Any, cp: Path, format_version: str) -> list[tuple[Any, ...]]:
+    # Spark's reader takes the file naming (unique ids or not) from the session's conf.
+    with spark_conf(spark, {FORMAT_VERSION: format_version}):
+        rows = spark.read.format("statestore").load(str(cp)).collect()
     return sorted(tuple(str(v) for v in row) for row in rows)
 
 
-def _rewrite(src: Path, dst: Path) -> None:
+def _rewrite(src: Path, dst: Path, format_version: str) -> None:
     """What a rewrite to the same provider and partition count does, store by store."""
     shutil.copytree(
         src,
@@ -76,39 +90,70 @@ def _rewrite(src: Path, dst: Path) -> None:
     cp = Checkpoint.open(str(src))
     batch = cp.last_committed_batch
     assert batch is not None
+    unique_ids: dict[str, list[list[str]]] = {}
     for store in cp.stores():
         request = StateRequest(store.operator_id, store.store_name, batch_id=batch)
         source = StateSource(cp, request)
         where = cp.store_dir(store.operator_id, 0, store.store_name)
         codec = RocksDBRows(store_layout(source.store, where), row_checksum=source.row_checksum)
+        ids = unique_ids[str(store.operator_id)] = []
         for partition in source.partitions:
             rows = [codec.to_neutral(k, v) for k, v in source.load(partition, batch + 1)]
+            unique_id = str(uuid.uuid4()) if format_version == "2" else None
+            ids.append([unique_id or ""])
             store_dir = cp.store_dir(store.operator_id, partition, store.store_name)
             target_dir = dst / Path(store_dir).relative_to(src)
             target = RocksDBTarget(
-                str(target_dir), batch + 1, codec.layout, row_checksum=codec.row_checksum
+                str(target_dir),
+                batch + 1,
+                codec.layout,
+                row_checksum=codec.row_checksum,
+                unique_id=unique_id,
             )
             write_partition(target, rows)
+    if format_version == "2":
+        commit = dst / "commits" / str(batch)
+        header, body = commit.read_text().split("\n", 1)
+        fields = json.loads(body)
+        fields["stateUniqueIds"] = unique_ids
+        commit.write_text(header + "\n" + json.dumps(fields, separators=(",", ":")))
 
 
-@pytest.mark.parametrize("changelog", ["false", "true"], ids=["changelog-off", "changelog-on"])
-def test_spark_restarts_on_the_written_state(spark: Any, tmp_path: Path, changelog: str) -> None:
+CASES = [
+    pytest.param("false", "1", id="changelog-off"),
+    pytest.param("true", "1", id="changelog-on"),
+    pytest.param("false", "2", id="changelog-off-format-v2"),
+    pytest.param("true", "2", id="changelog-on-format-v2"),
+]
+
+
+@pytest.mark.parametrize(("changelog", "format_version"), CASES)
+def test_spark_restarts_on_the_written_state(
+    spark: Any, tmp_path: Path, changelog: str, format_version: str
+) -> None:
     source = write_batch_files(tmp_path / "in", _batches(3))
     src, dst, ref = tmp_path / "src", tmp_path / "dst", tmp_path / "ref"
-    _run(spark, source, src, changelog)
-    _rewrite(src, dst)
+    _run(spark, source, src, changelog, format_version)
+    _rewrite(src, dst, format_version)
     # One fresh snapshot per partition at the last version, nothing to replay.
     written = sorted(
         p.name for p in (dst / "state").rglob("*") if p.is_file() and "SSTs" not in p.parts
     )
-    assert written == ["3.zip", "3.zip", "metadata", "schema"]
-    before = _state(spark, src)
-    assert before and _state(spark, dst) == before
+    unique_id = r"_[0-9a-f-]{36}" if format_version == "2" else ""
+    assert [re.sub(unique_id, "", n) if unique_id else n for n in written] == [
+        "3.zip",
+        "3.zip",
+        "metadata",
+        "schema",
+    ]
+    assert all(re.fullmatch(rf"3{unique_id}\.zip", n) for n in written[:2])
+    before = _state(spark, src, format_version)
+    assert before and _state(spark, dst, format_version) == before
 
     shutil.copytree(src, ref)
     write_batch_files(source, _batches(6))
-    from_ref = _run(spark, source, ref, changelog)
-    from_dst = _run(spark, source, dst, changelog)
+    from_ref = _run(spark, source, ref, changelog, format_version)
+    from_dst = _run(spark, source, dst, changelog, format_version)
     assert {row[0] for row in from_dst} == {3, 4, 5}
     assert from_dst == from_ref
-    assert _state(spark, dst) == _state(spark, ref) != before
+    assert _state(spark, dst, format_version) == _state(spark, ref, format_version) != before
