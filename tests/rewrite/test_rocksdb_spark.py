@@ -1,9 +1,9 @@
 """Spark 4.3 itself judges the RocksDB writer.
 
 A streaming aggregation on RocksDB (changelog checkpointing off and on, checkpoint format v1
-and v2) runs three batches
-on SRC. DST gets SRC's logs, metadata and schemas, and each state partition's last version
-written by :func:`write_partition` from the rows StateGlass's reader gives. Spark's state
+and v2), or on the HDFS-backed provider, runs three batches on SRC. DST gets SRC's logs, metadata and schemas, and each state partition's last version
+written by :func:`write_partition` from the rows StateGlass's reader gives, and RocksDB as
+the provider its offset log pins. Spark's state
 reader on DST must equal SRC's; then the query restarts on DST and on a copy of SRC that
 never left Spark, three more batches of new input each, and their state and sink output must
 be equal. In format v2 each written zip gets a new unique id, which the last commit names
@@ -28,10 +28,12 @@ from stateglass.collectors.rewrite.rocksdb_writer import RocksDBTarget, write_pa
 from tests.conftest import spark_conf, write_batch_files
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 FORMAT_VERSION = "spark.sql.streaming.stateStore.checkpointFormatVersion"
 SCHEMA = "k STRING, id BIGINT"
-STATE_FILES = (".zip", ".changelog", ".sst", ".crc")
+STATE_FILES = (".zip", ".changelog", ".sst", ".crc", ".delta", ".snapshot")
 
 
 def _batches(count: int) -> list[list[dict[str, Any]]]:
@@ -40,9 +42,7 @@ def _batches(count: int) -> list[list[dict[str, Any]]]:
     ]
 
 
-def _run(
-    spark: Any, source: Path, cp: Path, changelog: str, format_version: str
-) -> list[tuple[Any, ...]]:
+def _run(spark: Any, source: Path, cp: Path, conf: dict[str, str]) -> list[tuple[Any, ...]]:
     """Run the aggregation until its input is read; return its sink output, sorted."""
     from pyspark.sql import functions as F
 
@@ -51,11 +51,6 @@ def _run(
     def sink(frame: Any, batch_id: int) -> None:
         out.extend((batch_id, *row) for row in frame.collect())
 
-    conf = {
-        "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
-        CHANGELOG: changelog,
-        FORMAT_VERSION: format_version,
-    }
     with spark_conf(spark, conf):
         query = (
             spark.readStream.schema(SCHEMA)
@@ -81,7 +76,8 @@ def _state(spark: Any, cp: Path, format_version: str) -> list[tuple[Any, ...]]:
 
 
 def _rewrite(src: Path, dst: Path, format_version: str) -> None:
-    """What a rewrite to the same provider and partition count does, store by store."""
+    """What a rewrite to RocksDB with the same partition count does, store by store: the
+    state of the last batch as fresh snapshots, the provider pinned in the offset log."""
     shutil.copytree(
         src,
         dst,
@@ -96,9 +92,11 @@ def _rewrite(src: Path, dst: Path, format_version: str) -> None:
         source = StateSource(cp, request)
         where = cp.store_dir(store.operator_id, 0, store.store_name)
         codec = RocksDBRows(store_layout(source.store, where), row_checksum=source.row_checksum)
+        from_rocksdb = source.store.provider == "rocksdb"
         ids = unique_ids[str(store.operator_id)] = []
         for partition in source.partitions:
-            rows = [codec.to_neutral(k, v) for k, v in source.load(partition, batch + 1)]
+            raw = source.load(partition, batch + 1)
+            rows = [codec.to_neutral(k, v) for k, v in raw] if from_rocksdb else list(raw)
             unique_id = str(uuid.uuid4()) if format_version == "2" else None
             ids.append([unique_id or ""])
             store_dir = cp.store_dir(store.operator_id, partition, store.store_name)
@@ -111,6 +109,12 @@ def _rewrite(src: Path, dst: Path, format_version: str) -> None:
                 unique_id=unique_id,
             )
             write_partition(target, rows)
+    for offsets in (dst / "offsets").iterdir():
+        if offsets.name.isdigit():
+            header, body, *sources = offsets.read_text().split("\n")
+            fields = json.loads(body)
+            fields["conf"][PROVIDER] = ROCKSDB
+            offsets.write_text("\n".join([header, json.dumps(fields), *sources]))
     if format_version == "2":
         commit = dst / "commits" / str(batch)
         header, body = commit.read_text().split("\n", 1)
@@ -120,20 +124,23 @@ def _rewrite(src: Path, dst: Path, format_version: str) -> None:
 
 
 CASES = [
-    pytest.param("false", "1", id="changelog-off"),
-    pytest.param("true", "1", id="changelog-on"),
-    pytest.param("false", "2", id="changelog-off-format-v2"),
-    pytest.param("true", "2", id="changelog-on-format-v2"),
+    pytest.param(ROCKSDB, "false", "1", id="changelog-off"),
+    pytest.param(ROCKSDB, "true", "1", id="changelog-on"),
+    pytest.param(ROCKSDB, "false", "2", id="changelog-off-format-v2"),
+    pytest.param(ROCKSDB, "true", "2", id="changelog-on-format-v2"),
+    pytest.param(HDFS, "false", "1", id="hdfs-to-rocksdb"),
+    pytest.param(HDFS, "true", "1", id="hdfs-to-rocksdb-changelog-on"),
 ]
 
 
-@pytest.mark.parametrize(("changelog", "format_version"), CASES)
+@pytest.mark.parametrize(("provider", "changelog", "format_version"), CASES)
 def test_spark_restarts_on_the_written_state(
-    spark: Any, tmp_path: Path, changelog: str, format_version: str
+    spark: Any, tmp_path: Path, provider: str, changelog: str, format_version: str
 ) -> None:
     source = write_batch_files(tmp_path / "in", _batches(3))
     src, dst, ref = tmp_path / "src", tmp_path / "dst", tmp_path / "ref"
-    _run(spark, source, src, changelog, format_version)
+    conf = {PROVIDER: provider, CHANGELOG: changelog, FORMAT_VERSION: format_version}
+    _run(spark, source, src, conf)
     _rewrite(src, dst, format_version)
     # One fresh snapshot per partition at the last version, nothing to replay.
     written = sorted(
@@ -152,8 +159,13 @@ def test_spark_restarts_on_the_written_state(
 
     shutil.copytree(src, ref)
     write_batch_files(source, _batches(6))
-    from_ref = _run(spark, source, ref, changelog, format_version)
-    from_dst = _run(spark, source, dst, changelog, format_version)
+    from_ref = _run(spark, source, ref, conf)
+    from_dst = _run(spark, source, dst, {**conf, PROVIDER: ROCKSDB})
     assert {row[0] for row in from_dst} == {3, 4, 5}
     assert from_dst == from_ref
     assert _state(spark, dst, format_version) == _state(spark, ref, format_version) != before
+    assert all(
+        p.name.endswith(".zip") or p.name.endswith(".changelog")
+        for p in (dst / "state" / "0" / "0").iterdir()
+        if p.is_file() and not p.name.startswith(".")
+    ), "the restarted query left RocksDB"
