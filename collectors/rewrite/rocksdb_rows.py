@@ -15,11 +15,11 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from stateglass.collectors.checkpoints.checkpoint import StoreInfo
-from stateglass.collectors.errors import UnsupportedCheckpoint
+from stateglass.collectors.errors import CorruptFile, UnsupportedCheckpoint
 from stateglass.parsers.errors import ParseError, UnsupportedFormat
 from stateglass.parsers.rocksdb_encoding import (
     NO_PREFIX,
@@ -116,3 +116,16 @@ def _projections(
         return encode_row(schema, values)
 
     return split, join
+
+
+def neutral_rows(
+    store: StoreInfo, rows: Iterable[tuple[bytes, bytes]], *, row_checksum: bool, where: str
+) -> Iterator[tuple[bytes, bytes]]:
+    """A RocksDB store's raw rows (as its reader gives them) in the neutral form, for a
+    rewrite into any provider; ``row_checksum`` is the source's conf."""
+    codec = RocksDBRows(store_layout(store, where), row_checksum=row_checksum)
+    for key, value in rows:
+        try:
+            yield codec.to_neutral(key, value)
+        except ParseError as exc:
+            raise CorruptFile(where, f"a stored row does not decode: {exc.why}") from exc

@@ -49,9 +49,9 @@ class RocksDBTarget:
     """Where and how one store partition's version is written.
 
     ``layout`` is the key encoder of the store (from its schema file), ``row_checksum`` the
-    destination's ``stateStore.rowChecksum.enabled``, ``unique_id`` the version's checkpoint
-    unique id when the destination is in checkpoint format v2 (None: format v1), and
-    ``spark_3`` whether the metadata takes Spark 3's shorter form (no column family fields).
+    destination's ``stateStore.rowChecksum.enabled``, and ``unique_id`` the version's
+    checkpoint unique id when the destination is in checkpoint format v2 (None: format v1;
+    the commit of the batch must name the same id).
     """
 
     store_dir: str
@@ -59,7 +59,6 @@ class RocksDBTarget:
     layout: KeyLayout
     row_checksum: bool = False
     unique_id: str | None = None
-    spark_3: bool = False
 
     @property
     def zip_name(self) -> str:
@@ -156,7 +155,7 @@ def _upload(target: RocksDBTarget, checkpoint: Path, num_keys: int) -> list[str]
                 "sizeBytes": local.stat().st_size,
             }
         )
-    metadata = checkpoint_metadata(sst_entries, num_keys, spark_3=target.spark_3)
+    metadata = checkpoint_metadata(sst_entries, num_keys)
     zip_path = store / target.zip_name
     partial = store / f".{target.zip_name}.{uuid.uuid4()}.tmp"
     with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
@@ -174,12 +173,17 @@ def _is_rocksdb_file(name: str) -> bool:
     return name == "CURRENT" or name.startswith(("MANIFEST-", "OPTIONS-")) or name.endswith(".log")
 
 
-def checkpoint_metadata(sst_files: list[dict[str, object]], num_keys: int, *, spark_3: bool) -> str:
-    """The zip's ``metadata``: ``v1`` and Jackson's JSON of ``RocksDBCheckpointMetadata``
-    for a store without column families (an empty ``logFiles`` is omitted, as Spark does)."""
-    fields: dict[str, object] = {"sstFiles": sst_files, "numKeys": num_keys}
-    if not spark_3:
-        fields.update(
-            numInternalKeys=0, columnFamilyMapping={}, columnFamilyTypeMap={}, maxColumnFamilyId=0
-        )
+def checkpoint_metadata(sst_files: list[dict[str, object]], num_keys: int) -> str:
+    """The zip's ``metadata``: ``v1`` and Jackson's JSON of Spark 4's
+    ``RocksDBCheckpointMetadata`` for a store without column families (an empty ``logFiles``
+    is omitted, as Spark does). Spark 3 reads it too: its reader ignores unknown fields
+    (``FAIL_ON_UNKNOWN_PROPERTIES`` off)."""
+    fields = {
+        "sstFiles": sst_files,
+        "numKeys": num_keys,
+        "numInternalKeys": 0,
+        "columnFamilyMapping": {},
+        "columnFamilyTypeMap": {},
+        "maxColumnFamilyId": 0,
+    }
     return "v1\n" + json.dumps(fields, separators=(",", ":"))

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import json
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
 from stateglass.collectors.checkpoints.state_reader import StateRequest, StateSource
 from stateglass.collectors.errors import UnsupportedCheckpoint
 from stateglass.collectors.fs import LOCAL
-from stateglass.collectors.rewrite.rocksdb_rows import RocksDBRows, store_layout
+from stateglass.collectors.rewrite.rocksdb import RocksDBStoreWriter
+from stateglass.collectors.rewrite.rocksdb_rows import RocksDBRows, neutral_rows, store_layout
 from stateglass.collectors.rewrite.rocksdb_writer import RocksDBTarget, write_partition
 from stateglass.collectors.stores.base import StoreContext
 from stateglass.collectors.stores.rocksdb import RocksDBStoreReader
@@ -137,3 +139,31 @@ def test_column_family_stores_are_refused_in_one_line(fixture_corpus: Path) -> N
         store_layout(store, "state/0/0")
     assert "virtual column families" in str(info.value)
     assert "\n" not in str(info.value)
+
+
+@dataclass(frozen=True)
+class _Target:
+    store_dir: str
+    version: int
+    store: StoreInfo
+    row_checksum: bool = False
+    unique_id: str | None = None
+
+
+def test_registered_writer_refuses_or_writes(fixture_corpus: Path, tmp_path: Path) -> None:
+    tws = Checkpoint.open(str(fixture_corpus / "4.3.0/tws-rocks-cl/checkpoint")).stores()[0]
+    why = RocksDBStoreWriter.refusal(tws)
+    assert why is not None and "virtual column families" in why
+
+    cp = Checkpoint.open(str(fixture_corpus / "4.3.0/session-rocks-cl/checkpoint"))
+    batch = cp.last_committed_batch
+    assert batch is not None
+    source = StateSource(cp, StateRequest(batch_id=batch))
+    assert RocksDBStoreWriter.refusal(source.store) is None
+    raw = sorted(source.load(0, batch + 1))
+    rows = list(neutral_rows(source.store, raw, row_checksum=False, where="session"))
+    target = _Target(str(tmp_path), batch + 1, source.store, unique_id="u-1")
+    written = RocksDBStoreWriter().write_partition(target, rows)
+    assert Path(written[-1]).name == f"{batch + 1}_u-1.zip"
+    reader = RocksDBStoreReader(StoreContext(LOCAL, str(tmp_path), unique_ids={batch + 1: "u-1"}))
+    assert sorted(reader.load(batch + 1)) == raw

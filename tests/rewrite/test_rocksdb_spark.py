@@ -1,13 +1,13 @@
 """Spark 4.3 itself judges the RocksDB writer.
 
 A streaming aggregation on RocksDB (changelog checkpointing off and on, checkpoint format v1
-and v2), or on the HDFS-backed provider, runs three batches on SRC. DST gets SRC's logs, metadata and schemas, and each state partition's last version
-written by :func:`write_partition` from the rows StateGlass's reader gives, and RocksDB as
-the provider its offset log pins. Spark's state
-reader on DST must equal SRC's; then the query restarts on DST and on a copy of SRC that
-never left Spark, three more batches of new input each, and their state and sink output must
-be equal. In format v2 each written zip gets a new unique id, which the last commit names
-(as a rewrite's commit log does).
+and v2), or on the HDFS-backed provider, runs three batches on SRC. DST gets SRC's logs,
+metadata and schemas, each state partition's last version written by
+:func:`write_partition` from the rows StateGlass's reader gives, and RocksDB as the provider
+its offset log pins. Spark's state reader on DST must equal SRC's; then the query restarts
+on DST and on a copy of SRC that never left Spark, three more batches of new input each,
+and their state and sink output must be equal. In format v2 each written zip gets a new
+unique id, which the last commit names (as a rewrite's commit log does).
 """
 
 from __future__ import annotations
