@@ -29,11 +29,15 @@ import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from stateglass.collectors.errors import CheckpointError, UnsupportedCheckpoint
 from stateglass.collectors.rewrite.rocksdb_rows import RocksDBRows
 from stateglass.parsers.errors import ParseError
 from stateglass.parsers.rocksdb_encoding import KeyLayout
+
+if TYPE_CHECKING:
+    import rocksdict
 
 METADATA_ENTRY = "metadata"
 SST_DIR = "SSTs"
@@ -86,7 +90,7 @@ def write_partition(target: RocksDBTarget, rows: Iterable[tuple[bytes, bytes]]) 
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _database_options() -> object:
+def _database_options() -> rocksdict.Options:
     import rocksdict
 
     options = rocksdict.Options(raw_mode=True)
@@ -110,7 +114,8 @@ def _build_database(
     try:
         # Spark disables the WAL: its state lives in SSTs and changelogs, never in a log.
         write_options = rocksdict.WriteOptions()
-        write_options.disable_wal = True
+        # rocksdict makes it a property; its stub says a method.
+        write_options.disable_wal = True  # type: ignore[method-assign,assignment]
         db.set_write_options(write_options)
         num_keys = 0
         batch = rocksdict.WriteBatch(raw_mode=True)
