@@ -32,8 +32,12 @@ Hierarchy::
     │   ├── QueryTimeLimit       stopped at the session's time limit
     │   ├── QueryMemoryLimit     stopped at the session's memory (or spill) limit
     │   └── QueryFailed          DuckDB rejected it: syntax, unknown table or column, types
-    └── InsideCheckpoint         a path given for StateGlass's own files (``--db``, ``-o``) or
-                                 for event logs (``--progress``) lies inside a checkpoint
+    ├── InsideCheckpoint         a path given for StateGlass's own files (``--db``, ``-o``) or
+    │                            for event logs (``--progress``) lies inside a checkpoint
+    └── RewriteError             ``rewrite`` wrote no destination (path: the destination)
+        ├── RewriteRefused       refused before writing: destination not empty, a batch in
+        │                        flight, a store no writer can write, an unwritable codec
+        └── SelfCheckFailed      the destination read back differs from the rows meant
 
 Parser errors are wrapped here with the file's path, so a user always learns which file.
 
@@ -186,6 +190,18 @@ class InsideCheckpoint(CollectorError):
     """A path StateGlass would write (the database, an output file) or read event logs from
     is a checkpoint or lies inside one (:func:`~stateglass.collectors.checkpoints.enclosing.
     refuse_inside_checkpoint`)."""
+
+
+class RewriteError(CollectorError):
+    """``stateglass rewrite`` left no destination; the reason names the path."""
+
+
+class RewriteRefused(RewriteError):
+    """A rewrite refused before writing anything."""
+
+
+class SelfCheckFailed(RewriteError):
+    """The destination, read back, is not the state meant; it was removed."""
 
 
 def wrap_parse_error(path: str, exc: ParseError) -> CheckpointError:

@@ -112,3 +112,20 @@ def verify_spark(data: bytes, checksum: bytes, path: str = "<crc>") -> str | Non
     if google_crc32c.value(data) != record.value & 0xFFFFFFFF:
         return f"CRC32C {google_crc32c.value(data)} differs from {record.value & 0xFFFFFFFF}"
     return None
+
+
+def spark_checksum_json(data: bytes, timestamp_ms: int) -> bytes:
+    """Spark 4.1+'s ``<file>.crc`` for ``data``, as ``ChecksumCheckpointFileManager`` writes it
+    (``value`` is Java's signed int of the CRC32C)."""
+    import google_crc32c
+
+    crc = google_crc32c.value(data)
+    signed = crc - (1 << 32) if crc >= 1 << 31 else crc
+    doc = {
+        "algorithm": "CRC32C",
+        "value": signed,
+        "mainFileSize": len(data),
+        "timestampMs": timestamp_ms,
+        "creator": {"executorId": "driver", "taskInfo": ""},
+    }
+    return json.dumps(doc, separators=(",", ":")).encode()

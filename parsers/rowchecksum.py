@@ -101,6 +101,11 @@ def unwrap_single(key: bytes, value: bytes) -> bytes:
     return payload
 
 
+def wrap_single(key: bytes, value: bytes) -> bytes:
+    """``crc ‖ value`` of a single value, as Spark 4.3 writes it with row checksums on."""
+    return _LE32.pack(crc32c(value, crc32c(key))) + value
+
+
 def unwrap_key(key: bytes) -> bytes:
     """Strip and verify ``crc ‖ key`` (a delete record's key); return the bare key."""
     if len(key) < 4:

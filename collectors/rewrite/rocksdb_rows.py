@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from stateglass.collectors.checkpoints.checkpoint import StoreInfo
-from stateglass.collectors.errors import CorruptFile, UnsupportedCheckpoint
+from stateglass.collectors.errors import CorruptFile, RewriteRefused
 from stateglass.parsers.errors import ParseError, UnsupportedFormat
 from stateglass.parsers.rocksdb_encoding import (
     NO_PREFIX,
@@ -70,14 +70,14 @@ def store_layout(store: StoreInfo, where: str, encoding_format: str = "unsaferow
     """The RocksDB key layout of a store without column families, from its schema file
     and operator metadata; ``where`` names the store in a refusal."""
     if store.uses_column_families:
-        raise UnsupportedCheckpoint(
+        raise RewriteRefused(
             where,
             f"operator {store.operator_id} ({store.operator_name}) keeps its state in virtual "
             "column families, which StateGlass does not rewrite for RocksDB",
         )
     key_schema = store.key_schema
     if key_schema is None:
-        raise UnsupportedCheckpoint(where, "no state schema file found for this store")
+        raise RewriteRefused(where, "no state schema file found for this store")
     prefix_columns = store.num_cols_prefix_key
     if not prefix_columns and store.operator_name.startswith(SESSION_WINDOW):
         # Spark 3.x writes no operator metadata; its session window store is keyed by a
@@ -88,7 +88,7 @@ def store_layout(store: StoreInfo, where: str, encoding_format: str = "unsaferow
             None, key_schema, encoding_format=encoding_format, num_cols_prefix_key=prefix_columns
         )
     except ParseError as exc:
-        raise UnsupportedCheckpoint(where, exc.why) from exc
+        raise RewriteRefused(where, exc.why) from exc
 
 
 def _projections(

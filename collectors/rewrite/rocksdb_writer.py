@@ -10,7 +10,7 @@ as Spark's ``RocksDB.commit`` does; only the zip and ``metadata`` are ours.
 A fresh zip at V is a full snapshot, with or without changelog checkpointing: Spark loads V
 from the newest zip at or below it and replays changelogs only after it, so a zip at V needs
 none. Stores with virtual column families (transformWithState, join state formats 3 and 4)
-and Avro-encoded keys are refused (:class:`~stateglass.collectors.errors.UnsupportedCheckpoint`).
+and Avro-encoded keys are refused (:class:`~stateglass.collectors.errors.RewriteRefused`).
 
 Example::
 
@@ -20,6 +20,7 @@ Example::
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -31,8 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from stateglass.collectors.errors import CheckpointError, UnsupportedCheckpoint
+from stateglass.collectors.errors import RewriteError, RewriteRefused
+from stateglass.collectors.rewrite.files import write_bytes
 from stateglass.collectors.rewrite.rocksdb_rows import RocksDBRows
+from stateglass.parsers.checksums import spark_checksum_file, spark_checksum_json
 from stateglass.parsers.errors import ParseError
 from stateglass.parsers.rocksdb_encoding import KeyLayout
 
@@ -55,7 +58,7 @@ class RocksDBTarget:
     ``layout`` is the key encoder of the store (from its schema file), ``row_checksum`` the
     destination's ``stateStore.rowChecksum.enabled``, and ``unique_id`` the version's
     checkpoint unique id when the destination is in checkpoint format v2 (None: format v1;
-    the commit of the batch must name the same id).
+    the commit of the batch must name the same id). SSTs get no checksum file, as in Spark.
     """
 
     store_dir: str
@@ -63,6 +66,8 @@ class RocksDBTarget:
     layout: KeyLayout
     row_checksum: bool = False
     unique_id: str | None = None
+    file_checksum: bool = False  # Spark 4.1+'s <zip>.crc beside the zip
+    timestamp_ms: int = 0  # the time the checksum file records
 
     @property
     def zip_name(self) -> str:
@@ -77,13 +82,13 @@ def write_partition(target: RocksDBTarget, rows: Iterable[tuple[bytes, bytes]]) 
     try:
         codec = RocksDBRows(target.layout, row_checksum=target.row_checksum)
     except ParseError as exc:
-        raise UnsupportedCheckpoint(target.store_dir, f"cannot rewrite {exc.why}") from exc
+        raise RewriteRefused(target.store_dir, f"cannot rewrite {exc.why}") from exc
     work = tempfile.mkdtemp(prefix="stateglass-rocksdb-write-")
     try:
         checkpoint, num_keys = _build_database(Path(work), codec, rows)
         return _upload(target, checkpoint, num_keys)
     except OSError as exc:
-        raise CheckpointError(
+        raise RewriteError(
             target.store_dir, f"cannot write version {target.version} ({exc.strerror or exc})"
         ) from exc
     finally:
@@ -138,37 +143,34 @@ def _build_database(
 
 def _upload(target: RocksDBTarget, checkpoint: Path, num_keys: int) -> list[str]:
     """Copy the SSTs under their DFS names and write the zip with Spark's ``metadata``."""
-    store = Path(target.store_dir)
-    (store / SST_DIR).mkdir(parents=True, exist_ok=True)
     written: list[str] = []
     sst_entries = []
     others = []
     for local in sorted(checkpoint.iterdir()):
-        if local.is_dir():
-            continue
-        if local.suffix != ".sst":
-            if _is_rocksdb_file(local.name):
-                others.append(local)
-            continue
-        dfs_name = f"{local.stem}-{uuid.uuid4()}.sst"
-        shutil.copyfile(local, store / SST_DIR / dfs_name)
-        written.append(str(store / SST_DIR / dfs_name))
-        sst_entries.append(
-            {
-                "localFileName": local.name,
-                "dfsSstFileName": dfs_name,
-                "sizeBytes": local.stat().st_size,
-            }
-        )
-    metadata = checkpoint_metadata(sst_entries, num_keys)
-    zip_path = store / target.zip_name
-    partial = store / f".{target.zip_name}.{uuid.uuid4()}.tmp"
-    with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+        if local.suffix == ".sst":
+            dfs_name = f"{local.stem}-{uuid.uuid4()}.sst"
+            path = os.path.join(target.store_dir, SST_DIR, dfs_name)
+            write_bytes(path, local.read_bytes())
+            written.append(path)
+            size = local.stat().st_size
+            sst_entries.append(
+                {"localFileName": local.name, "dfsSstFileName": dfs_name, "sizeBytes": size}
+            )
+        elif local.is_file() and _is_rocksdb_file(local.name):
+            others.append(local)
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zipped:
         for local in others:
-            archive.write(local, local.name)
-        archive.writestr(METADATA_ENTRY, metadata)
-    os.replace(partial, zip_path)
-    written.append(str(zip_path))
+            zipped.write(local, local.name)
+        zipped.writestr(METADATA_ENTRY, checkpoint_metadata(sst_entries, num_keys))
+    data = archive.getvalue()
+    if target.file_checksum:
+        crc = os.path.join(target.store_dir, spark_checksum_file(target.zip_name))
+        write_bytes(crc, spark_checksum_json(data, target.timestamp_ms))
+        written.append(crc)
+    zip_path = os.path.join(target.store_dir, target.zip_name)
+    write_bytes(zip_path, data)
+    written.append(zip_path)
     return written
 
 

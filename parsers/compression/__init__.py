@@ -68,6 +68,22 @@ def decompress(codec: str, data: Data, limits: DecodeLimits = DEFAULT_LIMITS) ->
     return get_codec(codec).decompress(data, limits)
 
 
+# Codecs StateGlass can also write (a rewrite's state files), by Spark's short name.
+WRITABLE = frozenset({lz4.NAME})
+
+
+def compress(codec: str, data: Data) -> bytes:
+    """``data`` as Spark's ``CompressionCodec`` ``codec`` writes a whole state file;
+    ``UnsupportedFormat`` for a codec StateGlass reads but does not write."""
+    found = get_codec(codec)
+    if found.NAME not in WRITABLE:
+        raise UnsupportedFormat(
+            f"compression codec {codec!r} is read but not written (written: "
+            f"{', '.join(sorted(WRITABLE))})"
+        )
+    return lz4.compress(data)
+
+
 def iter_blocks(
     codec: str, data: Data, start: int = 0, limits: DecodeLimits = DEFAULT_LIMITS
 ) -> Iterator[Block]:
@@ -118,9 +134,11 @@ __all__ = [
     "CODECS",
     "DEFAULT_CODEC",
     "UNCOMPRESSED",
+    "WRITABLE",
     "Block",
     "Codec",
     "Decoded",
+    "compress",
     "decode_prefix",
     "decompress",
     "get_codec",

@@ -1,5 +1,8 @@
 """LZ4: lz4-java's ``LZ4BlockOutputStream`` (Spark's default codec) and raw LZ4 blocks.
 
+Decoded in every framing; encoded (:func:`compress`) as a whole stream, for the state files a
+rewrite writes.
+
 A stream is a run of blocks, each ``"LZ4Block" token clen olen xxh32 payload`` (ints
 little-endian), closed by an empty *end block*. Spark reads with ``stopOnEmptyBlock=false``,
 so several streams may follow one another in one file; we read them all until EOF. RocksDB
@@ -143,6 +146,35 @@ def iter_blocks(data: Data, start: int, allowance: Allowance) -> Iterator[Block]
         pos = end
         ended = False
     yield Block(pos, b"", ended=ended and pos == size)
+
+
+BLOCK_SIZE = 32 * 1024  # spark.io.compression.lz4.blockSize's default
+
+
+def _level(block_size: int) -> int:
+    # lz4-java: the token's level is ceil(log2(blockSize)) - 10, at least 0.
+    return max(0, (block_size - 1).bit_length() - LEVEL_BASE)
+
+
+def compress(data: Data, block_size: int = BLOCK_SIZE) -> bytes:
+    """``data`` as lz4-java's ``LZ4BlockOutputStream`` writes it for Spark's
+    ``LZ4CompressionCodec``: blocks of at most ``block_size`` bytes, each stored raw when
+    compressing does not shrink it, then the end block (``finish()``)."""
+    level = _level(block_size)
+    view = memoryview(data)
+    out: list[bytes] = []
+    for start in range(0, len(view), block_size):
+        chunk = bytes(view[start : start + block_size])
+        check = xxhash.xxh32_intdigest(chunk, XXH32_SEED) & CHECKSUM_MASK
+        packed = lz4.block.compress(chunk, store_size=False)
+        if len(packed) >= len(chunk):
+            method, payload = METHOD_RAW, chunk
+        else:
+            method, payload = METHOD_LZ4, packed
+        out.append(HEADER.pack(MAGIC, method | level, len(payload), len(chunk), check))
+        out.append(payload)
+    out.append(HEADER.pack(MAGIC, METHOD_RAW | level, 0, 0, 0))
+    return b"".join(out)
 
 
 def block_size(block: Data) -> int | None:

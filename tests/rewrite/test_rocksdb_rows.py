@@ -19,7 +19,7 @@ import pytest
 
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
 from stateglass.collectors.checkpoints.state_reader import StateRequest, StateSource
-from stateglass.collectors.errors import UnsupportedCheckpoint
+from stateglass.collectors.errors import RewriteRefused
 from stateglass.collectors.fs import LOCAL
 from stateglass.collectors.rewrite.rocksdb import RocksDBStoreWriter
 from stateglass.collectors.rewrite.rocksdb_rows import RocksDBRows, neutral_rows, store_layout
@@ -135,7 +135,7 @@ def test_row_checksum_covers_the_key() -> None:
 def test_column_family_stores_are_refused_in_one_line(fixture_corpus: Path) -> None:
     cp = Checkpoint.open(str(fixture_corpus / "4.3.0/tws-rocks-cl/checkpoint"))
     store = cp.stores()[0]
-    with pytest.raises(UnsupportedCheckpoint) as info:
+    with pytest.raises(RewriteRefused) as info:
         store_layout(store, "state/0/0")
     assert "virtual column families" in str(info.value)
     assert "\n" not in str(info.value)

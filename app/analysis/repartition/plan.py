@@ -246,6 +246,23 @@ def plan_partitions(
     ]
     if not stores:
         raise AnalysisError(f"{cp.root}: no store matches --operator/--store")
+    plans, refusals, disk_per_stored_byte = plan_stores(cp, stores, batch, (current, partitions))
+    return Plan(
+        checkpoint=cp.root,
+        batch_id=batch,
+        current_partitions=current,
+        partitions=partitions,
+        stores=tuple(plans),
+        refusals=tuple(refusals),
+        disk_per_stored_byte=disk_per_stored_byte,
+    )
+
+
+def plan_stores(
+    cp: Checkpoint, stores: Sequence[StoreInfo], batch: int, counts: tuple[int, int]
+) -> tuple[list[StorePlan], list[tuple[str, str]], float | None]:
+    """Each view's plan for ``counts`` = (current, planned) partitions from the state of
+    ``batch``, what is refused (store label, reason), and the bytes on disk per stored byte."""
     plans: list[StorePlan] = []
     refusals = checkpoint_refusals(cp)
     disk = stored = 0
@@ -257,24 +274,14 @@ def plan_partitions(
             continue
         for i, view in enumerate(views_of(store, cp.root)):
             try:
-                plan, on_disk = _plan_view(
-                    cp, store, view, (current, partitions), batch + 1, i == 0
-                )
+                plan, on_disk = _plan_view(cp, store, view, counts, batch + 1, i == 0)
             except Refused as exc:
                 refusals.append((f"{store.operator_id}/{view.label}", str(exc)))
                 continue
             plans.append(plan)
             disk += on_disk
             stored += sum(plan.current_bytes)
-    return Plan(
-        checkpoint=cp.root,
-        batch_id=batch,
-        current_partitions=current,
-        partitions=partitions,
-        stores=tuple(plans),
-        refusals=tuple(refusals),
-        disk_per_stored_byte=disk / stored if disk and stored else None,
-    )
+    return plans, refusals, disk / stored if disk and stored else None
 
 
 def _plan_view(
@@ -294,30 +301,22 @@ def _plan_view(
     ``spark.sql.shuffle.partitions`` of the batch, not the directories)."""
     current, partitions = counts
     source = StateSource(cp, view.request())
-    codec = source.row_codec
     operator = store.operator_name.removesuffix(INFERRED)
-    rule = partition_key_rule(operator, view.state_var or store.store_name, codec.spec.state_kind)
+    rule = _rule(source, store, view)
     keys, sizes = [0] * partitions, [0] * partitions
-    now_keys, now_sizes = [], []
+    now_keys, now_sizes = [0] * current, [0] * current
     unhashed = on_disk = 0
-    for part in [p for p in source.partitions if p < current]:
-        n = size = 0
-        with source.decoding(part):
-            for key, value, row in _keyed_items(source, part, version):
-                schema, pkey = partition_key(rule, codec.key_schema, row)
-                target = row_partition(schema, pkey, partitions)
-                if target is None:
-                    unhashed += 1
-                    continue
-                item = len(key) + len(value)
-                keys[target] += 1
-                sizes[target] += item
-                n += 1
-                size += item
-        now_keys.append(n)
-        now_sizes.append(size)
-        if count_disk:
-            on_disk += _disk_bytes(source, part, version)
+    for part, target, key, value in keyed_targets(source, store, view, counts, version):
+        item = len(key) + len(value)
+        now_keys[part] += 1
+        now_sizes[part] += item
+        if target is None:
+            unhashed += 1
+            continue
+        keys[target] += 1
+        sizes[target] += item
+    if count_disk:
+        on_disk = sum(_disk_bytes(source, p, version) for p in source.partitions if p < current)
     label = (
         store.store_name if view.label == store.store_name else f"{store.store_name}/{view.label}"
     )
@@ -334,6 +333,33 @@ def _plan_view(
         warning=shuffle_mismatch(operator, view.state_var or store.store_name),
     )
     return plan, on_disk
+
+
+def keyed_targets(
+    source: StateSource,
+    store: StoreInfo,
+    view: StateView,
+    counts: tuple[int, int],
+    version: int,
+) -> Iterator[tuple[int, int | None, bytes, bytes]]:
+    """``(current partition, new partition, key bytes, value bytes)`` of each stored item of
+    this view at ``version``, the new partition where Spark's hash puts its partition key
+    (None: a key of a type the hash does not cover); :class:`Refused` when Spark would refuse
+    the store. Only partitions below the current count are read."""
+    current, partitions = counts
+    codec = source.row_codec
+    rule = _rule(source, store, view)
+    for part in [p for p in source.partitions if p < current]:
+        with source.decoding(part):
+            for key, value, row in _keyed_items(source, part, version):
+                schema, pkey = partition_key(rule, codec.key_schema, row)
+                yield part, row_partition(schema, pkey, partitions), key, value
+
+
+def _rule(source: StateSource, store: StoreInfo, view: StateView) -> str:
+    operator = store.operator_name.removesuffix(INFERRED)
+    name = view.state_var or store.store_name
+    return partition_key_rule(operator, name, source.row_codec.spec.state_kind)
 
 
 def _keyed_items(

@@ -1,0 +1,174 @@
+"""A rewrite's destination: a temporary sibling, the logs copied, renamed when complete.
+
+Everything is written under ``.<name>.stateglass-rewrite-<id>`` beside the destination; only a
+complete, self-checked tree is renamed to the destination. An interrupted run leaves that hidden
+sibling (never a directory at the destination), which the next run's refusal names. The source
+is only read.
+
+What is copied from the source, up to batch ``B``: ``metadata``; ``offsets/0..B`` (the last one
+with the pinned confs changed); ``commits/0..B``; ``sources/`` entries of batches up to ``B``;
+and under ``state/`` every file that is not state data (operator metadata, with its
+``numPartitions`` changed, and state schema files), in the operator directory and in partition
+directories below the new count. State data (deltas, snapshots, changelogs, zips, SSTs) is
+never copied: the writers write it. Hidden files (Hadoop's ``.crc`` sidecars, Spark's temp
+files) are not copied: a copied sidecar would no longer match an edited file.
+
+Example::
+
+    dest = Destination.create("/data/cp-32")
+    dest.copy_logs(Checkpoint.open("/data/cp"), 41, {"spark.sql.shuffle.partitions": "32"}, 32)
+    ...
+    dest.commit()
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+from stateglass.collectors.errors import RewriteRefused
+from stateglass.collectors.rewrite.files import write_bytes
+from stateglass.collectors.stores import READERS, classify_name
+from stateglass.parsers.logs import split_lines
+
+TEMP_MARK = ".stateglass-rewrite-"
+_BATCH = re.compile(r"([0-9]+)(\.compact)?")
+# Directories of state data shared between versions (RocksDB's SSTs): never copied.
+_SHARED_DIRS = frozenset(r.SHARED_DIR for r in READERS.values() if r.SHARED_DIR)
+
+
+def temp_siblings(dst: str) -> list[str]:
+    """Temporary trees an interrupted rewrite to ``dst`` left beside it."""
+    parent, name = os.path.split(os.path.abspath(dst))
+    if not os.path.isdir(parent):
+        return []
+    return [
+        os.path.join(parent, n) for n in os.listdir(parent) if n.startswith(f".{name}{TEMP_MARK}")
+    ]
+
+
+class Destination:
+    """The temporary tree a rewrite writes, and its one way to become the destination."""
+
+    def __init__(self, dst: str, root: str) -> None:
+        self.dst = dst
+        self.root = root
+        self.checkpoint = Checkpoint(root)  # paths of stores and logs in the new tree
+
+    @classmethod
+    def create(cls, dst: str) -> Destination:
+        """A fresh temporary tree for ``dst``; refused when ``dst`` holds anything."""
+        dst = os.path.abspath(dst)
+        if os.path.exists(dst) and (not os.path.isdir(dst) or os.listdir(dst)):
+            raise RewriteRefused(dst, "the destination exists and is not empty")
+        parent, name = os.path.split(dst)
+        os.makedirs(parent, exist_ok=True)
+        root = os.path.join(parent, f".{name}{TEMP_MARK}{uuid.uuid4().hex[:12]}")
+        os.mkdir(root)
+        return cls(dst, root)
+
+    def copy_logs(
+        self, cp: Checkpoint, batch: int, conf: Mapping[str, str], partitions: int
+    ) -> list[str]:
+        """Copy what the destination keeps from ``cp`` up to ``batch`` (module docstring),
+        with ``conf`` set in the last offsets entry; the paths written."""
+        written = [self._copy(cp, "metadata")]
+        for log in ("offsets", "commits"):
+            for n in _batches(cp, log, batch):
+                data = cp.fs.read(cp.path(log, str(n)))
+                if log == "offsets" and n == batch:
+                    data = with_conf(data, conf)
+                written.append(self._write(data, log, str(n)))
+        written += [self._copy(cp, *rel) for rel in _walk(cp, ("sources",)) if _up_to(rel, batch)]
+        for rel in _walk(cp, ("state",)):
+            if _keeps_state_file(rel, batch, partitions):
+                data = cp.fs.read(cp.path(*rel))
+                if "_metadata" in rel and rel[-1] != "schema" and "_stateSchema" not in rel:
+                    data = with_partitions(data, partitions)
+                written.append(self._write(data, *rel))
+        return written
+
+    def commit(self) -> None:
+        """Make the temporary tree the destination (one rename: complete or absent)."""
+        if os.path.isdir(self.dst):
+            os.rmdir(self.dst)  # empty, checked at create(); rename needs it gone
+        os.rename(self.root, self.dst)
+
+    def discard(self) -> None:
+        """Remove the temporary tree (a refusal or a failed self-check after writing)."""
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def _copy(self, cp: Checkpoint, *rel: str) -> str:
+        return self._write(cp.fs.read(cp.path(*rel)), *rel)
+
+    def _write(self, data: bytes, *rel: str) -> str:
+        path = os.path.join(self.root, *rel)
+        write_bytes(path, data)
+        return path
+
+
+def _batches(cp: Checkpoint, log: str, batch: int) -> list[int]:
+    ids = cp.offset_batch_ids if log == "offsets" else cp.commit_batch_ids
+    return [n for n in ids if n <= batch]
+
+
+def _walk(cp: Checkpoint, rel: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """Relative paths of the visible files under ``rel`` (none when it is absent)."""
+    if not cp.fs.is_dir(cp.path(*rel)):
+        return []
+    out: list[tuple[str, ...]] = []
+    for name, is_dir in cp.fs.names(cp.path(*rel)):
+        if name.startswith("."):
+            continue
+        out += _walk(cp, (*rel, name)) if is_dir else [(*rel, name)]
+    return out
+
+
+def _up_to(rel: tuple[str, ...], batch: int) -> bool:
+    """A source log entry of a batch up to ``batch`` (other files are kept)."""
+    found = _BATCH.fullmatch(rel[-1])
+    return found is None or int(found.group(1)) <= batch
+
+
+def _keeps_state_file(rel: tuple[str, ...], batch: int, partitions: int) -> bool:
+    """Whether a file under ``state/`` is copied: metadata and schemas, not state data."""
+    name = rel[-1]
+    if classify_name(name) is not None or classify_name(name.removesuffix(".crc")) is not None:
+        return False
+    if _SHARED_DIRS.intersection(rel):
+        return False
+    if len(rel) > 2 and rel[2].isdigit() and int(rel[2]) >= partitions:
+        return False
+    if len(rel) > 4 and rel[2:4] == ("_metadata", "v2"):
+        return _up_to(rel, batch)
+    return True
+
+
+def with_conf(data: bytes, conf: Mapping[str, str]) -> bytes:
+    """An offsets entry with ``conf`` set in its metadata line, everything else as it was."""
+    lines = split_lines(data.decode("utf-8"))
+    meta: dict[str, Any] = json.loads(lines[1])
+    meta["conf"] = {**meta.get("conf", {}), **conf}
+    lines[1] = json.dumps(meta, separators=(",", ":"))
+    return "\n".join(lines).encode("utf-8")
+
+
+def with_partitions(data: bytes, partitions: int) -> bytes:
+    """Operator metadata (v1 or v2) with every store's ``numPartitions`` set."""
+    lines = split_lines(data.decode("utf-8"))
+    out = [lines[0]]
+    for line in lines[1:]:
+        doc = json.loads(line) if line.strip() else None
+        if isinstance(doc, dict):
+            for info in doc.get("stateStoreInfo", []):
+                if "numPartitions" in info:
+                    info["numPartitions"] = partitions
+            line = json.dumps(doc, separators=(",", ":"))
+        out.append(line)
+    return "\n".join(out).encode("utf-8")
