@@ -12,20 +12,21 @@ from __future__ import annotations
 
 import json
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from stateglass.collectors.checkpoints.state_reader import StateRequest, StateSource
 from stateglass.collectors.errors import RewriteRefused
 from stateglass.collectors.fs import LOCAL
+from stateglass.collectors.rewrite import WriteTarget, writer_class
 from stateglass.collectors.rewrite.rocksdb import RocksDBStoreWriter
 from stateglass.collectors.rewrite.rocksdb_rows import RocksDBRows, neutral_rows, store_layout
 from stateglass.collectors.rewrite.rocksdb_writer import RocksDBTarget, write_partition
 from stateglass.collectors.stores.base import StoreContext
 from stateglass.collectors.stores.rocksdb import RocksDBStoreReader
+from stateglass.parsers.checksums import verify_spark
 from stateglass.parsers.errors import ChecksumMismatch
 from stateglass.parsers.rocksdb_encoding import decode_value, encode_value
 
@@ -141,15 +142,6 @@ def test_column_family_stores_are_refused_in_one_line(fixture_corpus: Path) -> N
     assert "\n" not in str(info.value)
 
 
-@dataclass(frozen=True)
-class _Target:
-    store_dir: str
-    version: int
-    store: StoreInfo
-    row_checksum: bool = False
-    unique_id: str | None = None
-
-
 def test_registered_writer_refuses_or_writes(fixture_corpus: Path, tmp_path: Path) -> None:
     tws = Checkpoint.open(str(fixture_corpus / "4.3.0/tws-rocks-cl/checkpoint")).stores()[0]
     why = RocksDBStoreWriter.refusal(tws)
@@ -162,8 +154,16 @@ def test_registered_writer_refuses_or_writes(fixture_corpus: Path, tmp_path: Pat
     assert RocksDBStoreWriter.refusal(source.store) is None
     raw = sorted(source.load(0, batch + 1))
     rows = list(neutral_rows(source.store, raw, row_checksum=False, where="session"))
-    target = _Target(str(tmp_path), batch + 1, source.store, unique_id="u-1")
-    written = RocksDBStoreWriter().write_partition(target, rows)
-    assert Path(written[-1]).name == f"{batch + 1}_u-1.zip"
+    target = WriteTarget(
+        str(tmp_path), batch + 1, 0, source.store, unique_id="u-1", file_checksum=True
+    )
+    writer = writer_class("rocksdb")()
+    written = writer.write_partition(target, rows)
+    zip_name = f"{batch + 1}_u-1.zip"
+    assert [Path(p).name for p in written[-2:]] == [f"{zip_name}.crc", zip_name]
+    crc = verify_spark(
+        (tmp_path / zip_name).read_bytes(), (tmp_path / f"{zip_name}.crc").read_bytes()
+    )
+    assert crc is None
     reader = RocksDBStoreReader(StoreContext(LOCAL, str(tmp_path), unique_ids={batch + 1: "u-1"}))
     assert sorted(reader.load(batch + 1)) == raw
