@@ -165,7 +165,7 @@ def test_spark_restarts_on_the_written_state(
     assert from_dst == from_ref
     assert _state(spark, dst, format_version) == _state(spark, ref, format_version) != before
     assert all(
-        p.name.endswith(".zip") or p.name.endswith(".changelog")
+        p.name.endswith((".zip", ".changelog", ".zip.crc", ".changelog.crc"))
         for p in (dst / "state" / "0" / "0").iterdir()
         if p.is_file() and not p.name.startswith(".")
     ), "the restarted query left RocksDB"
