@@ -62,5 +62,6 @@ COMMANDS = (
     Command("maintain", Reads.DATABASE),
     Command("compat", Reads.CHECKPOINTS),
     Command("plan-partitions", Reads.CHECKPOINTS),
+    Command("rewrite", Reads.CHECKPOINTS),
 )
 COMMANDS_BY_NAME = {c.name: c for c in COMMANDS}

@@ -247,6 +247,7 @@ def plan_partitions(
     if not stores:
         raise AnalysisError(f"{cp.root}: no store matches --operator/--store")
     plans, refusals, disk_per_stored_byte = plan_stores(cp, stores, batch, (current, partitions))
+    refusals = checkpoint_refusals(cp) + refusals
     return Plan(
         checkpoint=cp.root,
         batch_id=batch,
@@ -264,7 +265,7 @@ def plan_stores(
     """Each view's plan for ``counts`` = (current, planned) partitions from the state of
     ``batch``, what is refused (store label, reason), and the bytes on disk per stored byte."""
     plans: list[StorePlan] = []
-    refusals = checkpoint_refusals(cp)
+    refusals: list[tuple[str, str]] = []
     disk = stored = 0
     for store in stores:
         if store.key_schema is None and not store.column_families:

@@ -1,0 +1,153 @@
+"""``stateglass rewrite``'s refusals and faults: one line, exit 2, nothing at DST, SRC unread
+but for reading; and what an applied rewrite writes, read back with StateGlass's readers."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from stateglass.app.cli import main
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+from stateglass.collectors.checkpoints.state_reader import StateRequest, StateSource
+from stateglass.collectors.rewrite import WRITERS
+from stateglass.collectors.rewrite.base import WriteTarget
+from stateglass.collectors.rewrite.hdfs import HdfsStoreWriter
+from stateglass.parsers.partitioning import row_partition
+from tests.collectors.helpers import tree_digest
+from tests.conftest import copy_checkpoint
+
+SAMPLES = Path(__file__).parents[2] / "sample_checkpoints" / "spark-4.3"
+AGG = SAMPLES / "agg-hdfs"  # 4 partitions, batches 0-11
+
+
+def _rewrite(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    status = main(["rewrite", *args])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def _state(root: Path, batch: int) -> dict[int, Counter[tuple[bytes, bytes]]]:
+    """Rows per partition of operator 0's default store at ``batch``, by our reader."""
+    cp = Checkpoint.open(str(root))
+    source = StateSource(cp, StateRequest(0, "default", batch_id=batch))
+    return {p: Counter(source.load(p, batch + 1)) for p in source.partitions}
+
+
+def _nothing_at(dst: Path) -> bool:
+    siblings = [p for p in dst.parent.iterdir() if p.name.startswith(f".{dst.name}")]
+    return not dst.exists() and not siblings
+
+
+def test_a_dry_run_prints_the_plan_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out, _ = _rewrite(capsys, str(AGG), str(tmp_path / "dst"), "--partitions", "3")
+    assert status == 0
+    assert "4 → 3 partitions" in out and "spark.sql.shuffle.partitions: 4 → 3" in out
+    assert "numPartitions 4 → 3" in out and "dry run" in out
+    assert _nothing_at(tmp_path / "dst")
+
+
+@pytest.mark.parametrize("n", [2, 7], ids=["down", "up"])
+def test_apply_writes_each_key_where_sparks_hash_sends_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], n: int
+) -> None:
+    src = copy_checkpoint(AGG, tmp_path / "src")
+    before = tree_digest(src)
+    dst = tmp_path / "dst"
+    status, out, _ = _rewrite(capsys, str(src), str(dst), "--partitions", str(n), "--apply")
+    assert status == 0, out
+    assert tree_digest(src) == before
+    written = _state(dst, 11)
+    assert sorted(written) == list(range(n))
+    assert sum(written.values(), Counter()) == sum(_state(src, 11).values(), Counter())
+    cp = Checkpoint.open(str(dst))
+    assert cp.offsets(11).shuffle_partitions == n and cp.offset_batch_ids[-1] == 11
+    codec = StateSource(cp, StateRequest(0, "default", batch_id=11)).row_codec
+    for partition, rows in written.items():
+        for key, value in rows:
+            row = codec.decode(key, value)[0][0]
+            assert row_partition(codec.key_schema, tuple(row), n) == partition
+    state_files = sorted(p.name for p in (dst / "state").rglob("*") if p.is_file())
+    assert state_files == sorted(["metadata", "schema"] + ["12.snapshot"] * n)
+
+
+def test_a_destination_that_is_not_empty_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dst = tmp_path / "dst"
+    dst.mkdir()
+    (dst / "keep").write_text("mine")
+    status, _, err = _rewrite(capsys, str(AGG), str(dst), "--partitions", "3", "--apply")
+    assert status == 2
+    assert err.count("\n") == 1 and "not empty" in err
+    assert [p.name for p in dst.iterdir()] == ["keep"]
+
+
+def test_a_batch_in_flight_is_refused_unless_a_committed_batch_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = copy_checkpoint(AGG, tmp_path / "src")
+    (src / "commits" / "11").unlink()
+    status, _, err = _rewrite(capsys, str(src), str(tmp_path / "dst"), "--apply")
+    assert status == 2 and err.count("\n") == 1 and "in flight" in err
+    assert _nothing_at(tmp_path / "dst")
+    status, out, _ = _rewrite(
+        capsys, str(src), str(tmp_path / "dst"), "--partitions", "2", "--batch-id", "10", "--apply"
+    )
+    assert status == 0, out
+    assert sorted(p.name for p in (tmp_path / "dst" / "offsets").iterdir()) == [
+        str(b) for b in sorted(range(11), key=str)
+    ]
+    assert (tmp_path / "dst" / "state" / "0" / "0" / "11.snapshot").exists()
+
+
+def test_a_damaged_source_file_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = copy_checkpoint(AGG, tmp_path / "src")
+    snapshot = src / "state" / "0" / "1" / "12.snapshot"
+    snapshot.write_bytes(snapshot.read_bytes()[:-30])
+    status, _, err = _rewrite(
+        capsys, str(src), str(tmp_path / "dst"), "--partitions", "3", "--apply"
+    )
+    assert status == 2 and err.count("\n") == 1 and "12.snapshot" in err
+    assert _nothing_at(tmp_path / "dst")
+
+
+def test_transform_with_state_to_hdfs_is_refused_as_spark_refuses_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dst = tmp_path / "dst"
+    status, out, err = _rewrite(
+        capsys, str(SAMPLES / "tws-rocks-cl"), str(dst), "--provider", "hdfs", "--apply"
+    )
+    assert status == 2 and err.count("\n") == 1
+    assert "STORE_BACKEND_NOT_SUPPORTED_FOR_TWS" in out
+    assert _nothing_at(dst)
+
+
+class DroppingWriter(HdfsStoreWriter):
+    """Loses the last row of every partition: what the self-check is there to catch."""
+
+    PROVIDER: ClassVar[str] = "hdfs"
+
+    def write_partition(
+        self, target: WriteTarget, rows: Iterable[tuple[bytes, bytes]]
+    ) -> list[str]:
+        return super().write_partition(target, list(rows)[:-1])
+
+
+def test_a_destination_that_reads_back_wrong_is_removed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(WRITERS, "hdfs", DroppingWriter)
+    status, _, err = _rewrite(
+        capsys, str(AGG), str(tmp_path / "dst"), "--partitions", "3", "--apply"
+    )
+    assert status == 2 and err.count("\n") == 1 and "missing" in err
+    assert _nothing_at(tmp_path / "dst")
