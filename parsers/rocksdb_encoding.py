@@ -50,6 +50,10 @@ so :func:`decode_values` accepts an optional ``,`` between elements and settles 
 by requiring an exact parse. With row checksums (4.3+) each value or element is
 ``LE32 crc ‖ LE32 len ‖ payload``, ``crc = CRC32C(full RocksDB key ‖ payload)``.
 
+The writing side (a rewrite into RocksDB) is the inverse for the layouts of stores without
+column families: :meth:`KeyLayout.join` (no-prefix and prefix-scan keys, UnsafeRow
+encoding), :func:`encode_row_payload` and :func:`encode_value` (with its row checksum).
+
 Example::
 
     >>> from stateglass.parsers.sparktypes import parse_datatype
