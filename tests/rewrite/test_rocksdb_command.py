@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 
 from stateglass.app.cli import main
-from tests.conftest import spark_conf, write_batch_files
+from tests.conftest import write_batch_files
+from tests.rewrite.rocksdb_runs import batches, run_aggregation
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 SHUFFLE = "spark.sql.shuffle.partitions"
-SCHEMA = "k STRING, id BIGINT"
 
 # (SRC's provider, its changelog conf, the rewrite's options, DST's partitions)
 CASES = [
@@ -38,38 +38,6 @@ CASES = [
     ),
     pytest.param(ROCKSDB, "false", ["--provider", "hdfs"], 2, id="rocksdb-to-hdfs"),
 ]
-
-
-def _batches(count: int) -> list[list[dict[str, Any]]]:
-    return [
-        [{"k": f"k{(b * 5 + i) % 19}", "id": b * 100 + i} for i in range(20)] for b in range(count)
-    ]
-
-
-def _run(spark: Any, source: Path, cp: Path, conf: dict[str, str]) -> list[tuple[Any, ...]]:
-    """Run the aggregation until its input is read; its sink output, sorted."""
-    from pyspark.sql import functions as F
-
-    out: list[tuple[Any, ...]] = []
-
-    def sink(frame: Any, batch_id: int) -> None:
-        out.extend((batch_id, *row) for row in frame.collect())
-
-    with spark_conf(spark, conf):
-        query = (
-            spark.readStream.schema(SCHEMA)
-            .option("maxFilesPerTrigger", 1)
-            .json(str(source))
-            .groupBy("k")
-            .agg(F.sum("id").alias("s"), F.count("*").alias("c"))
-            .writeStream.outputMode("update")
-            .foreachBatch(sink)
-            .option("checkpointLocation", str(cp))
-            .trigger(availableNow=True)
-            .start()
-        )
-        query.awaitTermination()
-    return sorted(out)
 
 
 def _rows(spark: Any, cp: Path) -> list[tuple[str, str]]:
@@ -90,10 +58,10 @@ def _misplaced(spark: Any, cp: Path, n: int) -> int:
 def test_spark_restarts_on_the_rewrite(
     spark: Any, tmp_path: Path, provider: str, changelog: str, options: list[str], n: int
 ) -> None:
-    source = write_batch_files(tmp_path / "in", _batches(3))
+    source = write_batch_files(tmp_path / "in", batches(3, 19))
     src, dst, ref = tmp_path / "src", tmp_path / "dst", tmp_path / "ref"
     conf = {PROVIDER: provider, CHANGELOG: changelog, SHUFFLE: "2"}
-    _run(spark, source, src, conf)
+    run_aggregation(spark, source, src, conf)
     shutil.copytree(src, ref)
     assert main(["rewrite", str(src), str(dst), *options, "--apply"]) == 0
 
@@ -101,11 +69,13 @@ def test_spark_restarts_on_the_rewrite(
     assert before and _rows(spark, dst) == before
     assert _misplaced(spark, dst, n) == 0
 
-    write_batch_files(source, _batches(6))
-    from_ref = _run(spark, source, ref, conf)
+    write_batch_files(source, batches(6, 19))
+    from_ref = run_aggregation(spark, source, ref, conf)
     # The provider is pinned in DST's offset log; changelog checkpointing is the session's.
     dst_changelog = "true" if "on" in options else changelog
-    from_dst = _run(spark, source, dst, {**conf, CHANGELOG: dst_changelog, SHUFFLE: str(n)})
+    from_dst = run_aggregation(
+        spark, source, dst, {**conf, CHANGELOG: dst_changelog, SHUFFLE: str(n)}
+    )
     assert {row[0] for row in from_dst} == {3, 4, 5}
     assert from_dst == from_ref
     assert _rows(spark, dst) == _rows(spark, ref) != before

@@ -26,46 +26,14 @@ from stateglass.collectors.checkpoints.state_reader import StateRequest, StateSo
 from stateglass.collectors.rewrite.rocksdb_rows import RocksDBRows, store_layout
 from stateglass.collectors.rewrite.rocksdb_writer import RocksDBTarget, write_partition
 from tests.conftest import spark_conf, write_batch_files
+from tests.rewrite.rocksdb_runs import batches, run_aggregation
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 FORMAT_VERSION = "spark.sql.streaming.stateStore.checkpointFormatVersion"
-SCHEMA = "k STRING, id BIGINT"
 STATE_FILES = (".zip", ".changelog", ".sst", ".crc", ".delta", ".snapshot")
-
-
-def _batches(count: int) -> list[list[dict[str, Any]]]:
-    return [
-        [{"k": f"k{(b * 7 + i) % 17}", "id": b * 100 + i} for i in range(25)] for b in range(count)
-    ]
-
-
-def _run(spark: Any, source: Path, cp: Path, conf: dict[str, str]) -> list[tuple[Any, ...]]:
-    """Run the aggregation until its input is read; return its sink output, sorted."""
-    from pyspark.sql import functions as F
-
-    out: list[tuple[Any, ...]] = []
-
-    def sink(frame: Any, batch_id: int) -> None:
-        out.extend((batch_id, *row) for row in frame.collect())
-
-    with spark_conf(spark, conf):
-        query = (
-            spark.readStream.schema(SCHEMA)
-            .option("maxFilesPerTrigger", 1)
-            .json(str(source))
-            .groupBy("k")
-            .agg(F.sum("id").alias("s"), F.count("*").alias("c"))
-            .writeStream.outputMode("update")
-            .foreachBatch(sink)
-            .option("checkpointLocation", str(cp))
-            .trigger(availableNow=True)
-            .start()
-        )
-        query.awaitTermination()
-    return sorted(out)
 
 
 def _state(spark: Any, cp: Path, format_version: str) -> list[tuple[Any, ...]]:
@@ -137,10 +105,10 @@ CASES = [
 def test_spark_restarts_on_the_written_state(
     spark: Any, tmp_path: Path, provider: str, changelog: str, format_version: str
 ) -> None:
-    source = write_batch_files(tmp_path / "in", _batches(3))
+    source = write_batch_files(tmp_path / "in", batches(3, 17))
     src, dst, ref = tmp_path / "src", tmp_path / "dst", tmp_path / "ref"
     conf = {PROVIDER: provider, CHANGELOG: changelog, FORMAT_VERSION: format_version}
-    _run(spark, source, src, conf)
+    run_aggregation(spark, source, src, conf)
     _rewrite(src, dst, format_version)
     # One fresh snapshot per partition at the last version, nothing to replay.
     written = sorted(
@@ -158,9 +126,9 @@ def test_spark_restarts_on_the_written_state(
     assert before and _state(spark, dst, format_version) == before
 
     shutil.copytree(src, ref)
-    write_batch_files(source, _batches(6))
-    from_ref = _run(spark, source, ref, conf)
-    from_dst = _run(spark, source, dst, {**conf, PROVIDER: ROCKSDB})
+    write_batch_files(source, batches(6, 17))
+    from_ref = run_aggregation(spark, source, ref, conf)
+    from_dst = run_aggregation(spark, source, dst, {**conf, PROVIDER: ROCKSDB})
     assert {row[0] for row in from_dst} == {3, 4, 5}
     assert from_dst == from_ref
     assert _state(spark, dst, format_version) == _state(spark, ref, format_version) != before
