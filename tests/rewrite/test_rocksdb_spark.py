@@ -1,8 +1,8 @@
 """Spark 4.3 itself judges the RocksDB writer.
 
 A streaming aggregation on RocksDB (changelog checkpointing off and on, checkpoint format v1
-and v2), or on the HDFS-backed provider, runs three batches on SRC. DST gets SRC's logs,
-metadata and schemas, each state partition's last version written by
+and v2, row checksums), or on the HDFS-backed provider, runs three batches on SRC. DST gets
+SRC's logs, metadata and schemas, each state partition's last version written by
 :func:`write_partition` from the rows StateGlass's reader gives, and RocksDB as the provider
 its offset log pins. Spark's state reader on DST must equal SRC's; then the query restarts
 on DST and on a copy of SRC that never left Spark, three more batches of new input each,
@@ -33,6 +33,7 @@ HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvi
 PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 FORMAT_VERSION = "spark.sql.streaming.stateStore.checkpointFormatVersion"
+ROW_CHECKSUM = "spark.sql.streaming.stateStore.rowChecksum.enabled"
 STATE_FILES = (".zip", ".changelog", ".sst", ".crc", ".delta", ".snapshot")
 
 
@@ -92,22 +93,33 @@ def _rewrite(src: Path, dst: Path, format_version: str) -> None:
 
 
 CASES = [
-    pytest.param(ROCKSDB, "false", "1", id="changelog-off"),
-    pytest.param(ROCKSDB, "true", "1", id="changelog-on"),
-    pytest.param(ROCKSDB, "false", "2", id="changelog-off-format-v2"),
-    pytest.param(ROCKSDB, "true", "2", id="changelog-on-format-v2"),
-    pytest.param(HDFS, "false", "1", id="hdfs-to-rocksdb"),
-    pytest.param(HDFS, "true", "1", id="hdfs-to-rocksdb-changelog-on"),
+    pytest.param(ROCKSDB, "false", "1", "false", id="changelog-off"),
+    pytest.param(ROCKSDB, "true", "1", "false", id="changelog-on"),
+    pytest.param(ROCKSDB, "false", "2", "false", id="changelog-off-format-v2"),
+    pytest.param(ROCKSDB, "true", "2", "false", id="changelog-on-format-v2"),
+    pytest.param(ROCKSDB, "true", "1", "true", id="changelog-on-row-checksums"),
+    pytest.param(HDFS, "false", "1", "false", id="hdfs-to-rocksdb"),
+    pytest.param(HDFS, "true", "1", "false", id="hdfs-to-rocksdb-changelog-on"),
 ]
 
 
-@pytest.mark.parametrize(("provider", "changelog", "format_version"), CASES)
+@pytest.mark.parametrize(("provider", "changelog", "format_version", "row_checksum"), CASES)
 def test_spark_restarts_on_the_written_state(
-    spark: Any, tmp_path: Path, provider: str, changelog: str, format_version: str
+    spark: Any,
+    tmp_path: Path,
+    provider: str,
+    changelog: str,
+    format_version: str,
+    row_checksum: str,
 ) -> None:
     source = write_batch_files(tmp_path / "in", batches(3, 17))
     src, dst, ref = tmp_path / "src", tmp_path / "dst", tmp_path / "ref"
-    conf = {PROVIDER: provider, CHANGELOG: changelog, FORMAT_VERSION: format_version}
+    conf = {
+        PROVIDER: provider,
+        CHANGELOG: changelog,
+        FORMAT_VERSION: format_version,
+        ROW_CHECKSUM: row_checksum,
+    }
     run_aggregation(spark, source, src, conf)
     _rewrite(src, dst, format_version)
     # One fresh snapshot per partition at the last version, nothing to replay.
