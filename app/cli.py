@@ -15,6 +15,7 @@ Examples::
     stateglass maintain --db ~/.stateglass/stateglass.duckdb  # roll up old history now
     stateglass compat /data/checkpoints/orders /tmp/orders-staging   # exit 0 restarts, 1 refused
     stateglass plan-partitions /data/checkpoints/orders --partitions 16   # before a repartition
+    stateglass rewrite /data/checkpoints/orders /data/orders-16 --partitions 16 --apply
 
 Each command is a module of :mod:`stateglass.app.commands`, listed in its table.
 Errors print one line on stderr and exit with status 2 (``check`` also exits 2 for ERR).

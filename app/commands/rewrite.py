@@ -60,6 +60,12 @@ def add_parser(subparsers: Any) -> None:
         help="the committed batch whose state DST starts from (default: the last committed)",
     )
     p.add_argument("--apply", action="store_true", help="write DST (default: print the plan only)")
+    p.add_argument(
+        "--verify-with-spark",
+        action="store_true",
+        help="with --apply: also read DST with Spark's state reader before it is renamed into "
+        "place (needs pyspark and Java)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,13 +91,15 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("dry run: nothing written (--apply writes DST)\n")
         return 0
     started = time.monotonic()
-    apply(cp, plan, args.dst)
-    sys.stdout.write(f"wrote {args.dst} in {time.monotonic() - started:.1f} s, self-check passed\n")
+    apply(cp, plan, args.dst, args.verify_with_spark)
+    checks = "self-check and Spark's reader" if args.verify_with_spark else "self-check"
+    sys.stdout.write(f"wrote {args.dst} in {time.monotonic() - started:.1f} s, {checks} passed\n")
     return 0
 
 
-def apply(cp: Checkpoint, plan: RewritePlan, dst: str) -> None:
-    """Write DST for ``plan``: temporary tree, logs, every store, self-check, rename."""
+def apply(cp: Checkpoint, plan: RewritePlan, dst: str, with_spark: bool = False) -> None:
+    """Write DST for ``plan``: temporary tree, logs, every store, self-check (and Spark's
+    reader), rename."""
     from stateglass.collectors.rewrite.destination import Destination
 
     dest = Destination.create(dst)
@@ -100,6 +108,11 @@ def apply(cp: Checkpoint, plan: RewritePlan, dst: str) -> None:
         dest.copy_logs(cp, plan.batch_id, conf, plan.partitions)
         for store in cp.stores():
             _write_store(cp, plan, dest, store)
+        if with_spark:
+            from stateglass.collectors.rewrite.spark_check import verify_with_spark
+
+            stores = [(s.operator_id, s.store_name) for s in cp.stores()]
+            verify_with_spark(cp.root, dest.root, plan.batch_id, stores, plan.partitions)
     except BaseException:
         dest.discard()
         raise

@@ -79,6 +79,12 @@ def check_master(master: str, timeout: float = CONNECT_TIMEOUT) -> None:
     )
 
 
+def spark_session(master: str | None = None) -> Any:
+    """A SparkSession (the active one, or a local one), or :class:`EngineError` with how to
+    get pyspark or Java: for callers outside the engine that run Spark's own readers."""
+    return _session(master)
+
+
 def _session(master: str | None) -> Any:
     try:
         from pyspark.sql import SparkSession

@@ -1,6 +1,7 @@
 """Spark 4.3 judges ``stateglass rewrite --partitions`` on the HDFS-backed provider.
 
-A streaming aggregation runs three batches on SRC (2 partitions). StateGlass rewrites SRC to
+Each query (a streaming aggregation, dropDuplicates with a watermark, a stream-stream join
+and its four stores) runs three batches on SRC (2 partitions). StateGlass rewrites SRC to
 3 partitions and to 1. Right after the rewrite Spark's state reader on each DST returns SRC's
 rows, each in the partition Spark's own ``pmod(hash(key), N)`` gives. Then the query restarts
 on each DST (with the new shuffle partitions) and on a copy of SRC that was never rewritten,
@@ -31,23 +32,55 @@ def _batches(count: int) -> list[list[dict[str, Any]]]:
     ]
 
 
-def _run(spark: Any, source: Path, cp: Path, partitions: int) -> list[tuple[Any, ...]]:
-    """Run the aggregation until its input is read; its sink output, sorted."""
+def _aggregation(spark: Any, source: Path) -> Any:
     from pyspark.sql import functions as F
 
+    return _read(spark, source).groupBy("k").agg(F.sum("id").alias("s"), F.count("*").alias("c"))
+
+
+def _dedup(spark: Any, source: Path) -> Any:
+    from pyspark.sql import functions as F
+
+    # Event time grows with the batches, so the watermark evicts older batches' keys.
+    events = _read(spark, source).withColumn("ts", F.timestamp_seconds(F.col("id") // 4))
+    return events.withWatermark("ts", "30 seconds").dropDuplicates(["k", "ts"])
+
+
+def _join(spark: Any, source: Path) -> Any:
+    from pyspark.sql import functions as F
+
+    left = _read(spark, source).select(F.col("k").alias("lk"), F.col("id").alias("lid"))
+    right = _read(spark, source).where(F.col("id") % 3 == 0)
+    right = right.select(F.col("k").alias("rk"), F.col("id").alias("rid"))
+    return left.join(right, F.col("lk") == F.col("rk"))
+
+
+QUERIES = {"aggregation": _aggregation, "dedup": _dedup, "join": _join}
+JOIN_STORES = [
+    f"{side}-{store}"
+    for side in ("left", "right")
+    for store in ("keyToNumValues", "keyWithIndexToValue")
+]
+
+
+def _read(spark: Any, source: Path) -> Any:
+    return spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
+
+
+def _run(
+    spark: Any, query_name: str, source: Path, cp: Path, partitions: int
+) -> list[tuple[Any, ...]]:
+    """Run the query until its input is read; its sink output, sorted."""
     out: list[tuple[Any, ...]] = []
 
     def sink(frame: Any, batch_id: int) -> None:
         out.extend((batch_id, *row) for row in frame.collect())
 
     with spark_conf(spark, {SHUFFLE: str(partitions)}):
+        mode = "update" if query_name == "aggregation" else "append"
         query = (
-            spark.readStream.schema(SCHEMA)
-            .option("maxFilesPerTrigger", 1)
-            .json(str(source))
-            .groupBy("k")
-            .agg(F.sum("id").alias("s"), F.count("*").alias("c"))
-            .writeStream.outputMode("update")
+            QUERIES[query_name](spark, source)
+            .writeStream.outputMode(mode)
             .foreachBatch(sink)
             .option("checkpointLocation", str(cp))
             .trigger(availableNow=True)
@@ -57,62 +90,84 @@ def _run(spark: Any, source: Path, cp: Path, partitions: int) -> list[tuple[Any,
     return sorted(out)
 
 
-def _rows(spark: Any, cp: Path) -> list[tuple[str, str, int]]:
-    """Spark's reader: ``(key, value, partition_id)`` of every row, sorted."""
-    rows = spark.read.format("statestore").load(str(cp)).collect()
-    return sorted((str(r["key"]), str(r["value"]), r["partition_id"]) for r in rows)
+def _stores(query_name: str) -> list[str]:
+    return JOIN_STORES if query_name == "join" else ["default"]
 
 
-def _spark_partitions(spark: Any, cp: Path, n: int) -> list[tuple[int, int]]:
-    """``(partition_id, pmod(hash(key), n))`` of every row, Spark computing the hash."""
+def _frame(spark: Any, cp: Path, store: str) -> Any:
+    return spark.read.format("statestore").option("storeName", store).load(str(cp))
+
+
+def _rows(spark: Any, query_name: str, cp: Path) -> list[tuple[str, str, str, int]]:
+    """Spark's reader: ``(store, key, value, partition_id)`` of every row, sorted."""
+    return sorted(
+        (store, str(r["key"]), str(r["value"]), r["partition_id"])
+        for store in _stores(query_name)
+        for r in _frame(spark, cp, store).collect()
+    )
+
+
+def _spark_partitions(spark: Any, query_name: str, cp: Path, n: int) -> list[tuple[int, int]]:
+    """``(partition_id, pmod(hash(key columns), n))`` of every row, Spark hashing; a join's
+    ``index`` is not part of its partition key."""
     from pyspark.sql import functions as F
 
-    frame = spark.read.format("statestore").load(str(cp))
-    hashed = frame.select("partition_id", F.pmod(F.hash(F.col("key.k")), F.lit(n)).alias("h"))
-    return [(r["partition_id"], r["h"]) for r in hashed.collect()]
+    out: list[tuple[int, int]] = []
+    for store in _stores(query_name):
+        frame = _frame(spark, cp, store)
+        names = [f.name for f in frame.schema["key"].dataType.fields if f.name != "index"]
+        key_hash = F.pmod(F.hash(*[F.col(f"key.{name}") for name in names]), F.lit(n))
+        out += [(r[0], r[1]) for r in frame.select("partition_id", key_hash).collect()]
+    return out
 
 
-def _multiset(rows: list[tuple[str, str, int]]) -> list[tuple[str, str]]:
-    return sorted((k, v) for k, v, _ in rows)
+def _multiset(rows: list[tuple[str, str, str, int]]) -> list[tuple[str, str, str]]:
+    return sorted((s, k, v) for s, k, v, _ in rows)
 
 
 @dataclass(frozen=True)
 class Runs:
-    src_rows: list[tuple[str, str, int]]
-    after_rewrite: dict[int, list[tuple[str, str, int]]]
+    src_rows: list[tuple[str, str, str, int]]
+    after_rewrite: dict[int, list[tuple[str, str, str, int]]]
     placed: dict[int, list[tuple[int, int]]]
     ref_out: list[tuple[Any, ...]]
-    ref_rows: list[tuple[str, str, int]]
+    ref_rows: list[tuple[str, str, str, int]]
     dst_out: dict[int, list[tuple[Any, ...]]]
-    dst_rows: dict[int, list[tuple[str, str, int]]]
+    dst_rows: dict[int, list[tuple[str, str, str, int]]]
     dst: dict[int, Path]
+    version: int  # the state version the rewrite wrote (SRC's last batch + 1)
 
 
-@pytest.fixture(scope="module")
-def runs(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Runs:
-    tmp = tmp_path_factory.mktemp("rewrite-spark")
+@pytest.fixture(scope="module", params=list(QUERIES))
+def runs(spark: Any, tmp_path_factory: pytest.TempPathFactory, request: Any) -> Runs:
+    name = request.param
+    tmp = tmp_path_factory.mktemp(f"rewrite-spark-{name}")
     source = write_batch_files(tmp / "in", _batches(3))
     src, ref = tmp / "src", tmp / "ref"
-    _run(spark, source, src, 2)
+    _run(spark, name, source, src, 2)
     shutil.copytree(src, ref)
     dst = {n: tmp / f"dst-{n}" for n in SIZES}
     for n, path in dst.items():
-        assert main(["rewrite", str(src), str(path), "--partitions", str(n), "--apply"]) == 0
-    after = {n: _rows(spark, path) for n, path in dst.items()}
-    placed = {n: _spark_partitions(spark, path, n) for n, path in dst.items()}
-    src_rows = _rows(spark, src)
+        args = ["rewrite", str(src), str(path), "--partitions", str(n), "--apply"]
+        assert main([*args, "--verify-with-spark"]) == 0
+    after = {n: _rows(spark, name, path) for n, path in dst.items()}
+    placed = {n: _spark_partitions(spark, name, path, n) for n, path in dst.items()}
+    src_rows = _rows(spark, name, src)
+    # A watermark adds a batch without data when it moves: count SRC's batches, not files.
+    last_batch = max(int(p.name) for p in (src / "commits").iterdir() if p.name.isdigit())
     write_batch_files(source, _batches(6))
-    ref_out = _run(spark, source, ref, 2)
-    dst_out = {n: _run(spark, source, path, n) for n, path in dst.items()}
+    ref_out = _run(spark, name, source, ref, 2)
+    dst_out = {n: _run(spark, name, source, path, n) for n, path in dst.items()}
     return Runs(
         src_rows=src_rows,
         after_rewrite=after,
         placed=placed,
         ref_out=ref_out,
-        ref_rows=_rows(spark, ref),
+        ref_rows=_rows(spark, name, ref),
         dst_out=dst_out,
-        dst_rows={n: _rows(spark, path) for n, path in dst.items()},
+        dst_rows={n: _rows(spark, name, path) for n, path in dst.items()},
         dst=dst,
+        version=last_batch + 1,
     )
 
 
@@ -120,22 +175,22 @@ def runs(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Runs:
 def test_spark_reads_the_source_rows_in_the_partitions_of_its_hash(runs: Runs, n: int) -> None:
     assert runs.src_rows
     assert _multiset(runs.after_rewrite[n]) == _multiset(runs.src_rows)
-    assert {p for _, _, p in runs.after_rewrite[n]} <= set(range(n))
+    assert {p for *_, p in runs.after_rewrite[n]} <= set(range(n))
     assert runs.placed[n] and all(p == h for p, h in runs.placed[n])
 
 
 @pytest.mark.parametrize("n", SIZES, ids=lambda n: f"to-{n}-partitions")
 def test_a_restart_on_the_rewrite_runs_as_the_source_would(runs: Runs, n: int) -> None:
-    assert {row[0] for row in runs.dst_out[n]} == {3, 4, 5}
+    assert runs.dst_out[n] and min(row[0] for row in runs.dst_out[n]) >= runs.version
     assert runs.dst_out[n] == runs.ref_out
     assert _multiset(runs.dst_rows[n]) == _multiset(runs.ref_rows) != _multiset(runs.src_rows)
-    assert {p for _, _, p in runs.dst_rows[n]} == set(range(n))
+    assert {p for *_, p in runs.dst_rows[n]} <= set(range(n))
 
 
 @pytest.mark.parametrize("n", SIZES, ids=lambda n: f"to-{n}-partitions")
 def test_the_rewrite_keeps_no_state_after_its_batch(runs: Runs, n: int) -> None:
-    """Right after the rewrite, each partition held one snapshot of version 3; the restart
-    added versions 4-6 on top of it (no state file of a later version came from SRC)."""
-    names = {p.name for p in (runs.dst[n] / "state" / "0" / "0").iterdir() if p.is_file()}
-    assert "3.snapshot" in names
-    assert not {"1.delta", "2.delta", "3.delta"} & names
+    """Right after the rewrite, each partition held one snapshot of the version it wrote; the
+    restart added later versions on top of it (no state file came from SRC)."""
+    names = {p.name for p in (runs.dst[n] / "state" / "0" / "0").rglob("*") if p.is_file()}
+    assert f"{runs.version}.snapshot" in names
+    assert not {f"{v}.delta" for v in range(1, runs.version + 1)} & names
