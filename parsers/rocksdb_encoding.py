@@ -50,6 +50,10 @@ so :func:`decode_values` accepts an optional ``,`` between elements and settles 
 by requiring an exact parse. With row checksums (4.3+) each value or element is
 ``LE32 crc ‖ LE32 len ‖ payload``, ``crc = CRC32C(full RocksDB key ‖ payload)``.
 
+The writing side (a rewrite into RocksDB) is the inverse for the layouts of stores without
+column families: :meth:`KeyLayout.join` (no-prefix and prefix-scan keys, UnsafeRow
+encoding), :func:`encode_row_payload` and :func:`encode_value` (with its row checksum).
+
 Example::
 
     >>> from stateglass.parsers.sparktypes import parse_datatype
@@ -80,6 +84,7 @@ MERGE_DELIMITER = 0x2C  # "," — StringAppendOperator's default delimiter
 _LE16 = struct.Struct("<h")
 _LE32 = struct.Struct("<i")
 _CRC_LEN = struct.Struct("<Ii")
+_VERSION_BYTE = bytes([STATE_ENCODING_VERSION])
 _BE64 = struct.Struct(">Q")
 _SIGN64 = 1 << 63
 
@@ -164,6 +169,17 @@ class KeyLayout:
         """Cut an encoded key (CF prefix already removed) into the payloads of its parts."""
         raise NotImplementedError
 
+    def join(self, rows: Sequence[bytes]) -> bytes:
+        """Encode UnsafeRow payloads (aligned with :attr:`parts`) into a key: the inverse of
+        :meth:`split`. Only the layouts a writer needs, in the UnsafeRow encoding."""
+        raise UnsupportedFormat(f"writing {self.spec_type} keys")
+
+    def _check_joinable(self, rows: Sequence[bytes]) -> None:
+        if self.avro:
+            raise UnsupportedFormat(f"writing {self.spec_type} keys in Avro encoding")
+        if len(rows) != len(self.parts):
+            raise ValueError(f"{len(rows)} payloads for {len(self.parts)} key parts")
+
     def decode(self, key: bytes, decode_row: RowDecoder) -> tuple[Any, ...]:
         """Decode a key to its column values in key-schema order."""
         split = self.split(key)
@@ -223,6 +239,10 @@ class NoPrefixLayout(KeyLayout):
         row, schema_id = self._row(key, 0, "key", with_schema_id=True)
         return SplitKey((row,), schema_id)
 
+    def join(self, rows: Sequence[bytes]) -> bytes:
+        self._check_joinable(rows)
+        return encode_row_payload(rows[0])
+
 
 class _LengthPrefixedLayout(KeyLayout):
     """Shared framing of prefix- and range-scan keys: ``LE32 len ‖ first ‖ remaining``."""
@@ -268,6 +288,11 @@ class PrefixKeyScanLayout(_LengthPrefixedLayout):
 
     def split(self, key: bytes) -> SplitKey:
         return self._split_framed(key)
+
+    def join(self, rows: Sequence[bytes]) -> bytes:
+        self._check_joinable(rows)
+        prefix = encode_row_payload(rows[0])
+        return _LE32.pack(len(prefix)) + prefix + encode_row_payload(rows[1])
 
 
 # Byte widths of the types a range-scan ordering column may have. Spark 4.0 allows the
@@ -568,6 +593,24 @@ def decode_values(
         return _plain_element(data, pos, len(data))
 
     return tuple(data[s + 5 : e] for s, e in _frame(data, parse_plain))
+
+
+def encode_row_payload(row: bytes) -> bytes:
+    """``0x00 ‖ row``: one UnsafeRow as Spark's encoders store it (``encodeUnsafeRow``)."""
+    return _VERSION_BYTE + row
+
+
+def encode_value(payload: bytes, *, row_checksum: bool = False, full_key: bytes = b"") -> bytes:
+    """A single value as RocksDB stores it: the inverse of :func:`decode_value`.
+
+    With ``row_checksum`` it is ``LE32 crc ‖ LE32 len ‖ 0x00 ‖ row``, the checksum taken over
+    ``full_key`` (the RocksDB key, CF prefix included) and the encoded row.
+    """
+    encoded = _VERSION_BYTE + payload
+    if not row_checksum:
+        return encoded
+    crc = crc32c(encoded, crc32c(full_key))
+    return _CRC_LEN.pack(crc, len(encoded)) + encoded
 
 
 def split_schema_id(payload: bytes) -> tuple[int, bytes]:

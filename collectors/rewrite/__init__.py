@@ -17,13 +17,17 @@ from typing import TypeVar
 from stateglass.collectors.errors import RewriteRefused
 from stateglass.collectors.rewrite.base import Neutralizer, StoreWriter, WriteTarget, hdfs_rows
 from stateglass.collectors.rewrite.hdfs import HdfsStoreWriter
+from stateglass.collectors.rewrite.rocksdb import RocksDBStoreWriter
+from stateglass.collectors.rewrite.rocksdb_rows import neutral_rows
 
 WRITERS: dict[str, type[StoreWriter]] = {
     "hdfs": HdfsStoreWriter,
+    "rocksdb": RocksDBStoreWriter,
 }
 # How each provider's stored rows become the neutral form a writer takes.
 NEUTRALIZERS: dict[str, Neutralizer] = {
     "hdfs": hdfs_rows,
+    "rocksdb": neutral_rows,
 }
 
 
