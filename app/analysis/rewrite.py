@@ -22,6 +22,7 @@ Example::
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -36,7 +37,7 @@ from stateglass.app.analysis.repartition.plan import (
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
 from stateglass.collectors.checkpoints.state_reader import StateSource
 from stateglass.collectors.checkpoints.state_views import views_of
-from stateglass.collectors.errors import RewriteRefused
+from stateglass.collectors.errors import CollectorError, RewriteRefused
 from stateglass.collectors.rewrite import NEUTRALIZERS, WRITERS, writer_class
 from stateglass.parsers.compression import WRITABLE, get_codec
 from stateglass.parsers.logs import (
@@ -129,6 +130,67 @@ def plan_rewrite(cp: Checkpoint, request: RewriteRequest) -> RewritePlan:
         row_checksum=conf.row_checksum,
         file_checksum=conf.conf.get(CONF_FILE_CHECKSUM, "false").strip().lower() == "true",
     )
+
+
+@dataclass(frozen=True)
+class RepartitionWay:
+    """One way to give a checkpoint ``partitions`` partitions: Spark 4.2+'s offline
+    repartition (in place, RocksDB only) or ``stateglass rewrite`` (a new checkpoint), with the
+    command to run, or why it does not apply."""
+
+    tool: str
+    command: str
+    refusal: str | None
+
+
+def rewrite_command(
+    checkpoint: str, *, partitions: int | None = None, provider: str | None = None
+) -> str:
+    """The dry run of ``stateglass rewrite`` for a change, with a destination named after it
+    beside the source (``--apply`` writes it)."""
+    args, suffix = [], []
+    if partitions is not None:
+        args += ["--partitions", str(partitions)]
+        suffix.append(f"{partitions}p")
+    if provider is not None:
+        args += ["--provider", provider]
+        suffix.append(provider)
+    dst = f"{checkpoint.rstrip('/')}-{'-'.join(suffix) or 'rewritten'}"
+    args = ["stateglass", "rewrite", checkpoint, dst, *args]
+    return shlex.join(args)
+
+
+def repartition_ways(
+    cp: Checkpoint, partitions: int, spark_refusal: str | None
+) -> tuple[RepartitionWay, RepartitionWay]:
+    """Spark's repartition and ``stateglass rewrite`` for ``partitions``, each with its
+    command or its refusal. Reads the logs and operator metadata only, never the state, so a
+    page can say which applies before anyone asks for a plan."""
+    spark = RepartitionWay(
+        "Spark 4.2+ repartition",
+        f"spark._streamingCheckpointManager.repartition({cp.root!r}, {partitions})",
+        spark_refusal,
+    )
+    try:
+        why = _rewrite_refusals(cp, partitions)
+    except (AnalysisError, CollectorError) as exc:
+        why = [str(exc)]
+    rewrite = RepartitionWay(
+        "stateglass rewrite",
+        rewrite_command(cp.root, partitions=partitions),
+        "; ".join(why) or None,
+    )
+    return spark, rewrite
+
+
+def _rewrite_refusals(cp: Checkpoint, partitions: int) -> list[str]:
+    stores = cp.stores()
+    if not stores:
+        return ["no state stores: a stateless query has nothing to rewrite"]
+    request = RewriteRequest(partitions=partitions)
+    conf = cp.offsets(cp.resolve_batch(None))
+    found = _refusals(cp, request, stores, stores[0].provider, conf)
+    return [f"{where}: {why}" for where, why in found]
 
 
 def _refusals(

@@ -5,10 +5,14 @@ Examples::
     stateglass plan-partitions /data/checkpoints/orders --partitions 16
     stateglass plan-partitions /data/checkpoints/orders --partitions 4 --batch-id 41 --format json
 
-Exit status: 0 with a plan Spark would carry out, 1 when Spark would refuse it (an operator or
-store it cannot repartition, an unfinished last batch: the reasons are printed, Spark's own),
-2 for bad input (not a checkpoint, an HDFS-provider checkpoint, N < 1, N equal to the current
-count).
+After the plan come the ways to carry it out: Spark 4.2+'s repartition (in place, RocksDB
+only) and ``stateglass rewrite`` (a new checkpoint, either provider), each with its command or
+the reason it does not apply.
+
+Exit status: 0 with a plan Spark would carry out, 1 when Spark would refuse it (an HDFS-provider
+checkpoint, an operator or store it cannot repartition, an unfinished last batch: the reasons
+are printed, Spark's own; ``stateglass rewrite`` may still apply), 2 for bad input (not a
+checkpoint, N < 1, N equal to the current count).
 """
 
 from __future__ import annotations
@@ -16,12 +20,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from stateglass.app.args import CHECKPOINT_HELP
 
 if TYPE_CHECKING:
     from stateglass.app.analysis.repartition.plan import Plan
+    from stateglass.app.analysis.rewrite import RepartitionWay
 
 EXIT_REFUSED = 1
 
@@ -61,20 +67,23 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """``stateglass plan-partitions``: the plan, then Spark's refusals if any."""
     from stateglass.app.analysis.repartition.plan import plan_partitions
+    from stateglass.app.analysis.rewrite import repartition_ways
     from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 
     cp = Checkpoint.open(args.checkpoint)
     plan = plan_partitions(cp, args.partitions, args.batch_id, args.operator, args.store)
+    spark_refusal = "; ".join(why for _, why in plan.refusals) or None
+    ways = repartition_ways(cp, args.partitions, spark_refusal)
     if args.format == "json":
-        json.dump(plan_json(plan), sys.stdout, indent=1)
+        json.dump(plan_json(plan, ways), sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(plan_text(plan))
+        sys.stdout.write(plan_text(plan, ways))
     return EXIT_REFUSED if plan.refusals else 0
 
 
-def plan_json(plan: Plan) -> dict[str, Any]:
-    """The plan as one JSON object (``--format json``)."""
+def plan_json(plan: Plan, ways: Sequence[RepartitionWay] = ()) -> dict[str, Any]:
+    """The plan as one JSON object (``--format json``), with the ways to carry it out."""
     from stateglass.app.analysis.repartition.plan import REWRITE_MODEL
 
     slow = plan.slowest_restart
@@ -113,11 +122,12 @@ def plan_json(plan: Plan) -> dict[str, Any]:
             "basis": REWRITE_MODEL.basis,
         },
         "refusals": [{"store": where, "reason": why} for where, why in plan.refusals],
+        "ways": [{"tool": w.tool, "command": w.command, "refusal": w.refusal} for w in ways],
     }
 
 
-def plan_text(plan: Plan) -> str:
-    """The plan as a few lines and one table per store."""
+def plan_text(plan: Plan, ways: Sequence[RepartitionWay] = ()) -> str:
+    """The plan as a few lines and one table per store, then the ways to carry it out."""
     from stateglass.app.analysis.repartition.plan import REWRITE_MODEL
     from stateglass.parsers.units import fmt_bytes
 
@@ -156,7 +166,24 @@ def plan_text(plan: Plan) -> str:
         )
     for where, why in plan.refusals:
         lines.append(f"Spark would refuse to repartition ({where}): {why}")
+    lines += _ways_text(ways)
     return "\n".join(lines) + "\n"
+
+
+def _ways_text(ways: Sequence[RepartitionWay]) -> list[str]:
+    if not ways:
+        return []
+    lines = ["", "to carry it out (stop the query first):"]
+    for way in ways:
+        # Spark's own refusal is printed in full just above.
+        why = "Spark refuses (above)" if way.tool.startswith("Spark") else way.refusal
+        lines.append(f"  {way.tool}: " + (f"does not apply: {why}" if way.refusal else way.command))
+    if any(w.tool == "stateglass rewrite" and not w.refusal for w in ways):
+        lines.append(
+            "  (the rewrite prints its plan; add --apply to write the new checkpoint, then "
+            "restart the query on it)"
+        )
+    return lines
 
 
 def _ratio(value: float | None) -> str:

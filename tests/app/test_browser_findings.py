@@ -3,7 +3,7 @@ checkpoint the findings need (copies of samples made here, and real queries run 
 
 - three copies of a sample under one long common prefix are told apart in the picker;
 - a transformWithState store's rows per state variable equal ``stateglass state --state-var``;
-- the repartition planner is not offered on an HDFS-provider checkpoint, and says why;
+- the repartition planner offers `stateglass rewrite` where Spark cannot repartition (HDFS);
 - the Diff page's two versions live in the URL: a pasted link restores them;
 - a complete-mode session window without a watermark is a ``state_leak`` WARN on Health;
 - a socket source's input is shown as offset steps, never as a rate source's seconds.
@@ -142,11 +142,15 @@ def test_state_page_counts_rows_per_state_variable_as_the_cli(findings: Findings
     assert int(timers.inner_text().split()[-1]) == _cli_rows(findings.paths["tws"], "--read-timers")
 
 
-def test_the_planner_is_not_offered_on_an_hdfs_checkpoint(findings: Findings) -> None:
+def test_the_planner_offers_rewrite_where_spark_cannot_repartition(findings: Findings) -> None:
+    # Spark refuses an HDFS-provider checkpoint; stateglass rewrite can, so the planner offers it.
     page = findings.page
     _open(page, _at(findings, "state", "orders-a", tab="Repartition"))
-    page.get_by_text("Not offered: a store uses the HDFS state store provider").first.wait_for()
-    assert page.get_by_role("button", name="Plan").count() == 0
+    page.get_by_text("does not apply: a store uses the HDFS state store provider").first.wait_for()
+    command = page.locator('[data-testid="stCode"]', has_text="stateglass rewrite").first
+    command.wait_for()
+    assert "--partitions 8" in command.inner_text()
+    assert page.get_by_role("button", name="Plan").count() == 1
 
 
 def _diff_heading(page: Any) -> str:

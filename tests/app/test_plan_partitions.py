@@ -164,16 +164,25 @@ def _store_dir(label: str) -> str:
     return "" if label == "default" else label
 
 
-def test_hdfs_checkpoint_refused_as_spark_refuses(
+def test_hdfs_checkpoint_refused_as_spark_refuses_and_offered_to_rewrite(
     spark: Any, checkpoints: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     copy = tmp_path / "hdfs"
     shutil.copytree(checkpoints["agg_hdfs"], copy)
     with pytest.raises(Exception, match="UNSUPPORTED_PROVIDER"):
         spark._streamingCheckpointManager.repartition(str(copy), 5)
-    assert main(["plan-partitions", str(checkpoints["agg_hdfs"]), "--partitions", "5"]) == 2
-    err = capsys.readouterr().err
-    assert "UNSUPPORTED_PROVIDER" in err and len(err.strip().splitlines()) == 1
+    cp = str(checkpoints["agg_hdfs"])
+    assert main(["plan-partitions", cp, "--partitions", "5"]) == 1
+    out = capsys.readouterr().out
+    assert "Spark would refuse to repartition (checkpoint)" in out and "UNSUPPORTED_PROVIDER" in out
+    assert "Spark 4.2+ repartition: does not apply" in out
+    assert f"stateglass rewrite: stateglass rewrite {cp} {cp}-5p --partitions 5" in out
+    assert main(["plan-partitions", cp, "--partitions", "5", "--format", "json"]) == 1
+    ways = json.loads(capsys.readouterr().out)["ways"]
+    assert [(w["tool"], w["refusal"] is None) for w in ways] == [
+        ("Spark 4.2+ repartition", False),
+        ("stateglass rewrite", True),
+    ]
 
 
 @pytest.mark.parametrize(

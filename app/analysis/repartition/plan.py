@@ -201,8 +201,6 @@ def check_request(cp: Checkpoint, partitions: int, batch_id: int) -> int:
         raise AnalysisError(
             f"{cp.root}: no state stores: a stateless query has nothing to repartition"
         )
-    if any(s.provider == "hdfs" for s in stores):
-        raise AnalysisError(f"{cp.root}: HDFS state store provider: {unsupported_provider()}")
     current = current_partitions(cp, batch_id)
     if partitions == current:
         raise AnalysisError(
@@ -214,18 +212,22 @@ def check_request(cp: Checkpoint, partitions: int, batch_id: int) -> int:
 
 
 def checkpoint_refusals(cp: Checkpoint) -> list[tuple[str, str]]:
-    """What makes Spark refuse the whole checkpoint, whatever its operators."""
+    """What makes Spark refuse the whole checkpoint, whatever its operators. The plan is
+    still made: ``stateglass rewrite`` sends keys where Spark's hash does, on any provider."""
+    refusals: list[tuple[str, str]] = []
+    if any(s.provider == "hdfs" for s in cp.stores()):
+        refusals.append(("checkpoint", f"HDFS state store provider: {unsupported_provider()}"))
     offsets, commits = cp.offset_batch_ids, cp.commit_batch_ids
     if offsets and commits and offsets[-1] > commits[-1]:
-        return [
+        refusals.append(
             (
                 "checkpoint",
                 f"[STATE_REPARTITION_INVALID_CHECKPOINT.LAST_BATCH_FAILED] The last batch ID "
                 f"{offsets[-1]} didn't finish successfully (offsets without a commit): let the "
                 "query finish a batch, or pass enforceExactlyOnceSink=False to repartition",
             )
-        ]
-    return []
+        )
+    return refusals
 
 
 def plan_partitions(

@@ -2,7 +2,9 @@
 
 Reads the store's state at the last committed batch (only when asked: it reads every key),
 and shows what ``stateglass plan-partitions`` prints: keys per partition now and planned,
-skew, the slowest restart and the estimated rewrite time, or Spark's reason to refuse.
+skew, the slowest restart and the estimated rewrite time, and the ways to carry it out
+(Spark's repartition, ``stateglass rewrite``) with their commands or reasons to refuse; not
+offered where neither applies.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from stateglass.parsers.units import fmt_bytes
 # store readers, the health thresholds) only then.
 if TYPE_CHECKING:
     from stateglass.app.analysis.repartition.plan import Plan, StorePlan
+    from stateglass.app.analysis.rewrite import RepartitionWay
 
 
 @st.cache_data(ttl=600, max_entries=32, show_spinner=False)
@@ -35,21 +38,33 @@ def _plan(checkpoint: str, operator_id: int, store_name: str, n: int, stamp: int
     return plan_partitions(cp, n, operator_id=operator_id, store_name=store_name)
 
 
+@st.cache_data(ttl=60, max_entries=64, show_spinner=False)
+def _ways(
+    checkpoint: str, n: int, spark_refusal: str | None
+) -> tuple[RepartitionWay, RepartitionWay]:
+    # The logs and operator metadata only, never the state; short-lived, as a batch in
+    # flight comes and goes.
+    from stateglass.app.analysis.rewrite import repartition_ways
+    from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+
+    return repartition_ways(Checkpoint.open(checkpoint), n, spark_refusal)
+
+
 def render(selection: context.StoreSelection) -> None:
-    """The planner section: a partition count, a button, and the plan."""
+    """The planner section: a partition count, the ways to carry it out, a button, the plan."""
     st.subheader("Repartition planner: what N partitions would hold")
-    refusal = provider_refusal(selection.checkpoint)
-    if refusal is not None:
-        # Said before any click: Spark refuses the whole checkpoint, whatever N is.
-        st.info(md(f"Not offered: {refusal}."), icon="ℹ️")
-        return
-    st.caption(
-        "Spark 4.2+ can change a stopped query's partition count "
-        "(spark._streamingCheckpointManager.repartition, RocksDB provider only). This "
-        "sends every key of the last committed batch where Spark's repartition would send it."
-    )
     left, right = st.columns([1, 3])
     n = int(left.number_input("partitions", 1, 100_000, 8, key="sg_plan_partitions"))
+    try:
+        ways = _ways(selection.checkpoint, n, provider_refusal(selection.checkpoint))
+    except (AnalysisError, CollectorError) as exc:
+        st.error(md(str(exc)), icon="🚫")
+        return
+    if all(way.refusal for way in ways):
+        # Said before any click: nothing can carry out any N.
+        st.info(md("Not offered: " + " ".join(f"{w.tool}: {w.refusal}." for w in ways)), icon="ℹ️")
+        return
+    _ways_section(ways)
     if not right.button("Plan", key="sg_plan_go"):
         return
     from stateglass.app.analysis.repartition.plan import REWRITE_MODEL
@@ -65,7 +80,7 @@ def render(selection: context.StoreSelection) -> None:
         st.error(md(str(exc)), icon="🚫")
         return
     for where, why in plan.refusals:
-        st.error(md(f"Spark would refuse to repartition ({where}): {why}"), icon="🚫")
+        st.warning(md(f"Spark would refuse to repartition ({where}): {why}"), icon="⚠️")
     for store in plan.stores:
         _store_plan(plan, store)
     slow = plan.slowest_restart
@@ -83,6 +98,21 @@ def render(selection: context.StoreSelection) -> None:
         help=f"{REWRITE_MODEL.overhead_s:g} s + {REWRITE_MODEL.bytes_per_s / 1e6:.1f} MB/s of "
         f"stored state: {REWRITE_MODEL.basis}",
     )
+
+
+def _ways_section(ways: tuple[RepartitionWay, RepartitionWay]) -> None:
+    st.caption(
+        "The plan sends every key of the last committed batch where Spark's hash sends it, "
+        "as both ways below do. Spark 4.2+'s repartition changes the checkpoint in place "
+        "(RocksDB provider only); stateglass rewrite writes a new checkpoint beside it, on "
+        "either provider, and prints its plan until given --apply. Stop the query first."
+    )
+    for way in ways:
+        if way.refusal:
+            st.markdown(md(f"**{way.tool}**: does not apply: {way.refusal}"))
+        else:
+            st.markdown(md(f"**{way.tool}**:"))
+            st.code(way.command, language="python" if way.tool.startswith("Spark") else "bash")
 
 
 def provider_refusal(checkpoint: str) -> str | None:

@@ -1,0 +1,41 @@
+"""Which way carries out a new partition count: Spark's repartition, ``stateglass rewrite``,
+both or neither, said from the logs and operator metadata before any state is read."""
+
+from __future__ import annotations
+
+import shlex
+
+from stateglass.app.analysis.rewrite import repartition_ways, rewrite_command
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+from tests.conftest import SAMPLES
+
+SPARK_SAYS = "Spark refuses: UNSUPPORTED_PROVIDER"
+
+
+def test_hdfs_state_is_rewritten_where_spark_refuses() -> None:
+    cp = Checkpoint.open(str(SAMPLES / "spark-4.3" / "agg-hdfs"))
+    spark, rewrite = repartition_ways(cp, 6, SPARK_SAYS)
+    assert spark.refusal == SPARK_SAYS
+    assert rewrite.refusal is None
+    assert rewrite.command == rewrite_command(cp.root, partitions=6)
+
+
+def test_transform_with_state_on_rocksdb_is_spark_s_alone() -> None:
+    cp = Checkpoint.open(str(SAMPLES / "spark-4.3" / "tws-rocks-cl"))
+    spark, rewrite = repartition_ways(cp, 6, None)
+    assert spark.refusal is None and f"{cp.root!r}, 6)" in spark.command
+    assert rewrite.refusal is not None and "column families" in rewrite.refusal
+
+
+def test_the_rewrite_command_is_one_shell_line_beside_the_source() -> None:
+    line = rewrite_command("/data/my orders/", partitions=16, provider="rocksdb")
+    assert shlex.split(line) == [
+        "stateglass",
+        "rewrite",
+        "/data/my orders/",
+        "/data/my orders-16p-rocksdb",
+        "--partitions",
+        "16",
+        "--provider",
+        "rocksdb",
+    ]
