@@ -73,10 +73,16 @@ def test_the_what_if_at_today_s_setting_is_now(samples_db: str) -> None:
     assert max(c.replays for c in now) == 1
 
 
-def test_the_planner_is_not_offered_on_an_hdfs_checkpoint(samples_db: str) -> None:
+def test_the_planner_offers_the_way_that_applies(samples_db: str) -> None:
+    # HDFS: Spark refuses, the rewrite is offered; transformWithState on RocksDB: the reverse.
     at = _state_page("spark-4.3/agg-hdfs")
-    assert not [b for b in at.button if b.key == "sg_plan_go"]
-    (why,) = [i.value for i in at.info if "Not offered" in i.value]
-    assert "UNSUPPORTED\\_PROVIDER" in why or "UNSUPPORTED_PROVIDER" in why
-    rocks = _state_page("spark-4.3/agg-rocks")
-    assert [b for b in rocks.button if b.key == "sg_plan_go"]
+    assert [b for b in at.button if b.key == "sg_plan_go"]
+    (spark,) = [m.value for m in at.markdown if "does not apply" in m.value]
+    assert "Spark 4.2+ repartition" in spark and "UNSUPPORTED" in spark
+    (command,) = [c.value for c in at.code]
+    assert command.startswith("stateglass rewrite ") and command.endswith("--partitions 8")
+    tws = _state_page("spark-4.3/tws-rocks-cl")
+    assert [b for b in tws.button if b.key == "sg_plan_go"]
+    (rewrite,) = [m.value for m in tws.markdown if "does not apply" in m.value]
+    assert "stateglass rewrite" in rewrite
+    assert [c.value for c in tws.code if "_streamingCheckpointManager.repartition(" in c.value]
