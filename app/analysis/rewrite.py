@@ -22,7 +22,6 @@ Example::
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -34,6 +33,7 @@ from stateglass.app.analysis.repartition.plan import (
     keyed_targets,
     plan_stores,
 )
+from stateglass.app.analysis.rewrite_command import rewrite_command
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
 from stateglass.collectors.checkpoints.state_reader import StateSource
 from stateglass.collectors.checkpoints.state_views import views_of
@@ -141,23 +141,6 @@ class RepartitionWay:
     tool: str
     command: str
     refusal: str | None
-
-
-def rewrite_command(
-    checkpoint: str, *, partitions: int | None = None, provider: str | None = None
-) -> str:
-    """The dry run of ``stateglass rewrite`` for a change, with a destination named after it
-    beside the source (``--apply`` writes it)."""
-    args, suffix = [], []
-    if partitions is not None:
-        args += ["--partitions", str(partitions)]
-        suffix.append(f"{partitions}p")
-    if provider is not None:
-        args += ["--provider", provider]
-        suffix.append(provider)
-    dst = f"{checkpoint.rstrip('/')}-{'-'.join(suffix) or 'rewritten'}"
-    args = ["stateglass", "rewrite", checkpoint, dst, *args]
-    return shlex.join(args)
 
 
 def repartition_ways(

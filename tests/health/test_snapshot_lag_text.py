@@ -35,3 +35,6 @@ def test_versions_past_the_limit_with_a_fresh_snapshot_explain_the_ok(tmp_path: 
     db2 = tmp_path / "db2.duckdb"
     root = collect(db2, cp)
     assert statuses(judge(db2, root, config=config), "snapshot_lag") == {"WARN"}
+    # HDFS-backed state: the finding names the rewrite onto RocksDB, with this checkpoint.
+    (warn,) = judge(db2, root, config=config)["snapshot_lag"]
+    assert f"stateglass rewrite {root} {root}-rocksdb --provider rocksdb" in warn.hint

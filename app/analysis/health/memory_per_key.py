@@ -6,6 +6,7 @@ import itertools
 
 from stateglass.app.analysis.health import progress_rows as pr
 from stateglass.app.analysis.health.base import OK, WARN, Context, Finding
+from stateglass.app.analysis.rewrite_command import rocksdb_move_hint
 from stateglass.parsers.units import fmt_bytes
 
 
@@ -57,7 +58,9 @@ class MemoryPerKey:
             if rows[-1][2] < cfg.min_keys:
                 oks.append(text + f", not judged below {cfg.min_keys:,} keys")
             elif ratio >= cfg.warn_factor and grew >= cfg.growth_share * len(steps):
-                out.append(ctx.finding(self, WARN, text, self.hint))
+                # Not RocksDB (skipped above): the HDFS-backed provider holds it in memory.
+                hint = f"{self.hint} {rocksdb_move_hint(ctx.checkpoint)}"
+                out.append(ctx.finding(self, WARN, text, hint))
             else:
                 oks.append(text)
         if not out:

@@ -18,6 +18,7 @@ from stateglass.app.analysis.health.base import (
     Context,
     Finding,
 )
+from stateglass.app.analysis.rewrite_command import rocksdb_move_hint
 from stateglass.parsers.units import fmt_bytes, fmt_duration
 
 MIN_DELTAS_CONF = "spark.sql.streaming.stateStore.minDeltasForSnapshot"
@@ -125,7 +126,10 @@ class SnapshotLag:
                 f"; {len(behind)} of {len(rows)} partitions lag ({limits}, ERR above {err_at:g}; "
                 f"and a snapshot older than {fmt_duration(cfg.min_seconds)})"
             )
-            out.append(ctx.finding(self, status, text, self.hint, store, part))
+            hint = self.hint
+            if store.provider == "hdfs":
+                hint += " " + rocksdb_move_hint(ctx.checkpoint)
+            out.append(ctx.finding(self, status, text, hint, store, part))
         if not out:
             if worst_ok is None:
                 text = "no state versions collected"
