@@ -3,7 +3,9 @@
 Every command that writes a file (``state -o``, ``changes -o``, ``report -o``, ``export -o``)
 writes it under a temporary name beside the target and renames it into place only when
 everything was written: a failure (or a signal) half-way leaves the target as it was and no
-temporary file. :func:`signals_unwind` turns SIGTERM and SIGHUP into
+temporary file. A target that is not a regular file (``-o /dev/null``, ``/dev/stdout``, a pipe)
+is written into at the end instead, as a shell redirect would: renaming onto it would replace
+the device. :func:`signals_unwind` turns SIGTERM and SIGHUP into
 :class:`Terminated`, a ``KeyboardInterrupt``, so every ``finally`` and ``with`` that cleans up
 after Ctrl+C (RocksDB restore directories, worker scratch directories) runs for them too.
 
@@ -17,7 +19,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
+import stat
+import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
@@ -59,10 +64,35 @@ def signals_unwind() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+def _not_a_file(path: str) -> bool:
+    """``path`` exists and is not a regular file: ``/dev/null``, ``/dev/stdout``, a FIFO. A
+    rename would replace the device itself (as root, /dev/null becomes a plain file)."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def temp_name(path: str) -> str:
-    """A hidden name beside ``path`` (same directory, so the final rename is atomic)."""
+    """A hidden name beside ``path`` (same directory, so the final rename is atomic); in the
+    temporary directory for a target that is not a regular file (nothing is renamed onto it)."""
     head, tail = os.path.split(os.path.abspath(path))
+    if _not_a_file(path):
+        head = tempfile.gettempdir()
     return os.path.join(head, f".{tail}.{uuid.uuid4().hex[:12]}.stateglass-tmp")
+
+
+def put_in_place(tmp: str, path: str) -> None:
+    """Make the finished ``tmp`` the content of ``path``: a rename, or, for a target that is
+    not a regular file, a copy into it, as a shell redirect would write."""
+    if not _not_a_file(path):
+        os.replace(tmp, path)
+        return
+    try:
+        with open(tmp, "rb") as src, open(path, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    finally:
+        _discard(tmp)
 
 
 def _discard(tmp: str) -> None:
@@ -76,7 +106,7 @@ def replacing(path: str) -> Iterator[str]:
     tmp = temp_name(path)
     try:
         yield tmp
-        os.replace(tmp, path)
+        put_in_place(tmp, path)
     except BaseException:
         _discard(tmp)
         raise
@@ -94,7 +124,7 @@ class AtomicText:
     def commit(self) -> None:
         try:
             self.file.close()
-            os.replace(self.tmp, self.path)
+            put_in_place(self.tmp, self.path)
         except BaseException:
             _discard(self.tmp)
             raise
@@ -109,6 +139,7 @@ class AtomicText:
 __all__ = [
     "AtomicText",
     "Terminated",
+    "put_in_place",
     "replacing",
     "restore_default_signals",
     "signals_unwind",

@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable
 from typing import IO, Any
 
-from stateglass.app.atomic import temp_name
+from stateglass.app.atomic import put_in_place, temp_name
 from stateglass.app.errors import AppError, OutputError
 from stateglass.app.output import (
     TABLE_CELL,
@@ -210,7 +210,7 @@ class ParquetWriter(ResultWriter):
             return
         try:
             self.writer.close()
-            os.replace(self.tmp, self.final)
+            put_in_place(self.tmp, self.final)
         except OSError as exc:
             self.abort()
             raise OutputError(f"{self.final}: cannot write parquet ({exc.strerror})") from exc
