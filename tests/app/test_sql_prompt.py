@@ -52,9 +52,10 @@ def test_completion_of_schemas_tables_and_columns() -> None:
     assert [c("AGG_hdfs.", i) for i in range(2)] == ["agg_hdfs.op0_default", None]
 
 
-def _read_until(fd: int, wanted: bytes, seen: bytearray) -> bytes:
-    """Read the terminal until ``wanted`` appears in what arrives from now on."""
-    start = len(seen)
+def _read_until(fd: int, wanted: bytes, seen: bytearray, since: int | None = None) -> bytes:
+    """Read the terminal until ``wanted`` appears in what arrives from now on (or after
+    offset ``since`` of what was seen: it may have come in the chunk read last)."""
+    start = len(seen) if since is None else since
     deadline = time.monotonic() + PROMPT_DEADLINE_S
     while wanted not in seen[start:]:
         assert time.monotonic() < deadline, seen.decode(errors="replace")
@@ -91,7 +92,7 @@ def test_the_prompt_on_a_terminal_runs_queries_and_keeps_history(tmp_path: Path)
         _read_until(parent, b"stateglass: error:", seen)
         # Only once readline reads again: a Ctrl+D typed while the terminal switches modes
         # can be lost.
-        _read_until(parent, b"sql> ", seen)
+        _read_until(parent, b"sql> ", seen, since=seen.rfind(b"stateglass: error:"))
         os.write(parent, b"\x04")  # Ctrl+D
         assert proc.wait(PROMPT_DEADLINE_S) == 0
     finally:
