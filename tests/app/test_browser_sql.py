@@ -141,3 +141,48 @@ def test_a_hostile_query_gets_one_line_and_writes_nothing(
     assert says in text, text
     assert page.locator('[data-testid="stException"]').count() == 0
     assert list(workdir.iterdir()) == []
+
+
+def _pick_other_checkpoint(page: Any) -> None:
+    """Choose, in the sidebar, a checkpoint other than the one shown."""
+    picker = page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first
+    before = picker.locator('input[role="combobox"]').input_value()
+    picker.click()
+    options = page.locator('[role="option"]')
+    options.first.wait_for()
+    other = next(
+        options.nth(i) for i in range(options.count()) if options.nth(i).inner_text() != before
+    )
+    other.click()
+    page.wait_for_function(
+        '(b) => document.querySelector(\'[data-testid="stSidebar"] input[role="combobox"]\')'
+        ".value !== b",
+        arg=before,
+        timeout=TIMEOUT_MS,
+    )
+    _settle(page)
+
+
+def _nav(page: Any, title: str) -> None:
+    """Go to another page by the sidebar's navigation, in the same browser session."""
+    page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=title).click()
+    _settle(page)
+
+
+def test_a_checkpoint_change_keeps_the_query_beside_its_rows(page: Any, server: str) -> None:
+    _open(page, f"{server}/sql")
+    query = "SELECT n FROM range(4) AS t(n)"
+    _run(page, query)
+    assert "4 row(s)" in _rows_caption(page)
+    # Another checkpoint picked on another page, then back: the query and its rows both stay.
+    _nav(page, "Health")
+    _pick_other_checkpoint(page)
+    _nav(page, "SQL")
+    _editor_holds(page, "range(4)")
+    assert page.get_by_role("textbox", name="Query").input_value() == query
+    assert "4 row(s)" in _rows_caption(page)
+    # Picked on this page too; and the URL holds the query shown, so a reload keeps both.
+    _pick_other_checkpoint(page)
+    assert page.get_by_role("textbox", name="Query").input_value() == query
+    assert "4 row(s)" in _rows_caption(page)
+    page.wait_for_function("() => location.search.includes('range')", timeout=TIMEOUT_MS)

@@ -118,14 +118,7 @@ def render() -> None:
     except ERRORS as exc:
         context.show_error(exc)
         return
-    wanted = st.query_params.get(QUERY_PARAM)
-    seen = st.session_state.get("sg_sql_from_url")
-    if wanted and (seen != wanted or not st.session_state.get(EDITOR)):
-        # A link or a reload: the URL's query fills the editor and runs. A reload can keep
-        # the session but not the editor's text (the new page sends no widget values).
-        st.session_state["sg_sql_from_url"] = wanted
-        st.session_state[EDITOR] = wanted
-        st.session_state["sg_sql_run"] = wanted
+    _show_the_query_run()
     checkpoint = context.pick_checkpoint()
     editor, names = st.columns([3, 1])
     with names:
@@ -137,6 +130,28 @@ def render() -> None:
     query = st.session_state.get("sg_sql_run")
     if query:
         _result(session, str(query))
+
+
+def _show_the_query_run() -> None:
+    """The editor shows the query whose result is below it, and the URL holds that query.
+
+    A link's query (a new ``q=``) fills the editor and runs. Otherwise the query last run is
+    the page's own: a visit to another page (where a checkpoint may be picked) drops the
+    editor's text with its widget, and a reload sends no widget values, so both put the
+    query run back rather than show its rows under an empty editor. A checkpoint change
+    keeps both: a query names its schemas itself, it does not follow the sidebar.
+    """
+    wanted = st.query_params.get(QUERY_PARAM)
+    if wanted and wanted != st.session_state.get("sg_sql_from_url"):
+        st.session_state["sg_sql_from_url"] = wanted
+        st.session_state[EDITOR] = wanted
+        st.session_state["sg_sql_run"] = wanted
+    ran = st.session_state.get("sg_sql_run")
+    if ran and not st.session_state.get(EDITOR):
+        st.session_state[EDITOR] = ran
+    if ran and wanted != ran:
+        # Streamlit clears the URL's parameters when the page changes.
+        st.query_params[QUERY_PARAM] = ran
 
 
 def _editor() -> None:
