@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from stateglass.app.analysis import rewrite_refusals
 from stateglass.app.analysis.errors import AnalysisError
 from stateglass.app.analysis.repartition.keys import Refused
 from stateglass.app.analysis.repartition.plan import (
@@ -33,32 +34,21 @@ from stateglass.app.analysis.repartition.plan import (
     keyed_targets,
     plan_stores,
 )
-from stateglass.app.analysis.rewrite_command import rewrite_command
+from stateglass.app.analysis.rewrite_refusals import (
+    CONF_CHANGELOG,
+    CONF_FILE_CHECKSUM,
+    RewriteRequest,
+)
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
 from stateglass.collectors.checkpoints.state_reader import StateSource
 from stateglass.collectors.checkpoints.state_views import views_of
-from stateglass.collectors.errors import CollectorError, RewriteRefused
-from stateglass.collectors.rewrite import NEUTRALIZERS, WRITERS, writer_class
-from stateglass.parsers.compression import WRITABLE, get_codec
+from stateglass.collectors.errors import RewriteRefused
+from stateglass.collectors.rewrite import WRITERS, writer_class
 from stateglass.parsers.logs import (
     CONF_PROVIDER,
     CONF_SHUFFLE_PARTITIONS,
     OffsetSeq,
 )
-
-CONF_CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
-CONF_CHECKPOINT_FORMAT = "spark.sql.streaming.stateStore.checkpointFormatVersion"
-CONF_FILE_CHECKSUM = "spark.sql.streaming.checkpoint.fileChecksum.enabled"
-
-
-@dataclass(frozen=True)
-class RewriteRequest:
-    """What the user asked for; None keeps the source's setting."""
-
-    partitions: int | None = None
-    provider: str | None = None
-    changelog: bool | None = None
-    batch_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -111,7 +101,7 @@ def plan_rewrite(cp: Checkpoint, request: RewriteRequest) -> RewritePlan:
     if partitions < 1:
         raise AnalysisError(f"--partitions {partitions}: must be at least 1")
     plans, refusals, disk = plan_stores(cp, stores, batch, (current, partitions))
-    refusals = _refusals(cp, request, stores, provider, conf) + refusals
+    refusals = rewrite_refusals.refusals(cp, request, stores, provider, conf) + refusals
     changes = _conf_changes(conf, partitions, provider, request.changelog)
     if not changes:
         refusals.append(("request", "nothing to change: same partitions and provider"))
@@ -130,89 +120,6 @@ def plan_rewrite(cp: Checkpoint, request: RewriteRequest) -> RewritePlan:
         row_checksum=conf.row_checksum,
         file_checksum=conf.conf.get(CONF_FILE_CHECKSUM, "false").strip().lower() == "true",
     )
-
-
-@dataclass(frozen=True)
-class RepartitionWay:
-    """One way to give a checkpoint ``partitions`` partitions: Spark 4.2+'s offline
-    repartition (in place, RocksDB only) or ``stateglass rewrite`` (a new checkpoint), with the
-    command to run, or why it does not apply."""
-
-    tool: str
-    command: str
-    refusal: str | None
-
-
-def repartition_ways(
-    cp: Checkpoint, partitions: int, spark_refusal: str | None
-) -> tuple[RepartitionWay, RepartitionWay]:
-    """Spark's repartition and ``stateglass rewrite`` for ``partitions``, each with its
-    command or its refusal. Reads the logs and operator metadata only, never the state, so a
-    page can say which applies before anyone asks for a plan."""
-    spark = RepartitionWay(
-        "Spark 4.2+ repartition",
-        f"spark._streamingCheckpointManager.repartition({cp.root!r}, {partitions})",
-        spark_refusal,
-    )
-    try:
-        why = _rewrite_refusals(cp, partitions)
-    except (AnalysisError, CollectorError) as exc:
-        why = [str(exc)]
-    rewrite = RepartitionWay(
-        "stateglass rewrite",
-        rewrite_command(cp.root, partitions=partitions),
-        "; ".join(why) or None,
-    )
-    return spark, rewrite
-
-
-def _rewrite_refusals(cp: Checkpoint, partitions: int) -> list[str]:
-    stores = cp.stores()
-    if not stores:
-        return ["no state stores: a stateless query has nothing to rewrite"]
-    request = RewriteRequest(partitions=partitions)
-    conf = cp.offsets(cp.resolve_batch(None))
-    found = _refusals(cp, request, stores, stores[0].provider, conf)
-    return [f"{where}: {why}" for where, why in found]
-
-
-def _refusals(
-    cp: Checkpoint,
-    request: RewriteRequest,
-    stores: list[StoreInfo],
-    provider: str,
-    conf: OffsetSeq,
-) -> list[tuple[str, str]]:
-    """What stops the whole rewrite, before any state is read."""
-    out: list[tuple[str, str]] = []
-    offsets, commits = cp.offset_batch_ids, cp.commit_batch_ids
-    if request.batch_id is None and offsets and (not commits or offsets[-1] > commits[-1]):
-        out.append(
-            (
-                "checkpoint",
-                f"batch {offsets[-1]} is in flight (offsets without a commit): stop the query "
-                "after a batch completes, or name a committed batch with --batch-id",
-            )
-        )
-    if conf.conf.get(CONF_CHECKPOINT_FORMAT, "1").strip() not in ("", "1"):
-        out.append(
-            (
-                "checkpoint",
-                "state store checkpoint format v2 (commits name each partition's files by "
-                "unique id): not rewritten yet",
-            )
-        )
-    if get_codec(conf.codec).NAME not in WRITABLE:
-        out.append(("checkpoint", f"codec {conf.codec}: StateGlass writes only lz4"))
-    writer = writer_class(provider)
-    for store in stores:
-        where = f"{store.operator_id}/{store.store_name}"
-        if store.provider not in NEUTRALIZERS:
-            out.append((where, f"provider {store.provider}: its rows cannot be read to rewrite"))
-        why = writer.refusal(store)
-        if why:
-            out.append((where, why))
-    return out
 
 
 def _conf_changes(

@@ -27,7 +27,7 @@ from stateglass.app.args import CHECKPOINT_HELP
 
 if TYPE_CHECKING:
     from stateglass.app.analysis.repartition.plan import Plan
-    from stateglass.app.analysis.rewrite import RepartitionWay
+    from stateglass.app.analysis.rewrite_refusals import RepartitionWay
 
 EXIT_REFUSED = 1
 
@@ -67,7 +67,7 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """``stateglass plan-partitions``: the plan, then Spark's refusals if any."""
     from stateglass.app.analysis.repartition.plan import plan_partitions
-    from stateglass.app.analysis.rewrite import repartition_ways
+    from stateglass.app.analysis.rewrite_refusals import repartition_ways
     from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 
     cp = Checkpoint.open(args.checkpoint)

@@ -70,7 +70,8 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``stateglass rewrite``: the plan; with ``--apply``, DST written and checked."""
-    from stateglass.app.analysis.rewrite import RewriteRequest, plan_rewrite
+    from stateglass.app.analysis.rewrite import plan_rewrite
+    from stateglass.app.analysis.rewrite_refusals import RewriteRequest
     from stateglass.collectors.checkpoints.checkpoint import Checkpoint
     from stateglass.collectors.checkpoints.enclosing import refuse_inside_checkpoint
     from stateglass.collectors.errors import RewriteRefused

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import shlex
 
-from stateglass.app.analysis.rewrite import repartition_ways
 from stateglass.app.analysis.rewrite_command import rewrite_command
+from stateglass.app.analysis.rewrite_refusals import repartition_ways
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from tests.conftest import SAMPLES
 

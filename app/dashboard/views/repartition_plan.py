@@ -25,7 +25,7 @@ from stateglass.parsers.units import fmt_bytes
 # store readers, the health thresholds) only then.
 if TYPE_CHECKING:
     from stateglass.app.analysis.repartition.plan import Plan, StorePlan
-    from stateglass.app.analysis.rewrite import RepartitionWay
+    from stateglass.app.analysis.rewrite_refusals import RepartitionWay
 
 
 @st.cache_data(ttl=600, max_entries=32, show_spinner=False)
@@ -44,7 +44,7 @@ def _ways(
 ) -> tuple[RepartitionWay, RepartitionWay]:
     # The logs and operator metadata only, never the state; short-lived, as a batch in
     # flight comes and goes.
-    from stateglass.app.analysis.rewrite import repartition_ways
+    from stateglass.app.analysis.rewrite_refusals import repartition_ways
     from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 
     return repartition_ways(Checkpoint.open(checkpoint), n, spark_refusal)
