@@ -10,10 +10,16 @@ import shlex
 
 
 def rewrite_command(
-    checkpoint: str, *, partitions: int | None = None, provider: str | None = None
+    checkpoint: str,
+    *,
+    partitions: int | None = None,
+    provider: str | None = None,
+    drop_keys: tuple[tuple[str, str], ...] = (),
+    batch_id: int | None = None,
 ) -> str:
     """The dry run of ``stateglass rewrite`` for a change, with a destination named after it
-    beside the source (``--apply`` writes it)."""
+    beside the source (``--apply`` writes it). ``drop_keys``: ``(store, predicate)`` pairs,
+    the store as ``stateglass state`` names it (``0/default``)."""
     args, suffix = [], []
     if partitions is not None:
         args += ["--partitions", str(partitions)]
@@ -21,6 +27,13 @@ def rewrite_command(
     if provider is not None:
         args += ["--provider", provider]
         suffix.append(provider)
+    if batch_id is not None:
+        args += ["--batch-id", str(batch_id)]
+        suffix.append(f"at-{batch_id}")
+    for store, predicate in drop_keys:
+        args += ["--drop-keys", store, predicate]
+    if drop_keys:
+        suffix.append("dropped")
     dst = f"{checkpoint.rstrip('/')}-{'-'.join(suffix) or 'rewritten'}"
     args = ["stateglass", "rewrite", checkpoint, dst, *args]
     return shlex.join(args)

@@ -10,6 +10,7 @@ import streamlit as st
 
 from stateglass.app import queries
 from stateglass.app.dashboard import context, sql_link, url_state
+from stateglass.app.dashboard.views import fix_panel
 from stateglass.app.escape import md, md_code
 
 # Plain words and a cell colour: emoji need a font that headless browsers may not have.
@@ -34,13 +35,15 @@ def _findings(
             "finding": f.finding,
             "what to do": f.hint if f.status in ("WARN", "ERR") else "",
             "evidence": _evidence(checkpoint, f),
+            "rule_id": str(f.rule),
+            "operator_id": getattr(f, "operator_id", None),
         }
         for f in found
     ]
     return verdict, pd.DataFrame(rows)
 
 
-def _verdict(verdict: dict[str, Any]) -> None:
+def _verdict(checkpoint: str, verdict: dict[str, Any]) -> None:
     """The restart verdict leads the page, as it leads ``stateglass check``."""
     show = {
         "restarts": st.success,
@@ -60,6 +63,10 @@ def _verdict(verdict: dict[str, Any]) -> None:
     if way and way["move_aside"]:
         with st.expander(f"Entries to move aside ({len(way['move_aside'])})"):
             st.code("\n".join(way["move_aside"]), language=None)
+    if verdict["verdict"] == "will not restart" and way and way["restart_at_batch"] is not None:
+        from stateglass.app.fixes import restart_fix
+
+        fix_panel.render(restart_fix(checkpoint, int(way["restart_at_batch"])))
 
 
 # The page and State tab that show what a rule read: a finding links there.
@@ -100,21 +107,29 @@ def _where(f: Any) -> str:
     return ", ".join(parts)
 
 
-def _leak_link(checkpoint: str) -> None:
-    """The state leak rule's rows in SQL: those older than the watermark it judged against."""
+def _leak_link(checkpoint: str, leaking: set[int]) -> None:
+    """The state leak rule's rows in SQL: those older than the watermark it judged against;
+    for an operator the rule warns about (``leaking``), the rewrite that drops them too."""
     from stateglass.app import sql_examples
+    from stateglass.app.fixes import leak_fix
 
+    linked = False
     for row in context.load(queries.newest_watermarks, checkpoint).itertuples():
         target = sql_examples.leak_target(row.kind, row.event_time_field or "", row.store_name)
         if target is None:
             continue
-        ref = sql_link.table_of(checkpoint, int(row.operator_id), target.label)
-        where = f"operator {row.operator_id} / {target.label}"
-        sql_link.link(
-            sql_examples.overdue_keys(ref, target, int(row.watermark_ms)),
-            f"State leak: the keys older than the watermark in {md(where)}, in SQL",
-        )
-        return
+        operator_id, wm = int(row.operator_id), int(row.watermark_ms)
+        ref = sql_link.table_of(checkpoint, operator_id, target.label)
+        if not linked:
+            where = f"operator {operator_id} / {target.label}"
+            sql_link.link(
+                sql_examples.overdue_keys(ref, target, wm),
+                f"State leak: the keys older than the watermark in {md(where)}, in SQL",
+            )
+            linked = True
+        if operator_id in leaking:
+            fix_panel.render(leak_fix(checkpoint, ref, operator_id, target, wm))
+            leaking = leaking - {operator_id}
 
 
 def _report_button(db: str, checkpoint: str) -> None:
@@ -163,7 +178,7 @@ def render() -> None:
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         st.error(f"Health rules could not run: {md(why)}", icon="🚫")
         return
-    _verdict(verdict)
+    _verdict(checkpoint, verdict)
     off = context.disabled_rules()
     if off:
         st.caption(
@@ -195,7 +210,9 @@ def render() -> None:
                     else ""
                 )
             )
-        findings = findings.drop(columns="evidence")
+        warned = findings["rule_id"].eq("state_leak") & findings["status"].isin(["WARN", "ERR"])
+        leaking = {int(o) for o in findings.loc[warned, "operator_id"].dropna()}
+        findings = findings.drop(columns=["evidence", "rule_id", "operator_id"])
         if not findings["where"].astype(bool).any():
             findings = findings.drop(columns="where")
         # st.table renders every cell as Markdown: store and field names come from the
@@ -208,7 +225,7 @@ def render() -> None:
         )
         # A static table wraps long findings; a data grid would cut them at its column width.
         st.table(styled.hide(axis="index"))
-        _leak_link(checkpoint)
+        _leak_link(checkpoint, leaking)
     st.subheader("Report")
     st.caption(
         "The same HTML as `stateglass report CHECKPOINT -o report.html`: health verdicts, "

@@ -13,8 +13,9 @@ import streamlit as st
 
 from stateglass.app import figures, queries
 from stateglass.app.analysis import restart_cost
-from stateglass.app.dashboard import context
+from stateglass.app.dashboard import context, sql_link
 from stateglass.app.dashboard.context import USER_ERRORS
+from stateglass.app.dashboard.views import fix_panel
 from stateglass.app.escape import md, md_code
 from stateglass.parsers.units import fmt_bytes
 
@@ -115,6 +116,7 @@ def render_growth(selection: context.StoreSelection) -> None:
             }
         )
         st.dataframe(table, hide_index=True)
+    _growth_fix(selection, view.label, result)
     left, right = st.columns(2)
     with left:
         st.plotly_chart(figures.growth_shares(result), width="stretch", key="growth_shares")
@@ -127,6 +129,18 @@ def render_growth(selection: context.StoreSelection) -> None:
             "Keys added at each version (absent at the version before) carrying each top "
             "value; grey: every key added. A key evicted and added again counts again here."
         )
+
+
+def _growth_fix(selection: context.StoreSelection, label: str, result: GrowthAttribution) -> None:
+    """Plan a fix: the keys with the value that stands out, dropped by a rewrite."""
+    from stateglass.app.fixes import growth_fix
+
+    if result.lead is None:
+        return
+    ref = sql_link.table_of(selection.checkpoint, selection.operator_id, label)
+    fix = growth_fix(selection.checkpoint, ref, selection.operator_id, label, result.lead)
+    if fix is not None:
+        fix_panel.render(fix)
 
 
 def _settings(

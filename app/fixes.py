@@ -1,0 +1,115 @@
+"""The fixes ``stateglass rewrite`` makes for what the dashboard finds, as text to run.
+
+A finding (keys the watermark should have evicted, new keys that one key value brings, a
+checkpoint that will not restart) becomes a :class:`Fix`: the ``stateglass rewrite`` dry run
+with its predicate or batch filled in, and the catalog query that lists the keys it removes.
+Pure text, like :mod:`.sql_examples`: nothing is read or written here, and the dashboard only
+shows the command (the user runs it; its dry run prints what it would remove).
+
+Example::
+
+    fix = growth_fix("/data/cp", ref, 0, "default", attribution.lead)  # customer_id = null
+    fix.command
+    # stateglass rewrite /data/cp /data/cp-dropped --drop-keys 0/default 'key."customer_id" IS NULL'
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from stateglass.app.analysis.rewrite_command import rewrite_command
+from stateglass.app.sql_examples import LIMIT, LeakTarget, field_path, literal, overdue_keys
+
+if TYPE_CHECKING:
+    from stateglass.app.browse.growth import Contributor
+
+
+@dataclass(frozen=True)
+class Fix:
+    """One way out of a finding: what it does, the rewrite's dry run, the keys it touches."""
+
+    title: str
+    why: str  # what the rewrite changes, and what it cannot
+    command: str  # the dry run; the user adds --apply
+    query: str | None  # the catalog query listing the rows removed (None: nothing is removed)
+
+
+def store_arg(operator_id: int, label: str) -> str:
+    """A store as ``--drop-keys`` and ``stateglass state`` name it: ``0/default``."""
+    return f"{int(operator_id)}/{label}"
+
+
+def leak_fix(checkpoint: str, ref: str, operator_id: int, target: LeakTarget, wm: int) -> Fix:
+    """The rows older than the watermark (what Spark should have evicted), dropped."""
+    predicate = target.where(wm)
+    return Fix(
+        title=f"Drop what the watermark missed in operator {operator_id} / {target.label}",
+        why=(
+            "writes a new checkpoint without the keys whose event time is at or before the "
+            f"watermark ({int(wm)} ms), as if Spark had evicted them; the query restarts on it "
+            "with the rest of its state. It does not stop new keys from leaking: that needs "
+            "the query's watermark or eviction fixed."
+        ),
+        command=rewrite_command(
+            checkpoint, drop_keys=((store_arg(operator_id, target.label), predicate),)
+        ),
+        query=overdue_keys(ref, target, wm),
+    )
+
+
+def growth_fix(
+    checkpoint: str, ref: str, operator_id: int, label: str, top: Contributor
+) -> Fix | None:
+    """The keys carrying the value most new keys carry (``customer_id = null``), dropped;
+    None when the value cannot be written as a SQL literal."""
+    test = value_test(top.value)
+    if test is None:
+        return None
+    predicate = f"{field_path('key', top.field)} {test}"
+    return Fix(
+        title=f"Drop the keys with {top.label} from operator {operator_id} / {label}",
+        why=(
+            f"{top.share:.0%} of the new keys carry {top.label}. The rewrite writes a new "
+            "checkpoint without every key that does (old and new); the query restarts on it "
+            "and builds them again if its input still brings them."
+        ),
+        command=rewrite_command(
+            checkpoint, drop_keys=((store_arg(operator_id, label), predicate),)
+        ),
+        query=f"SELECT *\nFROM {ref}\nWHERE {predicate}\nLIMIT {LIMIT}",
+    )
+
+
+def restart_fix(checkpoint: str, batch: int) -> Fix:
+    """A new checkpoint ending at ``batch``, the newest whose state is whole."""
+    return Fix(
+        title=f"Roll back to batch {batch}",
+        why=(
+            f"writes a new checkpoint that ends at batch {batch}, the newest whose state is "
+            "whole, from that batch's state: the batches after it are planned again from the "
+            f"sources' offsets of batch {batch} (the dry run says which sources can replay). "
+            "The source checkpoint is left as it is: nothing is moved aside."
+        ),
+        command=rewrite_command(checkpoint, batch_id=batch),
+        query=None,
+    )
+
+
+def value_test(value: str) -> str | None:
+    """A growth contributor's value (JSON-like text: ``null``, ``42``, ``"eu-1"``, or a cell's
+    text such as a timestamp) as a SQL test on its column."""
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return f"= {literal(value)}"  # a timestamp's or decimal's text: DuckDB casts it
+    if parsed is None:
+        return "IS NULL"
+    if isinstance(parsed, bool):
+        return "= true" if parsed else "= false"
+    if isinstance(parsed, (int, float)):
+        return f"= {value}"
+    if isinstance(parsed, str):
+        return f"= {literal(parsed)}"
+    return None

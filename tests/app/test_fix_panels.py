@@ -1,0 +1,45 @@
+"""Plan a fix: a checkpoint that will not restart offers the roll-back to its newest whole
+batch, as a ``stateglass rewrite`` command whose dry run plans it and writes nothing."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+
+from stateglass.app.cli import main
+from stateglass.app.dashboard.context import DB_ENV
+from tests.app.test_pages_core import run_page
+from tests.conftest import SAMPLES
+
+
+def test_a_checkpoint_that_will_not_restart_offers_the_roll_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cp = tmp_path / "orders"
+    shutil.copytree(SAMPLES / "spark-4.3" / "agg-hdfs", cp)
+    last = max(int(p.name) for p in (cp / "commits").iterdir() if p.name.isdigit())
+    # A restart after batch ``last`` loads version last + 1: without its files (delta and
+    # snapshot), the newest whole batch is the one before.
+    for version_file in (cp / "state" / "0" / "0").glob(f"{last + 1}.*"):
+        version_file.unlink()
+    db = tmp_path / "history.duckdb"
+    main(["collect", str(cp), "--db", str(db)])
+    monkeypatch.setenv(DB_ENV, str(db))
+
+    at = run_page("health")
+    assert at.error and "will not restart" in at.error[0].value
+    (panel,) = [e for e in at.expander if e.label.startswith("Plan a fix")]
+    assert panel.label == f"Plan a fix: Roll back to batch {last - 1}"
+    (command,) = [c.value for c in panel.code]
+    args = shlex.split(command)
+    assert args[:3] == ["stateglass", "rewrite", str(cp)]
+    assert args[4:] == ["--batch-id", str(last - 1)]
+
+    capsys.readouterr()
+    assert main(args[1:]) == 0
+    out = capsys.readouterr().out
+    assert f"state of batch {last - 1}" in out and "dry run: nothing written" in out
+    assert not Path(args[3]).exists()
