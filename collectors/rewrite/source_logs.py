@@ -10,10 +10,13 @@ Spark reads the log up to ``L`` as ``CompactibleFileStreamLog.getAllValidBatches
 compaction batch at or below ``L`` (``C.compact``: every entry up to ``C``) and the batch
 files ``C+1..L``; which batches compact follows the interval Spark derives from the compact
 files present. Every file of the log whose batch is at most ``L`` is copied as it is; none
-after ``L`` (a compact file after ``L`` lists later batches). A file Spark reads and the
-source lacks (Spark deleted it after a later compaction) is written from the entries of the
-newest compact file: each entry keeps its own ``batchId`` line as Spark wrote it, and only
-those up to the file's batch are written.
+after ``L`` (a compact file after ``L`` lists later batches). When the source lacks a file
+Spark would read (deleted after a later compaction: by Spark, with a smaller
+``minBatchesToRetain`` than when it ran, or by hand), the log is written instead as one file,
+``L.compact``, holding every entry up to ``L`` as the newest compact file after ``L`` lists
+them (each line as Spark wrote it, with its own ``batchId``): from one compact file ``C``
+Spark derives an interval that divides ``C + 1``, so it reads ``L.compact`` alone whatever its
+``compactInterval``.
 
 Kafka and rate sources keep one file in their log (``0``: the start offsets, the start
 time): copied. A source whose offset is not known: its log files of batches up to ``B``.
@@ -116,52 +119,42 @@ def cut_file_log(
     """The files of one file source's log (name -> path in ``files``) that a destination
     ending at log batch ``log_batch`` keeps: name -> bytes (module docstring)."""
     by_batch = {b: name for name in files if (b := batch_id_of(name)) is not None}
-    kept = {name: read(files[name]) for name in files if by_batch_of(name) <= log_batch}
+    kept = {name: read(path) for name, path in files.items() if batch_id_of(name) is None}
     if log_batch < 0:
         return kept
-    compacts = [b for b, name in by_batch.items() if name.endswith(COMPACT_SUFFIX)]
-    interval = compact_interval(compacts)
-    for b in valid_batches(log_batch, interval):
-        name = f"{b}{COMPACT_SUFFIX}" if is_compaction_batch(b, interval) else str(b)
-        if name not in kept:
-            kept[name] = _entries_up_to(files, by_batch, b, name, read)
+    interval = compact_interval([b for b, n in by_batch.items() if n.endswith(COMPACT_SUFFIX)])
+    needed = [_log_name(b, interval) for b in valid_batches(log_batch, interval)]
+    if all(name in files for name in needed):
+        return kept | {name: read(files[name]) for b, name in by_batch.items() if b <= log_batch}
+    kept[_log_name(log_batch, 1)] = _compacted(files, by_batch, log_batch, read)
     return kept
 
 
-def by_batch_of(name: str) -> int:
-    """The batch of a log file name; a name that is no batch file sorts before every batch
-    (it is kept)."""
-    found = batch_id_of(name)
-    return -1 if found is None else found
+def _log_name(batch: int, interval: int) -> str:
+    """The name Spark gives ``batch``'s log file (``batchIdToPath``)."""
+    return f"{batch}{COMPACT_SUFFIX}" if is_compaction_batch(batch, interval) else str(batch)
 
 
-def _entries_up_to(
+def _compacted(
     files: Mapping[str, str],
     by_batch: Mapping[int, str],
-    batch: int,
-    name: str,
+    log_batch: int,
     read: Callable[[str], bytes],
 ) -> bytes:
-    """Log file ``name`` of ``batch`` written from the newest compact file after it: its
-    entries of ``batch`` (a compact name: of every batch up to ``batch``)."""
+    """``<log_batch>.compact``: every entry up to ``log_batch``, as the newest compact file
+    after it lists them (each line as Spark wrote it). A log of that one compact file reads
+    whatever interval Spark derives from it: one compact file ``C`` gives an interval that
+    divides ``C + 1``, so ``C`` is a compaction batch and Spark reads it alone."""
     newest = max(
-        (b for b, n in by_batch.items() if n.endswith(COMPACT_SUFFIX) and b > batch), default=None
+        (b for b, n in by_batch.items() if n.endswith(COMPACT_SUFFIX) and b > log_batch),
+        default=None,
     )
     if newest is None:
         where = os.path.dirname(next(iter(files.values()), "")) or "sources"
-        raise RewriteRefused(
-            where,
-            f"the file source log has no {name} and no later compact file holds its entries",
-        )
+        why = f"the file source log lacks files up to its batch {log_batch}, and no later "
+        raise RewriteRefused(where, why + "compact file holds their entries")
     version, *entries = split_lines(read(files[by_batch[newest]]).decode("utf-8"))
-    compact = name.endswith(COMPACT_SUFFIX)
     lines = [
-        line
-        for line in entries
-        if line.strip()
-        and (
-            (entry_batch := int(json.loads(line)["batchId"])) == batch
-            or (compact and entry_batch <= batch)
-        )
+        line for line in entries if line.strip() and int(json.loads(line)["batchId"]) <= log_batch
     ]
     return "\n".join([version, *lines]).encode("utf-8")
