@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import uuid
 from collections.abc import Mapping
@@ -35,12 +34,11 @@ from typing import Any
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from stateglass.collectors.errors import RewriteRefused
 from stateglass.collectors.rewrite.files import write_bytes
-from stateglass.collectors.rewrite.source_logs import source_log_files
+from stateglass.collectors.rewrite.source_logs import source_log_files, up_to_batch
 from stateglass.collectors.stores import READERS, classify_name
 from stateglass.parsers.logs import split_lines
 
 TEMP_MARK = ".stateglass-rewrite-"
-_BATCH = re.compile(r"([0-9]+)(\.compact)?")
 # Directories of state data shared between versions (RocksDB's SSTs): never copied.
 _SHARED_DIRS = frozenset(r.SHARED_DIR for r in READERS.values() if r.SHARED_DIR)
 
@@ -132,12 +130,6 @@ def _walk(cp: Checkpoint, rel: tuple[str, ...]) -> list[tuple[str, ...]]:
     return out
 
 
-def _up_to(rel: tuple[str, ...], batch: int) -> bool:
-    """A log file of a batch up to ``batch`` (other files are kept)."""
-    found = _BATCH.fullmatch(rel[-1])
-    return found is None or int(found.group(1)) <= batch
-
-
 def _keeps_state_file(rel: tuple[str, ...], batch: int, partitions: int) -> bool:
     """Whether a file under ``state/`` is copied: metadata and schemas, not state data."""
     name = rel[-1]
@@ -148,7 +140,7 @@ def _keeps_state_file(rel: tuple[str, ...], batch: int, partitions: int) -> bool
     if len(rel) > 2 and rel[2].isdigit() and int(rel[2]) >= partitions:
         return False
     if len(rel) > 4 and rel[2:4] == ("_metadata", "v2"):
-        return _up_to(rel, batch)
+        return up_to_batch(rel[-1], batch)
     return True
 
 

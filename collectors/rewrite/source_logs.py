@@ -67,7 +67,9 @@ def source_log_files(cp: Checkpoint, batch: int) -> Iterator[tuple[tuple[str, ..
         if source in log_offsets:
             kept = cut_file_log(files, log_offsets[source], cp.fs.read)
         else:
-            kept = {name: cp.fs.read(path) for name, path in files.items() if _up_to(name, batch)}
+            kept = {
+                name: cp.fs.read(path) for name, path in files.items() if up_to_batch(name, batch)
+            }
         for name, data in sorted(kept.items()):
             yield ("sources", source, name), data
 
@@ -93,7 +95,8 @@ def _log_offset(offset_json: str | None) -> int | None:
     return int(position[0]) if position is not None and position[1] == FILE_LOG else None
 
 
-def _up_to(name: str, batch: int) -> bool:
+def up_to_batch(name: str, batch: int) -> bool:
+    """A log file of a batch up to ``batch``, or a file that is no batch's (kept)."""
     found = batch_id_of(name)
     return found is None or found <= batch
 
