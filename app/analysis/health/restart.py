@@ -190,18 +190,9 @@ def _failure(cp: RestartFiles, batch: int, repair: RepairSettings) -> str | None
     return None
 
 
-def oldest_whole_batch(cp: RestartFiles, repair: RepairSettings) -> int | None:
-    """The oldest committed batch B a restart can resume after: offsets/B, commits/B and
-    state version B + 1 whole in every store partition, as :func:`way_out` judges the newest;
-    None when no committed batch is."""
-    for batch in sorted(cp.commits):
-        if _failure(cp, batch + 1, repair) is None:
-            return batch
-    return None
-
-
 def restart_failure(cp: RestartFiles, batch: int, repair: RepairSettings) -> str | None:
-    """Why a restart that resumes after committed batch ``batch`` fails, or None."""
+    """Why a restart that resumes after committed batch ``batch`` fails, or None: what
+    :func:`way_out` asks of each batch, for a rollback to ask of the one it is given."""
     return _failure(cp, batch + 1, repair)
 
 
