@@ -7,8 +7,12 @@ repartition planner takes it (:mod:`.repartition.keys`: a join's ``keyWithIndexT
 and a session window's session are not hashed). The numbers per new partition are the
 planner's (:func:`~.repartition.plan.plan_stores`), so ``plan-partitions`` and a dry run agree.
 
+An older committed batch ``B`` is a rollback (:mod:`.rollback`): the destination ends at
+``B`` and its restart replays the sources from ``B + 1``; ``B`` must be retained.
+
 What is refused, before anything is written: a batch in flight (offsets without a commit)
-unless ``batch_id`` names a committed batch; N < 1; nothing to change; a store the
+unless ``batch_id`` names a committed batch; a batch that is not retained; N < 1; nothing to
+change (same partitions and provider at the last committed batch); a store the
 destination's provider cannot hold (transformWithState on HDFS, as Spark 4.3 refuses it); a
 source provider whose rows cannot be read as neutral rows; checkpoint format v2 sources (their
 commits name each partition's files); a codec StateGlass cannot write.
@@ -39,6 +43,7 @@ from stateglass.app.analysis.rewrite_refusals import (
     CONF_FILE_CHECKSUM,
     RewriteRequest,
 )
+from stateglass.app.analysis.rollback import Rollback, plan_rollback
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
 from stateglass.collectors.checkpoints.state_reader import StateSource
 from stateglass.collectors.checkpoints.state_views import views_of
@@ -67,6 +72,7 @@ class RewritePlan:
     codec: str
     row_checksum: bool
     file_checksum: bool
+    rollback: Rollback | None  # set when the batch is older than the last committed one
 
     @property
     def version(self) -> int:
@@ -86,6 +92,7 @@ def plan_rewrite(cp: Checkpoint, request: RewriteRequest) -> RewritePlan:
     """The plan for ``request`` (raises :class:`AnalysisError` for a request that cannot
     mean anything: N < 1, an unknown provider, a batch that is not committed)."""
     batch = cp.resolve_batch(request.batch_id)
+    rollback = plan_rollback(cp, batch)  # before any state is read: B must be retained
     stores = cp.stores()
     if not stores:
         raise AnalysisError(f"{cp.root}: no state stores: a stateless query has nothing to rewrite")
@@ -103,8 +110,10 @@ def plan_rewrite(cp: Checkpoint, request: RewriteRequest) -> RewritePlan:
     plans, refusals, disk = plan_stores(cp, stores, batch, (current, partitions))
     refusals = rewrite_refusals.refusals(cp, request, stores, provider, conf) + refusals
     changes = _conf_changes(conf, partitions, provider, request.changelog)
-    if not changes:
-        refusals.append(("request", "nothing to change: same partitions and provider"))
+    if not changes and rollback is None:
+        refusals.append(
+            ("request", "nothing to change: same partitions and provider, the last batch")
+        )
     partitioning = Plan(cp.root, batch, current, partitions, tuple(plans), (), disk)
     return RewritePlan(
         checkpoint=cp.root,
@@ -119,6 +128,7 @@ def plan_rewrite(cp: Checkpoint, request: RewriteRequest) -> RewritePlan:
         codec=conf.codec,
         row_checksum=conf.row_checksum,
         file_checksum=conf.conf.get(CONF_FILE_CHECKSUM, "false").strip().lower() == "true",
+        rollback=rollback,
     )
 
 

@@ -4,6 +4,7 @@ Examples::
 
     stateglass rewrite /data/cp/orders /data/cp/orders-16 --partitions 16          # the plan
     stateglass rewrite /data/cp/orders /data/cp/orders-16 --partitions 16 --apply  # writes
+    stateglass rewrite /data/cp/orders /data/cp/orders-at-41 --batch-id 41 --apply  # rollback
 
 Dry run by default: prints the plan (keys and bytes per new partition, skew, the confs and
 operator metadata that change, the store partitions that get a full snapshot, a time
@@ -25,6 +26,7 @@ from stateglass.app.args import CHECKPOINT_HELP
 
 if TYPE_CHECKING:
     from stateglass.app.analysis.rewrite import RewritePlan
+    from stateglass.app.analysis.rollback import Rollback
     from stateglass.collectors.checkpoints.checkpoint import Checkpoint
     from stateglass.collectors.rewrite.destination import Destination
 
@@ -57,7 +59,8 @@ def add_parser(subparsers: Any) -> None:
         type=int,
         default=None,
         metavar="B",
-        help="the committed batch whose state DST starts from (default: the last committed)",
+        help="the committed batch whose state DST starts from (default: the last committed); "
+        "an older retained batch rolls back: DST ends at B and its restart replays from B + 1",
     )
     p.add_argument("--apply", action="store_true", help="write DST (default: print the plan only)")
     p.add_argument(
@@ -169,8 +172,26 @@ def plan_text(plan: RewritePlan, dst: str) -> str:
     lines.append(
         f"files: one full version ({plan.provider}) in each of {len(plan.files)} store "
         f"partition directories ({plan.files[0] if plan.files else '-'}, …); metadata, "
-        f"offsets/ and commits/ up to batch {plan.batch_id}, sources/, schema files copied"
+        f"offsets/ and commits/ up to batch {plan.batch_id}, sources/ cut there, schema files "
+        "copied"
     )
+    if plan.rollback is not None:
+        lines += rollback_text(plan.rollback)
     for where, why in plan.refusals:
         lines.append(f"refused ({where}): {why}")
     return "\n".join(lines) + "\n"
+
+
+def rollback_text(rollback: Rollback) -> list[str]:
+    """What a rollback undoes, what each source replays, and what the sink does."""
+    b, last = rollback.batch_id, rollback.last_committed
+    lines = [
+        f"rollback: batches {b + 1}..{last} are undone; the restart on DST runs batch {b + 1} "
+        f"from the sources' offsets of batch {b} (sources' logs cut there)",
+        "sources:",
+    ]
+    lines += [f"  sources/{s.source} ({s.kind}): {s.replays}: {s.why}" for s in rollback.sources]
+    lines += ["  none"] if not rollback.sources else []
+    lines.append("sink:")
+    lines += [f"  {line}" for line in rollback.sink]
+    return lines

@@ -6,7 +6,8 @@ sibling (never a directory at the destination), which the next run's refusal nam
 is only read.
 
 What is copied from the source, up to batch ``B``: ``metadata``; ``offsets/0..B`` (the last one
-with the pinned confs changed); ``commits/0..B``; ``sources/`` entries of batches up to ``B``;
+with the pinned confs changed); ``commits/0..B``; the sources' logs cut at ``B``
+(:mod:`.source_logs`: a file source's at the batch of its own log that ``offsets/B`` names);
 and under ``state/`` every file that is not state data (operator metadata, with its
 ``numPartitions`` changed, and state schema files), in the operator directory and in partition
 directories below the new count. State data (deltas, snapshots, changelogs, zips, SSTs) is
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import uuid
 from collections.abc import Mapping
@@ -34,11 +34,11 @@ from typing import Any
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from stateglass.collectors.errors import RewriteRefused
 from stateglass.collectors.rewrite.files import write_bytes
+from stateglass.collectors.rewrite.source_logs import source_log_files, up_to_batch
 from stateglass.collectors.stores import READERS, classify_name
 from stateglass.parsers.logs import split_lines
 
 TEMP_MARK = ".stateglass-rewrite-"
-_BATCH = re.compile(r"([0-9]+)(\.compact)?")
 # Directories of state data shared between versions (RocksDB's SSTs): never copied.
 _SHARED_DIRS = frozenset(r.SHARED_DIR for r in READERS.values() if r.SHARED_DIR)
 
@@ -85,7 +85,7 @@ class Destination:
                 if log == "offsets" and n == batch:
                     data = with_conf(data, conf)
                 written.append(self._write(data, log, str(n)))
-        written += [self._copy(cp, *rel) for rel in _walk(cp, ("sources",)) if _up_to(rel, batch)]
+        written += [self._write(data, *rel) for rel, data in source_log_files(cp, batch)]
         for rel in _walk(cp, ("state",)):
             if _keeps_state_file(rel, batch, partitions):
                 data = cp.fs.read(cp.path(*rel))
@@ -130,12 +130,6 @@ def _walk(cp: Checkpoint, rel: tuple[str, ...]) -> list[tuple[str, ...]]:
     return out
 
 
-def _up_to(rel: tuple[str, ...], batch: int) -> bool:
-    """A source log entry of a batch up to ``batch`` (other files are kept)."""
-    found = _BATCH.fullmatch(rel[-1])
-    return found is None or int(found.group(1)) <= batch
-
-
 def _keeps_state_file(rel: tuple[str, ...], batch: int, partitions: int) -> bool:
     """Whether a file under ``state/`` is copied: metadata and schemas, not state data."""
     name = rel[-1]
@@ -146,7 +140,7 @@ def _keeps_state_file(rel: tuple[str, ...], batch: int, partitions: int) -> bool
     if len(rel) > 2 and rel[2].isdigit() and int(rel[2]) >= partitions:
         return False
     if len(rel) > 4 and rel[2:4] == ("_metadata", "v2"):
-        return _up_to(rel, batch)
+        return up_to_batch(rel[-1], batch)
     return True
 
 

@@ -90,8 +90,9 @@ class RestartVerdict:
 
 
 @dataclass
-class _Checkpoint:
-    """What the verdict reads from the history, once."""
+class RestartFiles:
+    """What the verdict reads from the history, once (or, for a rollback, from a listing of
+    the checkpoint: :mod:`stateglass.app.analysis.rollback`)."""
 
     root: str
     offsets: set[int] = field(default_factory=set)
@@ -127,8 +128,8 @@ class _Checkpoint:
         return int(self.partitions[max(known)] or default) if known else default
 
 
-def _read(ctx: Context) -> _Checkpoint:
-    cp = _Checkpoint(ctx.checkpoint)
+def _read(ctx: Context) -> RestartFiles:
+    cp = RestartFiles(ctx.checkpoint)
     for path, _ in bad_state_files(ctx).items():
         cp.bad.add(path)
     for (path,) in ctx.rows("SELECT path FROM log_files WHERE checkpoint = ?"):
@@ -168,7 +169,7 @@ def _rocksdb(provider: str | None) -> bool:
     return "rocksdb" in str(provider or "").lower()
 
 
-def _loads(cp: _Checkpoint, batch: int, repair: RepairSettings) -> list[tuple[str, Load]]:
+def _loads(cp: RestartFiles, batch: int, repair: RepairSettings) -> list[tuple[str, Load]]:
     """How Spark loads the state batch ``batch`` reads (version ``batch``) in every partition."""
     out = []
     for op, store, provider, default in cp.stores:
@@ -179,7 +180,7 @@ def _loads(cp: _Checkpoint, batch: int, repair: RepairSettings) -> list[tuple[st
     return out
 
 
-def _failure(cp: _Checkpoint, batch: int, repair: RepairSettings) -> str | None:
+def _failure(cp: RestartFiles, batch: int, repair: RepairSettings) -> str | None:
     """Why a restart whose next batch is ``batch`` fails, or None when it gets going."""
     if batch > 0 and not (cp.good_log("offsets", batch - 1) and cp.good_log("commits", batch - 1)):
         return f"offsets/{batch - 1} or commits/{batch - 1} is missing or unreadable"
@@ -189,7 +190,13 @@ def _failure(cp: _Checkpoint, batch: int, repair: RepairSettings) -> str | None:
     return None
 
 
-def _newer_files(cp: _Checkpoint, version: int) -> list[str]:
+def restart_failure(cp: RestartFiles, batch: int, repair: RepairSettings) -> str | None:
+    """Why a restart that resumes after committed batch ``batch`` fails, or None: what
+    :func:`way_out` asks of each batch, for a rollback to ask of the one it is given."""
+    return _failure(cp, batch + 1, repair)
+
+
+def _newer_files(cp: RestartFiles, version: int) -> list[str]:
     """State files of versions after ``version``: a rerun writes them again, and a stale
     snapshot among them would shadow the rewritten version on a later load."""
     return sorted(
@@ -199,7 +206,7 @@ def _newer_files(cp: _Checkpoint, version: int) -> list[str]:
     )
 
 
-def way_out(cp: _Checkpoint, repair: RepairSettings) -> WayOut:
+def way_out(cp: RestartFiles, repair: RepairSettings) -> WayOut:
     """The newest batch B (offsets/B, commits/B and state version B + 1 whole) to restart at."""
     last = cp.last_committed
     latest = cp.latest if cp.latest is not None else -1
@@ -235,7 +242,7 @@ def way_out(cp: _Checkpoint, repair: RepairSettings) -> WayOut:
     )
 
 
-def _unfinished(cp: _Checkpoint, found: UnfinishedRepartition) -> RestartVerdict:
+def _unfinished(cp: RestartFiles, found: UnfinishedRepartition) -> RestartVerdict:
     provider = cp.providers.get(found.batch) or ""
     files = _newer_files(cp, found.batch)
     aside = (f"offsets/{found.batch}", *files)
@@ -268,7 +275,7 @@ def _unfinished(cp: _Checkpoint, found: UnfinishedRepartition) -> RestartVerdict
     return RestartVerdict(AFTER_REPAIR, reason, evidence, way, UNFINISHED_REPARTITION)
 
 
-def _logs_verdict(cp: _Checkpoint, repair: RepairSettings) -> RestartVerdict | None:
+def _logs_verdict(cp: RestartFiles, repair: RepairSettings) -> RestartVerdict | None:
     """A restart that fails on the query's own files before any state is read."""
     if os.path.join(cp.root, "metadata") in cp.bad:
         reason = "the query's metadata file (its id) cannot be read"
