@@ -23,7 +23,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from stateglass.app.analysis import rewrite_refusals
 from stateglass.app.analysis.errors import AnalysisError
@@ -34,6 +34,7 @@ from stateglass.app.analysis.repartition.plan import (
     keyed_targets,
     plan_stores,
 )
+from stateglass.app.analysis.rewrite_edits import Edits, plan_edits
 from stateglass.app.analysis.rewrite_refusals import (
     CONF_CHANGELOG,
     CONF_FILE_CHECKSUM,
@@ -67,6 +68,7 @@ class RewritePlan:
     codec: str
     row_checksum: bool
     file_checksum: bool
+    edits: Edits = field(default_factory=Edits)  # keys left out per store: the row filter
 
     @property
     def version(self) -> int:
@@ -103,7 +105,9 @@ def plan_rewrite(cp: Checkpoint, request: RewriteRequest) -> RewritePlan:
     plans, refusals, disk = plan_stores(cp, stores, batch, (current, partitions))
     refusals = rewrite_refusals.refusals(cp, request, stores, provider, conf) + refusals
     changes = _conf_changes(conf, partitions, provider, request.changelog)
-    if not changes:
+    edits = plan_edits(cp, batch, request.drop_keys, request.allow_empty)
+    refusals += edits.refusals
+    if not changes and not edits.asked:
         refusals.append(("request", "nothing to change: same partitions and provider"))
     partitioning = Plan(cp.root, batch, current, partitions, tuple(plans), (), disk)
     return RewritePlan(
@@ -119,6 +123,7 @@ def plan_rewrite(cp: Checkpoint, request: RewriteRequest) -> RewritePlan:
         codec=conf.codec,
         row_checksum=conf.row_checksum,
         file_checksum=conf.conf.get(CONF_FILE_CHECKSUM, "false").strip().lower() == "true",
+        edits=edits,
     )
 
 

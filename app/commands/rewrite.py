@@ -59,18 +59,35 @@ def add_parser(subparsers: Any) -> None:
         metavar="B",
         help="the committed batch whose state DST starts from (default: the last committed)",
     )
+    p.add_argument(
+        "--drop-keys",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("STORE", "PREDICATE"),
+        help="leave out of DST the keys whose rows match PREDICATE, SQL over the store's "
+        'catalog table (key, value, partition_id), e.g. 0/default "key.k IS NULL"; STORE '
+        "as `state` names it (<operator id>/<store name>) or its `sql` table (op0_default). "
+        "A join key leaves both stores of its side. Repeatable",
+    )
+    p.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="let --drop-keys remove every key of a store (refused otherwise)",
+    )
     p.add_argument("--apply", action="store_true", help="write DST (default: print the plan only)")
     p.add_argument(
         "--verify-with-spark",
         action="store_true",
         help="with --apply: also read DST with Spark's state reader before it is renamed into "
-        "place (needs pyspark and Java)",
+        "place (needs pyspark and Java; not with --drop-keys)",
     )
 
 
 def run(args: argparse.Namespace) -> int:
     """``stateglass rewrite``: the plan; with ``--apply``, DST written and checked."""
     from stateglass.app.analysis.rewrite import plan_rewrite
+    from stateglass.app.analysis.rewrite_edits import DropKeys
     from stateglass.app.analysis.rewrite_refusals import RewriteRequest
     from stateglass.collectors.checkpoints.checkpoint import Checkpoint
     from stateglass.collectors.checkpoints.enclosing import refuse_inside_checkpoint
@@ -79,9 +96,21 @@ def run(args: argparse.Namespace) -> int:
     cp = Checkpoint.open(args.src)
     refuse_inside_checkpoint(args.dst, "DST")
     changelog = None if args.changelog is None else args.changelog == "on"
-    request = RewriteRequest(args.partitions, args.provider, changelog, args.batch_id)
+    drop_keys = tuple(DropKeys(store, predicate) for store, predicate in args.drop_keys)
+    if drop_keys and args.verify_with_spark:
+        # Spark's reader check compares DST with SRC's rows, which an edit changes by design.
+        raise RewriteRefused(args.src, "--verify-with-spark cannot judge an edited state")
+    request = RewriteRequest(
+        args.partitions,
+        args.provider,
+        changelog,
+        args.batch_id,
+        drop_keys=drop_keys,
+        allow_empty=args.allow_empty,
+    )
     plan = plan_rewrite(cp, request)
     sys.stdout.write(plan_text(plan, args.dst))
+    sys.stdout.write(edits_text(cp, plan))
     if plan.refusals:
         where, why = plan.refusals[0]
         more = (
@@ -129,8 +158,10 @@ def _write_store(cp: Checkpoint, plan: RewritePlan, dest: Destination, store: An
     from stateglass.collectors.rewrite.selfcheck import check_partition
 
     buckets: list[list[tuple[bytes, bytes]]] = [[] for _ in range(plan.partitions)]
+    keeps = plan.edits.keeps(store)
     for _, new_partition, key, value in assigned_rows(cp, store, plan):
-        buckets[new_partition].append((key, value))
+        if keeps is None or keeps(key):
+            buckets[new_partition].append((key, value))
     to_neutral = neutralizer(store.provider)
     writer = writer_class(plan.provider)()
     now_ms = int(time.time() * 1000)
@@ -174,3 +205,33 @@ def plan_text(plan: RewritePlan, dst: str) -> str:
     for where, why in plan.refusals:
         lines.append(f"refused ({where}): {why}")
     return "\n".join(lines) + "\n"
+
+
+def edits_text(cp: Checkpoint, plan: RewritePlan) -> str:
+    """What the edits remove, per store and partition, and the first rows removed as
+    ``stateglass state`` prints them (one JSON object per row)."""
+    from stateglass.app.output import as_struct
+    from stateglass.app.render.rows_to_json import render_row
+    from stateglass.collectors.checkpoints.state_reader import StateRequest, StateSource
+    from stateglass.parsers.state_arrow import state_columns
+    from stateglass.parsers.units import fmt_bytes
+
+    lines: list[str] = []
+    for d in plan.edits.drops:
+        per_partition = ", ".join(f"{p}: {n}" for p, n in d.per_partition) or "none"
+        lines += [
+            f"edit {d.operator_id}/{d.store_name}: {len(d.keys)} of {d.rows} keys removed "
+            f"({fmt_bytes(d.bytes_saved)} saved) by {d.why}",
+            f"  keys removed per partition: {per_partition}",
+        ]
+        if not d.sample:
+            continue
+        codec = StateSource(cp, StateRequest(d.operator_id, d.store_name)).row_codec
+        render = render_row(as_struct(state_columns(codec)), "UTC")
+        lines.append(f"  first {len(d.sample)} rows removed:")
+        lines += [
+            f"    {render((*row, partition))}"
+            for partition, key, value in d.sample
+            for row in codec.rows(key, value)
+        ]
+    return "".join(line + "\n" for line in lines)
