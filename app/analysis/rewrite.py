@@ -105,7 +105,7 @@ def plan_rewrite(cp: Checkpoint, request: RewriteRequest) -> RewritePlan:
     plans, refusals, disk = plan_stores(cp, stores, batch, (current, partitions))
     refusals = rewrite_refusals.refusals(cp, request, stores, provider, conf) + refusals
     changes = _conf_changes(conf, partitions, provider, request.changelog)
-    edits = plan_edits(cp, batch, request.drop_keys, request.allow_empty)
+    edits = plan_edits(cp, batch, request.drop_keys, request.allow_empty, request.evict_expired)
     refusals += edits.refusals
     if not changes and not edits.asked:
         refusals.append(("request", "nothing to change: same partitions and provider"))

@@ -23,7 +23,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +33,7 @@ from stateglass.collectors.checkpoints.state_views import views_of
 from stateglass.collectors.errors import CollectorError
 from stateglass.parsers.state_arrow import row_table
 
+EVICT = "--evict-expired"
 SAMPLE_ROWS = 20  # removed rows the dry run shows per store
 JOIN_STORES = ("keyToNumValues", "keyWithIndexToValue")
 
@@ -99,15 +100,43 @@ class _Unit:
 
 
 def plan_edits(
-    cp: Checkpoint, batch: int, drop_keys: Sequence[DropKeys], allow_empty: bool
+    cp: Checkpoint,
+    batch: int,
+    drop_keys: Sequence[DropKeys],
+    allow_empty: bool,
+    evict_expired: bool = False,
 ) -> Edits:
-    """The drops ``drop_keys`` make at ``batch``, or the refusals that stop them."""
-    if not drop_keys:
+    """The drops ``drop_keys`` (and ``evict_expired``) make at ``batch``, or the refusals
+    that stop them."""
+    if not drop_keys and not evict_expired:
         return Edits()
-    from stateglass.collectors.catalog.session import SqlSession
-
     stores = cp.stores()
     refusals: list[tuple[str, str]] = []
+    drops = _key_drops(cp, batch, drop_keys, stores, refusals) if drop_keys else []
+    if evict_expired:
+        drops += _evictions(cp, batch, stores, refusals)
+    for d in drops:
+        if len(d.keys) == d.rows and d.rows and not allow_empty:
+            refusals.append(
+                (
+                    f"{d.operator_id}/{d.store_name}",
+                    f"{d.why} drops every key ({d.rows}): the store would be written empty "
+                    "(--allow-empty writes it so)",
+                )
+            )
+    return Edits(tuple(drops), tuple(refusals), asked=True)
+
+
+def _key_drops(
+    cp: Checkpoint,
+    batch: int,
+    drop_keys: Sequence[DropKeys],
+    stores: list[StoreInfo],
+    refusals: list[tuple[str, str]],
+) -> list[StoreDrops]:
+    """The drops of ``drop_keys``; what stops one goes to ``refusals``."""
+    from stateglass.collectors.catalog.session import SqlSession
+
     units: dict[tuple[int, str], _Unit] = {}
     with SqlSession([cp.root]) as session:
         for edit in drop_keys:
@@ -129,17 +158,48 @@ def plan_edits(
             unit = _unit_of(store, stores, units)
             unit.keys |= {_unit_key(store, k) for k in matched}
             unit.why.append(f"{edit.label} {edit.predicate!r}")
-    drops = [d for unit in units.values() for d in _unit_drops(cp, unit, batch)]
-    for d in drops:
-        if len(d.keys) == d.rows and not allow_empty:
-            refusals.append(
-                (
-                    f"{d.operator_id}/{d.store_name}",
-                    f"{d.why} drops every key ({d.rows}): the store would be written empty "
-                    "(--allow-empty writes it so)",
-                )
+    return [d for unit in units.values() for d in _unit_drops(cp, unit, batch)]
+
+
+def _evictions(
+    cp: Checkpoint, batch: int, stores: list[StoreInfo], refusals: list[tuple[str, str]]
+) -> list[StoreDrops]:
+    """What Spark's event-time eviction removes at ``batch``'s watermark
+    (``batchWatermarkMs`` of its offsets), by the eviction audit's rules."""
+    from stateglass.collectors.scan.eviction_audit import overdue_items, store_rules
+    from stateglass.collectors.scan.eviction_rules import TIMERS
+
+    watermark = cp.offsets(batch).batch_watermark_ms or 0
+    if watermark <= 0:
+        refusals.append((EVICT, f"no watermark at batch {batch}: nothing to evict"))
+        return []
+    rules = [r for r in store_rules(cp, stores, True) if r.audited and r.kind != TIMERS]
+    drops: list[StoreDrops] = []
+    for rule in rules:
+        store = next(
+            s
+            for s in stores
+            if (s.operator_id, s.store_name) == (rule.operator_id, rule.store_name)
+        )
+        why = f"{EVICT} ({rule.kind}: {rule.predicate}, watermark {watermark} ms)"
+        found = _store_drops(
+            store,
+            rule.operator_id,
+            ((p, k, v) for p, k, v, *_ in overdue_items(cp, rule, batch + 1, watermark)),
+            sum(1 for _ in _stored_rows(cp, store, batch)),
+            why,
+        )
+        if found.keys:
+            drops.append(found)
+    if not drops:
+        refusals.append(
+            (
+                EVICT,
+                f"no key is past the watermark of batch {batch} ({watermark} ms): "
+                "nothing to evict, nothing written",
             )
-    return Edits(tuple(drops), tuple(refusals), asked=True)
+        )
+    return drops
 
 
 class _Refused(Exception):
@@ -224,31 +284,62 @@ def _unit_key(store: StoreInfo, key: Frozen) -> Frozen:
 
 def _unit_drops(cp: Checkpoint, unit: _Unit, batch: int) -> Iterator[StoreDrops]:
     """The stored keys each store of ``unit`` loses, read at ``batch``."""
-    why = "; ".join(unit.why)
     for store in unit.stores:
-        dropped: set[bytes] = set()
-        per_partition: dict[int, int] = {}
-        sample: list[tuple[int, bytes, bytes]] = []
-        saved = rows = 0
-        for partition, key, value, frozen in _stored_keys(cp, store, batch):
-            rows += 1
-            if _unit_key(store, frozen) not in unit.keys:
-                continue
-            dropped.add(key)
-            per_partition[partition] = per_partition.get(partition, 0) + 1
-            saved += len(key) + len(value)
-            if len(sample) < SAMPLE_ROWS:
-                sample.append((partition, key, value))
-        yield StoreDrops(
-            operator_id=unit.operator_id,
-            store_name=store.store_name,
-            keys=frozenset(dropped),
-            rows=rows,
-            per_partition=tuple(sorted(per_partition.items())),
-            bytes_saved=saved,
-            sample=tuple(sample),
-            why=why,
+        rows = list(_stored_keys(cp, store, batch))
+        removed = (
+            (partition, key, value)
+            for partition, key, value, frozen in rows
+            if _unit_key(store, frozen) in unit.keys
         )
+        yield _store_drops(store, unit.operator_id, removed, len(rows), "; ".join(unit.why))
+
+
+def _store_drops(
+    store: StoreInfo,
+    operator_id: int,
+    removed: Iterable[tuple[int, bytes, bytes]],
+    rows: int,
+    why: str,
+) -> StoreDrops:
+    """One store's drops from its removed ``(partition, key, value)`` rows."""
+    dropped: set[bytes] = set()
+    per_partition: dict[int, int] = {}
+    sample: list[tuple[int, bytes, bytes]] = []
+    saved = 0
+    for partition, key, value in removed:
+        if key in dropped:
+            continue
+        dropped.add(key)
+        per_partition[partition] = per_partition.get(partition, 0) + 1
+        saved += len(key) + len(value)
+        if len(sample) < SAMPLE_ROWS:
+            sample.append((partition, key, value))
+    return StoreDrops(
+        operator_id=operator_id,
+        store_name=store.store_name,
+        keys=frozenset(dropped),
+        rows=rows,
+        per_partition=tuple(sorted(per_partition.items())),
+        bytes_saved=saved,
+        sample=tuple(sample),
+        why=why,
+    )
+
+
+def _stored_rows(
+    cp: Checkpoint, store: StoreInfo, batch: int
+) -> Iterator[tuple[int, bytes, bytes, Any]]:
+    """``(partition, key bytes, value bytes, decoded key row)`` of each stored row of
+    ``store`` at ``batch``."""
+    for view in views_of(store, cp.root):
+        source = StateSource(cp, view.request())
+        codec = source.row_codec
+        for partition in source.partitions_for(batch):
+            with source.decoding(partition):
+                for key, value in source.load(partition, batch + 1):
+                    pairs = codec.decode(key, value)
+                    if pairs:
+                        yield partition, key, value, pairs[0][0]
 
 
 def _stored_keys(
@@ -257,20 +348,12 @@ def _stored_keys(
     """``(partition, key bytes, value bytes, key as the catalog gives it)`` of each stored
     row of ``store`` at ``batch``; the key goes through the catalog's own Arrow mapping, so
     it compares equal to the key a query returned."""
-    for view in views_of(store, cp.root):
-        source = StateSource(cp, view.request())
-        codec = source.row_codec
-        for partition in source.partitions_for(batch):
-            with source.decoding(partition):
-                items = [
-                    (key, value, pairs[0][0])
-                    for key, value in source.load(partition, batch + 1)
-                    if (pairs := codec.decode(key, value))
-                ]
-            if not items:
-                continue
-            table = row_table([("key", codec.key_schema)], [(k,) for _, _, k in items])
-            for (key, value, _), arrow_key in zip(
-                items, table.column("key").to_pylist(), strict=True
-            ):
-                yield partition, key, value, _freeze(arrow_key)
+    rows = list(_stored_rows(cp, store, batch))
+    if not rows:
+        return
+    codec = StateSource(cp, views_of(store, cp.root)[0].request()).row_codec
+    table = row_table([("key", codec.key_schema)], [(k,) for *_, k in rows])
+    for (partition, key, value, _), arrow_key in zip(
+        rows, table.column("key").to_pylist(), strict=True
+    ):
+        yield partition, key, value, _freeze(arrow_key)

@@ -34,6 +34,7 @@ class RewriteRequest:
     batch_id: int | None = None
     drop_keys: tuple[DropKeys, ...] = ()  # keys left out of the state written
     allow_empty: bool = False  # an edit may leave a store with no key
+    evict_expired: bool = False  # leave out what Spark's eviction removes at the watermark
 
 
 @dataclass(frozen=True)

@@ -71,9 +71,16 @@ def add_parser(subparsers: Any) -> None:
         "A join key leaves both stores of its side. Repeatable",
     )
     p.add_argument(
+        "--evict-expired",
+        action="store_true",
+        help="leave out of DST what Spark's event-time eviction removes at the watermark of "
+        "the batch (its offsets' batchWatermarkMs): ended windows and sessions, dedup "
+        "entries and join keys past it, as the eviction audit counts them",
+    )
+    p.add_argument(
         "--allow-empty",
         action="store_true",
-        help="let --drop-keys remove every key of a store (refused otherwise)",
+        help="let --drop-keys or --evict-expired remove every key of a store (refused otherwise)",
     )
     p.add_argument("--apply", action="store_true", help="write DST (default: print the plan only)")
     p.add_argument(
@@ -97,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     refuse_inside_checkpoint(args.dst, "DST")
     changelog = None if args.changelog is None else args.changelog == "on"
     drop_keys = tuple(DropKeys(store, predicate) for store, predicate in args.drop_keys)
-    if drop_keys and args.verify_with_spark:
+    if (drop_keys or args.evict_expired) and args.verify_with_spark:
         # Spark's reader check compares DST with SRC's rows, which an edit changes by design.
         raise RewriteRefused(args.src, "--verify-with-spark cannot judge an edited state")
     request = RewriteRequest(
@@ -107,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
         args.batch_id,
         drop_keys=drop_keys,
         allow_empty=args.allow_empty,
+        evict_expired=args.evict_expired,
     )
     plan = plan_rewrite(cp, request)
     sys.stdout.write(plan_text(plan, args.dst))

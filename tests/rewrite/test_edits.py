@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from stateglass.app.cli import main
+from tests.conftest import copy_checkpoint
 
 SAMPLES = Path(__file__).parents[2] / "sample_checkpoints" / "spark-4.3"
 AGG = SAMPLES / "agg-hdfs"  # 14 keys in 4 partitions at batch 11
@@ -105,3 +106,46 @@ def test_allow_empty_lets_an_edit_empty_a_store(
     args = ["rewrite", str(AGG), str(dst), "--drop-keys", "0/default", "true", "--allow-empty"]
     assert _run(capsys, *args, "--apply")[0] == 0
     assert _state_lines(capsys, dst) == []
+
+
+def _with_watermark(src: Path, tmp_path: Path, watermark_ms: int) -> Path:
+    """A copy of ``src`` whose last batch ran at ``watermark_ms``: its state holds the keys
+    of an earlier watermark, as a query that skipped its eviction would."""
+    cp = copy_checkpoint(src, tmp_path / "src")
+    entry = cp / "offsets" / "11"
+    lines = entry.read_text().split("\n")
+    lines[1] = lines[1].replace(
+        '"batchWatermarkMs":1704069898000', f'"batchWatermarkMs":{watermark_ms}'
+    )
+    assert lines[1] != entry.read_text().split("\n")[1]
+    entry.write_text("\n".join(lines))
+    return cp
+
+
+def test_evict_expired_drops_the_windows_spark_would_have_closed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """At 00:50 the windows ending at 00:50 are closed (``window.end <= watermark``); those
+    ending at 01:00 stay."""
+    src = _with_watermark(AGG, tmp_path, 1704070200000)  # 2024-01-01T00:50:00Z
+    dst = tmp_path / "dst"
+    status, out, _ = _run(capsys, "rewrite", str(src), str(dst), "--evict-expired", "--apply")
+    assert status == 0
+    assert "by --evict-expired (window: window.end <= watermark, watermark 1704070200000 ms)" in out
+
+    def end(line: str) -> str:
+        return str(json.loads(line)["key"]["window"]["end"])
+
+    before, after = _state_lines(capsys, src), _state_lines(capsys, dst)
+    kept = [line for line in before if end(line) > "2024-01-01T00:50:00.000Z"]
+    assert 0 < len(kept) < len(before) and sorted(after) == sorted(kept)
+    assert f"{len(before) - len(kept)} of {len(before)} keys removed" in out
+
+
+def test_evict_expired_with_nothing_past_the_watermark_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dst = tmp_path / "dst"
+    status, _, err = _run(capsys, "rewrite", str(AGG), str(dst), "--evict-expired", "--apply")
+    assert status == 2 and "no key is past the watermark of batch 11" in err
+    assert _nothing_at(dst)
