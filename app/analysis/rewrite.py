@@ -8,10 +8,11 @@ and a session window's session are not hashed). The numbers per new partition ar
 planner's (:func:`~.repartition.plan.plan_stores`), so ``plan-partitions`` and a dry run agree.
 
 What is refused, before anything is written: a batch in flight (offsets without a commit)
-unless ``batch_id`` names a committed batch; N < 1; nothing to change; a store the
+unless ``batch_id`` names a committed batch; N < 1; nothing to change (no edit either); a store the
 destination's provider cannot hold (transformWithState on HDFS, as Spark 4.3 refuses it); a
 source provider whose rows cannot be read as neutral rows; checkpoint format v2 sources (their
-commits name each partition's files); a codec StateGlass cannot write.
+commits name each partition's files); a codec StateGlass cannot write; an edit that cannot
+mean anything (:mod:`.rewrite_edits`, whose per-store row filters the plan carries).
 
 Example::
 

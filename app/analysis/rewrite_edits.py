@@ -1,4 +1,5 @@
-"""Edits a rewrite makes to the state it writes: keys dropped by a SQL predicate.
+"""Edits a rewrite makes to the state it writes: keys dropped by a SQL predicate, and what
+Spark's event-time eviction removes at the watermark.
 
 ``--drop-keys STORE "PREDICATE"`` names a store as ``stateglass state`` does
 (``<operator id>/<store name>``, e.g. ``0/default``, ``1/left-keyToNumValues``) or by its
@@ -14,6 +15,10 @@ index is left to renumber). The result is one :class:`StoreDrops` per store touc
 stored key bytes to leave out, computed at plan time, which the command's writer applies as a
 row filter (:meth:`Edits.keeps`), and what the dry run shows (keys per partition, bytes, the
 first rows removed).
+
+``--evict-expired`` builds the same drops from the eviction audit's rules
+(:mod:`stateglass.collectors.scan.eviction_rules`): the rows Spark's eviction removes at the
+batch's ``batchWatermarkMs``.
 
 Example::
 

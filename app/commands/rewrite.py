@@ -4,11 +4,13 @@ Examples::
 
     stateglass rewrite /data/cp/orders /data/cp/orders-16 --partitions 16          # the plan
     stateglass rewrite /data/cp/orders /data/cp/orders-16 --partitions 16 --apply  # writes
+    stateglass rewrite /data/cp/orders /data/cp/clean --drop-keys 0/default "key.k IS NULL"
 
 Dry run by default: prints the plan (keys and bytes per new partition, skew, the confs and
 operator metadata that change, the store partitions that get a full snapshot, a time
-estimate). ``--apply`` writes DST through a temporary sibling, reads it back, and renames it
-only when every store partition holds exactly the rows meant. SRC is only read.
+estimate) and what the edits (``--drop-keys``, ``--evict-expired``) remove. ``--apply``
+writes DST through a temporary sibling, reads it back, and renames it only when every store
+partition holds exactly the rows meant. SRC is only read.
 
 Exit status: 0 written (or a plan that can be carried out), 2 refused or failed, with one
 line; nothing is left at DST. docs/rewrite.md.
@@ -33,7 +35,8 @@ def add_parser(subparsers: Any) -> None:
     """Register ``rewrite`` on the CLI's subparsers."""
     p = subparsers.add_parser(
         "rewrite",
-        help="write a NEW checkpoint with another partition count or state store provider",
+        help="write a NEW checkpoint with another partition count or state store provider, or "
+        "with keys left out (--drop-keys, --evict-expired)",
     )
     p.add_argument("src", metavar="SRC", help=CHECKPOINT_HELP + " (only read)")
     p.add_argument("dst", metavar="DST", help="the new checkpoint: must not exist, or be empty")
