@@ -73,7 +73,14 @@ def _join(spark: Any, read: Callable[[str], Any]) -> Any:
     return left.join(right, F.col("lk") == F.col("rk"))
 
 
-QUERIES = {"aggregation": _aggregation, "join": _join}
+def _dedup(spark: Any, read: Callable[[str], Any]) -> Any:
+    from pyspark.sql import functions as F
+
+    # No watermark: a reference without some rows would otherwise see another watermark.
+    return read("in").withColumn("g", F.col("id") % 4).dropDuplicates(["k", "g"])
+
+
+QUERIES = {"aggregation": _aggregation, "join": _join, "dedup": _dedup}
 KEYS: list[str | None] = ["k0", "k1", None, "k2", "k3", "k4", None]
 JOIN_KEYS: list[str | None] = ["k0", "k1", "k2", "k3", "k4", "k5"]
 CASES = {
@@ -98,7 +105,19 @@ CASES = {
             "right": [_rows(b, JOIN_KEYS[::-1], 5) for b in range(OLD + NEW)],
         },
     ),
+    "dedup": Case(
+        "dedup",
+        ("in",),
+        ("default",),
+        "append",
+        ("op0_default", "key.k = 'k3'"),
+        lambda _, row: row["k"] == "k3",
+        {"in": [_rows(b, JOIN_KEYS, 10) for b in range(OLD + NEW)]},
+    ),
 }
+# Dedup's store is a key and an empty value, as the aggregation's is a key and a value: one
+# provider is enough for it.
+RUNS = [(q, p) for q in CASES for p in PROVIDERS if q != "dedup" or p == "hdfs"]
 
 
 def _run(spark: Any, case: Case, inputs: Path, cp: Path, conf: dict[str, str]) -> list[Any]:
@@ -155,7 +174,7 @@ class Runs:
 
 @pytest.fixture(
     scope="module",
-    params=[(q, p) for q in CASES for p in PROVIDERS],
+    params=RUNS,
     ids=lambda qp: f"{qp[0]}-{qp[1]}",
 )
 def runs(spark: Any, tmp_path_factory: pytest.TempPathFactory, request: Any) -> Runs:
@@ -187,6 +206,6 @@ def test_the_rewrite_holds_the_source_state_less_the_dropped_keys(runs: Runs) ->
 
 
 def test_a_restart_runs_as_a_query_that_never_saw_the_dropped_keys(runs: Runs) -> None:
-    assert runs.dst_out and {row[0] for row in runs.dst_out} == set(range(OLD, OLD + NEW))
+    assert runs.dst_out and {row[0] for row in runs.dst_out} <= set(range(OLD, OLD + NEW))
     assert runs.dst_out == [row for row in runs.ref_out if row[0] >= OLD]
     assert runs.dst_state == runs.ref_state
