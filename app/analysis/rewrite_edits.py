@@ -146,7 +146,7 @@ def _key_drops(
     with SqlSession([cp.root]) as session:
         for edit in drop_keys:
             try:
-                store, table = _resolve(session, edit, stores)
+                store, table = _resolve(session, cp.root, edit, stores)
                 matched = _matched_keys(session, table, batch, edit.predicate)
             except (_Refused, CollectorError) as exc:
                 refusals.append((edit.label, _why(exc)))
@@ -220,13 +220,16 @@ def store_spec(store: StoreInfo) -> str:
     return f"{store.operator_id}/{store.store_name}"
 
 
-def _resolve(session: Any, edit: DropKeys, stores: list[StoreInfo]) -> tuple[StoreInfo, str]:
+def _resolve(
+    session: Any, root: str, edit: DropKeys, stores: list[StoreInfo]
+) -> tuple[StoreInfo, str]:
     """The store ``edit`` names and its catalog table (``schema.table``, quoted)."""
     from stateglass.collectors.catalog.names import quoted
 
     wanted = edit.store.strip()
     for entry in session.tables():
-        if entry.kind != "state" or entry.operator_id is None:
+        # Only the checkpoint's own tables: a folder below it may hold another checkpoint.
+        if entry.kind != "state" or entry.operator_id is None or entry.checkpoint != root:
             continue
         if wanted.lower() != entry.table and wanted != f"{entry.operator_id}/{entry.store_name}":
             continue

@@ -11,6 +11,7 @@ import pytest
 
 from stateglass.app.cli import main
 from tests.conftest import copy_checkpoint
+from tests.rewrite.test_rewrite_safety import _nothing_at
 
 SAMPLES = Path(__file__).parents[2] / "sample_checkpoints" / "spark-4.3"
 AGG = SAMPLES / "agg-hdfs"  # 14 keys in 4 partitions at batch 11
@@ -30,11 +31,6 @@ def _state_lines(
     status, out, _ = _run(capsys, "state", str(root), "--store", store, "--jobs", "1")
     assert status == 0
     return out.splitlines()
-
-
-def _nothing_at(dst: Path) -> bool:
-    siblings = [p for p in dst.parent.iterdir() if p.name.startswith(f".{dst.name}")]
-    return not dst.exists() and not siblings
 
 
 def test_the_dry_run_shows_the_keys_removed_as_state_prints_them(
