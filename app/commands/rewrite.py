@@ -90,7 +90,7 @@ def add_parser(subparsers: Any) -> None:
         "--verify-with-spark",
         action="store_true",
         help="with --apply: also read DST with Spark's state reader before it is renamed into "
-        "place (needs pyspark and Java; not with --drop-keys)",
+        "place (needs pyspark and Java; not with an edit)",
     )
 
 
