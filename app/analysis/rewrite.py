@@ -12,10 +12,11 @@ An older committed batch ``B`` is a rollback (:mod:`.rollback`): the destination
 
 What is refused, before anything is written: a batch in flight (offsets without a commit)
 unless ``batch_id`` names a committed batch; a batch that is not retained; N < 1; nothing to
-change (same partitions and provider at the last committed batch); a store the
+change (same partitions and provider at the last committed batch, and no edit); a store the
 destination's provider cannot hold (transformWithState on HDFS, as Spark 4.3 refuses it); a
 source provider whose rows cannot be read as neutral rows; checkpoint format v2 sources (their
-commits name each partition's files); a codec StateGlass cannot write.
+commits name each partition's files); a codec StateGlass cannot write; an edit that cannot
+mean anything (:mod:`.rewrite_edits`, whose per-store row filters the plan carries).
 
 Example::
 
@@ -27,7 +28,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from stateglass.app.analysis import rewrite_refusals
 from stateglass.app.analysis.errors import AnalysisError
@@ -38,6 +39,7 @@ from stateglass.app.analysis.repartition.plan import (
     keyed_targets,
     plan_stores,
 )
+from stateglass.app.analysis.rewrite_edits import Edits, plan_edits
 from stateglass.app.analysis.rewrite_refusals import (
     CONF_CHANGELOG,
     CONF_FILE_CHECKSUM,
@@ -73,6 +75,7 @@ class RewritePlan:
     row_checksum: bool
     file_checksum: bool
     rollback: Rollback | None  # set when the batch is older than the last committed one
+    edits: Edits = field(default_factory=Edits)  # keys left out per store: the row filter
 
     @property
     def version(self) -> int:
@@ -110,7 +113,9 @@ def plan_rewrite(cp: Checkpoint, request: RewriteRequest) -> RewritePlan:
     plans, refusals, disk = plan_stores(cp, stores, batch, (current, partitions))
     refusals = rewrite_refusals.refusals(cp, request, stores, provider, conf) + refusals
     changes = _conf_changes(conf, partitions, provider, request.changelog)
-    if not changes and rollback is None:
+    edits = plan_edits(cp, batch, request.drop_keys, request.allow_empty, request.evict_expired)
+    refusals += edits.refusals
+    if not changes and rollback is None and not edits.asked:
         refusals.append(
             ("request", "nothing to change: same partitions and provider, the last batch")
         )
@@ -129,6 +134,7 @@ def plan_rewrite(cp: Checkpoint, request: RewriteRequest) -> RewritePlan:
         row_checksum=conf.row_checksum,
         file_checksum=conf.conf.get(CONF_FILE_CHECKSUM, "false").strip().lower() == "true",
         rollback=rollback,
+        edits=edits,
     )
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from stateglass.app.analysis.errors import AnalysisError
 from stateglass.app.analysis.rewrite_command import rewrite_command
+from stateglass.app.analysis.rewrite_edits import DropKeys
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
 from stateglass.collectors.errors import CollectorError
 from stateglass.collectors.rewrite import NEUTRALIZERS, writer_class
@@ -31,6 +32,9 @@ class RewriteRequest:
     provider: str | None = None
     changelog: bool | None = None
     batch_id: int | None = None
+    drop_keys: tuple[DropKeys, ...] = ()  # keys left out of the state written
+    allow_empty: bool = False  # an edit may leave a store with no key
+    evict_expired: bool = False  # leave out what Spark's eviction removes at the watermark
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,13 @@ Examples::
     stateglass rewrite /data/cp/orders /data/cp/orders-16 --partitions 16          # the plan
     stateglass rewrite /data/cp/orders /data/cp/orders-16 --partitions 16 --apply  # writes
     stateglass rewrite /data/cp/orders /data/cp/orders-at-41 --batch-id 41 --apply  # rollback
+    stateglass rewrite /data/cp/orders /data/cp/clean --drop-keys 0/default "key.k IS NULL"
 
 Dry run by default: prints the plan (keys and bytes per new partition, skew, the confs and
 operator metadata that change, the store partitions that get a full snapshot, a time
-estimate). ``--apply`` writes DST through a temporary sibling, reads it back, and renames it
-only when every store partition holds exactly the rows meant. SRC is only read.
+estimate) and what the edits (``--drop-keys``, ``--evict-expired``) remove. ``--apply``
+writes DST through a temporary sibling, reads it back, and renames it only when every store
+partition holds exactly the rows meant. SRC is only read.
 
 Exit status: 0 written (or a plan that can be carried out), 2 refused or failed, with one
 line; nothing is left at DST. docs/rewrite.md.
@@ -35,7 +37,8 @@ def add_parser(subparsers: Any) -> None:
     """Register ``rewrite`` on the CLI's subparsers."""
     p = subparsers.add_parser(
         "rewrite",
-        help="write a NEW checkpoint with another partition count or state store provider",
+        help="write a NEW checkpoint with another partition count or state store provider, or "
+        "with keys left out (--drop-keys, --evict-expired)",
     )
     p.add_argument("src", metavar="SRC", help=CHECKPOINT_HELP + " (only read)")
     p.add_argument("dst", metavar="DST", help="the new checkpoint: must not exist, or be empty")
@@ -62,18 +65,42 @@ def add_parser(subparsers: Any) -> None:
         help="the committed batch whose state DST starts from (default: the last committed); "
         "an older retained batch rolls back: DST ends at B and its restart replays from B + 1",
     )
+    p.add_argument(
+        "--drop-keys",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("STORE", "PREDICATE"),
+        help="leave out of DST the keys whose rows match PREDICATE, SQL over the store's "
+        'catalog table (key, value, partition_id), e.g. 0/default "key.k IS NULL"; STORE '
+        "as `state` names it (<operator id>/<store name>) or its `sql` table (op0_default). "
+        "A join key leaves both stores of its side. Repeatable",
+    )
+    p.add_argument(
+        "--evict-expired",
+        action="store_true",
+        help="leave out of DST what Spark's event-time eviction removes at the watermark of "
+        "the batch (its offsets' batchWatermarkMs): ended windows and sessions, dedup "
+        "entries and join keys past it, as the eviction audit counts them",
+    )
+    p.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="let --drop-keys or --evict-expired remove every key of a store (refused otherwise)",
+    )
     p.add_argument("--apply", action="store_true", help="write DST (default: print the plan only)")
     p.add_argument(
         "--verify-with-spark",
         action="store_true",
         help="with --apply: also read DST with Spark's state reader before it is renamed into "
-        "place (needs pyspark and Java)",
+        "place (needs pyspark and Java; not with an edit)",
     )
 
 
 def run(args: argparse.Namespace) -> int:
     """``stateglass rewrite``: the plan; with ``--apply``, DST written and checked."""
     from stateglass.app.analysis.rewrite import plan_rewrite
+    from stateglass.app.analysis.rewrite_edits import DropKeys
     from stateglass.app.analysis.rewrite_refusals import RewriteRequest
     from stateglass.collectors.checkpoints.checkpoint import Checkpoint
     from stateglass.collectors.checkpoints.enclosing import refuse_inside_checkpoint
@@ -82,9 +109,22 @@ def run(args: argparse.Namespace) -> int:
     cp = Checkpoint.open(args.src)
     refuse_inside_checkpoint(args.dst, "DST")
     changelog = None if args.changelog is None else args.changelog == "on"
-    request = RewriteRequest(args.partitions, args.provider, changelog, args.batch_id)
+    drop_keys = tuple(DropKeys(store, predicate) for store, predicate in args.drop_keys)
+    if (drop_keys or args.evict_expired) and args.verify_with_spark:
+        # Spark's reader check compares DST with SRC's rows, which an edit changes by design.
+        raise RewriteRefused(args.src, "--verify-with-spark cannot judge an edited state")
+    request = RewriteRequest(
+        args.partitions,
+        args.provider,
+        changelog,
+        args.batch_id,
+        drop_keys=drop_keys,
+        allow_empty=args.allow_empty,
+        evict_expired=args.evict_expired,
+    )
     plan = plan_rewrite(cp, request)
     sys.stdout.write(plan_text(plan, args.dst))
+    sys.stdout.write(edits_text(cp, plan))
     if plan.refusals:
         where, why = plan.refusals[0]
         more = (
@@ -132,8 +172,10 @@ def _write_store(cp: Checkpoint, plan: RewritePlan, dest: Destination, store: An
     from stateglass.collectors.rewrite.selfcheck import check_partition
 
     buckets: list[list[tuple[bytes, bytes]]] = [[] for _ in range(plan.partitions)]
+    keeps = plan.edits.keeps(store)
     for _, new_partition, key, value in assigned_rows(cp, store, plan):
-        buckets[new_partition].append((key, value))
+        if keeps is None or keeps(key):
+            buckets[new_partition].append((key, value))
     to_neutral = neutralizer(store.provider)
     writer = writer_class(plan.provider)()
     now_ms = int(time.time() * 1000)
@@ -195,3 +237,33 @@ def rollback_text(rollback: Rollback) -> list[str]:
     lines.append("sink:")
     lines += [f"  {line}" for line in rollback.sink]
     return lines
+
+
+def edits_text(cp: Checkpoint, plan: RewritePlan) -> str:
+    """What the edits remove, per store and partition, and the first rows removed as
+    ``stateglass state`` prints them (one JSON object per row)."""
+    from stateglass.app.output import as_struct
+    from stateglass.app.render.rows_to_json import render_row
+    from stateglass.collectors.checkpoints.state_reader import StateRequest, StateSource
+    from stateglass.parsers.state_arrow import state_columns
+    from stateglass.parsers.units import fmt_bytes
+
+    lines: list[str] = []
+    for d in plan.edits.drops:
+        per_partition = ", ".join(f"{p}: {n}" for p, n in d.per_partition) or "none"
+        lines += [
+            f"edit {d.operator_id}/{d.store_name}: {len(d.keys)} of {d.rows} keys removed "
+            f"({fmt_bytes(d.bytes_saved)} saved) by {d.why}",
+            f"  keys removed per partition: {per_partition}",
+        ]
+        if not d.sample:
+            continue
+        codec = StateSource(cp, StateRequest(d.operator_id, d.store_name)).row_codec
+        render = render_row(as_struct(state_columns(codec)), "UTC")
+        lines.append(f"  first {len(d.sample)} rows removed:")
+        lines += [
+            f"    {render((*row, partition))}"
+            for partition, key, value in d.sample
+            for row in codec.rows(key, value)
+        ]
+    return "".join(line + "\n" for line in lines)

@@ -237,9 +237,21 @@ def overdue_examples(
     cp: Checkpoint, rule: EvictionRule, version: int, watermark_ms: int, limit: int = 50
 ) -> list[tuple[int, Any, Any, int]]:
     """Up to ``limit`` overdue ``(partition, key row, value row, event time ms)`` at ``version``."""
+    out: list[tuple[int, Any, Any, int]] = []
+    for partition, _, _, k, v, ts in overdue_items(cp, rule, version, watermark_ms):
+        out.append((partition, k, v, ts))
+        if len(out) >= limit:
+            break
+    return out
+
+
+def overdue_items(
+    cp: Checkpoint, rule: EvictionRule, version: int, watermark_ms: int
+) -> Iterator[tuple[int, bytes, bytes, Any, Any, int]]:
+    """``(partition, key bytes, value bytes, key row, value row, event time ms)`` of each
+    row of ``rule``'s store at ``version`` Spark's eviction at ``watermark_ms`` removes."""
     source = _source(cp, rule, None)
     codec = source.row_codec
-    out: list[tuple[int, Any, Any, int]] = []
     for partition in source.partitions_for(version - 1):
         with source.decoding(partition):
             for key, value in source.load(partition, version):
@@ -250,10 +262,7 @@ def overdue_examples(
                 for k, v in pairs:
                     ts = rule.event_time(k, v)
                     if ts is not None and rule.is_overdue(ts, watermark_ms):
-                        out.append((partition, k, v, _to_ms(rule, ts)))
-                        if len(out) >= limit:
-                            return out
-    return out
+                        yield partition, key, value, k, v, _to_ms(rule, ts)
 
 
 def rule_rows(root: str, rules: Iterable[EvictionRule]) -> list[dict[str, Any]]:

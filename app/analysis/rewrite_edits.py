@@ -1,0 +1,367 @@
+"""Edits a rewrite makes to the state it writes: keys dropped by a SQL predicate, and what
+Spark's event-time eviction removes at the watermark.
+
+``--drop-keys STORE "PREDICATE"`` names a store as ``stateglass state`` does
+(``<operator id>/<store name>``, e.g. ``0/default``, ``1/left-keyToNumValues``) or by its
+SQL catalog table (``op0_default``), and a predicate over that table's columns (``key``,
+``value``, ``partition_id``), e.g. ``key.k IS NULL`` or ``value.count > 100``. The catalog
+evaluates it (one SQL home: :class:`~stateglass.collectors.catalog.SqlSession`) at the
+rewrite's batch; the rows it returns name the keys to drop.
+
+What is dropped is a *key*, in every store that holds it, so the query restarts on a
+consistent state: for a stream-stream join, a key matched in one side's ``keyToNumValues`` or
+``keyWithIndexToValue`` leaves both of that side's stores, all its values with it (so no
+index is left to renumber). The result is one :class:`StoreDrops` per store touched: the
+stored key bytes to leave out, computed at plan time, which the command's writer applies as a
+row filter (:meth:`Edits.keeps`), and what the dry run shows (keys per partition, bytes, the
+first rows removed).
+
+``--evict-expired`` builds the same drops from the eviction audit's rules
+(:mod:`stateglass.collectors.scan.eviction_rules`): the rows Spark's eviction removes at the
+batch's ``batchWatermarkMs``.
+
+Example::
+
+    edits = plan_edits(cp, 41, (DropKeys("0/default", "key.k IS NULL"),), allow_empty=False)
+    keeps = edits.keeps(store)  # None: the store is written whole
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
+from stateglass.collectors.checkpoints.state_reader import StateSource
+from stateglass.collectors.checkpoints.state_views import views_of
+from stateglass.collectors.errors import CollectorError
+from stateglass.parsers.state_arrow import row_table
+
+EVICT = "--evict-expired"
+SAMPLE_ROWS = 20  # removed rows the dry run shows per store
+JOIN_STORES = ("keyToNumValues", "keyWithIndexToValue")
+
+# A key as the catalog's Arrow gives it, made hashable: structs and lists become tuples.
+Frozen = Any
+
+
+@dataclass(frozen=True)
+class DropKeys:
+    """One ``--drop-keys STORE PREDICATE``."""
+
+    store: str
+    predicate: str
+
+    @property
+    def label(self) -> str:
+        return f"--drop-keys {self.store}"
+
+
+@dataclass(frozen=True)
+class StoreDrops:
+    """What one store loses: its stored keys (the bytes its provider stores) left out."""
+
+    operator_id: int
+    store_name: str
+    keys: frozenset[bytes]
+    rows: int  # rows of the store at the batch, before the edit
+    per_partition: tuple[tuple[int, int], ...]  # (source partition, keys removed)
+    bytes_saved: int  # key and value bytes of the removed rows, as stored
+    sample: tuple[tuple[int, bytes, bytes], ...]  # the first removed (partition, key, value)
+    why: str  # the edits that removed them
+
+
+@dataclass(frozen=True)
+class Edits:
+    """Every edit of a rewrite, planned: per-store drops, and what refuses them."""
+
+    drops: tuple[StoreDrops, ...] = ()
+    refusals: tuple[tuple[str, str], ...] = ()
+    asked: bool = False  # any edit was requested (a rewrite with one changes the state)
+
+    def keeps(self, store: StoreInfo) -> Callable[[bytes], bool] | None:
+        """The row filter of ``store`` (stored key bytes in: keep it?); None keeps all."""
+        dropped = frozenset().union(
+            *(
+                d.keys
+                for d in self.drops
+                if (d.operator_id, d.store_name) == (store.operator_id, store.store_name)
+            )
+        )
+        if not dropped:
+            return None
+        return lambda key: key not in dropped
+
+
+@dataclass
+class _Unit:
+    """A group of stores that lose a key together: one store, or one side of a join."""
+
+    operator_id: int
+    stores: list[StoreInfo]
+    keys: set[Frozen] = field(default_factory=set)
+    why: list[str] = field(default_factory=list)
+
+
+def plan_edits(
+    cp: Checkpoint,
+    batch: int,
+    drop_keys: Sequence[DropKeys],
+    allow_empty: bool,
+    evict_expired: bool = False,
+) -> Edits:
+    """The drops ``drop_keys`` (and ``evict_expired``) make at ``batch``, or the refusals
+    that stop them."""
+    if not drop_keys and not evict_expired:
+        return Edits()
+    stores = cp.stores()
+    refusals: list[tuple[str, str]] = []
+    drops = _key_drops(cp, batch, drop_keys, stores, refusals) if drop_keys else []
+    if evict_expired:
+        drops += _evictions(cp, batch, stores, refusals)
+    for d in drops:
+        if len(d.keys) == d.rows and d.rows and not allow_empty:
+            refusals.append(
+                (
+                    f"{d.operator_id}/{d.store_name}",
+                    f"{d.why} drops every key ({d.rows}): the store would be written empty "
+                    "(--allow-empty writes it so)",
+                )
+            )
+    return Edits(tuple(drops), tuple(refusals), asked=True)
+
+
+def _key_drops(
+    cp: Checkpoint,
+    batch: int,
+    drop_keys: Sequence[DropKeys],
+    stores: list[StoreInfo],
+    refusals: list[tuple[str, str]],
+) -> list[StoreDrops]:
+    """The drops of ``drop_keys``; what stops one goes to ``refusals``."""
+    from stateglass.collectors.catalog.session import SqlSession
+
+    units: dict[tuple[int, str], _Unit] = {}
+    with SqlSession([cp.root]) as session:
+        for edit in drop_keys:
+            try:
+                store, table = _resolve(session, cp.root, edit, stores)
+                matched = _matched_keys(session, table, batch, edit.predicate)
+            except (_Refused, CollectorError) as exc:
+                refusals.append((edit.label, _why(exc)))
+                continue
+            if not matched:
+                refusals.append(
+                    (
+                        edit.label,
+                        f"{edit.predicate!r} matches no key at batch {batch}: "
+                        "nothing to drop, nothing written",
+                    )
+                )
+                continue
+            unit = _unit_of(store, stores, units)
+            unit.keys |= {_unit_key(store, k) for k in matched}
+            unit.why.append(f"{edit.label} {edit.predicate!r}")
+    return [d for unit in units.values() for d in _unit_drops(cp, unit, batch)]
+
+
+def _evictions(
+    cp: Checkpoint, batch: int, stores: list[StoreInfo], refusals: list[tuple[str, str]]
+) -> list[StoreDrops]:
+    """What Spark's event-time eviction removes at ``batch``'s watermark
+    (``batchWatermarkMs`` of its offsets), by the eviction audit's rules."""
+    from stateglass.collectors.scan.eviction_audit import overdue_items, store_rules
+    from stateglass.collectors.scan.eviction_rules import TIMERS
+
+    watermark = cp.offsets(batch).batch_watermark_ms or 0
+    if watermark <= 0:
+        refusals.append((EVICT, f"no watermark at batch {batch}: nothing to evict"))
+        return []
+    rules = [r for r in store_rules(cp, stores, True) if r.audited and r.kind != TIMERS]
+    drops: list[StoreDrops] = []
+    for rule in rules:
+        store = next(
+            s
+            for s in stores
+            if (s.operator_id, s.store_name) == (rule.operator_id, rule.store_name)
+        )
+        why = f"{EVICT} ({rule.kind}: {rule.predicate}, watermark {watermark} ms)"
+        found = _store_drops(
+            store,
+            rule.operator_id,
+            ((p, k, v) for p, k, v, *_ in overdue_items(cp, rule, batch + 1, watermark)),
+            sum(1 for _ in _stored_rows(cp, store, batch)),
+            why,
+        )
+        if found.keys:
+            drops.append(found)
+    if not drops:
+        refusals.append(
+            (
+                EVICT,
+                f"no key is past the watermark of batch {batch} ({watermark} ms): "
+                "nothing to evict, nothing written",
+            )
+        )
+    return drops
+
+
+class _Refused(Exception):
+    """An edit that cannot be planned; its message is the refusal."""
+
+
+def _why(exc: Exception) -> str:
+    return exc.why if isinstance(exc, CollectorError) else str(exc)
+
+
+def store_spec(store: StoreInfo) -> str:
+    """How ``--drop-keys`` names ``store``: as ``state --operator/--store`` do."""
+    return f"{store.operator_id}/{store.store_name}"
+
+
+def _resolve(
+    session: Any, root: str, edit: DropKeys, stores: list[StoreInfo]
+) -> tuple[StoreInfo, str]:
+    """The store ``edit`` names and its catalog table (``schema.table``, quoted)."""
+    from stateglass.collectors.catalog.names import quoted
+
+    wanted = edit.store.strip()
+    for entry in session.tables():
+        # Only the checkpoint's own tables: a folder below it may hold another checkpoint.
+        if entry.kind != "state" or entry.operator_id is None or entry.checkpoint != root:
+            continue
+        if wanted.lower() != entry.table and wanted != f"{entry.operator_id}/{entry.store_name}":
+            continue
+        store = next(
+            s
+            for s in stores
+            if s.operator_id == entry.operator_id and s.store_name == entry.store_name
+        )
+        if store.is_transform_with_state or entry.state_var is not None:
+            raise _Refused("transformWithState stores: dropping keys is not supported yet")
+        return store, f"{quoted(entry.schema)}.{quoted(entry.table)}"
+    known = ", ".join(store_spec(s) for s in stores)
+    raise _Refused(f"no store {wanted!r} (stores: {known})")
+
+
+def _matched_keys(session: Any, table: str, batch: int, predicate: str) -> list[Frozen]:
+    """The keys of ``table`` at ``batch`` whose rows ``predicate`` keeps, frozen."""
+    sql = f"SELECT key FROM {table} WHERE batch_id = {int(batch)} AND ({predicate}\n)"
+    result = session.execute(sql)
+    return [_freeze(k) for k in result.table.column("key").to_pylist()]
+
+
+def _freeze(value: Any) -> Frozen:
+    if isinstance(value, dict):
+        return tuple((k, _freeze(v)) for k, v in value.items())
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def _join_side(store: StoreInfo) -> str | None:
+    """``left``/``right`` for a join store, else None."""
+    side, _, name = store.store_name.partition("-")
+    return side if name in JOIN_STORES and side in ("left", "right") else None
+
+
+def _unit_of(
+    store: StoreInfo, stores: list[StoreInfo], units: dict[tuple[int, str], _Unit]
+) -> _Unit:
+    side = _join_side(store)
+    name = side or store.store_name
+    found = units.get((store.operator_id, name))
+    if found is None:
+        members = [
+            s
+            for s in stores
+            if s.operator_id == store.operator_id
+            and (s.store_name == store.store_name or (side and _join_side(s) == side))
+        ]
+        found = units[(store.operator_id, name)] = _Unit(store.operator_id, members)
+    return found
+
+
+def _unit_key(store: StoreInfo, key: Frozen) -> Frozen:
+    """The key a unit drops: a join's ``keyWithIndexToValue`` key without its index."""
+    if _join_side(store) and store.store_name.endswith("keyWithIndexToValue"):
+        return key[:-1]
+    return key
+
+
+def _unit_drops(cp: Checkpoint, unit: _Unit, batch: int) -> Iterator[StoreDrops]:
+    """The stored keys each store of ``unit`` loses, read at ``batch``."""
+    for store in unit.stores:
+        rows = list(_stored_keys(cp, store, batch))
+        removed = (
+            (partition, key, value)
+            for partition, key, value, frozen in rows
+            if _unit_key(store, frozen) in unit.keys
+        )
+        yield _store_drops(store, unit.operator_id, removed, len(rows), "; ".join(unit.why))
+
+
+def _store_drops(
+    store: StoreInfo,
+    operator_id: int,
+    removed: Iterable[tuple[int, bytes, bytes]],
+    rows: int,
+    why: str,
+) -> StoreDrops:
+    """One store's drops from its removed ``(partition, key, value)`` rows."""
+    dropped: set[bytes] = set()
+    per_partition: dict[int, int] = {}
+    sample: list[tuple[int, bytes, bytes]] = []
+    saved = 0
+    for partition, key, value in removed:
+        if key in dropped:
+            continue
+        dropped.add(key)
+        per_partition[partition] = per_partition.get(partition, 0) + 1
+        saved += len(key) + len(value)
+        if len(sample) < SAMPLE_ROWS:
+            sample.append((partition, key, value))
+    return StoreDrops(
+        operator_id=operator_id,
+        store_name=store.store_name,
+        keys=frozenset(dropped),
+        rows=rows,
+        per_partition=tuple(sorted(per_partition.items())),
+        bytes_saved=saved,
+        sample=tuple(sample),
+        why=why,
+    )
+
+
+def _stored_rows(
+    cp: Checkpoint, store: StoreInfo, batch: int
+) -> Iterator[tuple[int, bytes, bytes, Any]]:
+    """``(partition, key bytes, value bytes, decoded key row)`` of each stored row of
+    ``store`` at ``batch``."""
+    for view in views_of(store, cp.root):
+        source = StateSource(cp, view.request())
+        codec = source.row_codec
+        for partition in source.partitions_for(batch):
+            with source.decoding(partition):
+                for key, value in source.load(partition, batch + 1):
+                    pairs = codec.decode(key, value)
+                    if pairs:
+                        yield partition, key, value, pairs[0][0]
+
+
+def _stored_keys(
+    cp: Checkpoint, store: StoreInfo, batch: int
+) -> Iterator[tuple[int, bytes, bytes, Frozen]]:
+    """``(partition, key bytes, value bytes, key as the catalog gives it)`` of each stored
+    row of ``store`` at ``batch``; the key goes through the catalog's own Arrow mapping, so
+    it compares equal to the key a query returned."""
+    rows = list(_stored_rows(cp, store, batch))
+    if not rows:
+        return
+    codec = StateSource(cp, views_of(store, cp.root)[0].request()).row_codec
+    table = row_table([("key", codec.key_schema)], [(k,) for *_, k in rows])
+    for (partition, key, value, _), arrow_key in zip(
+        rows, table.column("key").to_pylist(), strict=True
+    ):
+        yield partition, key, value, _freeze(arrow_key)
