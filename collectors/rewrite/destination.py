@@ -1,9 +1,11 @@
 """A rewrite's destination: a temporary sibling, the logs copied, renamed when complete.
 
 Everything is written under ``.<name>.stateglass-rewrite-<id>`` beside the destination; only a
-complete, self-checked tree is renamed to the destination. An interrupted run leaves that hidden
-sibling (never a directory at the destination), which the next run's refusal names. The source
-is only read.
+complete, self-checked tree is renamed to the destination. Before that tree is made, an owner
+file ``.<name>.stateglass-rewrite-<id>.owner`` names the process (``owner.py``). A killed run
+leaves the hidden tree and its owner file (never a directory at the destination); the next
+rewrite to the same destination removes them once the owner file shows that process is gone,
+and leaves alone every sibling it cannot prove is such a leftover. The source is only read.
 
 What is copied from the source, up to batch ``B``: ``metadata``; ``offsets/0..B`` (the last one
 with the pinned confs changed); ``commits/0..B``; ``sources/`` entries of batches up to ``B``;
@@ -34,6 +36,7 @@ from typing import Any
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from stateglass.collectors.errors import RewriteRefused
 from stateglass.collectors.rewrite.files import write_bytes
+from stateglass.collectors.rewrite.owner import OWNER_SUFFIX, OwnerMark
 from stateglass.collectors.stores import READERS, classify_name
 from stateglass.parsers.logs import split_lines
 
@@ -44,13 +47,32 @@ _SHARED_DIRS = frozenset(r.SHARED_DIR for r in READERS.values() if r.SHARED_DIR)
 
 
 def temp_siblings(dst: str) -> list[str]:
-    """Temporary trees an interrupted rewrite to ``dst`` left beside it."""
+    """Temporary trees and owner files of rewrites to ``dst`` beside it."""
     parent, name = os.path.split(os.path.abspath(dst))
     if not os.path.isdir(parent):
         return []
     return [
         os.path.join(parent, n) for n in os.listdir(parent) if n.startswith(f".{name}{TEMP_MARK}")
     ]
+
+
+def remove_leftovers(dst: str) -> list[str]:
+    """Remove the temporary trees of killed rewrites to ``dst``: those whose owner file names
+    a process of this host that is gone. Returns what was removed; anything else is kept."""
+    removed = []
+    for owner in temp_siblings(dst):
+        if not owner.endswith(OWNER_SUFFIX):
+            continue
+        mark = OwnerMark.read(owner)
+        if mark is None or not mark.gone():
+            continue
+        tree = owner.removesuffix(OWNER_SUFFIX)
+        if os.path.isdir(tree) and not os.path.islink(tree):
+            shutil.rmtree(tree)
+            removed.append(tree)
+        os.remove(owner)  # last: a kill in between leaves the owner file to say whose it was
+        removed.append(owner)
+    return removed
 
 
 class Destination:
@@ -69,7 +91,9 @@ class Destination:
             raise RewriteRefused(dst, "the destination exists and is not empty")
         parent, name = os.path.split(dst)
         os.makedirs(parent, exist_ok=True)
+        remove_leftovers(dst)
         root = os.path.join(parent, f".{name}{TEMP_MARK}{uuid.uuid4().hex[:12]}")
+        OwnerMark.of_this_process().write(root + OWNER_SUFFIX)  # before the tree: never unowned
         os.mkdir(root)
         return cls(dst, root)
 
@@ -99,10 +123,13 @@ class Destination:
         if os.path.isdir(self.dst):
             os.rmdir(self.dst)  # empty, checked at create(); rename needs it gone
         os.rename(self.root, self.dst)
+        os.remove(self.root + OWNER_SUFFIX)
 
     def discard(self) -> None:
         """Remove the temporary tree (a refusal or a failed self-check after writing)."""
         shutil.rmtree(self.root, ignore_errors=True)
+        if os.path.exists(self.root + OWNER_SUFFIX):
+            os.remove(self.root + OWNER_SUFFIX)
 
     def _copy(self, cp: Checkpoint, *rel: str) -> str:
         return self._write(cp.fs.read(cp.path(*rel)), *rel)
