@@ -38,7 +38,7 @@ from stateglass.collectors.errors import RewriteRefused
 from stateglass.collectors.rewrite.files import write_bytes
 from stateglass.collectors.rewrite.owner import OWNER_SUFFIX, OwnerMark
 from stateglass.collectors.stores import READERS, classify_name
-from stateglass.parsers.logs import split_lines
+from stateglass.parsers.logs import StreamMetadata, split_lines
 
 TEMP_MARK = ".stateglass-rewrite-"
 _BATCH = re.compile(r"([0-9]+)(\.compact)?")
@@ -102,9 +102,15 @@ class Destination:
     ) -> list[str]:
         """Copy what the destination keeps from ``cp`` up to ``batch`` (module docstring),
         with ``conf`` set in the last offsets entry; the paths written."""
+        # Spark reads these on restart: a damaged one is refused here, never copied.
+        cp.parse(cp.path("metadata"), StreamMetadata.from_bytes)
         written = [self._copy(cp, "metadata")]
         for log in ("offsets", "commits"):
             for n in _batches(cp, log, batch):
+                if log == "offsets":
+                    cp.offsets(n)
+                else:
+                    cp.commit(n)
                 data = cp.fs.read(cp.path(log, str(n)))
                 if log == "offsets" and n == batch:
                     data = with_conf(data, conf)
