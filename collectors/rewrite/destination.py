@@ -35,6 +35,7 @@ from typing import Any
 
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from stateglass.collectors.errors import RewriteRefused
+from stateglass.collectors.remote.urls import parse_location
 from stateglass.collectors.rewrite.files import write_bytes
 from stateglass.collectors.rewrite.owner import OWNER_SUFFIX, OwnerMark
 from stateglass.collectors.stores import READERS, classify_name
@@ -85,8 +86,17 @@ class Destination:
 
     @classmethod
     def create(cls, dst: str) -> Destination:
-        """A fresh temporary tree for ``dst``; refused when ``dst`` holds anything."""
-        dst = os.path.abspath(dst)
+        """A fresh temporary tree for ``dst``; refused when ``dst`` holds anything. A URL of an
+        object store gets an :class:`~.object_store.ObjectStoreDestination`."""
+        try:
+            location = parse_location(dst)
+        except ValueError as exc:
+            raise RewriteRefused(dst.split("://", 1)[0] + "://…", str(exc)) from exc
+        if not location.is_local:
+            from stateglass.collectors.rewrite.object_store import ObjectStoreDestination
+
+            return ObjectStoreDestination.create(dst)
+        dst = location.canonical
         if os.path.exists(dst) and (not os.path.isdir(dst) or os.listdir(dst)):
             raise RewriteRefused(dst, "the destination exists and is not empty")
         parent, name = os.path.split(dst)

@@ -64,22 +64,32 @@ class OwnerMark:
         return cls(socket.gethostname(), pid, _start_ticks(pid))
 
     @classmethod
+    def from_bytes(cls, data: bytes) -> OwnerMark | None:
+        """The mark in ``data``, or None when it is not one of ours."""
+        try:
+            doc = json.loads(data)
+            return cls(str(doc["host"]), int(doc["pid"]), doc["started"])
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    @classmethod
     def read(cls, path: str) -> OwnerMark | None:
         """The mark in ``path``, or None when it is missing or not one of ours."""
         try:
             with open(path, "rb") as f:
-                doc = json.loads(f.read(4096))
-            return cls(str(doc["host"]), int(doc["pid"]), doc["started"])
-        except (OSError, ValueError, KeyError, TypeError):
+                return cls.from_bytes(f.read(4096))
+        except OSError:
             return None
+
+    def to_bytes(self) -> bytes:
+        doc = {"host": self.host, "pid": self.pid, "started": self.started}
+        return (json.dumps(doc) + "\n").encode("utf-8")
 
     def write(self, path: str) -> None:
         """Create ``path`` holding this mark; fails if it exists (ids are never reused)."""
-        doc = {"host": self.host, "pid": self.pid, "started": self.started}
-        line = (json.dumps(doc) + "\n").encode("utf-8")
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            os.write(fd, line)  # one small write: a kill leaves it whole or empty
+            os.write(fd, self.to_bytes())  # one small write: a kill leaves it whole or empty
         finally:
             os.close(fd)
 
