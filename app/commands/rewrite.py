@@ -36,7 +36,12 @@ def add_parser(subparsers: Any) -> None:
         help="write a NEW checkpoint with another partition count or state store provider",
     )
     p.add_argument("src", metavar="SRC", help=CHECKPOINT_HELP + " (only read)")
-    p.add_argument("dst", metavar="DST", help="the new checkpoint: must not exist, or be empty")
+    p.add_argument(
+        "dst",
+        metavar="DST",
+        help="the new checkpoint, a path or an object-store URL (s3://, gs://, abfss://): must not "
+        "exist, or be empty",
+    )
     p.add_argument(
         "--partitions",
         type=int,
@@ -101,9 +106,9 @@ def run(args: argparse.Namespace) -> int:
 def apply(cp: Checkpoint, plan: RewritePlan, dst: str, with_spark: bool = False) -> None:
     """Write DST for ``plan``: temporary tree, logs, every store, self-check (and Spark's
     reader), rename."""
-    from stateglass.collectors.rewrite.destination import Destination
+    from stateglass.collectors.rewrite.object_store import create_destination
 
-    dest = Destination.create(dst)
+    dest = create_destination(dst)
     try:
         conf = {k: new for k, _, new in plan.conf_changes}
         dest.copy_logs(cp, plan.batch_id, conf, plan.partitions)

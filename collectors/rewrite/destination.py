@@ -35,7 +35,6 @@ from typing import Any
 
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from stateglass.collectors.errors import RewriteRefused
-from stateglass.collectors.remote.urls import parse_location
 from stateglass.collectors.rewrite.files import write_bytes
 from stateglass.collectors.rewrite.owner import OWNER_SUFFIX, OwnerMark
 from stateglass.collectors.stores import READERS, classify_name
@@ -86,17 +85,9 @@ class Destination:
 
     @classmethod
     def create(cls, dst: str) -> Destination:
-        """A fresh temporary tree for ``dst``; refused when ``dst`` holds anything. A URL of an
-        object store gets an :class:`~.object_store.ObjectStoreDestination`."""
-        try:
-            location = parse_location(dst)
-        except ValueError as exc:
-            raise RewriteRefused(dst.split("://", 1)[0] + "://…", str(exc)) from exc
-        if not location.is_local:
-            from stateglass.collectors.rewrite.object_store import ObjectStoreDestination
-
-            return ObjectStoreDestination.create(dst)
-        dst = location.canonical
+        """A fresh temporary tree for the local path ``dst``; refused when ``dst`` holds
+        anything. (``object_store.create_destination`` also takes object-store URLs.)"""
+        dst = os.path.abspath(dst)
         if os.path.exists(dst) and (not os.path.isdir(dst) or os.listdir(dst)):
             raise RewriteRefused(dst, "the destination exists and is not empty")
         parent, name = os.path.split(dst)

@@ -16,7 +16,7 @@ refuses any other non-empty prefix.
 
 Example::
 
-    dest = Destination.create("s3://bucket/cp/orders-16")   # an ObjectStoreDestination
+    dest = create_destination("s3://bucket/cp/orders-16")   # an ObjectStoreDestination
     dest.copy_logs(cp, 41, conf, 16)                        # into dest.root (local staging)
     dest.commit()                                           # uploads, metadata last
 """
@@ -33,11 +33,24 @@ from typing import Any, TypeVar
 from stateglass.collectors.errors import CollectorError, RewriteRefused
 from stateglass.collectors.remote import object_client
 from stateglass.collectors.remote.failures import storage_error
+from stateglass.collectors.remote.urls import parse_location
 from stateglass.collectors.rewrite.destination import Destination
 from stateglass.collectors.rewrite.owner import OwnerMark
 
 OWNER_KEY = ".stateglass-rewrite.owner"
 T = TypeVar("T")
+
+
+def create_destination(dst: str) -> Destination:
+    """Where a rewrite to ``dst`` writes: an :class:`ObjectStoreDestination` for an
+    object-store URL, else the local temporary sibling of :class:`Destination`."""
+    try:
+        location = parse_location(dst)
+    except ValueError as exc:
+        raise RewriteRefused(dst.split("://", 1)[0] + "://…", str(exc)) from exc
+    if location.is_local:
+        return Destination.create(location.canonical)
+    return ObjectStoreDestination.create(dst)
 
 
 class RemotePrefix:
