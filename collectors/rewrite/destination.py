@@ -35,7 +35,7 @@ from typing import Any
 
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from stateglass.collectors.errors import RewriteRefused
-from stateglass.collectors.rewrite.files import write_bytes
+from stateglass.collectors.rewrite.files import not_written, write_bytes
 from stateglass.collectors.rewrite.owner import OWNER_SUFFIX, OwnerMark
 from stateglass.collectors.stores import READERS, classify_name
 from stateglass.parsers.logs import StreamMetadata, split_lines
@@ -91,11 +91,14 @@ class Destination:
         if os.path.exists(dst) and (not os.path.isdir(dst) or os.listdir(dst)):
             raise RewriteRefused(dst, "the destination exists and is not empty")
         parent, name = os.path.split(dst)
-        os.makedirs(parent, exist_ok=True)
-        remove_leftovers(dst)
         root = os.path.join(parent, f".{name}{TEMP_MARK}{uuid.uuid4().hex[:12]}")
-        OwnerMark.of_this_process().write(root + OWNER_SUFFIX)  # before the tree: never unowned
-        os.mkdir(root)
+        try:
+            os.makedirs(parent, exist_ok=True)
+            remove_leftovers(dst)
+            OwnerMark.of_this_process().write(root + OWNER_SUFFIX)  # before the tree: never unowned
+            os.mkdir(root)
+        except OSError as exc:
+            raise not_written(exc.filename or dst, exc) from exc
         return cls(dst, root)
 
     def copy_logs(
@@ -127,9 +130,13 @@ class Destination:
 
     def commit(self) -> None:
         """Make the temporary tree the destination (one rename: complete or absent)."""
-        if os.path.isdir(self.dst):
-            os.rmdir(self.dst)  # empty, checked at create(); rename needs it gone
-        os.rename(self.root, self.dst)
+        try:
+            if os.path.isdir(self.dst):
+                os.rmdir(self.dst)  # empty, checked at create(); rename needs it gone
+            os.rename(self.root, self.dst)
+        except OSError as exc:
+            self.discard()
+            raise not_written(self.dst, exc) from exc
         os.remove(self.root + OWNER_SUFFIX)
 
     def discard(self) -> None:

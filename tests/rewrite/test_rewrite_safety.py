@@ -184,3 +184,13 @@ def test_a_destination_that_reads_back_wrong_is_removed(
     )
     assert status == 2 and err.count("\n") == 1 and "missing" in err
     assert _nothing_at(tmp_path / "dst")
+
+
+def test_a_destination_that_cannot_be_written_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a-file").write_text("not a directory")
+    dst = tmp_path / "a-file" / "dst"
+    status, _, err = _rewrite(capsys, str(AGG), str(dst), "--partitions", "3", "--apply")
+    assert status == 2 and err.count("\n") == 1 and "cannot write" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
