@@ -8,7 +8,8 @@ Examples::
 Dry run by default: prints the plan (keys and bytes per new partition, skew, the confs and
 operator metadata that change, the store partitions that get a full snapshot, a time
 estimate). ``--apply`` writes DST through a temporary sibling, reads it back, and renames it
-only when every store partition holds exactly the rows meant. SRC is only read.
+only when every store partition holds exactly the rows meant (an object-store DST: a local
+staging tree, uploaded with ``metadata`` last). SRC is only read.
 
 Exit status: 0 written (or a plan that can be carried out), 2 refused or failed, with one
 line; nothing is left at DST. docs/rewrite.md.
