@@ -10,8 +10,8 @@ planner's (:func:`~.repartition.plan.plan_stores`), so ``plan-partitions`` and a
 What is refused, before anything is written: a batch in flight (offsets without a commit)
 unless ``batch_id`` names a committed batch; N < 1; nothing to change; a store the
 destination's provider cannot hold (transformWithState on HDFS, as Spark 4.3 refuses it); a
-source provider whose rows cannot be read as neutral rows; checkpoint format v2 sources (their
-commits name each partition's files); a codec StateGlass cannot write.
+source provider whose rows cannot be read as neutral rows; checkpoint format v2 sources to a
+provider other than RocksDB; a codec StateGlass cannot write.
 
 Example::
 

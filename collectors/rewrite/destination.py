@@ -128,6 +128,19 @@ class Destination:
                 written.append(self._write(data, *rel))
         return written
 
+    def set_state_unique_ids(self, batch: int, ids: Mapping[int, list[list[str]]]) -> None:
+        """Checkpoint format v2: name the written files' unique ids in ``commits/<batch>``
+        (operator id → per partition, per store), which is where Spark looks them up."""
+        path = os.path.join(self.root, "commits", str(batch))
+        with open(path, "rb") as f:
+            data = f.read()
+        lines = split_lines(data.decode("utf-8"))
+        meta: dict[str, Any] = json.loads(lines[1]) if len(lines) > 1 and lines[1] else {}
+        meta["stateUniqueIds"] = {str(op): parts for op, parts in sorted(ids.items())}
+        self._write(
+            f"{lines[0]}\n{json.dumps(meta, separators=(',', ':'))}".encode(), "commits", str(batch)
+        )
+
     def commit(self) -> None:
         """Make the temporary tree the destination (one rename: complete or absent)."""
         try:
