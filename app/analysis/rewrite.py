@@ -14,9 +14,9 @@ What is refused, before anything is written: a batch in flight (offsets without 
 unless ``batch_id`` names a committed batch; a batch that is not retained; N < 1; nothing to
 change (same partitions and provider at the last committed batch, and no edit); a store the
 destination's provider cannot hold (transformWithState on HDFS, as Spark 4.3 refuses it); a
-source provider whose rows cannot be read as neutral rows; checkpoint format v2 sources (their
-commits name each partition's files); a codec StateGlass cannot write; an edit that cannot
-mean anything (:mod:`.rewrite_edits`, whose per-store row filters the plan carries).
+source provider whose rows cannot be read as neutral rows; checkpoint format v2 sources to a
+provider other than RocksDB; a codec StateGlass cannot write; an edit that cannot mean
+anything (:mod:`.rewrite_edits`, whose per-store row filters the plan carries).
 
 Example::
 

@@ -81,6 +81,23 @@ def _rewrite_refusals(cp: Checkpoint, partitions: int) -> list[str]:
     return [f"{where}: {why}" for where, why in found]
 
 
+def is_format_v2(cp: Checkpoint, batch: int | None) -> bool:
+    """Whether ``batch``'s state is in state store checkpoint format v2 (files named by
+    unique ids that the commit lists). Spark 4.3 does not pin the format in the offsets
+    entry, so the commit (``v2``, ``stateUniqueIds``) says it; a pinned conf counts too."""
+    if batch is None or batch not in cp.commit_batch_ids:
+        return False
+    commit = cp.commit(batch)
+    if commit.format_version >= 2 or commit.state_unique_ids:
+        return True
+    pinned = (
+        cp.offsets(batch).conf.get(CONF_CHECKPOINT_FORMAT, "1")
+        if batch in cp.offset_batch_ids
+        else "1"
+    )
+    return pinned.strip() not in ("", "1")
+
+
 def refusals(
     cp: Checkpoint,
     request: RewriteRequest,
@@ -99,12 +116,13 @@ def refusals(
                 "after a batch completes, or name a committed batch with --batch-id",
             )
         )
-    if conf.conf.get(CONF_CHECKPOINT_FORMAT, "1").strip() not in ("", "1"):
+    batch = cp.last_committed_batch if request.batch_id is None else request.batch_id
+    if is_format_v2(cp, batch) and provider != "rocksdb":
         out.append(
             (
                 "checkpoint",
                 "state store checkpoint format v2 (commits name each partition's files by "
-                "unique id): not rewritten yet",
+                f"unique id) keeps its state on RocksDB only, not {provider}",
             )
         )
     if get_codec(conf.codec).NAME not in WRITABLE:

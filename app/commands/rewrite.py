@@ -11,7 +11,8 @@ Dry run by default: prints the plan (keys and bytes per new partition, skew, the
 operator metadata that change, the store partitions that get a full snapshot, a time
 estimate) and what the edits (``--drop-keys``, ``--evict-expired``) remove. ``--apply``
 writes DST through a temporary sibling, reads it back, and renames it only when every store
-partition holds exactly the rows meant. SRC is only read.
+partition holds exactly the rows meant (an object-store DST: a local staging tree, uploaded
+with ``metadata`` last). SRC is only read.
 
 Exit status: 0 written (or a plan that can be carried out), 2 refused or failed, with one
 line; nothing is left at DST. docs/rewrite.md.
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from stateglass.app.args import CHECKPOINT_HELP
@@ -41,7 +43,12 @@ def add_parser(subparsers: Any) -> None:
         "with keys left out (--drop-keys, --evict-expired)",
     )
     p.add_argument("src", metavar="SRC", help=CHECKPOINT_HELP + " (only read)")
-    p.add_argument("dst", metavar="DST", help="the new checkpoint: must not exist, or be empty")
+    p.add_argument(
+        "dst",
+        metavar="DST",
+        help="the new checkpoint, a path or an object-store URL (s3://, gs://, abfss://): must not "
+        "exist, or be empty",
+    )
     p.add_argument(
         "--partitions",
         type=int,
@@ -144,14 +151,22 @@ def run(args: argparse.Namespace) -> int:
 def apply(cp: Checkpoint, plan: RewritePlan, dst: str, with_spark: bool = False) -> None:
     """Write DST for ``plan``: temporary tree, logs, every store, self-check (and Spark's
     reader), rename."""
-    from stateglass.collectors.rewrite.destination import Destination
+    from stateglass.app.analysis.rewrite_refusals import is_format_v2
+    from stateglass.collectors.rewrite.object_store import create_destination
 
-    dest = Destination.create(dst)
+    dest = create_destination(dst)
     try:
         conf = {k: new for k, _, new in plan.conf_changes}
         dest.copy_logs(cp, plan.batch_id, conf, plan.partitions)
+        v2 = is_format_v2(cp, plan.batch_id)
+        unique_ids: dict[int, list[list[str]]] = {}
         for store in cp.stores():
-            _write_store(cp, plan, dest, store)
+            ids = _write_store(cp, plan, dest, store, v2)
+            by_partition = unique_ids.setdefault(store.operator_id, [[] for _ in ids])
+            for partition, unique_id in enumerate(ids):
+                by_partition[partition].append(unique_id)
+        if v2:
+            dest.set_state_unique_ids(plan.batch_id, unique_ids)
         if with_spark:
             from stateglass.collectors.rewrite.spark_check import verify_with_spark
 
@@ -163,9 +178,12 @@ def apply(cp: Checkpoint, plan: RewritePlan, dst: str, with_spark: bool = False)
     dest.commit()
 
 
-def _write_store(cp: Checkpoint, plan: RewritePlan, dest: Destination, store: Any) -> None:
+def _write_store(
+    cp: Checkpoint, plan: RewritePlan, dest: Destination, store: Any, v2: bool
+) -> list[str]:
     """Every new partition of ``store``: its rows sent where Spark's hash sends them, written
-    by the destination provider's writer, then read back."""
+    by the destination provider's writer, then read back. With checkpoint format ``v2`` each
+    partition's files get a new unique id; the ids, per partition."""
     from stateglass.app.analysis.rewrite import assigned_rows
     from stateglass.collectors.rewrite import neutralizer, writer_class
     from stateglass.collectors.rewrite.base import WriteTarget
@@ -179,6 +197,7 @@ def _write_store(cp: Checkpoint, plan: RewritePlan, dest: Destination, store: An
     to_neutral = neutralizer(store.provider)
     writer = writer_class(plan.provider)()
     now_ms = int(time.time() * 1000)
+    unique_ids = [str(uuid.uuid4()) if v2 else "" for _ in buckets]
     for partition, raw in enumerate(buckets):
         where = dest.checkpoint.store_dir(store.operator_id, partition, store.store_name)
         rows = list(to_neutral(store, raw, row_checksum=plan.row_checksum, where=where))
@@ -192,9 +211,11 @@ def _write_store(cp: Checkpoint, plan: RewritePlan, dest: Destination, store: An
             file_checksum=plan.file_checksum,
             changelog=plan.changelog,
             timestamp_ms=now_ms,
+            unique_id=unique_ids[partition] or None,
         )
         writer.write_partition(target, rows)
         check_partition(target, plan.provider, rows)
+    return unique_ids
 
 
 def plan_text(plan: RewritePlan, dst: str) -> str:

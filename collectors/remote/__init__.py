@@ -55,6 +55,18 @@ def open_location(path: str, options: Mapping[str, Any] | None = None) -> tuple[
     return ObjectFileSystem(client, loc, _cache(settings), opts), loc.canonical
 
 
+def object_client(path: str) -> tuple[Any, Location, dict[str, Any]]:
+    """The fsspec client of a remote ``path``, its location and the options it was built with
+    (secrets to redact): for the one writer of new checkpoints on object stores
+    (``collectors/rewrite/object_store.py``); everything else reads through ``open_location``."""
+    try:
+        loc = parse_location(path)
+    except ValueError as exc:
+        raise NotACheckpoint(_scheme_only(path), str(exc)) from exc
+    opts = merge(current().options, {})
+    return _client(loc, opts), loc, opts
+
+
 def fs_for(path: str) -> FileSystem:
     """The file system that reads ``path``: what discovery and the watcher take."""
     return open_location(path)[0]
@@ -106,6 +118,7 @@ __all__ = [
     "current",
     "fs_for",
     "is_url",
+    "object_client",
     "open_location",
     "parse_location",
 ]

@@ -1,9 +1,11 @@
 """A rewrite's destination: a temporary sibling, the logs copied, renamed when complete.
 
 Everything is written under ``.<name>.stateglass-rewrite-<id>`` beside the destination; only a
-complete, self-checked tree is renamed to the destination. An interrupted run leaves that hidden
-sibling (never a directory at the destination), which the next run's refusal names. The source
-is only read.
+complete, self-checked tree is renamed to the destination. Before that tree is made, an owner
+file ``.<name>.stateglass-rewrite-<id>.owner`` names the process (``owner.py``). A killed run
+leaves the hidden tree and its owner file (never a directory at the destination); the next
+rewrite to the same destination removes them once the owner file shows that process is gone,
+and leaves alone every sibling it cannot prove is such a leftover. The source is only read.
 
 What is copied from the source, up to batch ``B``: ``metadata``; ``offsets/0..B`` (the last one
 with the pinned confs changed); ``commits/0..B``; the sources' logs cut at ``B``
@@ -33,10 +35,11 @@ from typing import Any
 
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from stateglass.collectors.errors import RewriteRefused
-from stateglass.collectors.rewrite.files import write_bytes
+from stateglass.collectors.rewrite.files import not_written, write_bytes
+from stateglass.collectors.rewrite.owner import OWNER_SUFFIX, OwnerMark
 from stateglass.collectors.rewrite.source_logs import source_log_files, up_to_batch
 from stateglass.collectors.stores import READERS, classify_name
-from stateglass.parsers.logs import split_lines
+from stateglass.parsers.logs import StreamMetadata, split_lines
 
 TEMP_MARK = ".stateglass-rewrite-"
 # Directories of state data shared between versions (RocksDB's SSTs): never copied.
@@ -44,13 +47,32 @@ _SHARED_DIRS = frozenset(r.SHARED_DIR for r in READERS.values() if r.SHARED_DIR)
 
 
 def temp_siblings(dst: str) -> list[str]:
-    """Temporary trees an interrupted rewrite to ``dst`` left beside it."""
+    """Temporary trees and owner files of rewrites to ``dst`` beside it."""
     parent, name = os.path.split(os.path.abspath(dst))
     if not os.path.isdir(parent):
         return []
     return [
         os.path.join(parent, n) for n in os.listdir(parent) if n.startswith(f".{name}{TEMP_MARK}")
     ]
+
+
+def remove_leftovers(dst: str) -> list[str]:
+    """Remove the temporary trees of killed rewrites to ``dst``: those whose owner file names
+    a process of this host that is gone. Returns what was removed; anything else is kept."""
+    removed = []
+    for owner in temp_siblings(dst):
+        if not owner.endswith(OWNER_SUFFIX):
+            continue
+        mark = OwnerMark.read(owner)
+        if mark is None or not mark.gone():
+            continue
+        tree = owner.removesuffix(OWNER_SUFFIX)
+        if os.path.isdir(tree) and not os.path.islink(tree):
+            shutil.rmtree(tree)
+            removed.append(tree)
+        os.remove(owner)  # last: a kill in between leaves the owner file to say whose it was
+        removed.append(owner)
+    return removed
 
 
 class Destination:
@@ -63,14 +85,20 @@ class Destination:
 
     @classmethod
     def create(cls, dst: str) -> Destination:
-        """A fresh temporary tree for ``dst``; refused when ``dst`` holds anything."""
+        """A fresh temporary tree for the local path ``dst``; refused when ``dst`` holds
+        anything. (``object_store.create_destination`` also takes object-store URLs.)"""
         dst = os.path.abspath(dst)
         if os.path.exists(dst) and (not os.path.isdir(dst) or os.listdir(dst)):
             raise RewriteRefused(dst, "the destination exists and is not empty")
         parent, name = os.path.split(dst)
-        os.makedirs(parent, exist_ok=True)
         root = os.path.join(parent, f".{name}{TEMP_MARK}{uuid.uuid4().hex[:12]}")
-        os.mkdir(root)
+        try:
+            os.makedirs(parent, exist_ok=True)
+            remove_leftovers(dst)
+            OwnerMark.of_this_process().write(root + OWNER_SUFFIX)  # before the tree: never unowned
+            os.mkdir(root)
+        except OSError as exc:
+            raise not_written(exc.filename or dst, exc) from exc
         return cls(dst, root)
 
     def copy_logs(
@@ -78,9 +106,15 @@ class Destination:
     ) -> list[str]:
         """Copy what the destination keeps from ``cp`` up to ``batch`` (module docstring),
         with ``conf`` set in the last offsets entry; the paths written."""
+        # Spark reads these on restart: a damaged one is refused here, never copied.
+        cp.parse(cp.path("metadata"), StreamMetadata.from_bytes)
         written = [self._copy(cp, "metadata")]
         for log in ("offsets", "commits"):
             for n in _batches(cp, log, batch):
+                if log == "offsets":
+                    cp.offsets(n)
+                else:
+                    cp.commit(n)
                 data = cp.fs.read(cp.path(log, str(n)))
                 if log == "offsets" and n == batch:
                     data = with_conf(data, conf)
@@ -94,15 +128,35 @@ class Destination:
                 written.append(self._write(data, *rel))
         return written
 
+    def set_state_unique_ids(self, batch: int, ids: Mapping[int, list[list[str]]]) -> None:
+        """Checkpoint format v2: name the written files' unique ids in ``commits/<batch>``
+        (operator id → per partition, per store), which is where Spark looks them up."""
+        path = os.path.join(self.root, "commits", str(batch))
+        with open(path, "rb") as f:
+            data = f.read()
+        lines = split_lines(data.decode("utf-8"))
+        meta: dict[str, Any] = json.loads(lines[1]) if len(lines) > 1 and lines[1] else {}
+        meta["stateUniqueIds"] = {str(op): parts for op, parts in sorted(ids.items())}
+        self._write(
+            f"{lines[0]}\n{json.dumps(meta, separators=(',', ':'))}".encode(), "commits", str(batch)
+        )
+
     def commit(self) -> None:
         """Make the temporary tree the destination (one rename: complete or absent)."""
-        if os.path.isdir(self.dst):
-            os.rmdir(self.dst)  # empty, checked at create(); rename needs it gone
-        os.rename(self.root, self.dst)
+        try:
+            if os.path.isdir(self.dst):
+                os.rmdir(self.dst)  # empty, checked at create(); rename needs it gone
+            os.rename(self.root, self.dst)
+        except OSError as exc:
+            self.discard()
+            raise not_written(self.dst, exc) from exc
+        os.remove(self.root + OWNER_SUFFIX)
 
     def discard(self) -> None:
         """Remove the temporary tree (a refusal or a failed self-check after writing)."""
         shutil.rmtree(self.root, ignore_errors=True)
+        if os.path.exists(self.root + OWNER_SUFFIX):
+            os.remove(self.root + OWNER_SUFFIX)
 
     def _copy(self, cp: Checkpoint, *rel: str) -> str:
         return self._write(cp.fs.read(cp.path(*rel)), *rel)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from stateglass.collectors.errors import RewriteRefused
+from stateglass.collectors.errors import RewriteError, RewriteRefused
 from stateglass.collectors.rewrite.base import WriteTarget
 from stateglass.parsers.checksums import spark_checksum_file, spark_checksum_json
 from stateglass.parsers.compression import compress
@@ -14,9 +14,17 @@ from stateglass.parsers.errors import UnsupportedFormat
 def write_bytes(path: str, data: bytes) -> None:
     """``data`` at ``path``, its directory made: the destination is a fresh temporary tree, so
     nothing else writes there and a plain write suffices."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(data)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data)
+    except OSError as exc:
+        raise not_written(path, exc) from exc
+
+
+def not_written(path: str, exc: OSError) -> RewriteError:
+    """The one line for a write the destination's file system refused (full, read-only…)."""
+    return RewriteError(path, f"cannot write: {exc.strerror or exc}; nothing was left at DST")
 
 
 def write_state_file(path: str, stream: bytes, target: WriteTarget) -> list[str]:

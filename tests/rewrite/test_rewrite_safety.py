@@ -4,7 +4,7 @@ but for reading; and what an applied rewrite writes, read back with StateGlass's
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import ClassVar
 
@@ -106,17 +106,50 @@ def test_a_batch_in_flight_is_refused_unless_a_committed_batch_is_named(
     assert (tmp_path / "dst" / "state" / "0" / "0" / "11.snapshot").exists()
 
 
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _garble(path: Path) -> None:
+    path.write_bytes(b"\x00not spark's" * 8)
+
+
+def _make_a_directory(path: Path) -> None:
+    path.unlink()
+    path.mkdir()
+
+
+@pytest.mark.parametrize(
+    ("sample", "damaged", "damage", "batch"),
+    [
+        pytest.param("agg-hdfs", "state/0/1/12.snapshot", _truncate, "11", id="snapshot-cut"),
+        pytest.param("agg-hdfs", "state/0/1/11.delta", _truncate, "10", id="delta-cut"),
+        pytest.param("agg-rocks", "state/0/1/12.zip", _garble, "11", id="zip-corrupt"),
+        pytest.param("agg-rocks-cl", "state/0/1/11.changelog", _truncate, "10", id="changelog-cut"),
+        pytest.param(
+            "agg-rocks-cl", "state/0/1/11.changelog", _make_a_directory, "10", id="changelog-dir"
+        ),
+        pytest.param("agg-hdfs", "metadata", _garble, "11", id="metadata"),
+        pytest.param("agg-hdfs", "offsets/5", _garble, "11", id="old-offsets"),
+    ],
+)
 def test_a_damaged_source_file_is_refused(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    sample: str,
+    damaged: str,
+    damage: Callable[[Path], None],
+    batch: str,
 ) -> None:
-    src = copy_checkpoint(AGG, tmp_path / "src")
-    snapshot = src / "state" / "0" / "1" / "12.snapshot"
-    snapshot.write_bytes(snapshot.read_bytes()[:-30])
+    src = copy_checkpoint(SAMPLES / sample, tmp_path / "src")
+    damage(src / damaged)
+    before = tree_digest(src)
     status, _, err = _rewrite(
-        capsys, str(src), str(tmp_path / "dst"), "--partitions", "3", "--apply"
+        capsys, str(src), str(tmp_path / "dst"), "--partitions", "3", "--batch-id", batch, "--apply"
     )
-    assert status == 2 and err.count("\n") == 1 and "12.snapshot" in err
+    assert status == 2 and err.count("\n") == 1 and damaged in err
     assert _nothing_at(tmp_path / "dst")
+    assert tree_digest(src) == before
 
 
 def test_transform_with_state_to_hdfs_is_refused_as_spark_refuses_it(
@@ -151,3 +184,13 @@ def test_a_destination_that_reads_back_wrong_is_removed(
     )
     assert status == 2 and err.count("\n") == 1 and "missing" in err
     assert _nothing_at(tmp_path / "dst")
+
+
+def test_a_destination_that_cannot_be_written_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a-file").write_text("not a directory")
+    dst = tmp_path / "a-file" / "dst"
+    status, _, err = _rewrite(capsys, str(AGG), str(dst), "--partitions", "3", "--apply")
+    assert status == 2 and err.count("\n") == 1 and "cannot write" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
