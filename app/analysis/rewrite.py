@@ -14,7 +14,7 @@ What is refused, before anything is written: a batch in flight (offsets without 
 unless ``batch_id`` names a committed batch; N < 1; nothing to change; a store the
 destination's provider cannot hold (transformWithState on HDFS, as Spark 4.3 refuses it); a
 source provider whose rows cannot be read as neutral rows; checkpoint format v2 sources (their
-commits name each partition's files); a codec StateGlass cannot write.
+commits name each partition's files); Avro-encoded state; a codec StateGlass cannot write.
 
 Example::
 
@@ -193,11 +193,6 @@ def _column_family_rows(
     read once, every key under the rewrite's column family ids, sent where its grouping key
     goes."""
     source = StateSource(cp, StateRequest(store.operator_id, store.store_name, plan.batch_id))
-    if source.encoding_format != "unsaferow":
-        raise RewriteRefused(
-            f"{store.operator_id}/{store.store_name}",
-            f"state encoding {source.encoding_format}: StateGlass rewrites UnsafeRow state only",
-        )
     grouping = _grouping_keys(store)
     for part in [p for p in source.partitions if p < plan.partitioning.current_partitions]:
         where = cp.store_dir(store.operator_id, part, store.store_name)

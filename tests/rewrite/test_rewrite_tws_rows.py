@@ -2,7 +2,7 @@
 own reader (the Spark oracle is test_rewrite_tws.py): every state variable and the registered
 timers read back as the source's rows, with row checksums (4.3) and with TTL (4.0's value,
 list and map state with TTL and processing-time timers); join state formats 3 and 4, also
-kept in column families, are refused in one line.
+kept in column families, and Avro-encoded state are refused in one line.
 """
 
 from __future__ import annotations
@@ -58,3 +58,12 @@ def test_join_state_in_column_families_is_refused(
     assert main(["rewrite", str(src), str(tmp_path / "dst"), "--partitions", "3"]) == 2
     err = capsys.readouterr().err
     assert "join state formats 3 and 4" in err and err.count("\n") == 1
+
+
+def test_avro_state_is_refused(
+    fixture_corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = fixture_corpus / "4.3.0/tws-rocks-cl-avro/checkpoint"
+    assert main(["rewrite", str(src), str(tmp_path / "dst"), "--partitions", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "state encoding avro" in err and err.count("\n") == 1
