@@ -27,6 +27,7 @@ from stateglass.collectors.checkpoints.checkpoint import StoreInfo
 from stateglass.collectors.errors import CorruptFile, RewriteRefused
 from stateglass.parsers.errors import ParseError, UnsupportedFormat
 from stateglass.parsers.rocksdb_encoding import (
+    CF_PREFIX_BYTES,
     NO_PREFIX,
     PREFIX_KEY_SCAN,
     KeyLayout,
@@ -139,7 +140,7 @@ class ColumnFamilyRows:
 
     def moved(self, name: str, key: bytes, value: bytes) -> tuple[bytes, bytes]:
         """The stored ``key`` and ``value`` of column family ``name`` under its new id."""
-        new_key = cf_prefix(self.ids[name]) + key[2:]
+        new_key = cf_prefix(self.ids[name]) + key[CF_PREFIX_BYTES:]
         if new_key == key or not self.row_checksum:
             return new_key, value
         try:
