@@ -51,19 +51,21 @@ def test_every_state_variable_reads_back_as_the_source(
     assert _view_rows(dst) == before
 
 
-def test_join_state_in_column_families_is_refused(
-    fixture_corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("4.3.0-joinv3/join-rocks-cl", "join state formats 3 and 4"),
+        ("4.3.0/tws-rocks-cl-avro", "state encoding avro"),
+    ],
+)
+def test_refused_in_one_line(
+    fixture_corpus: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    why: str,
 ) -> None:
-    src = fixture_corpus / "4.3.0-joinv3/join-rocks-cl/checkpoint"
+    src = fixture_corpus / name / "checkpoint"
     assert main(["rewrite", str(src), str(tmp_path / "dst"), "--partitions", "3"]) == 2
     err = capsys.readouterr().err
-    assert "join state formats 3 and 4" in err and err.count("\n") == 1
-
-
-def test_avro_state_is_refused(
-    fixture_corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    src = fixture_corpus / "4.3.0/tws-rocks-cl-avro/checkpoint"
-    assert main(["rewrite", str(src), str(tmp_path / "dst"), "--partitions", "3"]) == 2
-    err = capsys.readouterr().err
-    assert "state encoding avro" in err and err.count("\n") == 1
+    assert why in err and err.count("\n") == 1

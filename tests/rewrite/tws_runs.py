@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import spark_conf
+from tests.rewrite.rocksdb_runs import run_until_read
 
 SCHEMA = "k STRING, kind STRING, amount BIGINT, ts TIMESTAMP"
 OUTPUT = "k STRING, events BIGINT, total BIGINT, status STRING"
@@ -87,25 +88,14 @@ OUTPUT_COLUMNS = ["k", "events", "total", "status"]
 
 def run_tws(spark: Any, source: Path, cp: Path, conf: dict[str, str]) -> list[tuple[Any, ...]]:
     """Run the query under ``conf`` until its input is read; its sink output, sorted."""
-    out: list[tuple[Any, ...]] = []
-
-    def sink(frame: Any, batch_id: int) -> None:
-        out.extend((batch_id, *row) for row in frame.collect())
-
     with spark_conf(spark, conf), warnings.catch_warnings():
         # PySpark 4.3 warns about pandas 3 on every pandas UDF; the pinned pandas is 3.x.
         warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas")
-        query = (
+        frame = (
             spark.readStream.schema(SCHEMA)
             .option("maxFilesPerTrigger", 1)
             .json(str(source))
             .groupBy("k")
             .transformWithStateInPandas(_processor(), OUTPUT, "Update", "ProcessingTime")
-            .writeStream.outputMode("update")
-            .foreachBatch(sink)
-            .option("checkpointLocation", str(cp))
-            .trigger(availableNow=True)
-            .start()
         )
-        query.awaitTermination()
-    return sorted(out)
+        return run_until_read(frame, cp)
