@@ -164,8 +164,9 @@ def assigned_rows(
     cp: Checkpoint, store: StoreInfo, plan: RewritePlan
 ) -> Iterator[tuple[int, int, bytes, bytes]]:
     """``(current partition, new partition, key, value)`` of every stored row of ``store``
-    at the plan's batch, as its provider stores them; a key the hash cannot place, or a store
-    Spark would not partition, is a :class:`RewriteRefused`."""
+    at the plan's batch, as its provider stores them (a store with virtual column families:
+    under the rewrite's column family ids); a key the hash cannot place, or a store Spark
+    would not partition, is a :class:`RewriteRefused`."""
     if store.uses_column_families:
         yield from _column_family_rows(cp, store, plan)
         return
@@ -208,7 +209,7 @@ def _column_family_rows(
         for key, value in source.load(part, plan.version):
             name, rest = rows.family(key)
             if name not in grouping:
-                raise RewriteRefused(where, f"a key in column family {name!r}, which is unused")
+                raise RewriteRefused(where, f"a key in column family {name!r}, unused by Spark")
             try:
                 schema, values = grouping[name](rest)
             except (ParseError, Refused) as exc:

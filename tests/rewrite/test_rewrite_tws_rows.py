@@ -14,8 +14,10 @@ import pytest
 
 from stateglass.app.cli import main
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
-from stateglass.collectors.checkpoints.state_reader import StateSource
+from stateglass.collectors.checkpoints.state_reader import StateRequest, StateSource
 from stateglass.collectors.checkpoints.state_views import views_of
+from stateglass.collectors.stores.rocksdb import RocksDBStoreReader
+from stateglass.parsers.rocksdb_encoding import split_cf_prefix
 from tests.conftest import copy_checkpoint
 
 SOURCES = ["4.3.0/tws-rocks-cl", "4.3.0-rowck/tws-rocks-cl", "4.0.5b/tws-rocks"]
@@ -49,6 +51,24 @@ def test_every_state_variable_reads_back_as_the_source(
     before = _view_rows(src)
     assert len(before) >= 4 and all(before.values())
     assert _view_rows(dst) == before
+    _counts_match_the_keys(dst)
+
+
+def _counts_match_the_keys(root: Path) -> None:
+    """Each zip's ``numKeys``/``numInternalKeys`` count its user and ``$`` (internal) keys,
+    as Spark's metadata does."""
+    cp = Checkpoint.open(str(root))
+    source = StateSource(cp, StateRequest(0, "default"))
+    version = (cp.last_committed_batch or 0) + 1
+    for part in source.partitions:
+        reader = source.reader(part)
+        assert isinstance(reader, RocksDBStoreReader)
+        meta = reader.zip_metadata(version)
+        assert meta is not None
+        names = meta.column_family_names()
+        keys = [names[split_cf_prefix(k)[0]] for k, _ in source.load(part, version)]
+        internal = sum(name.startswith("$") for name in keys)
+        assert (meta.num_keys, meta.num_internal_keys) == (len(keys) - internal, internal)
 
 
 @pytest.mark.parametrize(
