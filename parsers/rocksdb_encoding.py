@@ -52,7 +52,9 @@ by requiring an exact parse. With row checksums (4.3+) each value or element is
 
 The writing side (a rewrite into RocksDB) is the inverse for the layouts of stores without
 column families: :meth:`KeyLayout.join` (no-prefix and prefix-scan keys, UnsafeRow
-encoding), :func:`encode_row_payload` and :func:`encode_value` (with its row checksum).
+encoding), :func:`encode_row_payload`, :func:`encode_value` and :func:`encode_values` (with
+their row checksums; a store with column families is rewritten with its keys as they are,
+under another column family id: :func:`cf_prefix`).
 
 Example::
 
@@ -611,6 +613,27 @@ def encode_value(payload: bytes, *, row_checksum: bool = False, full_key: bytes 
         return encoded
     crc = crc32c(encoded, crc32c(full_key))
     return _CRC_LEN.pack(crc, len(encoded)) + encoded
+
+
+def encode_values(
+    payloads: Sequence[bytes],
+    *,
+    row_checksum: bool = False,
+    full_key: bytes = b"",
+    delimiter: bytes = b",",
+) -> bytes:
+    """A list value as RocksDB stores it once merged: the inverse of :func:`decode_values`.
+
+    Each element is ``LE32 len ‖ 0x00 ‖ row`` (with ``row_checksum``, wrapped as
+    :func:`encode_value` wraps a value), joined by the merge ``delimiter``.
+    """
+    elements = []
+    for payload in payloads:
+        element = _LE32.pack(1 + len(payload)) + _VERSION_BYTE + payload
+        if row_checksum:
+            element = _CRC_LEN.pack(crc32c(element, crc32c(full_key)), len(element)) + element
+        elements.append(element)
+    return delimiter.join(elements)
 
 
 def split_schema_id(payload: bytes) -> tuple[int, bytes]:

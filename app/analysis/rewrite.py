@@ -4,7 +4,10 @@ A rewrite reads every store at one committed batch ``B`` and writes a new checkp
 state at version ``B + 1`` is one full snapshot per store partition, each key in the partition
 Spark's own shuffle sends it to: ``pmod(murmur3(partition key), N)``, the partition key as the
 repartition planner takes it (:mod:`.repartition.keys`: a join's ``keyWithIndexToValue`` index
-and a session window's session are not hashed). The numbers per new partition are the
+and a session window's session are not hashed). A transformWithState store is read a
+partition at a time, every column family of it (state variables, their row counters and TTL
+indexes, both timer indexes), each key sent where its grouping key goes
+(:func:`~.repartition.keys.column_family_key_path`). The numbers per new partition are the
 planner's (:func:`~.repartition.plan.plan_stores`), so ``plan-partitions`` and a dry run agree.
 
 An older committed batch ``B`` is a rollback (:mod:`.rollback`): the destination ends at
@@ -15,8 +18,8 @@ unless ``batch_id`` names a committed batch; a batch that is not retained; N < 1
 change (same partitions and provider at the last committed batch, and no edit); a store the
 destination's provider cannot hold (transformWithState on HDFS, as Spark 4.3 refuses it); a
 source provider whose rows cannot be read as neutral rows; checkpoint format v2 sources to a
-provider other than RocksDB; a codec StateGlass cannot write; an edit that cannot mean
-anything (:mod:`.rewrite_edits`, whose per-store row filters the plan carries).
+provider other than RocksDB; Avro-encoded state; a codec StateGlass cannot write; an edit that
+cannot mean anything (:mod:`.rewrite_edits`, whose per-store row filters the plan carries).
 
 Example::
 
@@ -27,12 +30,12 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from stateglass.app.analysis import rewrite_refusals
 from stateglass.app.analysis.errors import AnalysisError
-from stateglass.app.analysis.repartition.keys import Refused
+from stateglass.app.analysis.repartition.keys import Refused, column_family_key_path, key_at
 from stateglass.app.analysis.repartition.plan import (
     Plan,
     current_partitions,
@@ -47,15 +50,22 @@ from stateglass.app.analysis.rewrite_refusals import (
 )
 from stateglass.app.analysis.rollback import Rollback, plan_rollback
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
-from stateglass.collectors.checkpoints.state_reader import StateSource
+from stateglass.collectors.checkpoints.state_reader import StateRequest, StateSource
 from stateglass.collectors.checkpoints.state_views import views_of
 from stateglass.collectors.errors import RewriteRefused
 from stateglass.collectors.rewrite import WRITERS, writer_class
+from stateglass.collectors.rewrite.rocksdb_rows import ColumnFamilyRows, column_family_ids
+from stateglass.parsers.errors import ParseError
 from stateglass.parsers.logs import (
     CONF_PROVIDER,
     CONF_SHUFFLE_PARTITIONS,
     OffsetSeq,
 )
+from stateglass.parsers.partitioning import row_partition
+from stateglass.parsers.rocksdb_encoding import KeyLayout, key_layout
+from stateglass.parsers.schema_file import DEFAULT_COLUMN_FAMILY
+from stateglass.parsers.sparktypes import StructType
+from stateglass.parsers.unsaferow import row_decoder
 
 
 @dataclass(frozen=True)
@@ -170,8 +180,12 @@ def assigned_rows(
     cp: Checkpoint, store: StoreInfo, plan: RewritePlan
 ) -> Iterator[tuple[int, int, bytes, bytes]]:
     """``(current partition, new partition, key, value)`` of every stored row of ``store``
-    at the plan's batch, as its provider stores them; a key the hash cannot place, or a store
-    Spark would not partition, is a :class:`RewriteRefused`."""
+    at the plan's batch, as its provider stores them (a store with virtual column families:
+    under the rewrite's column family ids); a key the hash cannot place, or a store Spark
+    would not partition, is a :class:`RewriteRefused`."""
+    if store.uses_column_families:
+        yield from _column_family_rows(cp, store, plan)
+        return
     counts = (plan.partitioning.current_partitions, plan.partitions)
     for view in views_of(store, cp.root):
         source = StateSource(cp, view.request())
@@ -187,3 +201,68 @@ def assigned_rows(
                 yield part, target, key, value
         except Refused as exc:
             raise RewriteRefused(f"{store.operator_id}/{view.label}", str(exc)) from exc
+
+
+def _column_family_rows(
+    cp: Checkpoint, store: StoreInfo, plan: RewritePlan
+) -> Iterator[tuple[int, int, bytes, bytes]]:
+    """:func:`assigned_rows` of a store with virtual column families: each source partition
+    read once, every key under the rewrite's column family ids, sent where its grouping key
+    goes."""
+    source = StateSource(cp, StateRequest(store.operator_id, store.store_name, plan.batch_id))
+    grouping = _grouping_keys(store)
+    for part in [p for p in source.partitions if p < plan.partitioning.current_partitions]:
+        where = cp.store_dir(store.operator_id, part, store.store_name)
+        reader = source.reader(part)
+        found = {n: reader.column_family_id(n) for n in column_family_ids(store)}
+        rows = ColumnFamilyRows(
+            store,
+            {n: i for n, i in found.items() if i is not None},
+            row_checksum=source.row_checksum,
+            delimiter=source.merge_delimiter,
+            where=where,
+        )
+        for key, value in source.load(part, plan.version):
+            name, rest = rows.family(key)
+            if name not in grouping:
+                raise RewriteRefused(where, f"a key in column family {name!r}, unused by Spark")
+            try:
+                schema, values = grouping[name](rest)
+            except (ParseError, Refused) as exc:
+                why = exc.why if isinstance(exc, ParseError) else str(exc)
+                raise RewriteRefused(where, f"a key of {name!r} does not decode: {why}") from exc
+            target = row_partition(schema, values, plan.partitions)
+            if target is None:
+                raise RewriteRefused(where, "a key of a type Spark's hash is not reproduced for")
+            yield (part, target, *rows.moved(name, key, value))
+
+
+GroupingKey = Callable[[bytes], tuple[StructType, tuple[object, ...]]]
+
+
+def _grouping_keys(store: StoreInfo) -> dict[str, GroupingKey]:
+    """Per column family: a key without its id → the grouping key's (schema, values)."""
+    kinds = {v.name: v.kind for v in store.state_variables}
+    decoders: dict[str, Callable[[bytes], tuple[object, ...]]] = {}
+
+    def decode_row(payload: bytes, schema: StructType) -> tuple[object, ...]:
+        text = schema.simple_string()
+        if text not in decoders:
+            decoders[text] = row_decoder(schema)
+        return tuple(decoders[text](payload))
+
+    def grouping(layout: KeyLayout, path: tuple[int, ...]) -> GroupingKey:
+        return lambda key: key_at(path, layout.key_schema, layout.decode(key, decode_row))
+
+    out: dict[str, GroupingKey] = {}
+    # transformWithState keeps nothing in the default column family (Spark's partition key
+    # extractors refuse it).
+    for cf in [cf for cf in store.column_families if cf.name != DEFAULT_COLUMN_FAMILY]:
+        try:
+            path = column_family_key_path(cf.name, kinds)
+            layout = key_layout(cf.key_state_encoder_spec, cf.key_schema)
+        except (ParseError, Refused) as exc:
+            why = exc.why if isinstance(exc, ParseError) else str(exc)
+            raise RewriteRefused(f"{store.operator_id}/{cf.name}", why) from exc
+        out[cf.name] = grouping(layout, path)
+    return out

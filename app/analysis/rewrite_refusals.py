@@ -125,6 +125,13 @@ def refusals(
                 f"unique id) keeps its state on RocksDB only, not {provider}",
             )
         )
+    if conf.encoding_format != "unsaferow":
+        out.append(
+            (
+                "checkpoint",
+                f"state encoding {conf.encoding_format}: StateGlass rewrites UnsafeRow only",
+            )
+        )
     if get_codec(conf.codec).NAME not in WRITABLE:
         out.append(("checkpoint", f"codec {conf.codec}: StateGlass writes only lz4"))
     writer = writer_class(provider)

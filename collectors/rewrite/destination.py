@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Mapping
@@ -124,7 +125,7 @@ class Destination:
             if _keeps_state_file(rel, batch, partitions):
                 data = cp.fs.read(cp.path(*rel))
                 if "_metadata" in rel and rel[-1] != "schema" and "_stateSchema" not in rel:
-                    data = with_partitions(data, partitions)
+                    data = with_partitions(data, partitions, self.dst)
                 written.append(self._write(data, *rel))
         return written
 
@@ -207,8 +208,13 @@ def with_conf(data: bytes, conf: Mapping[str, str]) -> bytes:
     return "\n".join(lines).encode("utf-8")
 
 
-def with_partitions(data: bytes, partitions: int) -> bytes:
-    """Operator metadata (v1 or v2) with every store's ``numPartitions`` set."""
+_SCHEMA_FILE = re.compile(r"/state/[0-9]+/_stateSchema/[^/]+/[^/]+$")
+
+
+def with_partitions(data: bytes, partitions: int, root: str | None = None) -> bytes:
+    """Operator metadata (v1 or v2) with every store's ``numPartitions`` set and, given the
+    destination's ``root``, v2's ``stateSchemaFilePaths`` (absolute URIs into the source)
+    pointing at the destination's copies: Spark reads the schema from there on restart."""
     lines = split_lines(data.decode("utf-8"))
     out = [lines[0]]
     for line in lines[1:]:
@@ -217,6 +223,18 @@ def with_partitions(data: bytes, partitions: int) -> bytes:
             for info in doc.get("stateStoreInfo", []):
                 if "numPartitions" in info:
                     info["numPartitions"] = partitions
+                if root is not None and isinstance(info.get("stateSchemaFilePaths"), list):
+                    info["stateSchemaFilePaths"] = [
+                        _moved_schema_path(p, root) for p in info["stateSchemaFilePaths"]
+                    ]
             line = json.dumps(doc, separators=(",", ":"))
         out.append(line)
     return "\n".join(out).encode("utf-8")
+
+
+def _moved_schema_path(path: str, root: str) -> str:
+    """A schema file's URI in the source → the same file under the destination ``root``."""
+    found = _SCHEMA_FILE.search(path) if isinstance(path, str) else None
+    if found is None:
+        return path
+    return f"file:{os.path.abspath(root)}{found.group(0)}"

@@ -2,9 +2,10 @@
 
 It takes one store partition's neutral rows (the HDFS-backed provider's UnsafeRows) and
 writes them as a fresh snapshot of the version asked for (:mod:`.rocksdb_writer`), plus
-Spark's ``<zip>.crc`` when the destination uses file checksums. A store keeping its state in
-virtual column families (transformWithState, join state formats 3 and 4) is refused before
-anything is written.
+Spark's ``<zip>.crc`` when the destination uses file checksums. A transformWithState store
+keeps its state in virtual column families: its rows come as RocksDB stores them, under the
+ids of :func:`~.rocksdb_rows.column_family_ids`, which the zip's metadata names. Join state
+formats 3 and 4 (column families too) are refused before anything is written.
 """
 
 from __future__ import annotations
@@ -15,7 +16,11 @@ from typing import ClassVar
 from stateglass.collectors.checkpoints.checkpoint import StoreInfo
 from stateglass.collectors.errors import CollectorError
 from stateglass.collectors.rewrite.base import WriteTarget
-from stateglass.collectors.rewrite.rocksdb_rows import store_layout
+from stateglass.collectors.rewrite.rocksdb_rows import (
+    column_family_ids,
+    column_family_refusal,
+    store_layout,
+)
 from stateglass.collectors.rewrite.rocksdb_writer import RocksDBTarget, write_partition
 from stateglass.parsers.logs import PROVIDERS
 
@@ -28,6 +33,8 @@ class RocksDBStoreWriter:
 
     @classmethod
     def refusal(cls, store: StoreInfo) -> str | None:
+        if store.uses_column_families:
+            return column_family_refusal(store)
         try:
             store_layout(store, f"operator {store.operator_id} store {store.store_name}")
         except CollectorError as exc:
@@ -37,12 +44,14 @@ class RocksDBStoreWriter:
     def write_partition(
         self, target: WriteTarget, rows: Iterable[tuple[bytes, bytes]]
     ) -> list[str]:
-        layout = store_layout(target.store, target.store_dir)
+        store = target.store
+        families = column_family_ids(store) if store.uses_column_families else None
         rocksdb_target = RocksDBTarget(
             target.store_dir,
             target.version,
-            layout,
+            None if families else store_layout(store, target.store_dir),
             row_checksum=target.row_checksum,
+            column_families=families,
             unique_id=target.unique_id,
             file_checksum=target.file_checksum,
             timestamp_ms=target.timestamp_ms,

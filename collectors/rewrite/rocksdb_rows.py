@@ -6,6 +6,11 @@ rows through its key encoder (a version byte; a prefix scan splits the key row i
 with row checksums, wraps each value in ``LE32 crc ‖ LE32 len``. :class:`RocksDBRows` turns
 one into the other, in both directions, so that a rewrite reads any provider and writes any.
 
+A store with virtual column families (transformWithState) has no other provider to go to
+(Spark keeps it on RocksDB only), so its neutral form is RocksDB's own rows, byte for byte,
+under the column family ids a rewrite gives the store (:func:`column_family_ids`);
+:class:`ColumnFamilyRows` moves a source partition's rows onto those ids.
+
 Example::
 
     rows = RocksDBRows(layout, row_checksum=False)
@@ -15,20 +20,27 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from stateglass.collectors.checkpoints.checkpoint import StoreInfo
 from stateglass.collectors.errors import CorruptFile, RewriteRefused
 from stateglass.parsers.errors import ParseError, UnsupportedFormat
 from stateglass.parsers.rocksdb_encoding import (
+    CF_PREFIX_BYTES,
     NO_PREFIX,
     PREFIX_KEY_SCAN,
     KeyLayout,
+    cf_prefix,
     decode_value,
+    decode_values,
     encode_value,
+    encode_values,
     key_layout,
+    split_cf_prefix,
 )
+from stateglass.parsers.schema_file import DEFAULT_COLUMN_FAMILY
+from stateglass.parsers.state_rows import LIST_STATE
 from stateglass.parsers.unsaferow import row_decoder
 from stateglass.parsers.unsafewriter import encode_row
 
@@ -66,14 +78,94 @@ class RocksDBRows:
         return key_row, decode_value(value, row_checksum=self.row_checksum, full_key=key)
 
 
+def column_family_refusal(store: StoreInfo) -> str | None:
+    """Why a store with virtual column families cannot be rewritten, or None."""
+    if store.is_transform_with_state:
+        return None
+    return (
+        f"operator {store.operator_id} ({store.operator_name}) keeps its state in virtual "
+        "column families (join state formats 3 and 4), which StateGlass does not rewrite yet"
+    )
+
+
+def column_family_ids(store: StoreInfo) -> dict[str, int]:
+    """The virtual column family ids a rewrite gives ``store``: ``default`` 1, then the
+    schema file's column families in its order. Spark takes the ids of a loaded version from
+    its zip's ``columnFamilyMapping``, so any numbering the keys agree with loads."""
+    names = [DEFAULT_COLUMN_FAMILY]
+    names += [cf.name for cf in store.column_families if cf.name != DEFAULT_COLUMN_FAMILY]
+    return {name: cf_id for cf_id, name in enumerate(names, start=1)}
+
+
+def is_internal_family(name: str) -> bool:
+    """Spark's ``isInternalColFamily``: timers, TTL indexes and counters start with ``$``."""
+    return name.startswith("$")
+
+
+class ColumnFamilyRows:
+    """One source partition's rows of a store with virtual column families, moved onto the
+    rewrite's column family ids (:func:`column_family_ids`); values keep their bytes, their
+    row checksums taken again over the new key when the id changes."""
+
+    def __init__(
+        self,
+        store: StoreInfo,
+        source_ids: Mapping[str, int],
+        *,
+        row_checksum: bool,
+        delimiter: bytes,
+        where: str,
+    ) -> None:
+        self.names = {cf_id: name for name, cf_id in source_ids.items()}
+        self.ids = column_family_ids(store)
+        self.lists = {v.name for v in store.state_variables if v.kind == LIST_STATE}
+        self.row_checksum = row_checksum
+        self.delimiter = delimiter
+        self.where = where
+
+    def family(self, key: bytes) -> tuple[str, bytes]:
+        """The column family of a stored key, and the key without its id."""
+        try:
+            cf_id, rest = split_cf_prefix(key)
+        except ParseError as exc:
+            raise CorruptFile(self.where, f"a stored key does not decode: {exc.why}") from exc
+        name = self.names.get(cf_id)
+        if name is None or name not in self.ids:
+            raise RewriteRefused(
+                self.where,
+                f"a key of column family id {cf_id} ({name or 'not in the zip metadata'}), "
+                "which the state schema file does not name",
+            )
+        return name, rest
+
+    def moved(self, name: str, key: bytes, value: bytes) -> tuple[bytes, bytes]:
+        """The stored ``key`` and ``value`` of column family ``name`` under its new id."""
+        new_key = cf_prefix(self.ids[name]) + key[CF_PREFIX_BYTES:]
+        if new_key == key or not self.row_checksum:
+            return new_key, value
+        try:
+            if name in self.lists:
+                rows = decode_values(value, row_checksum=True, full_key=key)
+                value = encode_values(
+                    rows, row_checksum=True, full_key=new_key, delimiter=self.delimiter
+                )
+            else:
+                row = decode_value(value, row_checksum=True, full_key=key)
+                value = encode_value(row, row_checksum=True, full_key=new_key)
+        except ParseError as exc:
+            raise CorruptFile(self.where, f"a stored value does not decode: {exc.why}") from exc
+        return new_key, value
+
+
 def store_layout(store: StoreInfo, where: str, encoding_format: str = "unsaferow") -> KeyLayout:
     """The RocksDB key layout of a store without column families, from its schema file
     and operator metadata; ``where`` names the store in a refusal."""
     if store.uses_column_families:
         raise RewriteRefused(
             where,
-            f"operator {store.operator_id} ({store.operator_name}) keeps its state in virtual "
-            "column families, which StateGlass does not rewrite for RocksDB",
+            column_family_refusal(store)
+            or f"operator {store.operator_id} keeps its state in virtual column families: "
+            "its rows are RocksDB's own, with no key layout of a single store",
         )
     key_schema = store.key_schema
     if key_schema is None:
@@ -122,7 +214,11 @@ def neutral_rows(
     store: StoreInfo, rows: Iterable[tuple[bytes, bytes]], *, row_checksum: bool, where: str
 ) -> Iterator[tuple[bytes, bytes]]:
     """A RocksDB store's raw rows (as its reader gives them) in the neutral form, for a
-    rewrite into any provider; ``row_checksum`` is the source's conf."""
+    rewrite into any provider; ``row_checksum`` is the source's conf. A store with virtual
+    column families is its own neutral form (module docstring)."""
+    if store.uses_column_families:
+        yield from rows
+        return
     codec = RocksDBRows(store_layout(store, where), row_checksum=row_checksum)
     for key, value in rows:
         try:

@@ -24,23 +24,31 @@ def run_aggregation(
     """Run the aggregation under ``conf`` until its input is read; its sink output, sorted."""
     from pyspark.sql import functions as F
 
-    out: list[tuple[Any, ...]] = []
-
-    def sink(frame: Any, batch_id: int) -> None:
-        out.extend((batch_id, *row) for row in frame.collect())
-
     with spark_conf(spark, conf):
-        query = (
+        frame = (
             spark.readStream.schema(SCHEMA)
             .option("maxFilesPerTrigger", 1)
             .json(str(source))
             .groupBy("k")
             .agg(F.sum("id").alias("s"), F.count("*").alias("c"))
-            .writeStream.outputMode("update")
-            .foreachBatch(sink)
-            .option("checkpointLocation", str(cp))
-            .trigger(availableNow=True)
-            .start()
         )
-        query.awaitTermination()
+        return run_until_read(frame, cp)
+
+
+def run_until_read(frame: Any, cp: Path) -> list[tuple[Any, ...]]:
+    """Run the streaming ``frame`` (update mode) on checkpoint ``cp`` until its input is
+    read; its sink output, ``(batch id, *row)`` sorted."""
+    out: list[tuple[Any, ...]] = []
+
+    def sink(batch: Any, batch_id: int) -> None:
+        out.extend((batch_id, *row) for row in batch.collect())
+
+    query = (
+        frame.writeStream.outputMode("update")
+        .foreachBatch(sink)
+        .option("checkpointLocation", str(cp))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
     return sorted(out)

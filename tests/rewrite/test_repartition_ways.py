@@ -4,6 +4,7 @@ both or neither, said from the logs and operator metadata before any state is re
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 from stateglass.app.analysis.rewrite_command import rewrite_command
 from stateglass.app.analysis.rewrite_refusals import repartition_ways
@@ -21,11 +22,17 @@ def test_hdfs_state_is_rewritten_where_spark_refuses() -> None:
     assert rewrite.command == rewrite_command(cp.root, partitions=6)
 
 
-def test_transform_with_state_on_rocksdb_is_spark_s_alone() -> None:
+def test_transform_with_state_on_rocksdb_goes_either_way() -> None:
     cp = Checkpoint.open(str(SAMPLES / "spark-4.3" / "tws-rocks-cl"))
     spark, rewrite = repartition_ways(cp, 6, None)
     assert spark.refusal is None and f"{cp.root!r}, 6)" in spark.command
-    assert rewrite.refusal is not None and "column families" in rewrite.refusal
+    assert rewrite.refusal is None
+
+
+def test_join_state_in_column_families_is_spark_s_alone(fixture_corpus: Path) -> None:
+    cp = Checkpoint.open(str(fixture_corpus / "4.3.0-joinv4/join-rocks-cl/checkpoint"))
+    _, rewrite = repartition_ways(cp, 6, None)
+    assert rewrite.refusal is not None and "join state formats 3 and 4" in rewrite.refusal
 
 
 def test_the_rewrite_command_is_one_shell_line_beside_the_source() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -133,7 +134,7 @@ def test_row_checksum_covers_the_key() -> None:
         decode_value(value, row_checksum=True, full_key=b"\x00KEX")
 
 
-def test_column_family_stores_are_refused_in_one_line(fixture_corpus: Path) -> None:
+def test_column_family_stores_have_no_key_layout(fixture_corpus: Path) -> None:
     cp = Checkpoint.open(str(fixture_corpus / "4.3.0/tws-rocks-cl/checkpoint"))
     store = cp.stores()[0]
     with pytest.raises(RewriteRefused) as info:
@@ -144,8 +145,9 @@ def test_column_family_stores_are_refused_in_one_line(fixture_corpus: Path) -> N
 
 def test_registered_writer_refuses_or_writes(fixture_corpus: Path, tmp_path: Path) -> None:
     tws = Checkpoint.open(str(fixture_corpus / "4.3.0/tws-rocks-cl/checkpoint")).stores()[0]
-    why = RocksDBStoreWriter.refusal(tws)
-    assert why is not None and "virtual column families" in why
+    assert RocksDBStoreWriter.refusal(tws) is None
+    why = RocksDBStoreWriter.refusal(replace(tws, operator_name="symmetricHashJoin"))
+    assert why is not None and "join state formats 3 and 4" in why
 
     cp = Checkpoint.open(str(fixture_corpus / "4.3.0/session-rocks-cl/checkpoint"))
     batch = cp.last_committed_batch

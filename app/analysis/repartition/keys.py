@@ -149,6 +149,47 @@ def no_schema(operator_name: str) -> str:
     )
 
 
+# transformWithState's internal column families, by name prefix: where the grouping key sits
+# in their keys (Spark's TransformWithStatePartitionKeyExtractorFactory).
+_TIMER_FAMILIES = ("$eventTimers_", "$procTimers_")
+_GROUPING_KEY_FAMILIES = ("$rowCounter_", "$min_", "$count_")
+TTL_FAMILY = "$ttl_"
+
+
+def column_family_key_path(column_family: str, kinds: dict[str, str]) -> tuple[int, ...]:
+    """Where the grouping key sits in a key of a transformWithState column family: the
+    fields to descend into, ``()`` for the whole key. ``kinds`` maps each state variable to
+    its type. Timers: ``(key, ts)`` and ``(ts, key)``; TTL indexes: ``(expirationMs,
+    elementKey)``, a map's element key being ``(key, userKey)``; map state ``(key,
+    userKey)``; value and list state, their row counters and list TTL's min and count
+    indexes: the grouping key itself."""
+    if column_family.startswith(_TIMER_FAMILIES):
+        return (1,) if column_family.endswith("_timestampToKey") else (0,)
+    if column_family.startswith(TTL_FAMILY):
+        return (1, 0) if kinds.get(column_family[len(TTL_FAMILY) :]) == MAP_STATE else (1,)
+    if column_family.startswith(_GROUPING_KEY_FAMILIES):
+        return ()
+    kind = kinds.get(column_family)
+    if kind in (VALUE_STATE, LIST_STATE):
+        return ()
+    if kind == MAP_STATE:
+        return (0,)
+    raise Refused(f"column family {column_family!r}: not a transformWithState state variable")
+
+
+def key_at(
+    path: tuple[int, ...], key_schema: StructType, key: tuple[Any, ...]
+) -> tuple[StructType, tuple[Any, ...]]:
+    """The struct at ``path`` (field indexes) of a decoded key row: (schema, values)."""
+    schema, values = key_schema, key
+    for index in path:
+        inner = schema.fields[index].data_type
+        if not isinstance(inner, StructType):
+            raise Refused(f"key field {index} is {inner.simple_string()}, not a struct")
+        schema, values = inner, tuple(values[index])
+    return schema, values
+
+
 def partition_key(
     rule: str, key_schema: StructType, key: tuple[Any, ...]
 ) -> tuple[StructType, tuple[Any, ...]]:
@@ -157,7 +198,4 @@ def partition_key(
         return key_schema, key
     if rule == DROP_LAST:
         return StructType(key_schema.fields[:-1]), key[:-1]
-    first = key_schema.fields[0].data_type
-    if not isinstance(first, StructType):
-        raise Refused(f"the key's first field is {first.simple_string()}, not a struct")
-    return first, tuple(key[0])
+    return key_at((0,), key_schema, key)
