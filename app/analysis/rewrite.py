@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from stateglass.app.analysis import rewrite_refusals
 from stateglass.app.analysis.errors import AnalysisError
-from stateglass.app.analysis.repartition.keys import Refused
+from stateglass.app.analysis.repartition.keys import DROP_LAST, Refused
 from stateglass.app.analysis.repartition.plan import (
     Plan,
     current_partitions,
@@ -76,6 +76,14 @@ class RewritePlan:
     @property
     def partitions(self) -> int:
         return self.partitioning.partitions
+
+    @property
+    def last_field_unhashed(self) -> frozenset[tuple[int, str]]:
+        """``(operator id, store)`` of the stores whose key's last field Spark's shuffle
+        leaves out of the hash: a join's ``keyWithIndexToValue`` index, a session window's
+        session."""
+        stores = self.partitioning.stores
+        return frozenset((s.operator_id, s.label) for s in stores if s.rule == DROP_LAST)
 
     @property
     def changelog(self) -> bool:
