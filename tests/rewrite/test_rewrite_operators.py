@@ -17,12 +17,13 @@ rocksdb+changelog → rocksdb   RocksDB partitions up, changelog SRC → no chan
 (changelog off), 3
 ============================  =====================================================
 
-The oracle: right after ``rewrite --apply`` (the last case with ``--verify-with-spark``), Spark's state reader on DST
-returns SRC's rows, each in the partition of Spark's ``pmod(hash(partition key), N)`` (a
-session window's session is not hashed), and DST holds no state file of a version other than
-the one written. Then the query restarts on DST (its new provider, changelog setting and
-partitions) and on a copy of SRC that was never rewritten, three more batches of the same new
-input each: their sink output and state (multisets, ignoring the partition) must be equal.
+The oracle: right after ``rewrite --apply`` (the last case with ``--verify-with-spark``),
+Spark's state reader on DST returns SRC's rows, each in the partition of Spark's
+``pmod(hash(partition key), N)`` (a session window's session is not hashed), and DST holds no
+state file of a version other than the one written. Then the query restarts on DST (its new
+provider, changelog setting and partitions) and on a copy of SRC that was never rewritten,
+three more batches of the same new input each: their sink output and state (multisets,
+ignoring the partition) must be equal.
 """
 
 from __future__ import annotations
