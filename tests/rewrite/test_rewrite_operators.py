@@ -29,6 +29,7 @@ ignoring the partition) must be equal.
 from __future__ import annotations
 
 import shutil
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,17 +152,22 @@ def _track(key: tuple[Any, ...], frames: Iterator[Any], state: Any) -> Iterator[
 def _pandas_state(spark: Any, source: Path) -> Any:
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    return (
-        _events(spark, source)
-        .groupBy("k")
-        .applyInPandasWithState(
-            _track,
-            "k STRING, n BIGINT, last BIGINT, expired BOOLEAN",
-            "n BIGINT, last BIGINT",
-            "append",
-            GroupStateTimeout.EventTimeTimeout,
+    with warnings.catch_warnings():
+        # PySpark 4.3 warns about pandas 3 on every pandas UDF; the pinned pandas is 3.x.
+        warnings.filterwarnings(
+            "ignore", "PySpark does not yet fully support pandas", FutureWarning
         )
-    )
+        return (
+            _events(spark, source)
+            .groupBy("k")
+            .applyInPandasWithState(
+                _track,
+                "k STRING, n BIGINT, last BIGINT, expired BOOLEAN",
+                "n BIGINT, last BIGINT",
+                "append",
+                GroupStateTimeout.EventTimeTimeout,
+            )
+        )
 
 
 def _whole_key(names: list[str]) -> list[str]:
