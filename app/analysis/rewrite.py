@@ -35,7 +35,12 @@ from dataclasses import dataclass, field
 
 from stateglass.app.analysis import rewrite_refusals
 from stateglass.app.analysis.errors import AnalysisError
-from stateglass.app.analysis.repartition.keys import Refused, column_family_key_path, key_at
+from stateglass.app.analysis.repartition.keys import (
+    DROP_LAST,
+    Refused,
+    column_family_key_path,
+    key_at,
+)
 from stateglass.app.analysis.repartition.plan import (
     Plan,
     current_partitions,
@@ -95,6 +100,14 @@ class RewritePlan:
     @property
     def partitions(self) -> int:
         return self.partitioning.partitions
+
+    @property
+    def last_field_unhashed(self) -> frozenset[tuple[int, str]]:
+        """``(operator id, store)`` of the stores whose key's last field Spark's shuffle
+        leaves out of the hash: a join's ``keyWithIndexToValue`` index, a session window's
+        session."""
+        stores = self.partitioning.stores
+        return frozenset((s.operator_id, s.label) for s in stores if s.rule == DROP_LAST)
 
     @property
     def changelog(self) -> bool:

@@ -171,7 +171,9 @@ def apply(cp: Checkpoint, plan: RewritePlan, dst: str, with_spark: bool = False)
             from stateglass.collectors.rewrite.spark_check import verify_with_spark
 
             stores = [(s.operator_id, s.store_name) for s in cp.stores()]
-            verify_with_spark(cp.root, dest.root, plan.batch_id, stores, plan.partitions)
+            verify_with_spark(
+                cp.root, dest.root, plan.batch_id, stores, plan.partitions, plan.last_field_unhashed
+            )
     except BaseException:
         dest.discard()
         raise

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import spark_conf
+from tests.rewrite.spark_runs import Output, Run, run_query
 
 SCHEMA = "k STRING, id BIGINT"
 
@@ -18,37 +18,17 @@ def batches(count: int, keys: int) -> list[list[dict[str, Any]]]:
     ]
 
 
-def run_aggregation(
-    spark: Any, source: Path, cp: Path, conf: dict[str, str]
-) -> list[tuple[Any, ...]]:
-    """Run the aggregation under ``conf`` until its input is read; its sink output, sorted."""
+def aggregation(spark: Any) -> Any:
+    """``source`` → the streaming aggregation over it (sum and count by key)."""
     from pyspark.sql import functions as F
 
-    with spark_conf(spark, conf):
-        frame = (
-            spark.readStream.schema(SCHEMA)
-            .option("maxFilesPerTrigger", 1)
-            .json(str(source))
-            .groupBy("k")
-            .agg(F.sum("id").alias("s"), F.count("*").alias("c"))
-        )
-        return run_until_read(frame, cp)
+    def build(source: Path) -> Any:
+        stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
+        return stream.groupBy("k").agg(F.sum("id").alias("s"), F.count("*").alias("c"))
+
+    return build
 
 
-def run_until_read(frame: Any, cp: Path) -> list[tuple[Any, ...]]:
-    """Run the streaming ``frame`` (update mode) on checkpoint ``cp`` until its input is
-    read; its sink output, ``(batch id, *row)`` sorted."""
-    out: list[tuple[Any, ...]] = []
-
-    def sink(batch: Any, batch_id: int) -> None:
-        out.extend((batch_id, *row) for row in batch.collect())
-
-    query = (
-        frame.writeStream.outputMode("update")
-        .foreachBatch(sink)
-        .option("checkpointLocation", str(cp))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
-    return sorted(out)
+def run_aggregation(spark: Any, source: Path, cp: Path, conf: dict[str, str]) -> Output:
+    """Run the aggregation under ``conf`` until its input is read; its sink output, sorted."""
+    return run_query(spark, Run(aggregation(spark), source, cp, conf))

@@ -13,16 +13,26 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from stateglass.app.cli import main
-from tests.conftest import spark_conf, write_batch_files
+from tests.conftest import write_batch_files
+from tests.rewrite.spark_runs import (
+    SHUFFLE,
+    Output,
+    Run,
+    StateRow,
+    multiset,
+    run_query,
+    spark_partitions,
+    state_rows,
+)
 
 SCHEMA = "k STRING, id BIGINT"
-SHUFFLE = "spark.sql.shuffle.partitions"
 SIZES = (3, 1)
 
 
@@ -67,73 +77,38 @@ def _read(spark: Any, source: Path) -> Any:
     return spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
 
 
-def _run(
-    spark: Any, query_name: str, source: Path, cp: Path, partitions: int
-) -> list[tuple[Any, ...]]:
+def _run(spark: Any, query_name: str, source: Path, cp: Path, partitions: int) -> Output:
     """Run the query until its input is read; its sink output, sorted."""
-    out: list[tuple[Any, ...]] = []
-
-    def sink(frame: Any, batch_id: int) -> None:
-        out.extend((batch_id, *row) for row in frame.collect())
-
-    with spark_conf(spark, {SHUFFLE: str(partitions)}):
-        mode = "update" if query_name == "aggregation" else "append"
-        query = (
-            QUERIES[query_name](spark, source)
-            .writeStream.outputMode(mode)
-            .foreachBatch(sink)
-            .option("checkpointLocation", str(cp))
-            .trigger(availableNow=True)
-            .start()
-        )
-        query.awaitTermination()
-    return sorted(out)
+    mode = "update" if query_name == "aggregation" else "append"
+    build = partial(QUERIES[query_name], spark)
+    return run_query(spark, Run(build, source, cp, {SHUFFLE: str(partitions)}, mode))
 
 
 def _stores(query_name: str) -> list[str]:
     return JOIN_STORES if query_name == "join" else ["default"]
 
 
-def _frame(spark: Any, cp: Path, store: str) -> Any:
-    return spark.read.format("statestore").option("storeName", store).load(str(cp))
-
-
-def _rows(spark: Any, query_name: str, cp: Path) -> list[tuple[str, str, str, int]]:
-    """Spark's reader: ``(store, key, value, partition_id)`` of every row, sorted."""
-    return sorted(
-        (store, str(r["key"]), str(r["value"]), r["partition_id"])
-        for store in _stores(query_name)
-        for r in _frame(spark, cp, store).collect()
-    )
+def _rows(spark: Any, query_name: str, cp: Path) -> list[StateRow]:
+    return state_rows(spark, cp, _stores(query_name))
 
 
 def _spark_partitions(spark: Any, query_name: str, cp: Path, n: int) -> list[tuple[int, int]]:
-    """``(partition_id, pmod(hash(key columns), n))`` of every row, Spark hashing; a join's
-    ``index`` is not part of its partition key."""
-    from pyspark.sql import functions as F
-
-    out: list[tuple[int, int]] = []
-    for store in _stores(query_name):
-        frame = _frame(spark, cp, store)
-        names = [f.name for f in frame.schema["key"].dataType.fields if f.name != "index"]
-        key_hash = F.pmod(F.hash(*[F.col(f"key.{name}") for name in names]), F.lit(n))
-        out += [(r[0], r[1]) for r in frame.select("partition_id", key_hash).collect()]
-    return out
-
-
-def _multiset(rows: list[tuple[str, str, str, int]]) -> list[tuple[str, str, str]]:
-    return sorted((s, k, v) for s, k, v, _ in rows)
+    """Each row's partition and Spark's hash of it; a join's ``index`` is not part of its
+    partition key."""
+    return spark_partitions(
+        spark, cp, n, _stores(query_name), lambda names: [f for f in names if f != "index"]
+    )
 
 
 @dataclass(frozen=True)
 class Runs:
-    src_rows: list[tuple[str, str, str, int]]
-    after_rewrite: dict[int, list[tuple[str, str, str, int]]]
+    src_rows: list[StateRow]
+    after_rewrite: dict[int, list[StateRow]]
     placed: dict[int, list[tuple[int, int]]]
-    ref_out: list[tuple[Any, ...]]
-    ref_rows: list[tuple[str, str, str, int]]
-    dst_out: dict[int, list[tuple[Any, ...]]]
-    dst_rows: dict[int, list[tuple[str, str, str, int]]]
+    ref_out: Output
+    ref_rows: list[StateRow]
+    dst_out: dict[int, Output]
+    dst_rows: dict[int, list[StateRow]]
     dst: dict[int, Path]
     version: int  # the state version the rewrite wrote (SRC's last batch + 1)
 
@@ -174,7 +149,7 @@ def runs(spark: Any, tmp_path_factory: pytest.TempPathFactory, request: Any) -> 
 @pytest.mark.parametrize("n", SIZES, ids=lambda n: f"to-{n}-partitions")
 def test_spark_reads_the_source_rows_in_the_partitions_of_its_hash(runs: Runs, n: int) -> None:
     assert runs.src_rows
-    assert _multiset(runs.after_rewrite[n]) == _multiset(runs.src_rows)
+    assert multiset(runs.after_rewrite[n]) == multiset(runs.src_rows)
     assert {p for *_, p in runs.after_rewrite[n]} <= set(range(n))
     assert runs.placed[n] and all(p == h for p, h in runs.placed[n])
 
@@ -183,7 +158,7 @@ def test_spark_reads_the_source_rows_in_the_partitions_of_its_hash(runs: Runs, n
 def test_a_restart_on_the_rewrite_runs_as_the_source_would(runs: Runs, n: int) -> None:
     assert runs.dst_out[n] and min(row[0] for row in runs.dst_out[n]) >= runs.version
     assert runs.dst_out[n] == runs.ref_out
-    assert _multiset(runs.dst_rows[n]) == _multiset(runs.ref_rows) != _multiset(runs.src_rows)
+    assert multiset(runs.dst_rows[n]) == multiset(runs.ref_rows) != multiset(runs.src_rows)
     assert {p for *_, p in runs.dst_rows[n]} <= set(range(n))
 
 

@@ -12,8 +12,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import spark_conf
-from tests.rewrite.rocksdb_runs import run_until_read
+from tests.rewrite.spark_runs import Run, run_query
 
 SCHEMA = "k STRING, kind STRING, amount BIGINT, ts TIMESTAMP"
 OUTPUT = "k STRING, events BIGINT, total BIGINT, status STRING"
@@ -88,14 +87,17 @@ OUTPUT_COLUMNS = ["k", "events", "total", "status"]
 
 def run_tws(spark: Any, source: Path, cp: Path, conf: dict[str, str]) -> list[tuple[Any, ...]]:
     """Run the query under ``conf`` until its input is read; its sink output, sorted."""
-    with spark_conf(spark, conf), warnings.catch_warnings():
-        # PySpark 4.3 warns about pandas 3 on every pandas UDF; the pinned pandas is 3.x.
-        warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas")
-        frame = (
+
+    def build(src: Path) -> Any:
+        return (
             spark.readStream.schema(SCHEMA)
             .option("maxFilesPerTrigger", 1)
-            .json(str(source))
+            .json(str(src))
             .groupBy("k")
             .transformWithStateInPandas(_processor(), OUTPUT, "Update", "ProcessingTime")
         )
-        return run_until_read(frame, cp)
+
+    with warnings.catch_warnings():
+        # PySpark 4.3 warns about pandas 3 on every pandas UDF; the pinned pandas is 3.x.
+        warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas")
+        return run_query(spark, Run(build, source, cp, conf))
