@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     refuse_inside_checkpoint(args.dst, "DST")
     changelog = None if args.changelog is None else args.changelog == "on"
     request = RewriteRequest(args.partitions, args.provider, changelog, args.batch_id)
-    plan = plan_rewrite(cp, request)
+    plan = plan_rewrite(cp, request, keep_targets=args.apply)
     sys.stdout.write(plan_text(plan, args.dst))
     if plan.refusals:
         where, why = plan.refusals[0]
