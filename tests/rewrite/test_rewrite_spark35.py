@@ -26,6 +26,12 @@ from tests.rewrite.test_rewrite_spark import _rows, _spark_partitions
 
 DRIVER = Path(__file__).with_name("spark35_driver.py")
 PYTHON = os.environ.get("SPARK35_PYTHON", "/tmp/venv35/bin/python")
+# Checked before any fixture, so that a skip starts no Spark session.
+pytestmark = pytest.mark.skipif(
+    not Path(PYTHON).exists(),
+    reason=f"no Spark 3.5 interpreter at {PYTHON}: create a venv with "
+    "pip install 'pyspark==3.5.*' and set SPARK35_PYTHON to its python",
+)
 CASES = [f"{q}-{p}" for q in ("aggregation", "dedup", "join") for p in ("hdfs", "rocksdb")]
 
 
@@ -35,11 +41,6 @@ def _multiset(rows: list[tuple[str, str, str, int]]) -> list[tuple[str, str, str
 
 @pytest.fixture(scope="module")
 def spark35(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    if not Path(PYTHON).exists():
-        pytest.skip(
-            f"no Spark 3.5 interpreter at {PYTHON}: create a venv with "
-            "pip install 'pyspark==3.5.*' and set SPARK35_PYTHON to its python"
-        )
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         pytest.skip("no Java: install openjdk-17 to run the Spark oracle tests")
     work = tmp_path_factory.mktemp("rewrite-spark35")
