@@ -1345,7 +1345,49 @@ binary_column(PyObject *self, PyObject *args)
     return Py_BuildValue("(NN)", offsets, data);
 }
 
+/* Spark's Murmur3_x86_32.hashUnsafeBytes (the spec: java_bytes.murmur3_hash_bytes): whole
+ * little-endian words, then each trailing byte mixed as a sign-extended int. */
+static uint32_t
+murmur3_mix32(uint32_t h1, uint32_t k1)
+{
+    k1 *= 0xCC9E2D51u;
+    k1 = (k1 << 15) | (k1 >> 17);
+    k1 *= 0x1B873593u;
+    h1 ^= k1;
+    h1 = (h1 << 13) | (h1 >> 19);
+    return h1 * 5 + 0xE6546B64u;
+}
+
+static PyObject *
+murmur3_bytes(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    long long seed;
+    if (!PyArg_ParseTuple(args, "y*L", &view, &seed))
+        return NULL;
+    const unsigned char *p = (const unsigned char *)view.buf;
+    Py_ssize_t n = view.len, aligned = n - n % 4;
+    uint32_t h1 = (uint32_t)seed;
+    for (Py_ssize_t i = 0; i < aligned; i += 4) {
+        uint32_t word = (uint32_t)p[i] | ((uint32_t)p[i + 1] << 8) | ((uint32_t)p[i + 2] << 16) |
+                        ((uint32_t)p[i + 3] << 24);
+        h1 = murmur3_mix32(h1, word);
+    }
+    for (Py_ssize_t i = aligned; i < n; i++)
+        h1 = murmur3_mix32(h1, (uint32_t)(int32_t)(signed char)p[i]);
+    PyBuffer_Release(&view);
+    h1 ^= (uint32_t)n;
+    h1 ^= h1 >> 16;
+    h1 *= 0x85EBCA6Bu;
+    h1 ^= h1 >> 13;
+    h1 *= 0xC2B2AE35u;
+    h1 ^= h1 >> 16;
+    return PyLong_FromLong((long)(int32_t)h1);
+}
+
 static PyMethodDef methods[] = {
+    {"murmur3_bytes", murmur3_bytes, METH_VARARGS,
+     "murmur3_bytes(buf, seed) -> Spark's Murmur3_x86_32.hashUnsafeBytes as a signed int."},
     {"read_records", read_records, METH_VARARGS,
      "read_records(buf, allow_deletes) -> list of (key, value or None), or None if the "
      "stream is not clean."},

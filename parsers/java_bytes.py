@@ -138,7 +138,7 @@ def murmur3_mix(h1: int, k1: int) -> int:
     return (h1 * 5 + 0xE6546B64) & 0xFFFFFFFF
 
 
-def murmur3_hash_bytes(data: bytes, seed: int) -> int:
+def _murmur3_hash_bytes(data: bytes, seed: int) -> int:
     """Spark's ``Murmur3_x86_32.hashUnsafeBytes`` (signed int), e.g. ``UnsafeArrayData.hashCode``.
 
     Spark's variant mixes each trailing byte (after the last whole 4-byte word) as a whole
@@ -152,3 +152,10 @@ def murmur3_hash_bytes(data: bytes, seed: int) -> int:
         h1 = murmur3_mix(h1, (byte - 256 if byte > 127 else byte) & 0xFFFFFFFF)
     h = murmur3_fmix(h1, len(data))
     return h - (1 << 32) if h >> 31 else h
+
+
+# A rewrite hashes the partition key of every stored row: compiled when built.
+try:
+    from stateglass.parsers._speedups import murmur3_bytes as murmur3_hash_bytes
+except ImportError:  # not built, or STATEGLASS_PURE=1: the Python above
+    murmur3_hash_bytes = _murmur3_hash_bytes

@@ -30,7 +30,8 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from array import array
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from stateglass.app.analysis import rewrite_refusals
@@ -42,6 +43,7 @@ from stateglass.app.analysis.repartition.keys import (
     key_at,
 )
 from stateglass.app.analysis.repartition.plan import (
+    UNPLACED,
     Plan,
     current_partitions,
     keyed_targets,
@@ -91,6 +93,11 @@ class RewritePlan:
     file_checksum: bool
     rollback: Rollback | None  # set when the batch is older than the last committed one
     edits: Edits = field(default_factory=Edits)  # keys left out per store: the row filter
+    # Each view's new partition per stored item, in reading order (plan_stores' targets):
+    # kept when the plan is to be carried out, so the rows are not hashed twice.
+    targets: Mapping[tuple[int, str, str], array[int]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @property
     def version(self) -> int:
@@ -114,9 +121,12 @@ class RewritePlan:
         return dict((k, new) for k, _, new in self.conf_changes).get(CONF_CHANGELOG) == "true"
 
 
-def plan_rewrite(cp: Checkpoint, request: RewriteRequest) -> RewritePlan:
+def plan_rewrite(
+    cp: Checkpoint, request: RewriteRequest, keep_targets: bool = False
+) -> RewritePlan:
     """The plan for ``request`` (raises :class:`AnalysisError` for a request that cannot
-    mean anything: N < 1, an unknown provider, a batch that is not committed)."""
+    mean anything: N < 1, an unknown provider, a batch that is not committed); with
+    ``keep_targets``, each row's new partition is kept for :func:`assigned_rows`."""
     batch = cp.resolve_batch(request.batch_id)
     rollback = plan_rollback(cp, batch)  # before any state is read: B must be retained
     stores = cp.stores()
@@ -133,7 +143,8 @@ def plan_rewrite(cp: Checkpoint, request: RewriteRequest) -> RewritePlan:
     partitions = current if request.partitions is None else request.partitions
     if partitions < 1:
         raise AnalysisError(f"--partitions {partitions}: must be at least 1")
-    plans, refusals, disk = plan_stores(cp, stores, batch, (current, partitions))
+    targets: dict[tuple[int, str, str], array[int]] | None = {} if keep_targets else None
+    plans, refusals, disk = plan_stores(cp, stores, batch, (current, partitions), targets)
     refusals = rewrite_refusals.refusals(cp, request, stores, provider, conf) + refusals
     changes = _conf_changes(conf, partitions, provider, request.changelog)
     edits = plan_edits(cp, batch, request.drop_keys, request.allow_empty, request.evict_expired)
@@ -158,6 +169,7 @@ def plan_rewrite(cp: Checkpoint, request: RewriteRequest) -> RewritePlan:
         file_checksum=conf.conf.get(CONF_FILE_CHECKSUM, "false").strip().lower() == "true",
         rollback=rollback,
         edits=edits,
+        targets=targets or {},
     )
 
 
@@ -195,17 +207,22 @@ def assigned_rows(
     """``(current partition, new partition, key, value)`` of every stored row of ``store``
     at the plan's batch, as its provider stores them (a store with virtual column families:
     under the rewrite's column family ids); a key the hash cannot place, or a store Spark
-    would not partition, is a :class:`RewriteRefused`."""
+    would not partition, is a :class:`RewriteRefused`. Rows are placed by the plan's kept
+    targets when it has them, else hashed here."""
     if store.uses_column_families:
         yield from _column_family_rows(cp, store, plan)
         return
     counts = (plan.partitioning.current_partitions, plan.partitions)
     for view in views_of(store, cp.root):
         source = StateSource(cp, view.request())
+        kept = plan.targets.get((store.operator_id, store.store_name, view.label))
+        rows = (
+            keyed_targets(source, store, view, counts, plan.version)
+            if kept is None
+            else _kept_targets(source, kept, counts[0], plan.version)
+        )
         try:
-            for part, target, key, value in keyed_targets(
-                source, store, view, counts, plan.version
-            ):
+            for part, target, key, value in rows:
                 if target is None:
                     raise RewriteRefused(
                         cp.store_dir(store.operator_id, part, store.store_name),
@@ -279,3 +296,24 @@ def _grouping_keys(store: StoreInfo) -> dict[str, GroupingKey]:
             raise RewriteRefused(f"{store.operator_id}/{cf.name}", why) from exc
         out[cf.name] = grouping(layout, path)
     return out
+
+
+def _kept_targets(
+    source: StateSource, kept: array[int], current: int, version: int
+) -> Iterator[tuple[int, int | None, bytes, bytes]]:
+    """:func:`keyed_targets` from the targets the plan kept: the rows read again in the same
+    order, no key decoded or hashed. A different count of rows means the store changed."""
+    placed = iter(kept)
+    read = 0
+    for part in [p for p in source.partitions if p < current]:
+        for key, value in source.load(part, version):
+            target = next(placed, None)
+            read += 1
+            if target is None:
+                break
+            yield part, None if target == UNPLACED else target, key, value
+    if read != len(kept):
+        where = source.cp.store_dir(source.store.operator_id, 0, source.store.store_name)
+        raise RewriteRefused(
+            where, f"read {read} rows where the plan read {len(kept)}: SRC changed meanwhile"
+        )

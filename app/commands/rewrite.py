@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         allow_empty=args.allow_empty,
         evict_expired=args.evict_expired,
     )
-    plan = plan_rewrite(cp, request)
+    plan = plan_rewrite(cp, request, keep_targets=args.apply)
     sys.stdout.write(plan_text(plan, args.dst))
     sys.stdout.write(edits_text(cp, plan))
     if plan.refusals:

@@ -24,6 +24,7 @@ from stateglass.app.render.bytes_to_json import (
 from stateglass.parsers import hdfs_files as records_module
 from stateglass.parsers.errors import ParseError, UnsupportedFormat
 from stateglass.parsers.hdfs_files import iter_records, read_record_keys, read_records
+from stateglass.parsers.java_bytes import _murmur3_hash_bytes
 from stateglass.parsers.sparktypes import (
     ArrayType,
     AtomicType,
@@ -308,3 +309,12 @@ def test_binary_column_refuses_what_is_not_pairs_of_bytes() -> None:
     assert _speedups.binary_column([(b"k", None)], 1) is None
     assert _speedups.binary_column([(b"k",)], 0) is None
     assert _speedups.binary_column([[b"k", b"v"]], 0) is None
+
+
+# ------------------------------------------------------------------------------ murmur3
+
+
+@FAST
+@given(data=st.binary(max_size=70), seed=st.integers(-(2**31), 2**32 - 1))
+def test_murmur3_agrees(data: bytes, seed: int) -> None:
+    assert _speedups.murmur3_bytes(data, seed) == _murmur3_hash_bytes(data, seed)

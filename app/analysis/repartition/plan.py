@@ -30,6 +30,7 @@ Example::
 from __future__ import annotations
 
 import statistics
+from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -51,6 +52,8 @@ from stateglass.collectors.errors import NotFound
 from stateglass.parsers.partitioning import row_partition
 
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+# A kept target for a key the hash does not cover (see plan_stores).
+UNPLACED = 0xFFFFFFFF
 INFERRED = " (inferred)"
 
 
@@ -262,10 +265,19 @@ def plan_partitions(
 
 
 def plan_stores(
-    cp: Checkpoint, stores: Sequence[StoreInfo], batch: int, counts: tuple[int, int]
+    cp: Checkpoint,
+    stores: Sequence[StoreInfo],
+    batch: int,
+    counts: tuple[int, int],
+    targets: dict[tuple[int, str, str], array[int]] | None = None,
 ) -> tuple[list[StorePlan], list[tuple[str, str]], float | None]:
     """Each view's plan for ``counts`` = (current, planned) partitions from the state of
-    ``batch``, what is refused (store label, reason), and the bytes on disk per stored byte."""
+    ``batch``, what is refused (store label, reason), and the bytes on disk per stored byte.
+
+    With ``targets``, each view's new partition of every stored item, in the order
+    :func:`keyed_targets` yields them (``UNPLACED`` where the hash does not cover the key), is
+    kept there under ``(operator id, store name, view label)``: a rewrite then places the rows
+    without decoding and hashing every key a second time (4 bytes an item)."""
     plans: list[StorePlan] = []
     refusals: list[tuple[str, str]] = []
     disk = stored = 0
@@ -277,11 +289,14 @@ def plan_stores(
             continue
         for i, view in enumerate(views_of(store, cp.root)):
             try:
-                plan, on_disk = _plan_view(cp, store, view, counts, batch + 1, i == 0)
+                kept = None if targets is None else array("I")
+                plan, on_disk = _plan_view(cp, store, view, counts, batch + 1, i == 0, kept)
             except Refused as exc:
                 refusals.append((f"{store.operator_id}/{view.label}", str(exc)))
                 continue
             plans.append(plan)
+            if targets is not None and kept is not None:
+                targets[(store.operator_id, store.store_name, view.label)] = kept
             disk += on_disk
             stored += sum(plan.current_bytes)
     return plans, refusals, disk / stored if disk and stored else None
@@ -294,6 +309,7 @@ def _plan_view(
     counts: tuple[int, int],
     version: int,
     count_disk: bool,
+    kept: array[int] | None = None,
 ) -> tuple[StorePlan, int]:
     """One view's plan from ``counts`` = (current, planned) partitions, and (``count_disk``:
     once per store, whose views share the files) the bytes on disk its current partitions
@@ -313,6 +329,8 @@ def _plan_view(
         item = len(key) + len(value)
         now_keys[part] += 1
         now_sizes[part] += item
+        if kept is not None:
+            kept.append(UNPLACED if target is None else target)
         if target is None:
             unhashed += 1
             continue
