@@ -110,16 +110,9 @@ class DecodedCache:
         batch_id: int,
         columns: frozenset[str] | None,
     ) -> DecodedKey:
-        """The key of ``partition`` at ``batch_id`` decoded to ``columns``, from a listing of
-        its directory in ``cp`` (the query's view of the checkpoint)."""
-        listed = cp.fs.list(cp.store_dir(store.operator_id, partition, store.store_name))
-        version = batch_id + 1
-        files = sorted(
-            (f.name, f.size, f.mtime)
-            for f in listed
-            if not f.is_dir and _version_of(f.name) <= version
-        )
-        return DecodedKey(view, partition, batch_id, columns, tuple(files))
+        """The key of ``partition`` at ``batch_id`` decoded to ``columns`` (see
+        :func:`decoded_key`)."""
+        return decoded_key(view, cp, store, partition, batch_id, columns)
 
     def get(self, key: DecodedKey) -> list[pa.Table] | None:
         with self._lock:
@@ -152,6 +145,24 @@ class DecodedCache:
             while self.held > self.max_bytes:
                 _, (_, dropped) = self._tables.popitem(last=False)
                 self.held -= dropped
+
+
+def decoded_key(
+    view: StateView,
+    cp: Checkpoint,
+    store: StoreInfo,
+    partition: int,
+    batch_id: int,
+    columns: frozenset[str] | None,
+) -> DecodedKey:
+    """The key of ``partition`` at ``batch_id`` decoded to ``columns``, from a listing of
+    its directory in ``cp`` (the query's view of the checkpoint)."""
+    listed = cp.fs.list(cp.store_dir(store.operator_id, partition, store.store_name))
+    version = batch_id + 1
+    files = sorted(
+        (f.name, f.size, f.mtime) for f in listed if not f.is_dir and _version_of(f.name) <= version
+    )
+    return DecodedKey(view, partition, batch_id, columns, tuple(files))
 
 
 def _version_of(name: str) -> int:

@@ -67,3 +67,31 @@ def run_chain(
     except ModuleNotFoundError as exc:
         # lz4, rocksdict, zstandard...: imported lazily, per codec and provider.
         raise _missing(exc, zip_name) from exc
+
+
+def decode_partition(
+    zip_name: str, payload: bytes, index: int, pairs: Iterable[tuple[str, bytes]]
+) -> Iterator[Any]:
+    """Spark partition ``index`` holds the files of decode task ``index``: decode one store
+    partition at one batch into a Parquet file (the SQL catalog's ``--engine spark``)."""
+    try:
+        from stateglass.collectors.catalog.decode_task import run_decode
+        from stateglass.collectors.engines.memfs import MemoryFileSystem
+    except ModuleNotFoundError as exc:
+        raise _missing(exc, zip_name) from exc
+
+    tasks = pickle.loads(payload)
+    task = tasks[index]
+    store_dir = task.store_dir.rstrip("/")
+    sst_names = frozenset(f.name for f in task.sst_files or ())
+    data = {_driver_path(store_dir, path, sst_names): bytes(content) for path, content in pairs}
+    fs = MemoryFileSystem(store_dir, task.store_files, task.sst_files, data)
+    try:
+        yield run_decode(task, fs)
+    except ModuleNotFoundError as exc:
+        raise _missing(exc, zip_name) from exc
+    except Exception as exc:
+        # A corrupt file or a row that does not decode: the driver prints this one line.
+        if type(exc).__module__.startswith("stateglass."):
+            raise RuntimeError(f"{MARK}{exc}{END}") from exc
+        raise
