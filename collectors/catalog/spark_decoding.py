@@ -64,10 +64,16 @@ class SparkDecoding:
         self._files: dict[tuple[Kind, DecodedKey], str] = {}
         self.jobs = 0  # Spark jobs run, for tests and the benchmark
         if scratch is None:
-            self.folder = tempfile.mkdtemp(prefix="stateglass-sql-spark-")
+            # A name only: the folder is made at the first job.
+            self.folder = os.path.join(
+                tempfile.gettempdir(), f"stateglass-sql-spark-{uuid.uuid4().hex[:12]}"
+            )
         else:
             self.folder = f"{scratch.rstrip('/')}/stateglass-sql-{uuid.uuid4().hex[:12]}"
-        self._fs, self._path = _open_folder(self.folder)
+        self._fs, self._path = _folder(self.folder)
+        # Made at the first job: a session that decodes nothing writes nothing, and the CLI
+        # checks the folder against the checkpoints found before.
+        self._made = False
 
     def files(
         self,
@@ -152,6 +158,7 @@ class SparkDecoding:
         from stateglass.collectors.engines.spark import chain_inputs, run_on_executors
 
         remote: list[tuple[DecodeTask, str]] = []
+        self._make_folder()
         for task in tasks:
             inputs = chain_inputs(task.store_dir, ChainFiles(task.store_files, task.sst_files))
             if inputs is None:
@@ -166,6 +173,15 @@ class SparkDecoding:
         inputs = [i for _, i in remote]
         run_on_executors(self.master, inputs, executor.decode_partition, payload, scope.deadline)
         self.jobs += 1
+
+    def _make_folder(self) -> None:
+        if self._made:
+            return
+        try:
+            self._fs.create_dir(self._path, recursive=True)
+        except OSError as exc:
+            raise EngineError(self.folder, f"cannot make the scratch folder ({exc})") from exc
+        self._made = True
 
     def read(self, path: str, columns: Sequence[str] | None) -> Iterator[pa.Table]:
         """The rows of one decoded file, a row group at a time, ``columns`` only (None: all)."""
@@ -182,22 +198,20 @@ class SparkDecoding:
 
     def close(self) -> None:
         """Remove the scratch folder, unless it is kept."""
-        if self.keep:
+        if self.keep or not self._made:
             return
         with contextlib.suppress(OSError):
             self._fs.delete_dir(self._path)
 
 
-def _open_folder(folder: str) -> tuple[pafs.FileSystem, str]:
-    """pyarrow's file system of ``folder`` and the folder's path in it, created."""
+def _folder(folder: str) -> tuple[pafs.FileSystem, str]:
+    """pyarrow's file system of ``folder`` and the folder's path in it."""
     import pyarrow.fs as pafs
 
     try:
-        fs, path = pafs.FileSystem.from_uri(folder if "://" in folder else os.path.abspath(folder))
-        fs.create_dir(path, recursive=True)
+        return pafs.FileSystem.from_uri(folder if "://" in folder else os.path.abspath(folder))
     except (OSError, ValueError) as exc:
         raise EngineError(folder, f"cannot use it as the scratch folder ({exc})") from exc
-    return fs, path
 
 
 def _inside(fs: pafs.FileSystem, uri: str) -> str:
