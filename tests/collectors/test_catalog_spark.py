@@ -22,7 +22,7 @@ from tests.conftest import SAMPLES
 
 pytestmark = pytest.mark.spark
 
-# RocksDB with changelogs and SSTs; transformWithState (value, list and map state, timers).
+# RocksDB with changelogs and SSTs; transformWithState (map state, timers).
 ROOTS = [str(SAMPLES / "spark-4.3" / "agg-rocks-cl"), str(SAMPLES / "spark-4.3" / "tws-rocks-cl")]
 QUERIES = {
     "last-batch": "SELECT * FROM agg_rocks_cl.op0_default",
@@ -30,9 +30,7 @@ QUERIES = {
     "one-partition": "SELECT * FROM agg_rocks_cl.op0_default WHERE partition_id = 2",
     "change-feed": "SELECT * FROM agg_rocks_cl.op0_default_changes WHERE batch_id >= 8",
     "map-state": "SELECT * FROM tws_rocks_cl.op0_by_kind",
-    "list-state": "SELECT * FROM tws_rocks_cl.op0_recent",
     "timers": "SELECT * FROM tws_rocks_cl.op0_timers",
-    "value-changes": "SELECT * FROM tws_rocks_cl.op0_stats_changes",
 }
 LIMITS = SqlLimits(time_s=600)  # a loaded machine starts Spark's Python workers slowly
 
