@@ -23,7 +23,7 @@ import pickle
 import tempfile
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from stateglass.collectors.catalog.decode_task import DecodeTask, Kind, run_decode
@@ -170,8 +170,8 @@ class SparkDecoding:
             return
         # cloudpickle: a text form is a closure (Spark's text of an interval).
         payload = cloudpickle.dumps([t for t, _ in remote], pickle.DEFAULT_PROTOCOL)
-        inputs = [i for _, i in remote]
-        run_on_executors(self.master, inputs, executor.decode_partition, payload, scope.deadline)
+        paths = [i for _, i in remote]
+        run_on_executors(self.master, paths, executor.decode_partition, payload, scope.deadline)
         self.jobs += 1
 
     def _make_folder(self) -> None:
@@ -183,7 +183,7 @@ class SparkDecoding:
             raise EngineError(self.folder, f"cannot make the scratch folder ({exc})") from exc
         self._made = True
 
-    def read(self, path: str, columns: Sequence[str] | None) -> Iterator[pa.Table]:
+    def read(self, path: str, columns: Collection[str] | None) -> Iterator[pa.Table]:
         """The rows of one decoded file, a row group at a time, ``columns`` only (None: all)."""
         import pyarrow as pa
         import pyarrow.parquet as pq
