@@ -101,18 +101,8 @@ class DecodedCache:
         self._lock = threading.Lock()
         self._tables: OrderedDict[DecodedKey, tuple[list[pa.Table], int]] = OrderedDict()
 
-    def key(
-        self,
-        view: StateView,
-        cp: Checkpoint,
-        store: StoreInfo,
-        partition: int,
-        batch_id: int,
-        columns: frozenset[str] | None,
-    ) -> DecodedKey:
-        """The key of ``partition`` at ``batch_id`` decoded to ``columns`` (see
-        :func:`decoded_key`)."""
-        return decoded_key(view, cp, store, partition, batch_id, columns)
+    # The key of a partition at a batch decoded to some columns (see :func:`decoded_key`).
+    key = staticmethod(lambda *args: decoded_key(*args))
 
     def get(self, key: DecodedKey) -> list[pa.Table] | None:
         with self._lock:

@@ -46,6 +46,20 @@ def _driver_path(store_dir: str, hadoop_path: str, sst_names: frozenset[str]) ->
     return f"{store_dir}/{name}"
 
 
+def _held(
+    memory_fs: Any,
+    store_dir: str,
+    store_files: Any,
+    sst_files: Any,
+    pairs: Iterable[tuple[str, bytes]],
+) -> Any:
+    """The files Spark read for one task, under the driver's paths, as a file system."""
+    store_dir = store_dir.rstrip("/")
+    sst_names = frozenset(f.name for f in sst_files or ())
+    data = {_driver_path(store_dir, path, sst_names): bytes(content) for path, content in pairs}
+    return memory_fs(store_dir, store_files, sst_files, data)
+
+
 def run_chain(
     zip_name: str, payload: bytes, index: int, pairs: Iterable[tuple[str, bytes]]
 ) -> Iterator[Any]:
@@ -58,10 +72,7 @@ def run_chain(
 
     plans = pickle.loads(payload)
     task, files = plans[index]
-    store_dir = task.store_dir.rstrip("/")
-    sst_names = frozenset(f.name for f in files.sst_files or ())
-    data = {_driver_path(store_dir, path, sst_names): bytes(content) for path, content in pairs}
-    fs = MemoryFileSystem(store_dir, files.store_files, files.sst_files, data)
+    fs = _held(MemoryFileSystem, task.store_dir, files.store_files, files.sst_files, pairs)
     try:
         yield compute_chain(task, fs)
     except ModuleNotFoundError as exc:
@@ -80,12 +91,8 @@ def decode_partition(
     except ModuleNotFoundError as exc:
         raise _missing(exc, zip_name) from exc
 
-    tasks = pickle.loads(payload)
-    task = tasks[index]
-    store_dir = task.store_dir.rstrip("/")
-    sst_names = frozenset(f.name for f in task.sst_files or ())
-    data = {_driver_path(store_dir, path, sst_names): bytes(content) for path, content in pairs}
-    fs = MemoryFileSystem(store_dir, task.store_files, task.sst_files, data)
+    task = pickle.loads(payload)[index]
+    fs = _held(MemoryFileSystem, task.store_dir, task.store_files, task.sst_files, pairs)
     try:
         yield run_decode(task, fs)
     except ModuleNotFoundError as exc:
