@@ -7,6 +7,8 @@ Examples::
     stateglass sql /data/checkpoints -f question.sql --format parquet -o answer.parquet
     echo "SELECT * FROM orders.op0_default LIMIT 5" | stateglass sql /data/checkpoints
     stateglass sql /data/checkpoints            # an interactive prompt
+    stateglass sql s3://bucket/jobs --engine spark --master spark://m:7077 \
+        --scratch s3://bucket/tmp -e "SELECT count(*) FROM orders.op0_default"
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stateglass.app import discovery
 from stateglass.app.args import add_output_args
 from stateglass.app.errors import AppError
 from stateglass.collectors.locations import DEFAULT_DB
+
+if TYPE_CHECKING:
+    from stateglass.collectors.catalog.spark_decoding import SparkDecoding
 
 FORMATS = ("table", "csv", "jsonl", "parquet")
 DEFAULT_MAX_ROWS = 1000  # rows a text table holds: it is printed whole, so it is kept in memory
@@ -37,6 +42,12 @@ with its batch_id column and a constant (=, IN, BETWEEN): the one way.
 A batch_id compared with a subquery or a join picks nothing: the table reads the last
 batch. A predicate on partition_id reads only those partitions:
     SELECT count(*) FROM orders.op0_default WHERE partition_id = 3
+
+With --engine spark the stores a query reads are decoded by the Spark engine of
+collect (executors run StateGlass's decoders) into Parquet under --scratch, which the
+session reads: same rows, same columns and types. A second query over the same batches
+reuses the files; they are removed at exit unless --keep-scratch.
+    stateglass sql /data/checkpoints --engine spark --master spark://HOST:7077 -e "..."
 
 The session is read-only and confined to the roots: no file reads outside them, no
 COPY … TO, ATTACH, INSTALL or LOAD, no SET that loosens a limit; each query has a time
@@ -108,7 +119,57 @@ def add_parser(subparsers: Any) -> None:
         help=f"--format table prints at most N rows (default {DEFAULT_MAX_ROWS}); "
         "the other formats stream every row",
     )
+    add_engine_args(p)
     discovery.add_arguments(p)
+
+
+def add_engine_args(p: argparse.ArgumentParser) -> None:
+    """``--engine``, ``--master``, ``--scratch``, ``--keep-scratch``."""
+    p.add_argument(
+        "--engine",
+        choices=("local", "spark"),
+        default="local",
+        help="who decodes the stores a query reads: local, this process (default); spark, "
+        "the Spark engine of collect, on a cluster, into Parquet this session reads",
+    )
+    p.add_argument(
+        "--master",
+        default=None,
+        metavar="URL",
+        help="Spark master for --engine spark: local[N] (default local[*]), spark://HOST:PORT, "
+        "yarn or k8s://URL (see docs/spark-engine.md)",
+    )
+    p.add_argument(
+        "--scratch",
+        default=None,
+        metavar="DIR",
+        help="--engine spark: where executors write the decoded Parquet, a folder or URL "
+        "(s3://, gs://, hdfs://) the driver and every executor reach, outside every "
+        "checkpoint (default: a temporary folder here)",
+    )
+    p.add_argument(
+        "--keep-scratch",
+        action="store_true",
+        help="--engine spark: keep the decoded Parquet when the session ends (default: removed)",
+    )
+
+
+def spark_decoding(args: argparse.Namespace) -> SparkDecoding | None:
+    """The Spark decoding ``--engine spark`` asks for (None: decode here), its scratch
+    folder refused when it lies in a checkpoint."""
+    if args.engine != "spark":
+        for flag, given in (("--master", args.master), ("--scratch", args.scratch)):
+            if given is not None:
+                raise AppError(f"{flag} is for --engine spark")
+        if args.keep_scratch:
+            raise AppError("--keep-scratch is for --engine spark")
+        return None
+    from stateglass.collectors.catalog.spark_decoding import SparkDecoding
+    from stateglass.collectors.checkpoints.enclosing import refuse_inside_checkpoint
+
+    if args.scratch is not None:
+        refuse_inside_checkpoint(args.scratch, "--scratch", args.roots)
+    return SparkDecoding(args.master, args.scratch, args.keep_scratch)
 
 
 def history_path(db: str | None) -> str | None:
@@ -152,6 +213,7 @@ def run(args: argparse.Namespace) -> int:
     if text is not None and not text.strip():
         raise AppError("no SQL to run (give -e SQL, -f FILE or SQL on stdin)")
     check_output(args.format, args.output, args.time_zone)
+    spark = spark_decoding(args)
     with SqlSession(
         args.roots,
         history=history,
@@ -159,9 +221,13 @@ def run(args: argparse.Namespace) -> int:
         discovery=discovery.limits(args),
         text_form=spark_text(args.time_zone),
         warn=discovery.warn,
+        spark=spark,
     ) as session:
+        found = list(session.schemas().values())
         if args.output is not None:
-            refuse_inside_checkpoint(args.output, "-o", list(session.schemas().values()))
+            refuse_inside_checkpoint(args.output, "-o", found)
+        if spark is not None:
+            refuse_inside_checkpoint(spark.folder, "--scratch", found)
         if text is None and not args.tables:
             from stateglass.app.sql_prompt import prompt
 
@@ -173,4 +239,6 @@ def run(args: argparse.Namespace) -> int:
             session.stream(query) as reader,
         ):
             out.write(reader)
+        if spark is not None and spark.keep and spark.jobs:
+            print(f"stateglass: the decoded Parquet is kept in {spark.folder}", file=sys.stderr)
     return 0

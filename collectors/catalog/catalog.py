@@ -42,6 +42,8 @@ from stateglass.parsers.state_arrow import TextForm
 if TYPE_CHECKING:
     import pyarrow.compute as pc
 
+    from stateglass.collectors.catalog.spark_decoding import SparkDecoding
+
 KINDS = ("state", "changes", "timers", "metadata", "history")
 # Keys of a remote root listed in one go before discovery: a fleet of small checkpoints is
 # then a few LISTs; a root of big ones costs at most these pages more (1,000 keys a page).
@@ -103,8 +105,10 @@ class _Builder:
         scopes: Callable[[], QueryScope],
         warn: Callable[[str], None],
         decoded: DecodedCache,
+        spark: SparkDecoding | None,
     ) -> None:
         self.con = con
+        self.spark = spark
         self.text_form = text_form
         self.scopes = scopes
         self.warn = warn
@@ -153,7 +157,9 @@ class _Builder:
         for (store, view), table, changes in zip(planned, state_names, change_names, strict=True):
             try:
                 source = self.sources.get(view, cp)
-                tables = StoreTables(schema, view, fs, self.sources, self.text_form, source)
+                tables = StoreTables(
+                    schema, view, fs, self.sources, self.text_form, source, self.spark
+                )
             except CheckpointError as exc:
                 said.append(f"{given}: {schema}.{table} is left out: {exc}")
                 continue
@@ -255,9 +261,10 @@ def build_catalog(
     scopes: Callable[[], QueryScope],
     warn: Callable[[str], None] | None,
     decoded: DecodedCache,
+    spark: SparkDecoding | None = None,
 ) -> Catalog:
     """Find the checkpoints under ``roots`` and register their tables on ``con``; their
-    sources keep decoded partitions in ``decoded``."""
+    sources keep decoded partitions in ``decoded``, or have ``spark`` decode them."""
     from stateglass.collectors.remote import open_location
 
     say = warn or (lambda _line: None)
@@ -269,7 +276,7 @@ def build_catalog(
             # A checkpoint named directly keeps the name it was given.
             shown = given if root in (canonical, canonical.rstrip("/")) else root
             found.setdefault(root, (shown, fs))
-    builder = _Builder(con, text_form, scopes, say, decoded)
+    builder = _Builder(con, text_form, scopes, say, decoded, spark)
     names = schema_names(found)
     ordered = sorted(names.items(), key=lambda kv: kv[1])
     workers = max(1, (discovery or Limits()).concurrency)

@@ -101,25 +101,8 @@ class DecodedCache:
         self._lock = threading.Lock()
         self._tables: OrderedDict[DecodedKey, tuple[list[pa.Table], int]] = OrderedDict()
 
-    def key(
-        self,
-        view: StateView,
-        cp: Checkpoint,
-        store: StoreInfo,
-        partition: int,
-        batch_id: int,
-        columns: frozenset[str] | None,
-    ) -> DecodedKey:
-        """The key of ``partition`` at ``batch_id`` decoded to ``columns``, from a listing of
-        its directory in ``cp`` (the query's view of the checkpoint)."""
-        listed = cp.fs.list(cp.store_dir(store.operator_id, partition, store.store_name))
-        version = batch_id + 1
-        files = sorted(
-            (f.name, f.size, f.mtime)
-            for f in listed
-            if not f.is_dir and _version_of(f.name) <= version
-        )
-        return DecodedKey(view, partition, batch_id, columns, tuple(files))
+    # The key of a partition at a batch decoded to some columns (see :func:`decoded_key`).
+    key = staticmethod(lambda *args: decoded_key(*args))
 
     def get(self, key: DecodedKey) -> list[pa.Table] | None:
         with self._lock:
@@ -152,6 +135,24 @@ class DecodedCache:
             while self.held > self.max_bytes:
                 _, (_, dropped) = self._tables.popitem(last=False)
                 self.held -= dropped
+
+
+def decoded_key(
+    view: StateView,
+    cp: Checkpoint,
+    store: StoreInfo,
+    partition: int,
+    batch_id: int,
+    columns: frozenset[str] | None,
+) -> DecodedKey:
+    """The key of ``partition`` at ``batch_id`` decoded to ``columns``, from a listing of
+    its directory in ``cp`` (the query's view of the checkpoint)."""
+    listed = cp.fs.list(cp.store_dir(store.operator_id, partition, store.store_name))
+    version = batch_id + 1
+    files = sorted(
+        (f.name, f.size, f.mtime) for f in listed if not f.is_dir and _version_of(f.name) <= version
+    )
+    return DecodedKey(view, partition, batch_id, columns, tuple(files))
 
 
 def _version_of(name: str) -> int:

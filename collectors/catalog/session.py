@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import duckdb
 import pyarrow as pa
@@ -44,6 +45,9 @@ from stateglass.collectors.checkpoints.discover import Limits
 from stateglass.collectors.db.connection import DEFAULT_LOCK_TIMEOUT_S, connect, existing_database
 from stateglass.collectors.errors import DatabaseError
 from stateglass.parsers.state_arrow import TextForm, plain_text
+
+if TYPE_CHECKING:
+    from stateglass.collectors.catalog.spark_decoding import SparkDecoding
 
 Warn = Callable[[str], None]
 
@@ -65,7 +69,9 @@ class SqlSession:
     ``history`` (None: none). ``copy_history`` attaches a private copy instead of the file,
     for long-lived sessions (a notebook, the dashboard): a session holding the file would
     keep the collector from writing. ``text_form`` renders types Arrow has no counterpart for
-    (calendar intervals, variants); the CLI passes Spark's JSON text.
+    (calendar intervals, variants); the CLI passes Spark's JSON text. ``spark`` decodes the
+    store partitions a query reads on a Spark cluster instead of here (``--engine spark``);
+    the session closes it with itself.
     """
 
     def __init__(
@@ -78,8 +84,10 @@ class SqlSession:
         discovery: Limits | None = None,
         text_form: TextForm = plain_text,
         warn: Warn | None = None,
+        spark: SparkDecoding | None = None,
     ) -> None:
         self.limits = limits or SqlLimits()
+        self.spark = spark
         self._scope: QueryScope | None = None
         self._loose: QueryScope | None = None
         self.last_decoded: list[Decoded] = []
@@ -96,7 +104,14 @@ class SqlSession:
                 self._attach_history(history, copy_history)
             self.decoded = DecodedCache(self.limits.cache_bytes)
             self.catalog: Catalog = build_catalog(
-                self._con, roots, discovery, text_form, self._current_scope, warn, self.decoded
+                self._con,
+                roots,
+                discovery,
+                text_form,
+                self._current_scope,
+                warn,
+                self.decoded,
+                spark,
             )
             self._lock_down()
         except BaseException:
@@ -270,11 +285,14 @@ class SqlSession:
     # ---- life -----------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the connection and remove the private folder (spill files, history copy)."""
+        """Close the connection and remove the private folder (spill files, history copy)
+        and the Spark decoding's scratch folder (unless it is kept)."""
         con = getattr(self, "_con", None)
         if con is not None:
             con.close()
         shutil.rmtree(self._tmp, ignore_errors=True)
+        if self.spark is not None:
+            self.spark.close()
 
     def __enter__(self) -> SqlSession:
         return self

@@ -51,6 +51,9 @@ from stateglass.parsers.state_arrow import (
 if TYPE_CHECKING:
     import pyarrow.compute as pc
 
+    from stateglass.collectors.catalog.decode_task import Kind
+    from stateglass.collectors.catalog.spark_decoding import SparkDecoding
+
 BATCH_ID = pa.field("batch_id", pa.int64())
 CHUNK_ROWS = 65_536
 
@@ -159,12 +162,14 @@ class StoreTables:
         sources: SourceCache,
         text_form: TextForm,
         opened: StateSource,
+        spark: SparkDecoding | None = None,
     ) -> None:
         self.schema_name = schema_name
         self.view = view
         self.fs = fs
         self.sources = sources
         self.text_form = text_form
+        self.spark = spark
         codec = opened.output_codec
         self.state_schema = arrow_schema(state_columns(codec)).append(BATCH_ID)
         self.change_schema = arrow_schema(change_columns(codec))
@@ -183,8 +188,12 @@ class StoreTables:
             cp, source = self._source(scope)
             batches = self._state_batches(cp, source, flt)
             pairs = [(p, b) for b in batches for p in source.partitions_for(b)]
+            kept = pairs_kept(self.state_schema, pairs, flt)
+            if self.spark is not None:
+                yield from self._from_spark("state", table, scope, cp, source, kept, needed)
+                return
             decoded = self.sources.decoded
-            for partition, batch in pairs_kept(self.state_schema, pairs, flt):
+            for partition, batch in kept:
                 scope.check_time(f"{self.schema_name}.{table} partition {partition}")
                 key = decoded.key(self.view, cp, source.store, partition, batch, needed)
                 held = decoded.get(key)
@@ -248,12 +257,37 @@ class StoreTables:
             pairs = [(p, b) for p in source.all_partitions() for b in batches]
             held = {b: set(source.partitions_for(b)) for b in batches}
             pairs = [(p, b) for p, b in pairs if p in held[b]]
-            for partition, batch in pairs_kept(self.change_schema, pairs, flt):
+            kept = pairs_kept(self.change_schema, pairs, flt)
+            if self.spark is not None:
+                yield from self._from_spark("changes", table, scope, cp, source, kept, needed)
+                return
+            for partition, batch in kept:
                 scope.check_time(f"{self.schema_name}.{table} partition {partition}")
                 scope.decoded.append(Decoded(self.schema_name, table, partition, batch))
                 yield from self._changes(source, partition, batch)
 
         return pieces
+
+    def _from_spark(
+        self,
+        kind: Kind,
+        table: str,
+        scope: QueryScope,
+        cp: Checkpoint,
+        source: StateSource,
+        pairs: Sequence[tuple[int, int]],
+        needed: Needed,
+    ) -> Iterator[pa.Table]:
+        """The rows of ``pairs`` as Spark decoded them into Parquet (one job for those not
+        decoded yet), read back ``needed`` columns only."""
+        assert self.spark is not None
+        schema = self.state_schema if kind == "state" else self.change_schema
+        scope.check_time(f"{self.schema_name}.{table}")
+        files = self.spark.files(kind, self.view, cp, source, pairs, schema, self.text_form, scope)
+        for (partition, batch), (path, held) in zip(pairs, files, strict=True):
+            scope.check_time(f"{self.schema_name}.{table} partition {partition}")
+            scope.decoded.append(Decoded(self.schema_name, table, partition, batch, held))
+            yield from self.spark.read(path, needed)
 
     def _changes(self, source: StateSource, partition: int, batch: int) -> Iterator[pa.Table]:
         codec = source.row_codec

@@ -271,6 +271,10 @@ class StateSource:
         listing of a partition's hundreds of files costs about what reading a version does.
         The listing is the source's view of the directory, as the batch ids are the
         checkpoint's (a dashboard opens a new source when a batch commits)."""
+        return open_store(self.context(partition), self.store.provider)
+
+    def context(self, partition: int) -> StoreContext:
+        """What a reader of ``partition`` is opened on, with the source's listing of it."""
         ctx = StoreContext(
             fs=self.cp.fs,
             store_dir=self.cp.store_dir(self.store.operator_id, partition, self.store.store_name),
@@ -282,7 +286,7 @@ class StateSource:
         files = self._listings.get(partition)
         if files is None:
             files = self._listings[partition] = tuple(ctx.listing())
-        return open_store(replace(ctx, files=files), self.store.provider)
+        return replace(ctx, files=files)
 
     def load(self, partition: int, version: int) -> Iterator[tuple[bytes, bytes]]:
         """Every (key, value) of ``partition`` at ``version``; a purged version says so."""
@@ -391,9 +395,14 @@ class StateSource:
     def decode_error(self, partition: int, exc: ParseError) -> CheckpointError:
         """A row that does not decode: name the store directory (rows have no file of their own)."""
         where = self.cp.store_dir(self.store.operator_id, partition, self.store.store_name)
-        if isinstance(exc, UnsupportedFormat):
-            return UnsupportedCheckpoint(where, exc.why)
-        return CorruptFile(where, f"a state row does not decode: {exc}")
+        return decode_error(where, exc)
+
+
+def decode_error(store_dir: str, exc: ParseError) -> CheckpointError:
+    """A row of the store in ``store_dir`` that does not decode, as the user reads it."""
+    if isinstance(exc, UnsupportedFormat):
+        return UnsupportedCheckpoint(store_dir, exc.why)
+    return CorruptFile(store_dir, f"a state row does not decode: {exc}")
 
 
 def _store(cp: Checkpoint, request: StateRequest) -> StoreInfo:

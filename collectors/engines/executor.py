@@ -46,6 +46,20 @@ def _driver_path(store_dir: str, hadoop_path: str, sst_names: frozenset[str]) ->
     return f"{store_dir}/{name}"
 
 
+def _held(
+    memory_fs: Any,
+    store_dir: str,
+    store_files: Any,
+    sst_files: Any,
+    pairs: Iterable[tuple[str, bytes]],
+) -> Any:
+    """The files Spark read for one task, under the driver's paths, as a file system."""
+    store_dir = store_dir.rstrip("/")
+    sst_names = frozenset(f.name for f in sst_files or ())
+    data = {_driver_path(store_dir, path, sst_names): bytes(content) for path, content in pairs}
+    return memory_fs(store_dir, store_files, sst_files, data)
+
+
 def run_chain(
     zip_name: str, payload: bytes, index: int, pairs: Iterable[tuple[str, bytes]]
 ) -> Iterator[Any]:
@@ -58,12 +72,33 @@ def run_chain(
 
     plans = pickle.loads(payload)
     task, files = plans[index]
-    store_dir = task.store_dir.rstrip("/")
-    sst_names = frozenset(f.name for f in files.sst_files or ())
-    data = {_driver_path(store_dir, path, sst_names): bytes(content) for path, content in pairs}
-    fs = MemoryFileSystem(store_dir, files.store_files, files.sst_files, data)
+    fs = _held(MemoryFileSystem, task.store_dir, files.store_files, files.sst_files, pairs)
     try:
         yield compute_chain(task, fs)
     except ModuleNotFoundError as exc:
         # lz4, rocksdict, zstandard...: imported lazily, per codec and provider.
         raise _missing(exc, zip_name) from exc
+
+
+def decode_partition(
+    zip_name: str, payload: bytes, index: int, pairs: Iterable[tuple[str, bytes]]
+) -> Iterator[Any]:
+    """Spark partition ``index`` holds the files of decode task ``index``: decode one store
+    partition at one batch into a Parquet file (the SQL catalog's ``--engine spark``)."""
+    try:
+        from stateglass.collectors.catalog.decode_task import run_decode
+        from stateglass.collectors.engines.memfs import MemoryFileSystem
+    except ModuleNotFoundError as exc:
+        raise _missing(exc, zip_name) from exc
+
+    task = pickle.loads(payload)[index]
+    fs = _held(MemoryFileSystem, task.store_dir, task.store_files, task.sst_files, pairs)
+    try:
+        yield run_decode(task, fs)
+    except ModuleNotFoundError as exc:
+        raise _missing(exc, zip_name) from exc
+    except Exception as exc:
+        # A corrupt file or a row that does not decode: the driver prints this one line.
+        if type(exc).__module__.startswith("stateglass."):
+            raise RuntimeError(f"{MARK}{exc}{END}") from exc
+        raise

@@ -27,7 +27,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from stateglass.collectors.docs import doc_path
@@ -41,7 +41,12 @@ from stateglass.collectors.engines.hadoop import (
 )
 from stateglass.collectors.engines.memfs import MemoryFileSystem
 from stateglass.collectors.engines.ship import shipped_zip
-from stateglass.collectors.errors import CheckpointError, CollectorError, EngineError
+from stateglass.collectors.errors import (
+    CheckpointError,
+    CollectorError,
+    EngineError,
+    QueryTimeLimit,
+)
 from stateglass.collectors.fs import FileInfo, FileSystem
 from stateglass.collectors.scan.chains import ChainResult, ChainTask, compute_chain
 from stateglass.collectors.stores import shared_dir
@@ -85,16 +90,26 @@ def spark_session(master: str | None = None) -> Any:
     return _session(master)
 
 
-def _session(master: str | None) -> Any:
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError as exc:
+def check_spark(master: str | None) -> None:
+    """Fail at once, in one line, when Spark cannot start: no pyspark, no Java, or a
+    ``spark://`` master that does not answer (what a session would find out slowly)."""
+    import importlib.util
+
+    if importlib.util.find_spec("pyspark") is None:
         raise EngineError(
             "--engine spark",
             "pyspark is not installed: pip install 'stateglass[spark]' (and a Java 17+ JDK)",
-        ) from exc
+        )
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         raise EngineError("--engine spark", "no Java found: install a JDK 17+ or set JAVA_HOME")
+    if master:
+        check_master(master)
+
+
+def _session(master: str | None) -> Any:
+    check_spark(None)
+    from pyspark.sql import SparkSession
+
     # Spark's console progress bar ("[Stage 0:> (0 + 1) / 4]") would be printed around, and
     # after, the one-line error a failed collect ends with: stderr is ours to keep readable.
     builder = SparkSession.builder.appName("stateglass-collect").config(
@@ -159,11 +174,12 @@ def _ship(sc: Any) -> str:
     return os.path.basename(path)
 
 
-def _sst_listing(task: ChainTask, fs: FileSystem) -> tuple[FileInfo, ...] | None:
-    shared = shared_dir(task.provider)
+def sst_listing(provider: str, store_dir: str, fs: FileSystem) -> tuple[FileInfo, ...] | None:
+    """The SST files a store directory's versions share (RocksDB), or None: no such folder."""
+    shared = shared_dir(provider)
     if shared is None:
         return None
-    sst_dir = f"{task.store_dir.rstrip('/')}/{shared}"
+    sst_dir = f"{store_dir.rstrip('/')}/{shared}"
     if not fs.is_dir(sst_dir):
         return None
     return tuple(
@@ -179,13 +195,13 @@ def plan(task: ChainTask, fs: FileSystem) -> tuple[ChainTask, ChainFiles]:
     if files is None:
         files = tuple(f for f in fs.list(task.store_dir) if not f.is_dir)
     files = tuple(f for f in files if not f.is_dir and not f.name.startswith("."))
-    chain = needed_files(files, task.from_version, _sst_listing(task, fs))
+    chain = needed_files(files, task.from_version, sst_listing(task.provider, task.store_dir, fs))
     return dataclasses.replace(task, files=chain.store_files), chain
 
 
-def _inputs(task: ChainTask, chain: ChainFiles) -> str | None:
+def chain_inputs(store_dir: str, chain: ChainFiles) -> str | None:
     """The comma-separated Hadoop input paths of one chain; None when it has no file."""
-    store = hadoop_url(task.store_dir.rstrip("/"))
+    store = hadoop_url(store_dir.rstrip("/"))
     dirs = {store: [f.name for f in chain.store_files]} if chain.store_files else {}
     if chain.sst_files:
         dirs[f"{store}/SSTs"] = [f.name for f in chain.sst_files]
@@ -194,7 +210,7 @@ def _inputs(task: ChainTask, chain: ChainFiles) -> str | None:
     bad = unsafe_chars(store + "".join(n for names in dirs.values() for n in names))
     if bad:
         raise EngineError(
-            task.store_dir,
+            store_dir,
             f"the Spark engine cannot read a path with {bad!r}: Hadoop takes them for globs",
         )
     return input_paths(dirs)
@@ -254,7 +270,7 @@ class SparkEngine:
                 # engine would, instead of failing every other chain.
                 local.append((i, compute_chain(task, fs)))
                 continue
-            paths = _inputs(*planned)
+            paths = chain_inputs(planned[0].store_dir, planned[1])
             if paths is None:
                 # No file to read needs no executor (and binaryFiles refuses an empty input).
                 t, c = planned
@@ -264,37 +280,62 @@ class SparkEngine:
                 remote.append((i, planned, paths))
         if not remote:
             return iter(dataclasses.replace(r, task=tasks[i]) for i, r in local)
-        spark = _session(self.master)
-        sc = spark.sparkContext
-        master = sc.master
-        _register_executor_by_value()
-        zip_name = _ship(sc)
         payload = pickle.dumps([p for _, p, _ in remote])
-        timeout = float(sc.getConf().get(EXECUTOR_TIMEOUT_CONF, str(EXECUTOR_TIMEOUT)))
-        # Local masters run tasks in the driver's JVM: there is no executor to wait for.
-        watchdog = None if master.startswith("local") else _Watchdog(sc, timeout)
-        try:
-            # coalesce(1) without a shuffle: one task reads all of its chain's files.
-            rdds = [sc.binaryFiles(paths, 1).coalesce(1) for _, _, paths in remote]
-            union = sc.union(rdds)
-            if union.getNumPartitions() != len(remote):
-                raise EngineError(master, "Spark did not give one partition per chain")
-            job = union.mapPartitionsWithIndex(
-                functools.partial(executor.run_chain, zip_name, payload)
-            )
-            with watchdog or contextlib.nullcontext():
-                collected = job.collect()
-        except CollectorError:
-            raise  # ours already: one line of the right kind
-        except Exception as exc:  # Py4JJavaError, PySparkException...: one line for the user
-            _quiet(sc)
-            if watchdog is not None and watchdog.fired:
-                raise EngineError(
-                    master,
-                    f"no executor joined within {timeout:.0f} s: are workers running, with "
-                    f"enough free cores and memory? ({EXECUTOR_TIMEOUT_CONF} sets the wait)",
-                ) from exc
-            raise EngineError(master, _line(exc)) from exc
+        inputs = [paths for _, _, paths in remote]
+        collected = run_on_executors(self.master, inputs, executor.run_chain, payload)
         done = [(i, r) for (i, _, _), r in zip(remote, collected, strict=True)] + local
         # Results name the task as the scan planned it, not the trimmed copy sent out.
         return iter(dataclasses.replace(r, task=tasks[i]) for i, r in done)
+
+
+def run_on_executors(
+    master: str | None,
+    inputs: Sequence[str],
+    task: Callable[..., Iterator[Any]],
+    payload: bytes,
+    deadline: float | None = None,
+) -> list[Any]:
+    """Run ``task(zip_name, payload, index, files)`` once per entry of ``inputs`` (the Hadoop
+    input paths of Spark partition ``index``), each on one executor; what each yields, in
+    order. ``task`` is a function of :mod:`.executor`. Past ``deadline`` (monotonic) the jobs
+    are cancelled and :class:`QueryTimeLimit` says so; any other failure is one line."""
+    spark = _session(master)
+    sc = spark.sparkContext
+    master = sc.master
+    _register_executor_by_value()
+    zip_name = _ship(sc)
+    timeout = float(sc.getConf().get(EXECUTOR_TIMEOUT_CONF, str(EXECUTOR_TIMEOUT)))
+    # Local masters run tasks in the driver's JVM: there is no executor to wait for.
+    watchdog = None if master.startswith("local") else _Watchdog(sc, timeout)
+    alarm = None
+    if deadline is not None:
+        alarm = threading.Timer(max(0.0, deadline - time.monotonic()), sc.cancelAllJobs)
+        alarm.daemon = True
+    try:
+        # coalesce(1) without a shuffle: one task reads all of its partition's files.
+        rdds = [sc.binaryFiles(paths, 1).coalesce(1) for paths in inputs]
+        union = sc.union(rdds)
+        if union.getNumPartitions() != len(inputs):
+            raise EngineError(master, "Spark did not give one partition per task")
+        job = union.mapPartitionsWithIndex(functools.partial(task, zip_name, payload))
+        if alarm is not None:
+            alarm.start()
+        with watchdog or contextlib.nullcontext():
+            return list(job.collect())
+    except CollectorError:
+        raise  # ours already: one line of the right kind
+    except Exception as exc:  # Py4JJavaError, PySparkException...: one line for the user
+        _quiet(sc)
+        if deadline is not None and time.monotonic() >= deadline:
+            why = f"stopped at the time limit while Spark decoded ({master})"
+            raise QueryTimeLimit(why) from exc
+        if watchdog is not None and watchdog.fired:
+            raise EngineError(
+                master,
+                f"no executor joined within {timeout:.0f} s: are workers running, with "
+                f"enough free cores and memory? ({EXECUTOR_TIMEOUT_CONF} sets the wait)",
+            ) from exc
+        raise EngineError(master, _line(exc)) from exc
+    finally:
+        if alarm is not None:
+            alarm.cancel()

@@ -110,6 +110,45 @@ def test_collect_on_the_cluster_equals_the_local_engine(
         assert table(db, name) == table(reference.path, name), name
 
 
+def test_sql_on_the_cluster_equals_the_local_decode(spark_cluster: Cluster, tmp_path: Path) -> None:
+    checkpoint = str(ROOT / "sample_checkpoints" / "spark-4.3" / "agg-rocks-cl")
+    env = spark_env(tmp_path / "conf", [str(DECOY), VENV_SITE])
+    sql = "SELECT * FROM agg_rocks_cl.op0_default WHERE batch_id IN (7, 11) ORDER BY ALL"
+    base = [STATEGLASS, "sql", checkpoint, "--format", "jsonl", "-e", sql]
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    on_cluster = subprocess.Popen(
+        [
+            *base,
+            "--engine",
+            "spark",
+            "--master",
+            spark_cluster.master_url,
+            "--scratch",
+            str(scratch),
+            "--time-limit",
+            "400",
+        ],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        local = _run(base, env)
+        out, err = on_cluster.communicate(timeout=400)
+    finally:
+        if on_cluster.poll() is None:
+            on_cluster.kill()
+            on_cluster.wait()
+    assert on_cluster.returncode == 0, err[-3000:]
+    assert local.returncode == 0, local.stderr[-3000:]
+    assert len(local.stdout.splitlines()) > 10
+    assert out == local.stdout
+    assert list(scratch.iterdir()) == []  # the decoded Parquet is removed at exit
+
+
 def test_executors_missing_a_compiled_dependency(spark_cluster: Cluster, tmp_path: Path) -> None:
     checkpoint = str(copy_sample("spark-4.3/agg-hdfs", tmp_path))
     # No site-packages on the executors: lz4 and friends are missing there (the decoy is).
