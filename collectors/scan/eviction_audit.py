@@ -83,6 +83,7 @@ def store_rules(
                 time_mode=store.time_mode,
                 state_var_names=[v.name for v in store.state_variables],
                 join_row_schema=rows_of.get((store.operator_id, store.store_name.split("-", 1)[0])),
+                column_families=store.column_families if store.uses_column_families else (),
             )
         )
     return out

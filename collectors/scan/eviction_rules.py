@@ -35,6 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from stateglass.parsers.schema_file import ColumnFamilySchema
 from stateglass.parsers.sparktypes import AtomicType, StructType
 
 DELAY_KEY = "spark.watermarkDelayMs"
@@ -42,6 +43,8 @@ TIME_TYPES = ("timestamp", "timestamp_ntz")
 # transformWithState's event-time timers (TimerStateUtils), read as Spark's readRegisteredTimers.
 EVENT_TIMERS = "$eventTimers_keyToTimestamp"
 JOIN_VALUE_STORES = ("left-keyWithIndexToValue", "right-keyWithIndexToValue")
+# The column families holding a join side's input rows in join state formats 3 and 4.
+JOIN_ROW_FAMILIES = ("keyWithIndexToValue", "keyWithTsToValues")
 
 # Kinds of rule.
 WINDOW = "window"  # aggregation keyed by a window (or a watermarked column)
@@ -158,6 +161,7 @@ class _Store:
     time_mode: str | None
     state_var_names: Sequence[str]
     join_row_schema: StructType | None
+    column_families: Sequence[ColumnFamilySchema]
 
     def rule(self, kind: str, **kw: Any) -> EvictionRule:
         return EvictionRule(self.operator_id, self.store_name, self.operator_name, kind, **kw)
@@ -182,11 +186,14 @@ def eviction_rules(
     time_mode: str | None = None,
     state_var_names: Sequence[str] = (),
     join_row_schema: StructType | None = None,
+    column_families: Sequence[ColumnFamilySchema] = (),
 ) -> list[EvictionRule]:
     """The rule(s) of one store; ``has_watermark``: some batch ran with a watermark > 0.
 
     ``join_row_schema``: for a join store, the value schema of its side's
-    ``keyWithIndexToValue`` (the input row; ``keyToNumValues`` holds only a count)."""
+    ``keyWithIndexToValue`` (the input row; ``keyToNumValues`` holds only a count).
+    ``column_families``: the schemas of a store kept in column families (join state
+    formats 3 and 4 keep both sides in one store)."""
     store = _Store(
         operator_id,
         operator_name,
@@ -197,6 +204,7 @@ def eviction_rules(
         time_mode,
         state_var_names,
         join_row_schema,
+        column_families,
     )
     name = _base(operator_name)
     derive = _RULES.get(name)
@@ -232,22 +240,32 @@ def _aggregation_rules(store: _Store) -> list[EvictionRule]:
 
 def _session_rules(store: _Store) -> list[EvictionRule]:
     value_schema = store.value_schema
+    if value_schema is None:
+        return [store.rule(NOT_AUDITED, cause="the session window's state schema was not read")]
     at = _watermarked(value_schema)
-    if value_schema is not None and at is not None:
-        found = _time_path(value_schema, at)
-        if found:
-            return [store.rule(SESSION, side="value", path=found[0], field=found[1])]
-    if value_schema is not None and not store.has_watermark:
-        # Spark closes a session only when the watermark passes its end: without one (complete
-        # mode, the only one Spark then allows), every session stays in the state.
-        return [
-            store.never(
-                "no watermark: a session window keeps every session forever",
+    if at is None:
+        # Spark closes a session only when the watermark passes its end, and only in append
+        # mode, which needs the watermark on the session window's column. Without it Spark
+        # allows only complete mode (update is refused for session windows), and complete
+        # mode never evicts: every session stays in the state.
+        return store.never_evicted(
+            (
+                "the query has a watermark, but not on the column of session_window(...): "
+                "no session ever closes, and complete output mode keeps every one",
+                "put withWatermark('<event-time column>', '<delay>') on the column of "
+                "session_window(...) and write in append mode",
+            ),
+            (
+                "no watermark: a session window keeps every session forever (Spark then "
+                "allows only complete output mode, which never evicts)",
                 "add withWatermark('<event-time column>', '<delay>') on the column of "
-                "session_window(...)",
-            )
-        ]
-    return [store.rule(NOT_AUDITED, cause="no watermarked session window in the value schema")]
+                "session_window(...) and write in append mode",
+            ),
+        )
+    found = _time_path(value_schema, at)
+    if found:
+        return [store.rule(SESSION, side="value", path=found[0], field=found[1])]
+    return [store.rule(NOT_AUDITED, cause="no session window in the value schema")]
 
 
 def _dedup_rules(store: _Store) -> list[EvictionRule]:
@@ -276,15 +294,40 @@ def _dedup_within_rules(store: _Store) -> list[EvictionRule]:
 
 def _join_rules(store: _Store) -> list[EvictionRule]:
     if store.key_schema is None and store.value_schema is None:
-        # Join state formats 3 and 4 keep the four stores as column families of one.
-        return [
-            store.rule(
-                NOT_AUDITED,
-                cause="join state in column families (state format 3 or 4) is not audited",
-            )
-        ]
+        return [_join_family_rule(store)]
     rows = store.join_row_schema if store.join_row_schema is not None else store.value_schema
     return [_join_rule(store, rows)]
+
+
+def _join_family_rule(store: _Store) -> EvictionRule:
+    """Join state formats 3 and 4, whose stores are column families of one: their values are
+    not audited, but a side whose input rows hold no watermarked column is never evicted."""
+    rows = {
+        cf.name.split("-", 1)[0]: cf.value_schema
+        for cf in store.column_families
+        if cf.name.split("-", 1)[-1] in JOIN_ROW_FAMILIES
+    }
+    unwatermarked = [side for side, schema in rows.items() if _watermarked(schema) is None]
+    if unwatermarked:
+        return _join_never(store, " and ".join(unwatermarked))
+    return store.rule(
+        NOT_AUDITED, cause="join state in column families (state format 3 or 4) is not audited"
+    )
+
+
+def _join_never(store: _Store, side: str) -> EvictionRule:
+    """A join side (or both) whose input has no watermark: Spark never evicts its rows."""
+    if store.has_watermark:
+        return store.never(
+            f"the {side} input has no watermark: its join state is never evicted",
+            f"add withWatermark(...) on the {side} input and a time-range condition "
+            "on both event times to the join",
+        )
+    return store.never(
+        "no watermark: a stream-stream join keeps every row of both sides forever",
+        "add withWatermark(...) on both inputs and a time-range condition on their "
+        "event times (e.g. l.ts BETWEEN r.ts - INTERVAL 10 MINUTES AND r.ts)",
+    )
 
 
 def _timeout_rules(store: _Store) -> list[EvictionRule]:
@@ -342,17 +385,7 @@ def _join_rule(store: _Store, value_schema: StructType | None) -> EvictionRule:
     at = _watermarked(value_schema)
     side = store_name.split("-", 1)[0]
     if at is None or value_schema is None:
-        if store.has_watermark:
-            return store.never(
-                f"the {side} input has no watermark: its join state is never evicted",
-                f"add withWatermark(...) on the {side} input and a time-range condition "
-                "on both event times to the join",
-            )
-        return store.never(
-            "no watermark: a stream-stream join keeps every row of both sides forever",
-            "add withWatermark(...) on both inputs and a time-range condition on their "
-            "event times (e.g. l.ts BETWEEN r.ts - INTERVAL 10 MINUTES AND r.ts)",
-        )
+        return _join_never(store, side)
     wm_field = value_schema.fields[at]
     if key_schema is not None:
         for i, f in enumerate(key_schema.fields):

@@ -28,6 +28,9 @@ CONF = {
     "spark.sql.streaming.stateStore.providerClass": HDFS,
     "spark.sql.shuffle.partitions": "4",
 }
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+FAMILIES_CONF = {"spark.sql.streaming.stateStore.providerClass": ROCKSDB}
+JOIN_FORMAT = "spark.sql.streaming.join.stateFormatVersion"
 BATCHES = 5
 EARLY_BATCHES = 4
 SCHEMA = "k STRING, id BIGINT, ts TIMESTAMP"
@@ -112,6 +115,17 @@ def queries(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Queries:
             "complete",
             lambda: stream().groupBy(F.session_window("ts", "2 minutes"), "k").count(),
         ),
+        # A watermark, but on another column: no session closes (complete mode again).
+        "session_watermark_elsewhere": (
+            "complete",
+            lambda: (
+                stream()
+                .withColumn("seen", F.col("ts"))
+                .withWatermark("seen", "1 minute")
+                .groupBy(F.session_window("ts", "2 minutes"), "k")
+                .count()
+            ),
+        ),
         # Complete output mode never evicts: the windows stay, overdue.
         "window_agg_complete": (
             "complete",
@@ -130,11 +144,27 @@ def queries(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Queries:
         "join_time_bound": ("append", lambda: join("1 MINUTE")),
         "join_wide_bound": ("append", lambda: join("2 HOURS", early)),
     }
+    # Join state formats 3 and 4 keep both sides in one RocksDB store's column families.
+    families: dict[str, tuple[str, Callable[[], Any]]] = {
+        "join_v3_no_watermark": ("3", lambda: join_unwatermarked(False)),
+        "join_v4_left_watermark": ("4", lambda: join_unwatermarked(True)),
+    }
+
+    def join_unwatermarked(left_watermark: bool) -> Any:
+        left = (watermarked if left_watermark else stream)(left_src).select(
+            F.col("k").alias("lk"), F.col("ts").alias("lts")
+        )
+        right = stream(right_src).select(F.col("k").alias("rk"), F.col("ts").alias("rts"))
+        return left.join(right, F.col("lk") == F.col("rk"))
+
     # All at once: a batch costs mostly driver round trips, which the queries then share.
     with spark_conf(spark, CONF):
         running = [_start(base / name, mode, build) for name, (mode, build) in built.items()]
+    for name, (version, build) in families.items():
+        with spark_conf(spark, {**CONF, **FAMILIES_CONF, JOIN_FORMAT: version}):
+            running.append(_start(base / name, "append", build))
     for query in running:
         query.awaitTermination()
     db = Database(str(base / "audit.duckdb"))
-    roots = {name: scan_checkpoint(db, str(base / name)).checkpoint for name in built}
+    roots = {name: scan_checkpoint(db, str(base / name)).checkpoint for name in [*built, *families]}
     return Queries(db.path, roots)

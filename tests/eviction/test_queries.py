@@ -31,6 +31,18 @@ LEAKS = {
         "never_evicted",
         "no watermark: a session window keeps every session forever",
     ),
+    "session_watermark_elsewhere": (
+        "never_evicted",
+        "the query has a watermark, but not on the column of session_window(...)",
+    ),
+    "join_v3_no_watermark": (
+        "never_evicted",
+        "no watermark: a stream-stream join keeps every row of both sides forever",
+    ),
+    "join_v4_left_watermark": (
+        "never_evicted",
+        "the right input has no watermark",
+    ),
 }
 HEALTHY = {
     "window_agg": {"default": "window"},
