@@ -147,7 +147,7 @@ def test_the_planner_offers_rewrite_where_spark_cannot_repartition(findings: Fin
     page = findings.page
     _open(page, _at(findings, "state", "orders-a", tab="Repartition"))
     page.get_by_text("does not apply: a store uses the HDFS state store provider").first.wait_for()
-    command = page.locator('[data-testid="stCode"]', has_text="stateglass rewrite").first
+    command = page.locator('[data-testid="stCode"]', has_text="--partitions").first
     command.wait_for()
     assert "--partitions 8" in command.inner_text()
     assert page.get_by_role("button", name="Plan").count() == 1

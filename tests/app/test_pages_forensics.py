@@ -74,7 +74,7 @@ def test_the_what_if_at_today_s_setting_is_now(samples_db: str) -> None:
 
 
 def test_the_planner_offers_the_way_that_applies(samples_db: str) -> None:
-    # HDFS: Spark refuses, the rewrite is offered; transformWithState on RocksDB: the reverse.
+    # HDFS: Spark refuses, the rewrite is offered; transformWithState on RocksDB: both apply.
     at = _state_page("spark-4.3/agg-hdfs")
     assert [b for b in at.button if b.key == "sg_plan_go"]
     (spark,) = [m.value for m in at.markdown if "does not apply" in m.value]
@@ -86,6 +86,6 @@ def test_the_planner_offers_the_way_that_applies(samples_db: str) -> None:
     assert [c.value for c in fix.code if "--drop-keys 0/default" in c.value]
     tws = _state_page("spark-4.3/tws-rocks-cl")
     assert [b for b in tws.button if b.key == "sg_plan_go"]
-    (rewrite,) = [m.value for m in tws.markdown if "does not apply" in m.value]
-    assert "stateglass rewrite" in rewrite
+    assert not [m.value for m in tws.markdown if "does not apply" in m.value]
     assert [c.value for c in tws.code if "_streamingCheckpointManager.repartition(" in c.value]
+    assert [c.value for c in tws.code if c.value.endswith("--partitions 8")]
