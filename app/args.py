@@ -129,13 +129,7 @@ def add_collect_args(p: argparse.ArgumentParser) -> None:
         default="local",
         help="local: this process (default); spark: one Spark task per store partition",
     )
-    p.add_argument(
-        "--master",
-        default=None,
-        metavar="URL",
-        help="Spark master for --engine spark: local[N] (default local[*]), spark://HOST:PORT, "
-        "yarn or k8s://URL (see docs/spark-engine.md)",
-    )
+    add_master_arg(p)
     p.add_argument(
         "--no-eviction-audit",
         dest="eviction_audit",
@@ -145,6 +139,17 @@ def add_collect_args(p: argparse.ArgumentParser) -> None:
     )
     discovery.add_arguments(p)
     add_progress_arg(p)
+
+
+def add_master_arg(p: argparse.ArgumentParser) -> None:
+    """``--master``: where ``--engine spark`` runs (``collect``, ``watch``, ``sql``)."""
+    p.add_argument(
+        "--master",
+        default=None,
+        metavar="URL",
+        help="Spark master for --engine spark: local[N] (default local[*]), spark://HOST:PORT, "
+        "yarn or k8s://URL (see docs/spark-engine.md)",
+    )
 
 
 def add_progress_arg(p: argparse.ArgumentParser) -> None:

@@ -19,7 +19,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from stateglass.app import discovery
-from stateglass.app.args import add_output_args
+from stateglass.app.args import add_master_arg, add_output_args
 from stateglass.app.errors import AppError
 from stateglass.collectors.locations import DEFAULT_DB
 
@@ -132,13 +132,7 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
         help="who decodes the stores a query reads: local, this process (default); spark, "
         "the Spark engine of collect, on a cluster, into Parquet this session reads",
     )
-    p.add_argument(
-        "--master",
-        default=None,
-        metavar="URL",
-        help="Spark master for --engine spark: local[N] (default local[*]), spark://HOST:PORT, "
-        "yarn or k8s://URL (see docs/spark-engine.md)",
-    )
+    add_master_arg(p)
     p.add_argument(
         "--scratch",
         default=None,
