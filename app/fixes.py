@@ -45,7 +45,7 @@ def leak_fix(checkpoint: str, ref: str, operator_id: int, target: LeakTarget, wm
     """The rows older than the watermark (what Spark should have evicted), dropped."""
     predicate = target.where(wm)
     return Fix(
-        title=f"Drop what the watermark missed in operator {operator_id} / {target.label}",
+        title=f"Remove what the watermark missed in operator {operator_id} / {target.label}",
         why=(
             "writes a new checkpoint without the keys whose event time is at or before the "
             f"watermark ({int(wm)} ms), as if Spark had evicted them; the query restarts on it "
@@ -69,7 +69,7 @@ def growth_fix(
         return None
     predicate = f"{field_path('key', top.field)} {test}"
     return Fix(
-        title=f"Drop the keys with {top.label} from operator {operator_id} / {label}",
+        title=f"Remove the keys with {top.label} from operator {operator_id} / {label}",
         why=(
             f"{top.share:.0%} of the new keys carry {top.label}. The rewrite writes a new "
             "checkpoint without every key that does (old and new); the query restarts on it "

@@ -86,7 +86,7 @@ class OwnerMark:
         return (json.dumps(doc) + "\n").encode("utf-8")
 
     def write(self, path: str) -> None:
-        """Create ``path`` holding this mark; fails if it exists (ids are never reused)."""
+        """Make ``path`` hold this mark; fails if it exists (ids are never reused)."""
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             os.write(fd, self.to_bytes())  # one small write: a kill leaves it whole or empty

@@ -82,7 +82,7 @@ def test_the_planner_offers_the_way_that_applies(samples_db: str) -> None:
     (command,) = [c.value for c in at.code if "--partitions" in c.value]
     assert command.startswith("stateglass rewrite ") and command.endswith("--partitions 8")
     # The growth section's lead (a key value most new keys carry) gets its fix beside it.
-    (fix,) = [e for e in at.expander if e.label.startswith("Plan a fix: Drop the keys with")]
+    (fix,) = [e for e in at.expander if e.label.startswith("Plan a fix: Remove the keys with")]
     assert [c.value for c in fix.code if "--drop-keys 0/default" in c.value]
     tws = _state_page("spark-4.3/tws-rocks-cl")
     assert [b for b in tws.button if b.key == "sg_plan_go"]
