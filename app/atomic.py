@@ -64,6 +64,35 @@ def signals_unwind() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+@contextlib.contextmanager
+def signals_stop(stop: threading.Event) -> Iterator[list[int]]:
+    """Inside the block, the first SIGTERM or SIGHUP sets ``stop`` and a second one raises
+    :class:`Terminated`; yields the signals received (main thread only, as
+    :func:`signals_unwind`).
+
+    For loops that run until stopped (``watch``): they end between two pieces of work, where
+    nothing is half-done, rather than unwinding from wherever the signal lands (inside a thread
+    being started, inside a library). A second signal stops a scan that is taking too long.
+    """
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        if received:
+            raise Terminated(signum)
+        received.append(signum)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, request_stop) for sig in CLEAN_EXIT_SIGNALS}
+    try:
+        yield received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def _not_a_file(path: str) -> bool:
     """``path`` exists and is not a regular file: ``/dev/null``, ``/dev/stdout``, a FIFO. A
     rename would replace the device itself (as root, /dev/null becomes a plain file)."""

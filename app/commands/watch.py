@@ -36,8 +36,10 @@ def run(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
     until ``stop`` (or Ctrl-C).
 
     Quiet by default: one line per checkpoint collected at start, then only scans that found
-    problems; ``--verbose`` prints every scan.
+    problems; ``--verbose`` prints every scan. SIGTERM or SIGHUP ends it after the scan in
+    progress (a second one at once), with the exit status of a command they stop.
     """
+    from stateglass.app.atomic import Terminated, signals_stop
     from stateglass.app.collecting import ProgressBar, scanner_for, summary_line
     from stateglass.app.watching import checkpoint_watcher, gauges, start_progress
     from stateglass.collectors.errors import DatabaseBusy
@@ -62,5 +64,9 @@ def run(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
             print(summary_line(done, scanner.db.path), file=sys.stderr)
             print(f"watching {len(roots)} checkpoint(s); Ctrl-C to stop", file=sys.stderr)
 
-    checkpoint_watcher(args, scanner, roots, on_added=first).run(halt)
+    with signals_stop(halt) as received:
+        checkpoint_watcher(args, scanner, roots, on_added=first).run(halt)
+    if received:
+        # Exit 128 + signal with its one line, as every command a signal stops.
+        raise Terminated(received[0])
     return 0
