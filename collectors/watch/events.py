@@ -250,8 +250,9 @@ class CheckpointWatcher:
             return
         self._event_roots.append(root)
 
-    def _add_pending(self) -> None:
-        while True:
+    def _add_pending(self, stop: threading.Event) -> None:
+        # A stop asked during the first collect of a fleet ends it after the root being read.
+        while not stop.is_set():
             try:
                 root = self._pending.get_nowait()
             except queue.Empty:
@@ -279,9 +280,9 @@ class CheckpointWatcher:
         self._observer.start()
         next_poll = time.monotonic() + self.poller.interval_s
         try:
-            self._add_pending()
+            self._add_pending(stop)
             while not stop.wait(self.tick_s):
-                self._add_pending()
+                self._add_pending(stop)
                 now = time.monotonic()
                 if now >= next_poll:
                     next_poll = now + self.poller.interval_s
