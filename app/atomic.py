@@ -45,8 +45,12 @@ class Terminated(KeyboardInterrupt):
         return 128 + self.signum
 
 
-def _raise_terminated(signum: int, frame: FrameType | None) -> None:
-    raise Terminated(signum)
+def interrupted_query(exc: BaseException) -> bool:
+    """Whether ``exc`` is DuckDB's own word for a Ctrl+C (or a stop signal) that landed inside
+    a query: it stops the query and raises this instead of the KeyboardInterrupt."""
+    return type(exc).__name__ == "InterruptException" or (
+        isinstance(exc, RuntimeError) and str(exc) == "Query interrupted"
+    )
 
 
 @contextlib.contextmanager
@@ -56,9 +60,21 @@ def signals_unwind() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {sig: signal.signal(sig, _raise_terminated) for sig in CLEAN_EXIT_SIGNALS}
+    received: list[int] = []
+
+    def raise_terminated(signum: int, frame: FrameType | None) -> None:
+        received.append(signum)
+        raise Terminated(signum)
+
+    previous = {sig: signal.signal(sig, raise_terminated) for sig in CLEAN_EXIT_SIGNALS}
     try:
         yield
+    except Exception as exc:
+        # DuckDB checks for signals mid-query, swallows the Terminated and says "interrupted":
+        # the signal that stopped it is still the command's exit status and line.
+        if received and interrupted_query(exc):
+            raise Terminated(received[-1]) from exc
+        raise
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

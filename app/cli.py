@@ -85,18 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def interrupted_query(exc: BaseException) -> bool:
-    """Whether ``exc`` is DuckDB's own word for a Ctrl+C that landed inside a query: it stops
-    the query and raises this instead of the KeyboardInterrupt."""
-    return type(exc).__name__ == "InterruptException" or (
-        isinstance(exc, RuntimeError) and str(exc) == "Query interrupted"
-    )
-
-
 def exit_status(exc: BaseException) -> int | None:
     """The exit status for what ended a command, its one line printed; None: not ours."""
     from stateglass.app.analysis.errors import AnalysisError
-    from stateglass.app.atomic import Terminated
+    from stateglass.app.atomic import Terminated, interrupted_query
     from stateglass.app.errors import AppError
     from stateglass.collectors.errors import CollectorError
 
@@ -127,7 +119,7 @@ _LONG_RUNNING = frozenset({"watch", "dashboard", "metrics"})
 
 def main(argv: Sequence[str] | None = None) -> int:
     from stateglass.app.args import apply_storage_args, print_counts
-    from stateglass.app.atomic import signals_unwind
+    from stateglass.app.atomic import interrupted_query, signals_unwind
 
     args = build_parser().parse_args(argv)
     if threading.current_thread() is threading.main_thread():
