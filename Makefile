@@ -29,8 +29,18 @@ typecheck: install
 	ln -sfn ../../../stateglass/__init__.py build/typecheck/stateglass/__init__.py
 	$(BIN)/mypy
 
-pytest: install
-	$(BIN)/pytest
+# Spark 3.5 restarts checkpoints that `rewrite` wrote (tests/rewrite/test_rewrite_spark35.py): an
+# interpreter of its own, since one venv holds one pyspark.
+VENV35 := .venv35
+SPARK35 := $(VENV35)/.installed
+
+$(SPARK35):
+	test -x $(VENV35)/bin/python || $(PYTHON) -m venv $(VENV35)
+	$(VENV35)/bin/pip install --quiet 'pyspark==3.5.9'
+	touch $(SPARK35)
+
+pytest: install $(SPARK35)
+	SPARK35_PYTHON=$(CURDIR)/$(VENV35)/bin/python $(BIN)/pytest
 
 test: lint typecheck pytest
 
@@ -71,4 +81,4 @@ wheel: install
 	$(BIN)/python -m build --no-isolation --outdir dist .
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build dist
+	rm -rf $(VENV) $(VENV35) .mypy_cache .ruff_cache .pytest_cache build dist

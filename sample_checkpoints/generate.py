@@ -17,10 +17,10 @@ Usage (from the repository root)::
     python sample_checkpoints/generate.py --demo           # the demo stories (demo_stories.py)
 
 The default run regenerates ``spark-4.3`` with the current interpreter (which must have
-pyspark 4.3) and ``spark-3.5`` with ``$SPARK35_PYTHON`` (default ``/tmp/venv35/bin/python``,
-skipped with a message when missing), each in its own process, then reads every checkpoint
-back with Spark 4.3's State Data Source and rewrites ``sample_checkpoints/README.md``.
-Each regenerated checkpoint directory is deleted first.
+pyspark 4.3) and ``spark-3.5`` with ``$SPARK35_PYTHON`` (default ``.venv35/bin/python``, which
+``make test`` builds; skipped with a message when missing), each in its own process, then
+reads every checkpoint back with Spark 4.3's State Data Source and rewrites
+``sample_checkpoints/README.md``. Each regenerated checkpoint directory is deleted first.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 HERE = Path(__file__).resolve().parent
 README = HERE / "README.md"
 TAGS = ("spark-4.3", "spark-3.5")
-SPARK35_PYTHON = os.environ.get("SPARK35_PYTHON", "/tmp/venv35/bin/python")
+SPARK35_PYTHON = os.environ.get("SPARK35_PYTHON", str(HERE.parent / ".venv35" / "bin" / "python"))
 
 NUM_BATCHES = 12
 SHUFFLE_PARTITIONS = 4

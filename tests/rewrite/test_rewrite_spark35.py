@@ -1,13 +1,13 @@
 """Spark 3.5 judges ``stateglass rewrite``: the aggregation, dedup and join on both providers.
 
-A Spark 3.5 interpreter (``$SPARK35_PYTHON``, default ``/tmp/venv35/bin/python``: a venv with
-``pip install 'pyspark==3.5.*'``) runs ``tests/rewrite/spark35_driver.py`` in a subprocess:
-each query writes SRC (2 partitions) on one provider; StateGlass, in this interpreter's venv,
-rewrites it to 3 partitions on the other provider; the query restarts on DST and on an
-untouched copy of SRC with three more batches: the sink outputs must be equal. Spark 3.5 has
-no state reader, so Spark 4.3's (the suite's session) reads the state: DST right after the
-rewrite holds SRC's rows, each in the partition of Spark's hash, and after the restarts DST
-and the copy hold the same state. Without a 3.5 interpreter the test is skipped, saying so.
+A Spark 3.5 interpreter (``$SPARK35_PYTHON``, default ``.venv35/bin/python``, which ``make test``
+builds with ``pip install pyspark==3.5.9``) runs ``tests/rewrite/spark35_driver.py`` in a
+subprocess: each query writes SRC (2 partitions) on one provider; StateGlass, in this
+interpreter's venv, rewrites it to 3 partitions on the other provider; the query restarts on DST
+and on an untouched copy of SRC with three more batches: the sink outputs must be equal. Spark 3.5
+has no state reader, so Spark 4.3's (the suite's session) reads the state: DST right after the
+rewrite holds SRC's rows, each in the partition of Spark's hash, and after the restarts DST and
+the copy hold the same state. Without a 3.5 interpreter the test is skipped, saying so.
 """
 
 from __future__ import annotations
@@ -22,15 +22,16 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import ROOT
 from tests.rewrite.test_rewrite_spark import _rows, _spark_partitions
 
 DRIVER = Path(__file__).with_name("spark35_driver.py")
-PYTHON = os.environ.get("SPARK35_PYTHON", "/tmp/venv35/bin/python")
+PYTHON = os.environ.get("SPARK35_PYTHON", str(ROOT / ".venv35" / "bin" / "python"))
 # Checked before any fixture, so that a skip starts no Spark session.
 pytestmark = pytest.mark.skipif(
     not Path(PYTHON).exists(),
-    reason=f"no Spark 3.5 interpreter at {PYTHON}: create a venv with "
-    "pip install 'pyspark==3.5.*' and set SPARK35_PYTHON to its python",
+    reason=f"no Spark 3.5 interpreter at {PYTHON}: `make test` builds one (.venv35), or set "
+    "SPARK35_PYTHON to the python of a venv with pyspark 3.5",
 )
 CASES = [f"{q}-{p}" for q in ("aggregation", "dedup", "join") for p in ("hdfs", "rocksdb")]
 
