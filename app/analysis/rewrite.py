@@ -31,7 +31,7 @@ Example::
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from stateglass.app.analysis import rewrite_refusals
@@ -39,8 +39,7 @@ from stateglass.app.analysis.errors import AnalysisError
 from stateglass.app.analysis.repartition.keys import (
     DROP_LAST,
     Refused,
-    column_family_key_path,
-    key_at,
+    grouping_keys,
 )
 from stateglass.app.analysis.repartition.plan import (
     UNPLACED,
@@ -69,10 +68,6 @@ from stateglass.parsers.logs import (
     OffsetSeq,
 )
 from stateglass.parsers.partitioning import row_partition
-from stateglass.parsers.rocksdb_encoding import KeyLayout, key_layout
-from stateglass.parsers.schema_file import DEFAULT_COLUMN_FAMILY
-from stateglass.parsers.sparktypes import StructType
-from stateglass.parsers.unsaferow import row_decoder
 
 
 @dataclass(frozen=True)
@@ -240,7 +235,7 @@ def _column_family_rows(
     read once, every key under the rewrite's column family ids, sent where its grouping key
     goes."""
     source = StateSource(cp, StateRequest(store.operator_id, store.store_name, plan.batch_id))
-    grouping = _grouping_keys(store)
+    grouping = grouping_keys(store)
     for part in [p for p in source.partitions if p < plan.partitioning.current_partitions]:
         where = cp.store_dir(store.operator_id, part, store.store_name)
         reader = source.reader(part)
@@ -265,37 +260,6 @@ def _column_family_rows(
             if target is None:
                 raise RewriteRefused(where, "a key of a type Spark's hash is not reproduced for")
             yield (part, target, *rows.moved(name, key, value))
-
-
-GroupingKey = Callable[[bytes], tuple[StructType, tuple[object, ...]]]
-
-
-def _grouping_keys(store: StoreInfo) -> dict[str, GroupingKey]:
-    """Per column family: a key without its id → the grouping key's (schema, values)."""
-    kinds = {v.name: v.kind for v in store.state_variables}
-    decoders: dict[str, Callable[[bytes], tuple[object, ...]]] = {}
-
-    def decode_row(payload: bytes, schema: StructType) -> tuple[object, ...]:
-        text = schema.simple_string()
-        if text not in decoders:
-            decoders[text] = row_decoder(schema)
-        return tuple(decoders[text](payload))
-
-    def grouping(layout: KeyLayout, path: tuple[int, ...]) -> GroupingKey:
-        return lambda key: key_at(path, layout.key_schema, layout.decode(key, decode_row))
-
-    out: dict[str, GroupingKey] = {}
-    # transformWithState keeps nothing in the default column family (Spark's partition key
-    # extractors refuse it).
-    for cf in [cf for cf in store.column_families if cf.name != DEFAULT_COLUMN_FAMILY]:
-        try:
-            path = column_family_key_path(cf.name, kinds)
-            layout = key_layout(cf.key_state_encoder_spec, cf.key_schema)
-        except (ParseError, Refused) as exc:
-            why = exc.why if isinstance(exc, ParseError) else str(exc)
-            raise RewriteRefused(f"{store.operator_id}/{cf.name}", why) from exc
-        out[cf.name] = grouping(layout, path)
-    return out
 
 
 def _kept_targets(
