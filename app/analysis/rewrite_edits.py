@@ -11,10 +11,13 @@ rewrite's batch; the rows it returns name the keys to drop.
 What is dropped is a *key*, in every store that holds it, so the query restarts on a
 consistent state: for a stream-stream join, a key matched in one side's ``keyToNumValues`` or
 ``keyWithIndexToValue`` leaves both of that side's stores, all its values with it (so no
-index is left to renumber). The result is one :class:`StoreDrops` per store touched: the
-stored key bytes to leave out, computed at plan time, which the command's writer applies as a
-row filter (:meth:`Edits.keeps`), and what the dry run shows (keys per partition, bytes, the
-first rows removed).
+index is left to renumber); for transformWithState, a grouping key leaves every column
+family of the store (state variables, TTL indexes, both timer indexes, row counters):
+``0/default`` evaluates the predicate over the grouping keys of all state variables, a state
+variable's table (``op0_by_kind``, ``0/by_kind``) over that variable's rows. The result is
+one :class:`StoreDrops` per store touched: the stored key bytes to leave out, computed at
+plan time, which the command's writer applies as a row filter (:meth:`Edits.keeps`), and
+what the dry run shows (keys per partition, bytes, the first rows removed).
 
 ``--evict-expired`` builds the same drops from the eviction audit's rules
 (:mod:`stateglass.collectors.scan.eviction_rules`): the rows Spark's eviction removes at the

@@ -29,6 +29,9 @@ anything else                    refused: ``STATE_REPARTITION_INVALID_CHECKPOINT
                                  reader reads it: ``STDS_FAILED_TO_READ_STATE_SCHEMA``
 ===============================  ==============================================================
 
+:func:`grouping_keys` finds the grouping key in a raw key of each transformWithState column
+family, for the rewrite's partitioning and for ``--drop-keys``.
+
 Hashing one struct column is hashing its fields in turn from seed 42, which is what the
 query's own shuffle does with its key columns: a key lands where
 :func:`stateglass.parsers.partitioning.row_partition` says. The HDFS provider is refused
