@@ -35,12 +35,11 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from stateglass.app.analysis.repartition.grouping import grouped_rows
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
-from stateglass.collectors.checkpoints.state_reader import StateRequest, StateSource
+from stateglass.collectors.checkpoints.state_reader import StateSource
 from stateglass.collectors.checkpoints.state_views import views_of
-from stateglass.collectors.errors import CollectorError, CorruptFile
-from stateglass.parsers.errors import ParseError
-from stateglass.parsers.sparktypes import StructType
+from stateglass.collectors.errors import CollectorError
 from stateglass.parsers.state_arrow import row_table
 
 EVICT = "--evict-expired"
@@ -403,41 +402,16 @@ def _grouped_keys(
     (state variables, TTL indexes, both timer indexes, row counters) with its grouping key
     as the catalog gives it, the key under the rewrite's column family ids (what the
     writer's row filter sees)."""
-    from stateglass.app.analysis.repartition.keys import Refused, grouping_keys
-    from stateglass.collectors.rewrite.rocksdb_rows import ColumnFamilyRows, column_family_ids
-
-    source = StateSource(cp, StateRequest(store.operator_id, store.store_name, batch))
-    grouping = grouping_keys(store)
-    rows: list[tuple[int, bytes, bytes, StructType, tuple[object, ...]]] = []
-    for part in source.partitions_for(batch):
-        where = cp.store_dir(store.operator_id, part, store.store_name)
-        reader = source.reader(part)
-        found = {n: reader.column_family_id(n) for n in column_family_ids(store)}
-        families = ColumnFamilyRows(
-            store,
-            {n: i for n, i in found.items() if i is not None},
-            row_checksum=source.row_checksum,
-            delimiter=source.merge_delimiter,
-            where=where,
-        )
-        for key, value in source.load(part, batch + 1):
-            name, rest = families.family(key)
-            if name not in grouping:
-                continue  # Spark keeps nothing of a grouping key in the default family
-            try:
-                schema, values = grouping[name](rest)
-            except (ParseError, Refused) as exc:
-                raise CorruptFile(where, f"a key of {name!r} does not decode: {exc}") from exc
-            moved = families.moved(name, key, value)[0]
-            rows.append((part, moved, value, schema, values))
+    rows = list(grouped_rows(cp, store, batch))
     # One Arrow conversion per grouping key type, so keys compare equal to the catalog's.
     by_type: dict[str, list[int]] = {}
     for i, row in enumerate(rows):
-        by_type.setdefault(row[3].simple_string(), []).append(i)
+        by_type.setdefault(row.grouping_schema.simple_string(), []).append(i)
     frozen: list[Frozen] = [None] * len(rows)
     for indexes in by_type.values():
-        table = row_table([("key", rows[indexes[0]][3])], [(rows[i][4],) for i in indexes])
+        schema = rows[indexes[0]].grouping_schema
+        table = row_table([("key", schema)], [(rows[i].grouping_key,) for i in indexes])
         for i, arrow_key in zip(indexes, table.column("key").to_pylist(), strict=True):
             frozen[i] = _freeze(arrow_key)
-    for (part, key, value, _, _), grouping_key in zip(rows, frozen, strict=True):
-        yield part, key, value, grouping_key
+    for row, grouping_key in zip(rows, frozen, strict=True):
+        yield row.partition, row.moved_key, row.value, grouping_key

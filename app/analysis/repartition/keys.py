@@ -29,9 +29,6 @@ anything else                    refused: ``STATE_REPARTITION_INVALID_CHECKPOINT
                                  reader reads it: ``STDS_FAILED_TO_READ_STATE_SCHEMA``
 ===============================  ==============================================================
 
-:func:`grouping_keys` finds the grouping key in a raw key of each transformWithState column
-family, for the rewrite's partitioning and for ``--drop-keys``.
-
 Hashing one struct column is hashing its fields in turn from seed 42, which is what the
 query's own shuffle does with its key columns: a key lands where
 :func:`stateglass.parsers.partitioning.row_partition` says. The HDFS provider is refused
@@ -46,17 +43,10 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from stateglass.collectors.checkpoints.checkpoint import StoreInfo
-from stateglass.collectors.errors import RewriteRefused
-from stateglass.parsers.errors import ParseError
-from stateglass.parsers.rocksdb_encoding import KeyLayout, key_layout
-from stateglass.parsers.schema_file import DEFAULT_COLUMN_FAMILY
 from stateglass.parsers.sparktypes import StructType
 from stateglass.parsers.state_rows import LIST_STATE, MAP_STATE, TIMER_STATE, VALUE_STATE
-from stateglass.parsers.unsaferow import row_decoder
 
 WHOLE_KEY = "whole key"
 DROP_LAST = "key without its last field"
@@ -209,34 +199,3 @@ def partition_key(
     if rule == DROP_LAST:
         return StructType(key_schema.fields[:-1]), key[:-1]
     return key_at((0,), key_schema, key)
-
-
-GroupingKey = Callable[[bytes], tuple[StructType, tuple[object, ...]]]
-
-
-def grouping_keys(store: StoreInfo) -> dict[str, GroupingKey]:
-    """Per column family: a key without its id → the grouping key's (schema, values)."""
-    kinds = {v.name: v.kind for v in store.state_variables}
-    decoders: dict[str, Callable[[bytes], tuple[object, ...]]] = {}
-
-    def decode_row(payload: bytes, schema: StructType) -> tuple[object, ...]:
-        text = schema.simple_string()
-        if text not in decoders:
-            decoders[text] = row_decoder(schema)
-        return tuple(decoders[text](payload))
-
-    def grouping(layout: KeyLayout, path: tuple[int, ...]) -> GroupingKey:
-        return lambda key: key_at(path, layout.key_schema, layout.decode(key, decode_row))
-
-    out: dict[str, GroupingKey] = {}
-    # transformWithState keeps nothing in the default column family (Spark's partition key
-    # extractors refuse it).
-    for cf in [cf for cf in store.column_families if cf.name != DEFAULT_COLUMN_FAMILY]:
-        try:
-            path = column_family_key_path(cf.name, kinds)
-            layout = key_layout(cf.key_state_encoder_spec, cf.key_schema)
-        except (ParseError, Refused) as exc:
-            why = exc.why if isinstance(exc, ParseError) else str(exc)
-            raise RewriteRefused(f"{store.operator_id}/{cf.name}", why) from exc
-        out[cf.name] = grouping(layout, path)
-    return out
