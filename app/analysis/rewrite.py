@@ -31,16 +31,15 @@ Example::
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from stateglass.app.analysis import rewrite_refusals
 from stateglass.app.analysis.errors import AnalysisError
+from stateglass.app.analysis.repartition.grouping import grouped_rows
 from stateglass.app.analysis.repartition.keys import (
     DROP_LAST,
     Refused,
-    column_family_key_path,
-    key_at,
 )
 from stateglass.app.analysis.repartition.plan import (
     UNPLACED,
@@ -57,22 +56,16 @@ from stateglass.app.analysis.rewrite_refusals import (
 )
 from stateglass.app.analysis.rollback import Rollback, plan_rollback
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
-from stateglass.collectors.checkpoints.state_reader import StateRequest, StateSource
+from stateglass.collectors.checkpoints.state_reader import StateSource
 from stateglass.collectors.checkpoints.state_views import views_of
 from stateglass.collectors.errors import RewriteRefused
 from stateglass.collectors.rewrite import WRITERS, writer_class
-from stateglass.collectors.rewrite.rocksdb_rows import ColumnFamilyRows, column_family_ids
-from stateglass.parsers.errors import ParseError
 from stateglass.parsers.logs import (
     CONF_PROVIDER,
     CONF_SHUFFLE_PARTITIONS,
     OffsetSeq,
 )
 from stateglass.parsers.partitioning import row_partition
-from stateglass.parsers.rocksdb_encoding import KeyLayout, key_layout
-from stateglass.parsers.schema_file import DEFAULT_COLUMN_FAMILY
-from stateglass.parsers.sparktypes import StructType
-from stateglass.parsers.unsaferow import row_decoder
 
 
 @dataclass(frozen=True)
@@ -239,63 +232,13 @@ def _column_family_rows(
     """:func:`assigned_rows` of a store with virtual column families: each source partition
     read once, every key under the rewrite's column family ids, sent where its grouping key
     goes."""
-    source = StateSource(cp, StateRequest(store.operator_id, store.store_name, plan.batch_id))
-    grouping = _grouping_keys(store)
-    for part in [p for p in source.partitions if p < plan.partitioning.current_partitions]:
-        where = cp.store_dir(store.operator_id, part, store.store_name)
-        reader = source.reader(part)
-        found = {n: reader.column_family_id(n) for n in column_family_ids(store)}
-        rows = ColumnFamilyRows(
-            store,
-            {n: i for n, i in found.items() if i is not None},
-            row_checksum=source.row_checksum,
-            delimiter=source.merge_delimiter,
-            where=where,
-        )
-        for key, value in source.load(part, plan.version):
-            name, rest = rows.family(key)
-            if name not in grouping:
-                raise RewriteRefused(where, f"a key in column family {name!r}, unused by Spark")
-            try:
-                schema, values = grouping[name](rest)
-            except (ParseError, Refused) as exc:
-                why = exc.why if isinstance(exc, ParseError) else str(exc)
-                raise RewriteRefused(where, f"a key of {name!r} does not decode: {why}") from exc
-            target = row_partition(schema, values, plan.partitions)
-            if target is None:
-                raise RewriteRefused(where, "a key of a type Spark's hash is not reproduced for")
-            yield (part, target, *rows.moved(name, key, value))
-
-
-GroupingKey = Callable[[bytes], tuple[StructType, tuple[object, ...]]]
-
-
-def _grouping_keys(store: StoreInfo) -> dict[str, GroupingKey]:
-    """Per column family: a key without its id → the grouping key's (schema, values)."""
-    kinds = {v.name: v.kind for v in store.state_variables}
-    decoders: dict[str, Callable[[bytes], tuple[object, ...]]] = {}
-
-    def decode_row(payload: bytes, schema: StructType) -> tuple[object, ...]:
-        text = schema.simple_string()
-        if text not in decoders:
-            decoders[text] = row_decoder(schema)
-        return tuple(decoders[text](payload))
-
-    def grouping(layout: KeyLayout, path: tuple[int, ...]) -> GroupingKey:
-        return lambda key: key_at(path, layout.key_schema, layout.decode(key, decode_row))
-
-    out: dict[str, GroupingKey] = {}
-    # transformWithState keeps nothing in the default column family (Spark's partition key
-    # extractors refuse it).
-    for cf in [cf for cf in store.column_families if cf.name != DEFAULT_COLUMN_FAMILY]:
-        try:
-            path = column_family_key_path(cf.name, kinds)
-            layout = key_layout(cf.key_state_encoder_spec, cf.key_schema)
-        except (ParseError, Refused) as exc:
-            why = exc.why if isinstance(exc, ParseError) else str(exc)
-            raise RewriteRefused(f"{store.operator_id}/{cf.name}", why) from exc
-        out[cf.name] = grouping(layout, path)
-    return out
+    current = plan.partitioning.current_partitions
+    for row in grouped_rows(cp, store, plan.batch_id, below=current):
+        target = row_partition(row.grouping_schema, row.grouping_key, plan.partitions)
+        if target is None:
+            where = cp.store_dir(store.operator_id, row.partition, store.store_name)
+            raise RewriteRefused(where, "a key of a type Spark's hash is not reproduced for")
+        yield row.partition, target, row.moved_key, row.moved_value
 
 
 def _kept_targets(

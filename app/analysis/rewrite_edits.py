@@ -11,10 +11,13 @@ rewrite's batch; the rows it returns name the keys to drop.
 What is dropped is a *key*, in every store that holds it, so the query restarts on a
 consistent state: for a stream-stream join, a key matched in one side's ``keyToNumValues`` or
 ``keyWithIndexToValue`` leaves both of that side's stores, all its values with it (so no
-index is left to renumber). The result is one :class:`StoreDrops` per store touched: the
-stored key bytes to leave out, computed at plan time, which the command's writer applies as a
-row filter (:meth:`Edits.keeps`), and what the dry run shows (keys per partition, bytes, the
-first rows removed).
+index is left to renumber); for transformWithState, a grouping key leaves every column
+family of the store (state variables, TTL indexes, both timer indexes, row counters):
+``0/default`` evaluates the predicate over the grouping keys of all state variables, a state
+variable's table (``op0_by_kind``, ``0/by_kind``) over that variable's rows. The result is
+one :class:`StoreDrops` per store touched: the stored key bytes to leave out, computed at
+plan time, which the command's writer applies as a row filter (:meth:`Edits.keeps`), and
+what the dry run shows (keys per partition, bytes, the first rows removed).
 
 ``--evict-expired`` builds the same drops from the eviction audit's rules
 (:mod:`stateglass.collectors.scan.eviction_rules`): the rows Spark's eviction removes at the
@@ -32,6 +35,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from stateglass.app.analysis.repartition.grouping import grouped_rows
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
 from stateglass.collectors.checkpoints.state_reader import StateSource
 from stateglass.collectors.checkpoints.state_views import views_of
@@ -223,26 +227,45 @@ def store_spec(store: StoreInfo) -> str:
 def _resolve(
     session: Any, root: str, edit: DropKeys, stores: list[StoreInfo]
 ) -> tuple[StoreInfo, str]:
-    """The store ``edit`` names and its catalog table (``schema.table``, quoted)."""
+    """The store ``edit`` names and what its predicate reads: a catalog table
+    (``schema.table``, quoted), or for a transformWithState store named whole, the grouping
+    keys of all its state variables."""
     from stateglass.collectors.catalog.names import quoted
 
     wanted = edit.store.strip()
-    for entry in session.tables():
-        # Only the checkpoint's own tables: a folder below it may hold another checkpoint.
-        if entry.kind != "state" or entry.operator_id is None or entry.checkpoint != root:
-            continue
-        if wanted.lower() != entry.table and wanted != f"{entry.operator_id}/{entry.store_name}":
-            continue
+    # Only the checkpoint's own tables: a folder below it may hold another checkpoint.
+    own = [
+        e
+        for e in session.tables()
+        if e.kind == "state" and e.operator_id is not None and e.checkpoint == root
+    ]
+    for entry in own:
         store = next(
             s
             for s in stores
             if s.operator_id == entry.operator_id and s.store_name == entry.store_name
         )
-        if store.is_transform_with_state or entry.state_var is not None:
-            raise _Refused("transformWithState stores: dropping keys is not supported yet")
+        names = {entry.table, f"{entry.operator_id}/{entry.state_var or entry.store_name}"}
+        if store.is_transform_with_state and wanted == store_spec(store):
+            variables = [e for e in own if e.operator_id == store.operator_id]
+            tables = [f"{quoted(e.schema)}.{quoted(e.table)}" for e in variables]
+            return store, _grouping_key_union(tables)
+        if wanted.lower() not in names and wanted not in names:
+            continue
+        if entry.state_var is not None and not store.is_transform_with_state:
+            raise _Refused(
+                "a join of state format 3 or 4 (column families): dropping keys is not supported"
+            )
         return store, f"{quoted(entry.schema)}.{quoted(entry.table)}"
     known = ", ".join(store_spec(s) for s in stores)
     raise _Refused(f"no store {wanted!r} (stores: {known})")
+
+
+def _grouping_key_union(tables: list[str]) -> str:
+    """One relation of a transformWithState store's grouping keys: each state variable's
+    ``key`` (the grouping key), ``partition_id`` and ``batch_id``."""
+    union = "\nUNION\n".join(f"SELECT key, partition_id, batch_id FROM {t}" for t in tables)
+    return f"({union}) AS grouping_keys"
 
 
 def _matched_keys(session: Any, table: str, batch: int, predicate: str) -> list[Frozen]:
@@ -293,7 +316,10 @@ def _unit_key(store: StoreInfo, key: Frozen) -> Frozen:
 def _unit_drops(cp: Checkpoint, unit: _Unit, batch: int) -> Iterator[StoreDrops]:
     """The stored keys each store of ``unit`` loses, read at ``batch``."""
     for store in unit.stores:
-        rows = list(_stored_keys(cp, store, batch))
+        if store.is_transform_with_state:
+            rows = list(_grouped_keys(cp, store, batch))
+        else:
+            rows = list(_stored_keys(cp, store, batch))
         removed = (
             (partition, key, value)
             for partition, key, value, frozen in rows
@@ -320,7 +346,9 @@ def _store_drops(
         dropped.add(key)
         per_partition[partition] = per_partition.get(partition, 0) + 1
         saved += len(key) + len(value)
-        if len(sample) < SAMPLE_ROWS:
+        # A transformWithState key is one of many column families' raw keys, which no
+        # single row codec renders: its dry run counts them and shows none.
+        if len(sample) < SAMPLE_ROWS and not store.is_transform_with_state:
             sample.append((partition, key, value))
     return StoreDrops(
         operator_id=operator_id,
@@ -365,3 +393,25 @@ def _stored_keys(
         rows, table.column("key").to_pylist(), strict=True
     ):
         yield partition, key, value, _freeze(arrow_key)
+
+
+def _grouped_keys(
+    cp: Checkpoint, store: StoreInfo, batch: int
+) -> Iterator[tuple[int, bytes, bytes, Frozen]]:
+    """:func:`_stored_keys` of a transformWithState store: every key of every column family
+    (state variables, TTL indexes, both timer indexes, row counters) with its grouping key
+    as the catalog gives it, the key under the rewrite's column family ids (what the
+    writer's row filter sees)."""
+    rows = list(grouped_rows(cp, store, batch))
+    # One Arrow conversion per grouping key type, so keys compare equal to the catalog's.
+    by_type: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        by_type.setdefault(row.grouping_schema.simple_string(), []).append(i)
+    frozen: list[Frozen] = [None] * len(rows)
+    for indexes in by_type.values():
+        schema = rows[indexes[0]].grouping_schema
+        table = row_table([("key", schema)], [(rows[i].grouping_key,) for i in indexes])
+        for i, arrow_key in zip(indexes, table.column("key").to_pylist(), strict=True):
+            frozen[i] = _freeze(arrow_key)
+    for row, grouping_key in zip(rows, frozen, strict=True):
+        yield row.partition, row.moved_key, row.value, grouping_key

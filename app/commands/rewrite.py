@@ -81,7 +81,9 @@ def add_parser(subparsers: Any) -> None:
         help="leave out of DST the keys whose rows match PREDICATE, SQL over the store's "
         'catalog table (key, value, partition_id), e.g. 0/default "key.k IS NULL"; STORE '
         "as `state` names it (<operator id>/<store name>) or its `sql` table (op0_default). "
-        "A join key leaves both stores of its side. Repeatable",
+        "A join key leaves both stores of its side; a transformWithState grouping key "
+        "leaves every state variable, timer and TTL entry (0/default: PREDICATE over the "
+        "grouping keys; a variable's table, op0_<variable>: over its rows). Repeatable",
     )
     p.add_argument(
         "--evict-expired",

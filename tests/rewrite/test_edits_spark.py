@@ -10,12 +10,19 @@ fresh checkpoint, fed SRC's three batches without the rows of the dropped keys, 
 same three new batches. Its state must equal DST's after the restart (the kept keys carry
 their state over; a dropped key starts from nothing, so its state is made of the new input
 alone), and its sink output for the new batches must equal DST's.
+
+Cases: an aggregation with null keys, a stream-stream join, a dropDuplicates and an
+applyInPandasWithState (PySpark's flatMapGroupsWithState) whose processing-time timeout each
+key stores with its value, each on HDFS and on RocksDB with changelog checkpointing. A
+timeout is the clock's: the restarts' states are compared with it set aside, and right after
+the rewrite every kept key still has its own.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +64,9 @@ class Case:
     drop: tuple[str, str]  # --drop-keys STORE PREDICATE
     dropped: Callable[[str, dict[str, Any]], bool]  # (source, row): a row of a dropped key
     inputs: dict[str, list[Rows]]  # source -> OLD + NEW batches
+    conf: dict[str, str] = field(default_factory=dict)
+    # A value field the clock sets (a processing-time timeout), set aside after a restart.
+    clock: str | None = None
 
 
 def _aggregation(spark: Any, read: Callable[[str], Any]) -> Any:
@@ -80,7 +90,36 @@ def _dedup(spark: Any, read: Callable[[str], Any]) -> Any:
     return read("in").withColumn("g", F.col("id") % 4).dropDuplicates(["k", "g"])
 
 
-QUERIES = {"aggregation": _aggregation, "join": _join, "dedup": _dedup}
+def _count_with_timeout(key: Any, frames: Any, state: Any) -> Any:
+    import pandas as pd
+
+    (count,) = state.get if state.exists else (0,)
+    for frame in frames:
+        count += len(frame)
+    state.update((count,))
+    state.setTimeoutDuration(TIMEOUT_MS)
+    yield pd.DataFrame({"k": [key[0]], "c": [count]})
+
+
+def _fmgws(spark: Any, read: Callable[[str], Any]) -> Any:
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    return (
+        read("in")
+        .groupBy("k")
+        .applyInPandasWithState(
+            _count_with_timeout,
+            "k STRING, c BIGINT",
+            "c BIGINT",
+            "update",
+            GroupStateTimeout.ProcessingTimeTimeout,
+        )
+    )
+
+
+QUERIES = {"aggregation": _aggregation, "join": _join, "dedup": _dedup, "fmgws": _fmgws}
+# An hour: every key's timeout is stored, and none fires while a test runs.
+TIMEOUT_MS = 3_600_000
 KEYS: list[str | None] = ["k0", "k1", None, "k2", "k3", "k4", None]
 JOIN_KEYS: list[str | None] = ["k0", "k1", "k2", "k3", "k4", "k5"]
 CASES = {
@@ -114,10 +153,20 @@ CASES = {
         lambda _, row: row["k"] == "k3",
         {"in": [_rows(b, JOIN_KEYS, 10) for b in range(OLD + NEW)]},
     ),
+    "fmgws": Case(
+        "fmgws",
+        ("in",),
+        ("default",),
+        "update",
+        ("0/default", "key.k = 'k3'"),
+        lambda _, row: row["k"] == "k3",
+        {"in": [_rows(b, JOIN_KEYS, 10) for b in range(OLD + NEW)]},
+        # Processing-time timeouts otherwise run empty batches forever: availableNow never ends.
+        {"spark.sql.streaming.noDataMicroBatches.enabled": "false"},
+        clock="timeoutTimestamp",
+    ),
 }
-# Dedup's store is a key and an empty value, as the aggregation's is a key and a value: one
-# provider is enough for it.
-RUNS = [(q, p) for q in CASES for p in PROVIDERS if q != "dedup" or p == "hdfs"]
+RUNS = [(q, p) for q in CASES for p in PROVIDERS]
 
 
 def _run(spark: Any, case: Case, inputs: Path, cp: Path, conf: dict[str, str]) -> list[Any]:
@@ -131,7 +180,12 @@ def _run(spark: Any, case: Case, inputs: Path, cp: Path, conf: dict[str, str]) -
         reader = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1)
         return reader.json(str(inputs / source))
 
-    with spark_conf(spark, {**conf, "spark.sql.shuffle.partitions": "2"}):
+    with (
+        spark_conf(spark, {**conf, **case.conf, "spark.sql.shuffle.partitions": "2"}),
+        warnings.catch_warnings(),
+    ):
+        # PySpark 4.3 warns about pandas 3 on every pandas UDF; the pinned pandas is 3.x.
+        warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas")
         query = (
             QUERIES[case.name](spark, read)
             .writeStream.outputMode(case.mode)
@@ -153,17 +207,32 @@ def _write(inputs: Path, case: Case, batches: int, without_dropped: bool = False
         write_batch_files(inputs / source, rows)
 
 
-def _state(spark: Any, case: Case, cp: Path) -> list[tuple[str, str, str]]:
-    """Spark's reader: ``(store, key, value)`` of every row, sorted (partition ignored)."""
+def _state(
+    spark: Any, case: Case, cp: Path, clock_free: bool = False
+) -> list[tuple[str, str, str]]:
+    """Spark's reader: ``(store, key, value)`` of every row, sorted (partition ignored);
+    ``clock_free`` sets the case's clock field aside."""
+    from pyspark.sql import functions as F
+
+    frames = {
+        store: spark.read.format("statestore").option("storeName", store).load(str(cp))
+        for store in case.stores
+    }
+    if clock_free and case.clock:
+        frames = {
+            store: frame.withColumn("value", F.col("value").withField(case.clock, F.lit(None)))
+            for store, frame in frames.items()
+        }
     return sorted(
         (store, str(r["key"]), str(r["value"]))
-        for store in case.stores
-        for r in spark.read.format("statestore").option("storeName", store).load(str(cp)).collect()
+        for store, frame in frames.items()
+        for r in frame.collect()
     )
 
 
 @dataclass(frozen=True)
 class Runs:
+    case: Case
     src_state: list[tuple[str, str, str]]
     after_rewrite: list[tuple[str, str, str]]
     dst_out: list[Any]
@@ -191,18 +260,23 @@ def runs(spark: Any, tmp_path_factory: pytest.TempPathFactory, request: Any) -> 
     dst_out = _run(spark, case, tmp / "in", dst, conf)
     ref_out = _run(spark, case, tmp / "ref-in", ref, conf)
     return Runs(
+        case=case,
         src_state=_state(spark, case, src),
         after_rewrite=after,
         dst_out=dst_out,
-        dst_state=_state(spark, case, dst),
+        dst_state=_state(spark, case, dst, clock_free=True),
         ref_out=ref_out,
-        ref_state=_state(spark, case, ref),
+        ref_state=_state(spark, case, ref, clock_free=True),
     )
 
 
 def test_the_rewrite_holds_the_source_state_less_the_dropped_keys(runs: Runs) -> None:
     assert runs.after_rewrite and len(runs.after_rewrite) < len(runs.src_state)
     assert set(runs.after_rewrite) < set(runs.src_state)
+    if runs.case.clock:
+        # Each kept key's clock field (its timeout) came over with it.
+        assert all(f"{runs.case.clock}=None" not in v for *_, v in runs.after_rewrite)
+        assert all(f"{runs.case.clock}=" in v for *_, v in runs.after_rewrite)
 
 
 def test_a_restart_runs_as_a_query_that_never_saw_the_dropped_keys(runs: Runs) -> None:

@@ -16,7 +16,6 @@ equal state (the TTL's and timers' processing times set aside: they are the cloc
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,21 +27,11 @@ from stateglass.parsers.partitioning import row_partition
 from stateglass.parsers.rocksdb_encoding import key_layout, split_cf_prefix
 from stateglass.parsers.unsaferow import row_decoder
 from tests.conftest import write_batch_files
-from tests.rewrite.tws_runs import STATE_VARIABLES, batches, run_tws
+from tests.rewrite.tws_runs import CONF, VIEWS, batches, run_tws, tws_frame, tws_rows
 
 pytestmark = pytest.mark.spark
 
-CONF = {
-    "spark.sql.streaming.stateStore.providerClass": (
-        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-    ),
-    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
-    "spark.sql.shuffle.partitions": "2",
-    # Processing-time queries otherwise run empty batches forever: availableNow never ends.
-    "spark.sql.streaming.noDataMicroBatches.enabled": "false",
-}
 KEYS = 7
-TIMERS = "timers"
 # DST name → (rewrite options, partitions)
 REWRITES = {
     "dst3": (["--partitions", "3"], 3),
@@ -56,38 +45,14 @@ INTERNAL = {
 }
 
 
-def _frame(spark: Any, cp: Path, view: str) -> Any:
-    reader = spark.read.format("statestore")
-    if view == TIMERS:
-        reader = reader.option("readRegisteredTimers", True)
-    else:
-        reader = reader.option("stateVarName", view)
-    return reader.load(str(cp))
-
-
-def _rows(spark: Any, cp: Path, view: str, clock_free: bool = False) -> Counter[tuple[str, ...]]:
-    """The view's rows as JSON (partition left out); ``clock_free`` drops the processing
-    times (timers' expiry, the TTL's expiration) a restart sets anew."""
-    from pyspark.sql import functions as F
-
-    frame = _frame(spark, cp, view)
-    columns = [c for c in frame.columns if c != "partition_id"]
-    if clock_free and view == TIMERS:
-        columns = ["key"]
-    if clock_free and view == "stats":
-        frame = frame.withColumn("value", F.col("value").withField("ttlExpirationMs", F.lit(0)))
-    texts = [F.to_json(F.struct(c)) for c in columns]
-    return Counter(tuple(r) for r in frame.select(*texts).collect())
-
-
 @pytest.fixture(scope="module")
 def rewritten(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("rewrite-tws")
     source = write_batch_files(root / "in", batches(0, 3, KEYS))
     src = root / "src"
     run_tws(spark, source, src, CONF)
-    views = (*STATE_VARIABLES, TIMERS)
-    before = {view: _rows(spark, src, view) for view in views}
+    views = VIEWS
+    before = {view: tws_rows(spark, src, view) for view in views}
     for name, (options, _) in REWRITES.items():
         assert main(["rewrite", str(src), str(root / name), *options, "--apply"]) == 0
     moved = root / "src-moved"
@@ -103,9 +68,9 @@ def test_spark_reads_the_rewrite_as_the_source(
 
     cp, n = rewritten["root"] / dst, REWRITES[dst][1]
     for view, rows in rewritten["before"].items():
-        assert rows and _rows(spark, cp, view) == rows, view
+        assert rows and tws_rows(spark, cp, view) == rows, view
         hashed = F.pmod(F.hash(F.col("key.k")), F.lit(n))
-        assert _frame(spark, cp, view).where(F.col("partition_id") != hashed).count() == 0
+        assert tws_frame(spark, cp, view).where(F.col("partition_id") != hashed).count() == 0
 
 
 @pytest.mark.parametrize("dst", list(REWRITES))
@@ -140,7 +105,7 @@ def test_internal_column_families_sit_with_their_grouping_key(
 
 def test_restart_on_the_rewrite_runs_as_the_source(spark: Any, rewritten: dict[str, Any]) -> None:
     source = write_batch_files(rewritten["source"], batches(0, 6, KEYS))
-    views = (*STATE_VARIABLES, TIMERS)
+    views = VIEWS
     outputs, states = {}, {}
     for name, (options, n) in REWRITES.items():
         cp = rewritten["root"] / name
@@ -151,14 +116,14 @@ def test_restart_on_the_rewrite_runs_as_the_source(spark: Any, rewritten: dict[s
             "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": changelog,
         }
         outputs[name] = run_tws(spark, source, cp, conf)
-        states[name] = {v: _rows(spark, cp, v, clock_free=True) for v in views}
+        states[name] = {v: tws_rows(spark, cp, v, clock_free=True) for v in views}
     # SRC itself is the never-rewritten run: Spark's TWS metadata names schema files by
     # absolute path, so a plain copy of it would read SRC's.
     src = rewritten["root"] / "src"
     rewritten["src"].rename(src)
     from_src = run_tws(spark, source, src, CONF)
     assert {row[0] for row in from_src} == {3, 4, 5}
-    after = {v: _rows(spark, src, v, clock_free=True) for v in views}
+    after = {v: tws_rows(spark, src, v, clock_free=True) for v in views}
     assert all(after.values())
     for name in REWRITES:
         assert outputs[name] == from_src, name

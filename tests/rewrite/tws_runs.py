@@ -9,15 +9,28 @@ while a test runs, so that a restart's output does not depend on the clock.
 from __future__ import annotations
 
 import warnings
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from tests.rewrite.spark_runs import Run, run_query
+from tests.rewrite.spark_runs import Run, run_queries
 
 SCHEMA = "k STRING, kind STRING, amount BIGINT, ts TIMESTAMP"
 OUTPUT = "k STRING, events BIGINT, total BIGINT, status STRING"
 TTL_MS = 3_600_000
+# RocksDB with changelog checkpointing, two partitions.
+CONF = {
+    "spark.sql.streaming.stateStore.providerClass": (
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+    ),
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+    "spark.sql.shuffle.partitions": "2",
+    # Processing-time queries otherwise run empty batches forever: availableNow never ends.
+    "spark.sql.streaming.noDataMicroBatches.enabled": "false",
+}
 STATE_VARIABLES = ("stats", "recent", "by_kind")
+TIMERS = "timers"
+VIEWS = (*STATE_VARIABLES, TIMERS)
 
 
 def batches(first: int, count: int, keys: int) -> list[list[dict[str, Any]]]:
@@ -85,8 +98,8 @@ def _processor() -> Any:
 OUTPUT_COLUMNS = ["k", "events", "total", "status"]
 
 
-def run_tws(spark: Any, source: Path, cp: Path, conf: dict[str, str]) -> list[tuple[Any, ...]]:
-    """Run the query under ``conf`` until its input is read; its sink output, sorted."""
+def tws_run(spark: Any, source: Path, cp: Path, conf: dict[str, str]) -> Run:
+    """A run of the query on ``cp`` under ``conf``, reading ``source``."""
 
     def build(src: Path) -> Any:
         return (
@@ -97,7 +110,42 @@ def run_tws(spark: Any, source: Path, cp: Path, conf: dict[str, str]) -> list[tu
             .transformWithStateInPandas(_processor(), OUTPUT, "Update", "ProcessingTime")
         )
 
+    return Run(build, source, cp, conf)
+
+
+def run_tws_queries(spark: Any, runs: list[Run]) -> list[list[tuple[Any, ...]]]:
+    """Every run (:func:`tws_run`) until its input is read; each one's sink output, sorted."""
     with warnings.catch_warnings():
         # PySpark 4.3 warns about pandas 3 on every pandas UDF; the pinned pandas is 3.x.
         warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas")
-        return run_query(spark, Run(build, source, cp, conf))
+        return run_queries(spark, runs)
+
+
+def run_tws(spark: Any, source: Path, cp: Path, conf: dict[str, str]) -> list[tuple[Any, ...]]:
+    """Run the query under ``conf`` until its input is read; its sink output, sorted."""
+    return run_tws_queries(spark, [tws_run(spark, source, cp, conf)])[0]
+
+
+def tws_frame(spark: Any, cp: Path, view: str) -> Any:
+    """Spark's reader of one state variable, or of the registered timers (:data:`TIMERS`)."""
+    reader = spark.read.format("statestore")
+    if view == TIMERS:
+        reader = reader.option("readRegisteredTimers", True)
+    else:
+        reader = reader.option("stateVarName", view)
+    return reader.load(str(cp))
+
+
+def tws_rows(spark: Any, cp: Path, view: str, clock_free: bool = False) -> Counter[tuple[str, ...]]:
+    """The view's rows as JSON (partition left out); ``clock_free`` drops the processing
+    times (timers' expiry, the TTL's expiration) a restart sets anew."""
+    from pyspark.sql import functions as F
+
+    frame = tws_frame(spark, cp, view)
+    columns = [c for c in frame.columns if c != "partition_id"]
+    if clock_free and view == TIMERS:
+        columns = ["key"]
+    if clock_free and view == "stats":
+        frame = frame.withColumn("value", F.col("value").withField("ttlExpirationMs", F.lit(0)))
+    texts = [F.to_json(F.struct(c)) for c in columns]
+    return Counter(tuple(r) for r in frame.select(*texts).collect())
