@@ -1,13 +1,15 @@
-"""TTL expirations in a real browser (Debian's Chromium): Key history charts the
-``ttlExpirationMs`` of a transformWithState value state with a TTL, run here, on a date axis
-rather than as ``1.795825335T``."""
+"""TTL expirations in a real browser (Debian's Chromium), on a transformWithState value state
+with a TTL run here: Key history charts ``ttlExpirationMs`` on a date axis rather than as
+``1.795825335T``, and Browse shows it as Spark's timestamp text, the raw long beside it."""
 
 from __future__ import annotations
 
+import csv
 import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -64,3 +66,27 @@ def test_key_history_charts_an_expiration_on_a_date_axis(dashboard: Dashboard) -
     # Epoch milliseconds as a number axis read "1.795825335T"; a date axis reads times.
     assert not any(t.endswith("T") for t in ticks), ticks
     assert any(re.search(r"\d\d:\d\d", t) for t in ticks), ticks
+
+
+def test_browse_shows_an_expiration_as_a_timestamp(dashboard: Dashboard) -> None:
+    """The grid is drawn on a canvas; its "Download as CSV" button saves the cells the
+    browser was sent, which is what the grid draws."""
+    page = dashboard.page
+    _open(page, _at(dashboard, "browse", var=STATE_VAR))
+    grid = page.locator('[data-testid="stDataFrame"]').first
+    grid.wait_for(timeout=TIMEOUT_MS)
+    # Without the save-file dialog (which headless Chromium cannot answer) Streamlit falls
+    # back to an ordinary download.
+    page.evaluate("delete window.showSaveFilePicker")
+    grid.hover()
+    with page.expect_download(timeout=TIMEOUT_MS) as download:
+        grid.get_by_label("Download as CSV").click()
+    with open(download.value.path(), encoding="utf-8-sig") as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows
+    for row in rows:
+        shown, raw = row["value.ttlExpirationMs"], int(row["value.ttlExpirationMs (epoch ms)"])
+        # Spark's rendering in the session time zone (UTC): no trailing zeros of a fraction.
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{1,3})?", shown), row
+        at = datetime.fromisoformat(shown).replace(tzinfo=UTC)
+        assert round(at.timestamp() * 1000) == raw, row
