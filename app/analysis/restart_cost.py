@@ -35,16 +35,21 @@ Example::
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from stateglass.collectors.checkpoints.load_rule import RepairSettings, load_start
 from stateglass.collectors.stores import CHANGE_KINDS, FULL_KINDS
 from stateglass.parsers.units import number
+
+if TYPE_CHECKING:
+    # pandas costs most of a second to import; rewrite and the CLI plan without it.
+    import pandas as pd
 
 SPARK_DEFAULT_MIN_DELTAS = 10
 
@@ -343,7 +348,10 @@ def inferred_min_deltas(facts: pd.DataFrame, provider: str, changelog: bool) -> 
         gaps += [b - a for a, b in pairwise(vs)]
     if not gaps:
         return None
-    gap = pd.Series(gaps).mode().min()
+    # The most common gap; of several as common, the smallest.
+    counts = Counter(gaps)
+    most = max(counts.values())
+    gap = min(g for g, n in counts.items() if n == most)
     return int(gap) - (1 if provider != "rocksdb" else 0)
 
 
@@ -354,6 +362,8 @@ def slowest(costs: Sequence[PartitionCost]) -> PartitionCost | None:
 
 def costs_frame(costs: Sequence[PartitionCost]) -> pd.DataFrame:
     """One row per partition, for tables and figures."""
+    import pandas as pd
+
     return pd.DataFrame(
         {
             "partition_id": [c.partition for c in costs],
