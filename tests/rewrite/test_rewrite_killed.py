@@ -1,6 +1,6 @@
-"""``stateglass rewrite --apply`` killed with SIGKILL at 20 points of its writing: never a
-checkpoint at DST, SRC unchanged, and the next run to the same DST cleans the killed run's
-leftovers (only those) and succeeds.
+"""``stateglass rewrite --apply`` (a reshape, and one with ``--drop-keys``) killed with SIGKILL at
+20 points of its writing: never a checkpoint at DST, SRC unchanged, and the next run to the same
+DST cleans the killed run's leftovers (only those) and succeeds.
 
 The kill points are events, not clocks: the command runs in a child process whose audit hook
 reports every file-system change under the test's directory (a file opened for writing, a
@@ -97,8 +97,16 @@ def _shape(root: Path) -> dict[str, int]:
     return {str(p.relative_to(root)): p.stat().st_size for p in root.rglob("*") if p.is_file()}
 
 
+# A reshape alone, and one that drops keys too (its predicate runs in a SQL session first).
+EDITS = [
+    pytest.param([], id="reshape"),
+    pytest.param(["--drop-keys", "0/default", "key.grp = 'zeta'"], id="drop-keys"),
+]
+
+
+@pytest.mark.parametrize("edit", EDITS)
 def test_a_rewrite_killed_anywhere_leaves_no_checkpoint_and_the_next_run_succeeds(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: list[str]
 ) -> None:
     src = copy_until(AGG, tmp_path / "src", 3)
     before = tree_digest(src)
@@ -112,7 +120,7 @@ def test_a_rewrite_killed_anywhere_leaves_no_checkpoint_and_the_next_run_succeed
     live.mkdir()
     OwnerMark.of_this_process().write(str(live) + OWNER_SUFFIX)
     kept = {str(foreign), str(live), str(live) + OWNER_SUFFIX}
-    args = ["rewrite", str(src), str(dst), "--partitions", "3", "--apply"]
+    args = ["rewrite", str(src), str(dst), "--partitions", "3", *edit, "--apply"]
 
     changes = _run_killed_at(args, out, None, False)
     complete = _shape(dst)
