@@ -50,7 +50,10 @@ def test_the_first_sigterm_lets_the_scan_in_progress_finish(tmp_path: Path) -> N
     proc, fifo, data, db = _watch_blocked_mid_scan(tmp_path)
     proc.send_signal(signal.SIGTERM)
     # Still mid-scan: a writer for the FIFO is then what the scan waits for.
-    with open(fifo, "wb") as fh:
+    # (Opened without blocking: a watch that died of the signal left no reader, ENXIO.)
+    fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "wb") as fh:
         fh.write(data)
     err = _stopped(proc)
     assert proc.returncode == 128 + signal.SIGTERM, err
