@@ -40,6 +40,7 @@ from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
 from stateglass.collectors.checkpoints.state_reader import StateSource
 from stateglass.collectors.checkpoints.state_views import views_of
 from stateglass.collectors.errors import CollectorError
+from stateglass.collectors.scan.eviction_rules import NEVER, TIMERS, EvictionRule
 from stateglass.parsers.state_arrow import row_table
 
 EVICT = "--evict-expired"
@@ -176,13 +177,13 @@ def _evictions(
     """What Spark's event-time eviction removes at ``batch``'s watermark
     (``batchWatermarkMs`` of its offsets), by the eviction audit's rules."""
     from stateglass.collectors.scan.eviction_audit import overdue_items, store_rules
-    from stateglass.collectors.scan.eviction_rules import TIMERS
 
     watermark = cp.offsets(batch).batch_watermark_ms or 0
     if watermark <= 0:
         refusals.append((EVICT, f"no watermark at batch {batch}: nothing to evict"))
         return []
-    rules = [r for r in store_rules(cp, stores, True) if r.audited and r.kind != TIMERS]
+    every_rule = store_rules(cp, stores, True)
+    rules = [r for r in every_rule if r.audited and r.kind != TIMERS]
     drops: list[StoreDrops] = []
     for rule in rules:
         store = next(
@@ -205,10 +206,20 @@ def _evictions(
             (
                 EVICT,
                 f"no key is past the watermark of batch {batch} ({watermark} ms): "
-                "nothing to evict, nothing written",
+                f"nothing to evict, nothing written{_unjudged(every_rule)}",
             )
         )
     return drops
+
+
+def _unjudged(rules: list[EvictionRule]) -> str:
+    """The stores ``--evict-expired`` cannot judge, and why: a store Spark never evicts holds
+    no event time to judge it by, so only a predicate (``--drop-keys``) can shrink it."""
+    never = [r for r in rules if r.kind == NEVER]
+    if not never:
+        return ""
+    named = "; ".join(f"{r.operator_id}/{r.store_name}: {r.cause}" for r in never)
+    return f" (Spark never evicts {named}; --drop-keys removes its keys by a predicate)"
 
 
 class _Refused(Exception):

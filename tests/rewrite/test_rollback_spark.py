@@ -1,5 +1,5 @@
 """Spark 4.3 judges ``stateglass rewrite --batch-id B`` to an older batch (a rollback), on the
-HDFS-backed provider.
+HDFS-backed provider and on RocksDB with changelog checkpointing.
 
 **File source.** A windowed aggregation with a watermark reads one JSON file per batch
 (``maxFilesPerTrigger=1``); each moved watermark adds a batch without data, so the file
@@ -42,6 +42,15 @@ CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.sql.streaming.fileSource.log.compactInterval": "2",
 }
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+PROVIDERS = {
+    "hdfs": {"spark.sql.streaming.stateStore.providerClass": HDFS},
+    "rocksdb-changelog": {
+        "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+    },
+}
 
 
 def _batches(count: int) -> list[list[dict[str, Any]]]:
@@ -49,7 +58,9 @@ def _batches(count: int) -> list[list[dict[str, Any]]]:
     return [[{"k": f"k{i % 3}", "id": b * 10 + i} for i in range(8)] for b in range(count)]
 
 
-def _run_files(spark: Any, source: Path, cp: Path) -> list[tuple[Any, ...]]:
+def _run_files(
+    spark: Any, source: Path, cp: Path, provider: dict[str, str]
+) -> list[tuple[Any, ...]]:
     """The windowed aggregation until its input is read; ``(batch, row…)`` sorted."""
     from pyspark.sql import functions as F
 
@@ -58,7 +69,7 @@ def _run_files(spark: Any, source: Path, cp: Path) -> list[tuple[Any, ...]]:
     def sink(frame: Any, batch_id: int) -> None:
         out.extend((batch_id, *row) for row in frame.collect())
 
-    with spark_conf(spark, CONF):
+    with spark_conf(spark, {**CONF, **provider}):
         events = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
         events = events.withColumn("ts", F.timestamp_seconds("id")).withWatermark("ts", "5 seconds")
         counts = events.groupBy("k", F.window("ts", "20 seconds")).agg(
@@ -111,16 +122,17 @@ class FileRuns:
 DSTS = {"same": (False, []), "to-3-log-gone": (True, ["--partitions", "3"])}
 
 
-@pytest.fixture(scope="module")
-def file_runs(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> FileRuns:
-    tmp = tmp_path_factory.mktemp("rollback-files")
+@pytest.fixture(scope="module", params=list(PROVIDERS))
+def file_runs(spark: Any, tmp_path_factory: pytest.TempPathFactory, request: Any) -> FileRuns:
+    provider = PROVIDERS[request.param]
+    tmp = tmp_path_factory.mktemp(f"rollback-files-{request.param}")
     source = write_batch_files(tmp / "in", _batches(3))
     src, ref = tmp / "src", tmp / "ref"
-    _run_files(spark, source, src)
+    _run_files(spark, source, src, provider)
     shutil.copytree(src, ref)
     batch = _last(ref, "commits")
     write_batch_files(source, _batches(5))
-    _run_files(spark, source, src)
+    _run_files(spark, source, src, provider)
     gone = shutil.copytree(src, tmp / "src-log-gone")
     for name in ("0", "1.compact", "2"):  # what a later compaction lets Spark delete
         (gone / "sources" / "0" / name).unlink()
@@ -136,8 +148,8 @@ def file_runs(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> FileRuns:
         src=src,
         ref=ref,
         dst=dst,
-        ref_out=_run_files(spark, source, ref),
-        dst_out={name: _run_files(spark, source, path) for name, path in dst.items()},
+        ref_out=_run_files(spark, source, ref, provider),
+        dst_out={name: _run_files(spark, source, path, provider) for name, path in dst.items()},
         ref_state=_state(spark, ref),
         dst_state={name: _state(spark, path) for name, path in dst.items()},
     )
@@ -184,7 +196,7 @@ def test_a_restart_reads_the_files_after_the_batch_again_as_the_reference_does(
     assert file_runs.dst_state[name] == file_runs.ref_state
 
 
-def _run_rate(spark: Any, cp: Path, until: int) -> list[tuple[Any, ...]]:
+def _run_rate(spark: Any, cp: Path, until: int, provider: dict[str, str]) -> list[tuple[Any, ...]]:
     """The rate aggregation until batch ``until`` is committed; ``(batch, k, c, s)``."""
     from pyspark.sql import functions as F
 
@@ -193,7 +205,7 @@ def _run_rate(spark: Any, cp: Path, until: int) -> list[tuple[Any, ...]]:
     def sink(frame: Any, batch_id: int) -> None:
         out.extend((batch_id, *row) for row in frame.collect())
 
-    with spark_conf(spark, {"spark.sql.shuffle.partitions": "2"}):
+    with spark_conf(spark, {"spark.sql.shuffle.partitions": "2", **provider}):
         rate = spark.readStream.format("rate").option("rowsPerSecond", RATE).load()
         counts = rate.groupBy((F.col("value") % 4).alias("k")).agg(
             F.count("*").alias("c"), F.sum("value").alias("s")
@@ -219,12 +231,15 @@ def _seconds(cp: Path, batch: int) -> int:
     return int((cp / "offsets" / str(batch)).read_text().split("\n")[2])
 
 
-def test_a_rate_source_rolled_back_replays_from_the_batch_after(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("provider", list(PROVIDERS))
+def test_a_rate_source_rolled_back_replays_from_the_batch_after(
+    spark: Any, tmp_path: Path, provider: str
+) -> None:
     src, dst, batch = tmp_path / "src", tmp_path / "dst", 1
-    _run_rate(spark, src, 3)
+    _run_rate(spark, src, 3, PROVIDERS[provider])
     assert main(["rewrite", str(src), str(dst), "--batch-id", str(batch), "--apply"]) == 0
     assert _last(dst, "offsets") == batch
-    out = _run_rate(spark, dst, batch + 1)
+    out = _run_rate(spark, dst, batch + 1, PROVIDERS[provider])
     start, end = _seconds(dst, batch), _seconds(dst, batch + 1)
     assert start == _seconds(src, batch) and end >= _seconds(src, batch + 1) > start
     expected = Counter()

@@ -1,0 +1,188 @@
+"""Spark 4.3 judges ``stateglass rewrite --evict-expired``.
+
+Spark evicts event-time state at the end of every batch, except where it never does. The
+cases where state outlives the watermark in a checkpoint Spark wrote are therefore the ones a
+user brings to ``--evict-expired``:
+
+* **Windows in complete output mode.** Complete mode keeps every window forever, however far
+  the watermark has passed it. The fix is to restart in update mode on a checkpoint without
+  the ended windows. The query runs three batches in complete mode on SRC;
+  ``rewrite --evict-expired --apply`` writes DST; the query restarts on DST in update mode
+  for three more batches. The reference is the same query in update mode from the start, on
+  a fresh checkpoint, stopped and restarted at the same batch: Spark itself evicted each
+  window as the watermark passed it. Right after the rewrite DST's state equals the
+  reference's at that batch; after the restarts the state and the sink output of the new
+  batches are equal. Event times only grow from batch to batch, so no row is late in either
+  mode (complete mode would keep a late row that update mode drops).
+  ``spark.sql.streaming.noDataMicroBatches.enabled`` is off on both: update mode would
+  otherwise run an extra batch to evict, and the batch ids would part.
+* **A dedup Spark never evicts** (a watermark, but the event time is not among the
+  ``dropDuplicates`` columns). No row of its state holds an event time, so there is nothing
+  to judge by: the run is refused with one line that says so and names ``--drop-keys``.
+
+Each on the HDFS provider and on RocksDB with changelog checkpointing.
+"""
+
+from __future__ import annotations
+
+import io
+from contextlib import redirect_stdout
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stateglass.app.cli import main
+from tests.conftest import spark_conf, write_batch_files
+
+SCHEMA = "k STRING, ts TIMESTAMP"
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+PROVIDERS = {
+    "hdfs": {"spark.sql.streaming.stateStore.providerClass": HDFS},
+    "rocksdb-changelog": {
+        "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+    },
+}
+CONF = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.sql.streaming.noDataMicroBatches.enabled": "false",
+}
+OLD, NEW = 3, 3  # batches before the rewrite, and after it
+START = datetime(2026, 1, 1)
+
+
+def _batches(n: int) -> list[list[dict[str, Any]]]:
+    """Batch b: ten rows at minutes 10b … 10b + 9, keys k0-k2: event times only grow."""
+    return [
+        [
+            {"k": f"k{i % 3}", "ts": (START + timedelta(minutes=10 * b + i)).isoformat()}
+            for i in range(10)
+        ]
+        for b in range(n)
+    ]
+
+
+def _windows(spark: Any, inputs: Path) -> Any:
+    from pyspark.sql import functions as F
+
+    return (
+        spark.readStream.schema(SCHEMA)
+        .option("maxFilesPerTrigger", 1)
+        .json(str(inputs))
+        # Batch 1's last row is at minute 19: the watermark of batch 2 is minute 15, the end
+        # of a window, which Spark evicts (``end <= watermark``).
+        .withWatermark("ts", "4 minutes")
+        .groupBy(F.window("ts", "5 minutes"), "k")
+        .count()
+    )
+
+
+def _unevicted_dedup(spark: Any, inputs: Path) -> Any:
+    return (
+        spark.readStream.schema(SCHEMA)
+        .option("maxFilesPerTrigger", 1)
+        .json(str(inputs))
+        .withWatermark("ts", "5 minutes")
+        .dropDuplicates(["k"])
+    )
+
+
+def _run(spark: Any, query: Any, cp: Path, mode: str, conf: dict[str, str]) -> list[Any]:
+    """Run ``query`` on ``cp`` until its input is read; its sink output, sorted."""
+    out: list[tuple[Any, ...]] = []
+
+    def sink(frame: Any, batch_id: int) -> None:
+        out.extend((batch_id, *row) for row in frame.collect())
+
+    with spark_conf(spark, {**conf, **CONF}):
+        handle = (
+            query.writeStream.outputMode(mode)
+            .foreachBatch(sink)
+            .option("checkpointLocation", str(cp))
+            .trigger(availableNow=True)
+            .start()
+        )
+        handle.awaitTermination()
+    return sorted(out, key=repr)
+
+
+def _state(spark: Any, cp: Path) -> list[tuple[str, str]]:
+    """Spark's reader: ``(key, value)`` of every row, sorted (partition ignored)."""
+    frame = spark.read.format("statestore").load(str(cp))
+    return sorted((str(r["key"]), str(r["value"])) for r in frame.collect())
+
+
+@dataclass(frozen=True)
+class WindowRuns:
+    src_state: list[tuple[str, str]]
+    after_rewrite: list[tuple[str, str]]
+    ref_before: list[tuple[str, str]]
+    dry_run: str
+    dst_out: list[Any]
+    dst_state: list[tuple[str, str]]
+    ref_out: list[Any]
+    ref_state: list[tuple[str, str]]
+
+
+@pytest.fixture(scope="module", params=list(PROVIDERS))
+def windows(spark: Any, tmp_path_factory: pytest.TempPathFactory, request: Any) -> WindowRuns:
+    conf = PROVIDERS[request.param]
+    tmp = tmp_path_factory.mktemp(f"evict-windows-{request.param}")
+    src, dst, ref, inputs = tmp / "src", tmp / "dst", tmp / "ref", tmp / "in"
+    write_batch_files(inputs, _batches(OLD))
+    _run(spark, _windows(spark, inputs), src, "complete", conf)
+    _run(spark, _windows(spark, inputs), ref, "update", conf)
+    ref_before = _state(spark, ref)
+    dry_run = io.StringIO()
+    with redirect_stdout(dry_run):
+        assert main(["rewrite", str(src), str(dst), "--evict-expired"]) == 0
+    assert main(["rewrite", str(src), str(dst), "--evict-expired", "--apply"]) == 0
+    after = _state(spark, dst)
+    write_batch_files(inputs, _batches(OLD + NEW))
+    return WindowRuns(
+        src_state=_state(spark, src),
+        after_rewrite=after,
+        ref_before=ref_before,
+        dry_run=dry_run.getvalue(),
+        dst_out=_run(spark, _windows(spark, inputs), dst, "update", conf),
+        dst_state=_state(spark, dst),
+        ref_out=_run(spark, _windows(spark, inputs), ref, "update", conf),
+        ref_state=_state(spark, ref),
+    )
+
+
+def test_the_rewrite_holds_what_update_mode_would_have_kept(windows: WindowRuns) -> None:
+    # Complete mode kept windows that update mode had evicted: the case is a real leak.
+    assert len(windows.src_state) > len(windows.after_rewrite) > 0
+    assert windows.after_rewrite == windows.ref_before
+
+
+def test_the_dry_run_counts_the_ended_windows(windows: WindowRuns) -> None:
+    removed = len(windows.src_state) - len(windows.after_rewrite)
+    assert f"{removed} of {len(windows.src_state)} keys removed" in windows.dry_run
+    assert "window.end <= watermark" in windows.dry_run
+
+
+def test_a_restart_in_update_mode_runs_as_if_spark_had_evicted(windows: WindowRuns) -> None:
+    assert windows.dst_out and {row[0] for row in windows.dst_out} == set(range(OLD, OLD + NEW))
+    assert windows.dst_out == [row for row in windows.ref_out if row[0] >= OLD]
+    assert windows.dst_state == windows.ref_state
+
+
+@pytest.mark.parametrize("provider", list(PROVIDERS))
+def test_a_dedup_spark_never_evicts_is_refused_in_one_line(
+    spark: Any, tmp_path: Path, provider: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_batch_files(tmp_path / "in", _batches(OLD))
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    _run(spark, _unevicted_dedup(spark, tmp_path / "in"), src, "append", PROVIDERS[provider])
+    capsys.readouterr()
+    assert main(["rewrite", str(src), str(dst), "--evict-expired", "--apply"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert "0/default" in err and "never evicts" in err and "--drop-keys" in err
+    assert not dst.exists()
