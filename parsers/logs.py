@@ -167,6 +167,29 @@ class StreamMetadata:
         return cls(query_id=json_str(obj, "id", "stream metadata"))
 
 
+# A checkpoint ``stateglass rewrite`` wrote names, beside ``metadata``, the batch whose state it
+# wrote: the state history of that checkpoint starts there (earlier batches keep their logs,
+# never their state). Spark never reads it.
+REWRITE_MARK = "stateglass-rewrite.json"
+
+
+@dataclass(frozen=True)
+class RewriteMark:
+    """``stateglass-rewrite.json``: the batch whose state ``stateglass rewrite`` wrote."""
+
+    batch_id: int
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> RewriteMark:
+        """Parse ``{"batchId": B, "writtenBy": "stateglass rewrite"}``."""
+        what = REWRITE_MARK
+        obj = json_object(load_json(decode_text(data, what), what), what)
+        return cls(batch_id=json_int(obj, "batchId", what))
+
+    def to_bytes(self) -> bytes:
+        return json.dumps({"batchId": self.batch_id, "writtenBy": "stateglass rewrite"}).encode()
+
+
 # ---------------------------------------------------------------------------------------------
 # offsets/<batchId>
 

@@ -22,7 +22,14 @@ from stateglass.collectors.errors import CheckpointError, NotACheckpoint, NotFou
 from stateglass.collectors.fs import LOCAL, FileInfo, FileSystem
 from stateglass.collectors.stores import READERS, reader_class
 from stateglass.parsers.errors import ParseError
-from stateglass.parsers.logs import CommitMetadata, OffsetSeq, StreamMetadata, batch_id_of
+from stateglass.parsers.logs import (
+    REWRITE_MARK,
+    CommitMetadata,
+    OffsetSeq,
+    RewriteMark,
+    StreamMetadata,
+    batch_id_of,
+)
 from stateglass.parsers.operator_metadata import OperatorMetadata
 from stateglass.parsers.repartition import Repartition, find_repartitions, partitions_at
 from stateglass.parsers.schema_file import ColumnFamilySchema, StateSchemaFile
@@ -180,6 +187,14 @@ class Checkpoint:
         if not self.fs.exists(self.path("metadata")):
             return None
         return self.parse(self.path("metadata"), StreamMetadata.from_bytes).query_id
+
+    @cached_property
+    def rewrite_mark(self) -> RewriteMark | None:
+        """The batch whose state ``stateglass rewrite`` wrote, for a checkpoint it wrote."""
+        path = self.path(REWRITE_MARK)
+        if not self.fs.exists(path):
+            return None
+        return self.parse(path, RewriteMark.from_bytes)
 
     def _batch_ids(self, log: str) -> list[int]:
         ids = []

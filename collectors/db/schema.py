@@ -28,7 +28,10 @@ TABLES: dict[str, str] = {
             query_id VARCHAR,
             first_seen TIMESTAMP NOT NULL,
             last_scan TIMESTAMP NOT NULL,
-            pinned_conf VARCHAR
+            pinned_conf VARCHAR,
+            -- the batch whose state `stateglass rewrite` wrote (its stateglass-rewrite.json):
+            -- the checkpoint's state history starts there; NULL for one Spark wrote
+            rewritten_at_batch BIGINT
         )
     """,
     "batches": """

@@ -32,7 +32,7 @@ from stateglass.collectors.errors import NotAStateGlassDatabase, OlderDatabase
 if TYPE_CHECKING:
     import duckdb
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 # Statements that bring a database written by schema version N - 1 up to N (new tables come
 # from TABLES). Version 2 records which SSTs each zip references: the live zips of an older
@@ -64,6 +64,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # Version 8 adds the rows per transformWithState state variable (created from TABLES);
     # an older database has none until its next scan counts them.
     8: (),
+    # Version 9 records the batch a checkpoint written by `stateglass rewrite` starts at.
+    9: ("ALTER TABLE checkpoints ADD COLUMN IF NOT EXISTS rewritten_at_batch BIGINT",),
 }
 
 NOT_OURS = "not a StateGlass history database"

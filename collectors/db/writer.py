@@ -47,7 +47,7 @@ _OFFSET_COLUMNS = (
 )
 _COMMIT_COLUMNS = "committed,committed_at,next_watermark_ms"
 # A checkpoint's first_seen, a schema digest's first_seen and first_batch: when it appeared.
-_CHECKPOINT_COLUMNS = "query_id,last_scan,pinned_conf"
+_CHECKPOINT_COLUMNS = "query_id,last_scan,pinned_conf,rewritten_at_batch"
 _SCHEMA_FILE_COLUMNS = "size_bytes,modified_at,last_seen"
 _RUN_COLUMNS = (
     "query_id",

@@ -7,7 +7,9 @@ leaves the hidden tree and its owner file (never a directory at the destination)
 rewrite to the same destination removes them once the owner file shows that process is gone,
 and leaves alone every sibling it cannot prove is such a leftover. The source is only read.
 
-What is copied from the source, up to batch ``B``: ``metadata``; ``offsets/0..B`` (the last one
+What is copied from the source, up to batch ``B``: ``metadata`` (and, beside it, a new
+``stateglass-rewrite.json`` naming ``B``: the destination's state history starts there, which
+the retention rule reads); ``offsets/0..B`` (the last one
 with the pinned confs changed); ``commits/0..B``; the sources' logs cut at ``B``
 (:mod:`.source_logs`: a file source's at the batch of its own log that ``offsets/B`` names);
 and under ``state/`` every file that is not state data (operator metadata, with its
@@ -40,7 +42,7 @@ from stateglass.collectors.rewrite.files import not_written, write_bytes
 from stateglass.collectors.rewrite.owner import OWNER_SUFFIX, OwnerMark
 from stateglass.collectors.rewrite.source_logs import source_log_files, up_to_batch
 from stateglass.collectors.stores import READERS, classify_name
-from stateglass.parsers.logs import StreamMetadata, split_lines
+from stateglass.parsers.logs import REWRITE_MARK, RewriteMark, StreamMetadata, split_lines
 
 TEMP_MARK = ".stateglass-rewrite-"
 # Directories of state data shared between versions (RocksDB's SSTs): never copied.
@@ -109,7 +111,10 @@ class Destination:
         with ``conf`` set in the last offsets entry; the paths written."""
         # Spark reads these on restart: a damaged one is refused here, never copied.
         cp.parse(cp.path("metadata"), StreamMetadata.from_bytes)
-        written = [self._copy(cp, "metadata")]
+        written = [
+            self._copy(cp, "metadata"),
+            self._write(RewriteMark(batch).to_bytes(), REWRITE_MARK),
+        ]
         for log in ("offsets", "commits"):
             for n in _batches(cp, log, batch):
                 if log == "offsets":

@@ -280,6 +280,16 @@ def _pinned_conf(cp: Checkpoint, stores: list[StoreInfo]) -> str | None:
     return json.dumps(dict(sorted(conf.conf.items()))) if conf is not None else None
 
 
+def _rewritten_at(cp: Checkpoint) -> int | None:
+    """The batch ``stateglass rewrite`` wrote this checkpoint's state at; None for one Spark
+    wrote, or when the mark cannot be read (the retention rule then counts from batch 0)."""
+    try:
+        mark = cp.rewrite_mark
+    except CheckpointError:
+        return None
+    return mark.batch_id if mark else None
+
+
 @contextlib.contextmanager
 def _gc_paused() -> Iterator[None]:
     """No cyclic garbage collection during one watcher scan. A watcher keeps the known files
@@ -568,6 +578,7 @@ class Scanner:
                 "first_seen": now,
                 "last_scan": now,
                 "pinned_conf": _pinned_conf(cp, seen.stores),
+                "rewritten_at_batch": _rewritten_at(cp),
             },
             operators=operator_rows(root, seen.stores),
             batch_offsets=logs.offsets,

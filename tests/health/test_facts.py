@@ -43,11 +43,12 @@ def test_an_older_database_is_upgraded_and_its_zips_read_again(tmp_path: Path) -
         for table in ("sst_refs", "temp_files", "schema_files", "variable_rows"):
             conn.execute(f"DROP TABLE {table}")
         conn.execute("ALTER TABLE checkpoints DROP COLUMN pinned_conf")
+        conn.execute("ALTER TABLE checkpoints DROP COLUMN rewritten_at_batch")
         conn.execute("ALTER TABLE state_versions DROP COLUMN sst_files_live")
         conn.execute("ALTER TABLE health_judged DROP COLUMN clock_facts")
         conn.execute("UPDATE schema_info SET version = 1")
     Database(str(db))  # opening upgrades it
-    assert _count(db, "SELECT max(version) FROM schema_info") == SCHEMA_VERSION == 8
+    assert _count(db, "SELECT max(version) FROM schema_info") == SCHEMA_VERSION == 9
     assert _count(db, "SELECT count(*) FROM health_judged WHERE clock_facts IS NULL") == 0
     assert _count(db, "SELECT count(*) FROM state_files WHERE kind = 'zip'") == 0
     # Until the next scan the orphan check skips partitions whose references are unknown.

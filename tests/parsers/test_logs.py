@@ -15,6 +15,7 @@ from stateglass.parsers.logs import (
     CommitMetadata,
     FileEntry,
     OffsetSeq,
+    RewriteMark,
     SourceOffset,
     StreamMetadata,
     batch_id_of,
@@ -333,6 +334,17 @@ def test_bad_conf_values_raise_corrupt_data(prop: str) -> None:
 def test_bad_commits(data: bytes) -> None:
     with pytest.raises(CorruptData):
         CommitMetadata.from_bytes(data)
+
+
+@given(st.integers(min_value=0, max_value=2**63 - 1))
+def test_a_rewrite_mark_reads_back_its_batch(batch: int) -> None:
+    assert RewriteMark.from_bytes(RewriteMark(batch).to_bytes()) == RewriteMark(batch)
+
+
+@pytest.mark.parametrize("data", [b"", b"{}", b'{"batchId":"3"}', b"[]", b'{"batchId":1'], ids=repr)
+def test_bad_rewrite_mark(data: bytes) -> None:
+    with pytest.raises(CorruptData):
+        RewriteMark.from_bytes(data)
 
 
 @pytest.mark.parametrize("data", [b"", b"{}", b'{"id":3}', b"[]", b"\xff", b'{"id":"a"'], ids=repr)

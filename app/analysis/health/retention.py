@@ -52,12 +52,17 @@ class Retention:
             if kind in logs and name.isdigit():
                 logs[kind].add(int(name))
         readable = readable & logs["offsets"] & logs["commits"]
-        expected = min(retain, last + 1)
+        # A checkpoint `stateglass rewrite` wrote has state from the batch it wrote on: the
+        # batches before it never had state here, so they are not missing.
+        start = ctx.rows("SELECT rewritten_at_batch FROM checkpoints WHERE checkpoint = ?")
+        first = start[0][0] if start and start[0][0] is not None else 0
+        expected = min(retain, last + 1 - first)
         recent = {b for b in readable if b > last - expected}
         text = (
             f"{len(recent)} of the newest {expected} committed batches can be read back "
             f"(minBatchesToRetain {retain}, {source}); readable: batches {ranges(readable)} "
             "(state files readable, offsets/commits logs all there)"
+            + (f"; state written by stateglass rewrite at batch {first}" if first else "")
         )
         if len(recent) < expected:
             return [ctx.finding(self, WARN, text, self.hint)]
