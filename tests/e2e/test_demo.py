@@ -31,7 +31,6 @@ INTENDED = {
     "skewed-join": ("partition_skew", "WARN"),
     "snapshot-lag": ("snapshot_lag", "WARN"),
     "purged-history": ("retention", "WARN"),
-    "complete-mode": ("state_leak", "WARN"),
     "late-rows": ("late_rows", "WARN"),
 }
 # Rules that rightly join in: state that grows without bound because nothing can evict it
