@@ -52,16 +52,34 @@ class Retention:
             if kind in logs and name.isdigit():
                 logs[kind].add(int(name))
         readable = readable & logs["offsets"] & logs["commits"]
-        expected = min(retain, last + 1)
+        began = 0 if bad else _state_began(readable, logs)
+        expected = min(retain, last + 1 - began)
         recent = {b for b in readable if b > last - expected}
         text = (
             f"{len(recent)} of the newest {expected} committed batches can be read back "
             f"(minBatchesToRetain {retain}, {source}); readable: batches {ranges(readable)} "
             "(state files readable, offsets/commits logs all there)"
         )
+        if began:
+            text += (
+                f"; the state starts at batch {began}, though the logs go back to batch 0: "
+                "a checkpoint written by stateglass rewrite (its state is that of one batch), "
+                "or older state files removed by hand"
+            )
         if len(recent) < expected:
             return [ctx.finding(self, WARN, text, self.hint)]
         return [ctx.finding(self, OK, text)]
+
+
+def _state_began(readable: set[int], logs: dict[str, set[int]]) -> int:
+    """The first batch whose state this checkpoint holds, when its offsets and commits logs
+    were never purged (batch 0's are there): Spark purges those logs with the state, so
+    readable state starting later was written so (a rewrite writes the state of its batch
+    only) or removed by hand. 0 when the logs were purged: the batches then count (and, by
+    the caller, when a file is damaged: damage is no start)."""
+    if not readable or 0 not in logs["offsets"] or 0 not in logs["commits"]:
+        return 0
+    return min(readable)
 
 
 def _readable_in_every_partition(
