@@ -12,7 +12,6 @@ import io
 import json
 import os
 import shlex
-from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
