@@ -3,8 +3,8 @@
 A finding (keys the watermark should have evicted, new keys that one key value brings, a
 checkpoint that will not restart) becomes a :class:`Fix`: the ``stateglass rewrite`` dry run
 with its predicate or batch filled in, and the catalog query that lists the keys it removes.
-Pure text, like :mod:`.sql_examples`: nothing is read or written here, and the dashboard only
-shows the command (the user runs it; its dry run prints what it would remove).
+Pure text, like :mod:`.sql_examples`: nothing is read or written here. The dashboard shows the
+command and, on request, its dry run (the same plan: :mod:`.render.rewrite_dry_run`).
 
 Example::
 
@@ -32,8 +32,15 @@ class Fix:
 
     title: str
     why: str  # what the rewrite changes, and what it cannot
-    command: str  # the dry run; the user adds --apply
-    query: str | None  # the catalog query listing the rows removed (None: nothing is removed)
+    checkpoint: str
+    drop_keys: tuple[tuple[str, str], ...] = ()  # (store, predicate) as --drop-keys takes them
+    batch_id: int | None = None  # --batch-id: the batch DST ends at
+    query: str | None = None  # the catalog query listing the rows removed (None: none are)
+
+    @property
+    def command(self) -> str:
+        """The dry run; the user adds --apply."""
+        return rewrite_command(self.checkpoint, drop_keys=self.drop_keys, batch_id=self.batch_id)
 
 
 def store_arg(operator_id: int, label: str) -> str:
@@ -52,9 +59,8 @@ def leak_fix(checkpoint: str, ref: str, operator_id: int, target: LeakTarget, wm
             "with the rest of its state. It does not stop new keys from leaking: that needs "
             "the query's watermark or eviction fixed."
         ),
-        command=rewrite_command(
-            checkpoint, drop_keys=((store_arg(operator_id, target.label), predicate),)
-        ),
+        checkpoint=checkpoint,
+        drop_keys=((store_arg(operator_id, target.label), predicate),),
         query=overdue_keys(ref, target, wm),
     )
 
@@ -75,9 +81,8 @@ def growth_fix(
             "checkpoint without every key that does (old and new); the query restarts on it "
             "and builds them again if its input still brings them."
         ),
-        command=rewrite_command(
-            checkpoint, drop_keys=((store_arg(operator_id, label), predicate),)
-        ),
+        checkpoint=checkpoint,
+        drop_keys=((store_arg(operator_id, label), predicate),),
         query=f"SELECT *\nFROM {ref}\nWHERE {predicate}\nLIMIT {LIMIT}",
     )
 
@@ -92,8 +97,8 @@ def restart_fix(checkpoint: str, batch: int) -> Fix:
             f"sources' offsets of batch {batch} (the dry run says which sources can replay). "
             "The source checkpoint is left as it is: nothing is moved aside."
         ),
-        command=rewrite_command(checkpoint, batch_id=batch),
-        query=None,
+        checkpoint=checkpoint,
+        batch_id=batch,
     )
 
 

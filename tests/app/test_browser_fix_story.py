@@ -44,6 +44,7 @@ class Story:
 
     command: list[str]
     dst: Path
+    panel_dry_run: str  # the panel's own dry run, asked for on the page
 
 
 def _cli(*args: str) -> tuple[int, str]:
@@ -65,10 +66,14 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Story:
         code = page.locator('[data-testid="stCode"]', has_text="--drop-keys").first
         code.wait_for(timeout=TIMEOUT_MS)
         text = str(code.inner_text())
+        page.get_by_role("button", name="Dry run here").first.click()
+        shown = page.locator('[data-testid="stCode"]', has_text="keys removed per partition")
+        shown.first.wait_for(timeout=TIMEOUT_MS)
+        panel = str(shown.first.inner_text())
     words = shlex.split(text.replace("\\\n", " "))
     assert words[:3] == ["stateglass", "rewrite", checkpoint], words
     dst = base / "fixed"
-    return Story([*words[1:3], str(dst), *words[4:]], dst)
+    return Story([*words[1:3], str(dst), *words[4:]], dst, panel)
 
 
 def _restart(spark: Any, cp: Path, source: Path) -> None:
@@ -112,6 +117,8 @@ def test_the_health_page_fix_removes_the_leak_and_spark_runs_on(
     removed = int(edit.split(": ", 1)[1].split(" of ", 1)[0])
     assert removed > 0, dry
     assert "rows removed:" in dry and '"window"' in dry, dry
+    # The panel showed the same plan: the same keys, bytes and rows.
+    assert dry.split("\nedit ", 1)[1].split("\ndry run:")[0] in story.panel_dry_run
 
     code, applied = _cli(*story.command, "--apply")
     assert code == 0 and f"wrote {story.dst}" in applied, applied
