@@ -20,7 +20,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from stateglass.app.analysis.rewrite_command import rewrite_command
-from stateglass.app.sql_examples import LIMIT, LeakTarget, field_path, literal, overdue_keys
+from stateglass.app.sql_examples import (
+    LIMIT,
+    LeakTarget,
+    field_path,
+    literal,
+    overdue_keys,
+    store_rows,
+)
 
 if TYPE_CHECKING:
     from stateglass.app.browse.growth import Contributor
@@ -38,8 +45,10 @@ class Fix:
     query: str | None = None  # the catalog query listing the rows removed (None: none are)
 
     @property
-    def command(self) -> str:
-        """The dry run; the user adds --apply."""
+    def command(self) -> str | None:
+        """The dry run (the user adds --apply); None when no rewrite fixes the finding."""
+        if not self.drop_keys and self.batch_id is None:
+            return None
         return rewrite_command(self.checkpoint, drop_keys=self.drop_keys, batch_id=self.batch_id)
 
 
@@ -84,6 +93,24 @@ def growth_fix(
         checkpoint=checkpoint,
         drop_keys=((store_arg(operator_id, label), predicate),),
         query=f"SELECT *\nFROM {ref}\nWHERE {predicate}\nLIMIT {LIMIT}",
+    )
+
+
+def unbounded_fix(checkpoint: str, ref: str, operator_id: int, label: str) -> Fix:
+    """State Spark never removes: no rewrite stops it, and the panel says so."""
+    return Fix(
+        title=f"State that only grows in operator {operator_id} / {label}",
+        why=(
+            "No rewrite stops this: Spark removes none of these keys, so a rewrite that drops "
+            "some only shrinks the state once, and it grows again from the next batch. The fix "
+            "is in the query: a watermark and a window of its column (or the watermarked "
+            "column in the key), or a TTL in transformWithState; the state_leak finding names "
+            "the cause. Once keys are known to be dead, `--drop-keys STORE PREDICATE` removes "
+            "them: the State page's growth attribution finds a value most new keys carry and "
+            "offers that command. The query below lists the store's rows to choose from."
+        ),
+        checkpoint=checkpoint,
+        query=store_rows(ref),
     )
 
 

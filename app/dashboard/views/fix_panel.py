@@ -31,11 +31,13 @@ def render(fix: Fix) -> None:
     behind it."""
     with st.expander(f"Plan a fix: {fix.title}", icon="🛠️"):
         st.markdown(md(fix.why))
-        st.code(fix.command, language="bash")
-        st.caption(AFTER)
-        _dry_run(fix)
+        if fix.command is not None:
+            st.code(fix.command, language="bash")
+            st.caption(AFTER)
+            _dry_run(fix)
         if fix.query:
-            sql_link.link(fix.query, "The rows it removes, in SQL")
+            label = "The rows it removes" if fix.command else "The store's rows"
+            sql_link.link(fix.query, f"{label}, in SQL")
 
 
 def _dry_run(fix: Fix) -> None:
