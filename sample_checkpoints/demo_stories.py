@@ -185,7 +185,7 @@ STORIES = (
         conf={"spark.sql.streaming.minBatchesToRetain": "3"},
     ),
     Story(
-        "complete-mode-leak",
+        "leaking-windows",
         "hdfs",
         "ten-minute averages per sensor with a ten-minute watermark, written in complete "
         "output mode: Spark never evicts in complete mode, so every closed window stays",

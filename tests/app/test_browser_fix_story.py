@@ -1,7 +1,7 @@
 """The fix story end to end, in a real browser: the demo's leaking sample -> the Health page's
 Plan a fix -> its command's dry run -> ``--apply`` -> Spark restarts on DST -> ``check`` OK.
 
-``demo/complete-mode-leak`` is a windowed average written in complete output mode, which never
+``demo/leaking-windows`` is a windowed average written in complete output mode, which never
 evicts: ``state_leak`` warns about the windows the watermark has passed. The command is read
 from the page, not rebuilt here, so the test breaks if the page offers one that does not work.
 """
@@ -34,7 +34,7 @@ pytestmark = [
     ),
     pytest.mark.spark,
 ]
-STORY = SAMPLES / "demo" / "complete-mode-leak"
+STORY = SAMPLES / "demo" / "leaking-windows"
 CONFIG = str(SAMPLES / "demo.toml")
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from stateglass.app.cli import main
 from tests.conftest import SAMPLES
 
-STORY = SAMPLES / "demo" / "complete-mode-leak"
+STORY = SAMPLES / "demo" / "leaking-windows"
 CONFIG = str(SAMPLES / "demo.toml")
 
 
