@@ -3,8 +3,8 @@
 A finding (keys the watermark should have evicted, new keys that one key value brings, a
 checkpoint that will not restart) becomes a :class:`Fix`: the ``stateglass rewrite`` dry run
 with its predicate or batch filled in, and the catalog query that lists the keys it removes.
-Pure text, like :mod:`.sql_examples`: nothing is read or written here, and the dashboard only
-shows the command (the user runs it; its dry run prints what it would remove).
+Pure text, like :mod:`.sql_examples`: nothing is read or written here. The dashboard shows the
+command and, on request, its dry run (the same plan: :mod:`.render.rewrite_dry_run`).
 
 Example::
 
@@ -20,7 +20,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from stateglass.app.analysis.rewrite_command import rewrite_command
-from stateglass.app.sql_examples import LIMIT, LeakTarget, field_path, literal, overdue_keys
+from stateglass.app.sql_examples import (
+    LIMIT,
+    LeakTarget,
+    field_path,
+    literal,
+    overdue_keys,
+    store_rows,
+)
 
 if TYPE_CHECKING:
     from stateglass.app.browse.growth import Contributor
@@ -32,8 +39,17 @@ class Fix:
 
     title: str
     why: str  # what the rewrite changes, and what it cannot
-    command: str  # the dry run; the user adds --apply
-    query: str | None  # the catalog query listing the rows removed (None: nothing is removed)
+    checkpoint: str
+    drop_keys: tuple[tuple[str, str], ...] = ()  # (store, predicate) as --drop-keys takes them
+    batch_id: int | None = None  # --batch-id: the batch DST ends at
+    query: str | None = None  # the catalog query listing the rows removed (None: none are)
+
+    @property
+    def command(self) -> str | None:
+        """The dry run (the user adds --apply); None when no rewrite fixes the finding."""
+        if not self.drop_keys and self.batch_id is None:
+            return None
+        return rewrite_command(self.checkpoint, drop_keys=self.drop_keys, batch_id=self.batch_id)
 
 
 def store_arg(operator_id: int, label: str) -> str:
@@ -52,9 +68,8 @@ def leak_fix(checkpoint: str, ref: str, operator_id: int, target: LeakTarget, wm
             "with the rest of its state. It does not stop new keys from leaking: that needs "
             "the query's watermark or eviction fixed."
         ),
-        command=rewrite_command(
-            checkpoint, drop_keys=((store_arg(operator_id, target.label), predicate),)
-        ),
+        checkpoint=checkpoint,
+        drop_keys=((store_arg(operator_id, target.label), predicate),),
         query=overdue_keys(ref, target, wm),
     )
 
@@ -75,10 +90,27 @@ def growth_fix(
             "checkpoint without every key that does (old and new); the query restarts on it "
             "and builds them again if its input still brings them."
         ),
-        command=rewrite_command(
-            checkpoint, drop_keys=((store_arg(operator_id, label), predicate),)
-        ),
+        checkpoint=checkpoint,
+        drop_keys=((store_arg(operator_id, label), predicate),),
         query=f"SELECT *\nFROM {ref}\nWHERE {predicate}\nLIMIT {LIMIT}",
+    )
+
+
+def unbounded_fix(checkpoint: str, ref: str, operator_id: int, label: str) -> Fix:
+    """State Spark never removes: no rewrite stops it, and the panel says so."""
+    return Fix(
+        title=f"State that only grows in operator {operator_id} / {label}",
+        why=(
+            "No rewrite stops this: Spark removes none of these keys, so a rewrite that drops "
+            "some only shrinks the state once, and it grows again from the next batch. The fix "
+            "is in the query: a watermark and a window of its column (or the watermarked "
+            "column in the key), or a TTL in transformWithState; the state_leak finding names "
+            "the cause. Once keys are known to be dead, `--drop-keys STORE PREDICATE` removes "
+            "them: the State page's growth attribution finds a value most new keys carry and "
+            "offers that command. The query below lists the store's rows to choose from."
+        ),
+        checkpoint=checkpoint,
+        query=store_rows(ref),
     )
 
 
@@ -92,8 +124,8 @@ def restart_fix(checkpoint: str, batch: int) -> Fix:
             f"sources' offsets of batch {batch} (the dry run says which sources can replay). "
             "The source checkpoint is left as it is: nothing is moved aside."
         ),
-        command=rewrite_command(checkpoint, batch_id=batch),
-        query=None,
+        checkpoint=checkpoint,
+        batch_id=batch,
     )
 
 

@@ -185,6 +185,18 @@ STORIES = (
         conf={"spark.sql.streaming.minBatchesToRetain": "3"},
     ),
     Story(
+        "leaking-windows",
+        "hdfs",
+        "ten-minute averages per sensor with a ten-minute watermark, written in complete "
+        "output mode: Spark never evicts in complete mode, so every closed window stays",
+        "state_leak WARN: windows the watermark has passed are still in the state; the "
+        "Health page's Plan a fix drops them (walk-through: README, Fix the state)",
+        sensor_windows,
+        {"events": g.Input(READING_SCHEMA, readings(4, 8))},
+        batches=8,
+        output_mode="complete",
+    ),
+    Story(
         "healthy",
         "hdfs",
         "ten-minute averages per sensor with a ten-minute watermark",

@@ -30,7 +30,6 @@ from stateglass.app.args import CHECKPOINT_HELP
 
 if TYPE_CHECKING:
     from stateglass.app.analysis.rewrite import RewritePlan
-    from stateglass.app.analysis.rollback import Rollback
     from stateglass.collectors.checkpoints.checkpoint import Checkpoint
     from stateglass.collectors.rewrite.destination import Destination
 
@@ -111,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
     from stateglass.app.analysis.rewrite import plan_rewrite
     from stateglass.app.analysis.rewrite_edits import DropKeys
     from stateglass.app.analysis.rewrite_refusals import RewriteRequest
+    from stateglass.app.render.rewrite_dry_run import edits_text
     from stateglass.collectors.checkpoints.checkpoint import Checkpoint
     from stateglass.collectors.checkpoints.enclosing import refuse_inside_checkpoint
     from stateglass.collectors.errors import RewriteRefused
@@ -225,6 +225,7 @@ def _write_store(
 def plan_text(plan: RewritePlan, dst: str) -> str:
     """The plan: the planner's tables, then what the rewrite changes and writes."""
     from stateglass.app.commands.plan_partitions import plan_text as partition_text
+    from stateglass.app.render.rewrite_dry_run import rollback_text
 
     lines = [
         f"rewrite {plan.checkpoint} → {dst}: state of batch {plan.batch_id} written as "
@@ -247,48 +248,3 @@ def plan_text(plan: RewritePlan, dst: str) -> str:
     for where, why in plan.refusals:
         lines.append(f"refused ({where}): {why}")
     return "\n".join(lines) + "\n"
-
-
-def rollback_text(rollback: Rollback) -> list[str]:
-    """What a rollback undoes, what each source replays, and what the sink does."""
-    b, last = rollback.batch_id, rollback.last_committed
-    lines = [
-        f"rollback: batches {b + 1}..{last} are undone; the restart on DST runs batch {b + 1} "
-        f"from the sources' offsets of batch {b} (sources' logs cut there)",
-        "sources:",
-    ]
-    lines += [f"  sources/{s.source} ({s.kind}): {s.replays}: {s.why}" for s in rollback.sources]
-    lines += ["  none"] if not rollback.sources else []
-    lines.append("sink:")
-    lines += [f"  {line}" for line in rollback.sink]
-    return lines
-
-
-def edits_text(cp: Checkpoint, plan: RewritePlan) -> str:
-    """What the edits remove, per store and partition, and the first rows removed as
-    ``stateglass state`` prints them (one JSON object per row)."""
-    from stateglass.app.output import as_struct
-    from stateglass.app.render.rows_to_json import render_row
-    from stateglass.collectors.checkpoints.state_reader import StateRequest, StateSource
-    from stateglass.parsers.state_arrow import state_columns
-    from stateglass.parsers.units import fmt_bytes
-
-    lines: list[str] = []
-    for d in plan.edits.drops:
-        per_partition = ", ".join(f"{p}: {n}" for p, n in d.per_partition) or "none"
-        lines += [
-            f"edit {d.operator_id}/{d.store_name}: {len(d.keys)} of {d.rows} keys removed "
-            f"({fmt_bytes(d.bytes_saved)} saved) by {d.why}",
-            f"  keys removed per partition: {per_partition}",
-        ]
-        if not d.sample:
-            continue
-        codec = StateSource(cp, StateRequest(d.operator_id, d.store_name)).row_codec
-        render = render_row(as_struct(state_columns(codec)), "UTC")
-        lines.append(f"  first {len(d.sample)} rows removed:")
-        lines += [
-            f"    {render((*row, partition))}"
-            for partition, key, value in d.sample
-            for row in codec.rows(key, value)
-        ]
-    return "".join(line + "\n" for line in lines)

@@ -1,5 +1,6 @@
 """Plan a fix: a checkpoint that will not restart offers the roll-back to its newest whole
-batch, as a ``stateglass rewrite`` command whose dry run plans it and writes nothing."""
+batch, as a ``stateglass rewrite`` command whose dry run plans it and writes nothing (on the
+page too, on request); state that only grows gets a panel that says no rewrite stops it."""
 
 from __future__ import annotations
 
@@ -43,3 +44,28 @@ def test_a_checkpoint_that_will_not_restart_offers_the_roll_back(
     out = capsys.readouterr().out
     assert f"state of batch {last - 1}" in out and "dry run: nothing written" in out
     assert not Path(args[3]).exists()
+
+    # The panel's own dry run, asked for: the CLI's rollback lines, nothing written.
+    (button,) = [b for b in at.button if b.label.startswith("Dry run here")]
+    button.click().run()
+    (panel,) = [e for e in at.expander if e.label.startswith("Plan a fix")]
+    shown = [c.value for c in panel.code if "rollback:" in c.value]
+    rollback = next(line for line in out.splitlines() if line.startswith("rollback:"))
+    assert len(shown) == 1 and rollback in shown[0], shown
+    assert not Path(args[3]).exists()
+
+
+def test_state_that_only_grows_gets_a_panel_without_a_rewrite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "history.duckdb"
+    main(["collect", str(SAMPLES / "demo" / "unbounded-state"), "--db", str(db)])
+    monkeypatch.setenv(DB_ENV, str(db))
+
+    at = run_page("health")
+    panels = [e for e in at.expander if e.label.startswith("Plan a fix: State that only grows")]
+    assert [p.label for p in panels] == [
+        "Plan a fix: State that only grows in operator 0 / default"
+    ]
+    assert not panels[0].code and not panels[0].button
+    assert "No rewrite stops this" in panels[0].markdown[0].value

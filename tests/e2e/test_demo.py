@@ -32,6 +32,7 @@ INTENDED = {
     "snapshot-lag": ("snapshot_lag", "WARN"),
     "purged-history": ("retention", "WARN"),
     "late-rows": ("late_rows", "WARN"),
+    "leaking-windows": ("state_leak", "WARN"),
 }
 # Rules that rightly join in: state that grows without bound because nothing can evict it
 # is also a state leak (no watermark), and that finding names the cause.

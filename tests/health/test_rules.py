@@ -156,25 +156,6 @@ def test_retention_with_few_batches_kept(built_db: tuple[Path, Built]) -> None:
     assert statuses(judge(db, str(built.retention), config=config), "retention") == {"OK"}
 
 
-def test_retention_counts_a_rewritten_checkpoint_from_the_batch_it_was_written_at(
-    built: Built, tmp_path: Path
-) -> None:
-    """``stateglass rewrite`` writes one version, at the source's last batch: the batches
-    before it never had state in the new checkpoint, so none is missing."""
-    from stateglass.app.cli import main
-
-    dst = tmp_path / "rewritten"
-    assert main(["rewrite", str(built.unbounded), str(dst), "--partitions", "3", "--apply"]) == 0
-    db = tmp_path / "h.duckdb"
-    (found,) = judge(db, collect(db, dst))["retention"]
-    assert found.status == "OK", found.finding
-    assert "1 of the newest 1 committed batches" in found.finding
-    assert "state written by stateglass rewrite at batch 5" in found.finding
-    # Without its mark it is a checkpoint whose older state is gone.
-    (dst / "stateglass-rewrite.json").unlink()
-    assert statuses(judge(db, collect(db, dst)), "retention") == {"WARN"}
-
-
 def test_holes_err_when_a_delta_is_deleted(built: Built, tmp_path: Path) -> None:
     cp = copy_checkpoint(built.unbounded, tmp_path / "cp")
     os.remove(cp / "state" / "0" / "1" / "4.delta")

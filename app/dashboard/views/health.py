@@ -37,6 +37,7 @@ def _findings(
             "evidence": _evidence(checkpoint, f),
             "rule_id": str(f.rule),
             "operator_id": getattr(f, "operator_id", None),
+            "store_name": getattr(f, "store_name", None),
         }
         for f in found
     ]
@@ -132,6 +133,22 @@ def _leak_link(checkpoint: str, leaking: set[int]) -> None:
             leaking = leaking - {operator_id}
 
 
+def _growing(findings: pd.DataFrame) -> list[tuple[int, str]]:
+    """The stores the unbounded_state rule warns about: ``(operator, store)``."""
+    warned = findings["rule_id"].eq("unbounded_state") & findings["status"].isin(["WARN", "ERR"])
+    rows = findings.loc[warned, ["operator_id", "store_name"]].dropna()
+    return [(int(r.operator_id), str(r.store_name)) for r in rows.itertuples()]
+
+
+def _unbounded_fixes(checkpoint: str, growing: list[tuple[int, str]]) -> None:
+    """A Plan a fix panel per store that only grows: what a rewrite can and cannot do."""
+    from stateglass.app.fixes import unbounded_fix
+
+    for operator_id, store_name in growing:
+        ref = sql_link.table_of(checkpoint, operator_id, store_name)
+        fix_panel.render(unbounded_fix(checkpoint, ref, operator_id, store_name))
+
+
 def _report_button(db: str, checkpoint: str) -> None:
     from stateglass.app.report import render_html
 
@@ -212,7 +229,8 @@ def render() -> None:
             )
         warned = findings["rule_id"].eq("state_leak") & findings["status"].isin(["WARN", "ERR"])
         leaking = {int(o) for o in findings.loc[warned, "operator_id"].dropna()}
-        findings = findings.drop(columns=["evidence", "rule_id", "operator_id"])
+        growing = _growing(findings)
+        findings = findings.drop(columns=["evidence", "rule_id", "operator_id", "store_name"])
         if not findings["where"].astype(bool).any():
             findings = findings.drop(columns="where")
         # st.table renders every cell as Markdown: store and field names come from the
@@ -226,6 +244,7 @@ def render() -> None:
         # A static table wraps long findings; a data grid would cut them at its column width.
         st.table(styled.hide(axis="index"))
         _leak_link(checkpoint, leaking)
+        _unbounded_fixes(checkpoint, growing)
     st.subheader("Report")
     st.caption(
         "The same HTML as `stateglass report CHECKPOINT -o report.html`: health verdicts, "
