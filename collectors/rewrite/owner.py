@@ -86,10 +86,29 @@ class OwnerMark:
         return (json.dumps(doc) + "\n").encode("utf-8")
 
     def write(self, path: str) -> None:
-        """Make ``path`` hold this mark; fails if it exists (ids are never reused)."""
+        """Make ``path`` hold this mark, whole or not at all; fails if it exists (ids are
+        never reused). A file created and then written could be killed in between and left
+        empty, naming no one: nothing could ever prove it a leftover. So the mark is written
+        to an unnamed file (``O_TMPFILE``, Linux) and linked to ``path`` complete; where there
+        is no such file, created and written in one small write."""
+        data = self.to_bytes()
+        try:
+            fd = os.open(os.path.dirname(path) or ".", os.O_TMPFILE | os.O_WRONLY, 0o644)
+        except (AttributeError, OSError):
+            fd = None
+        if fd is not None:
+            fds = os.open("/proc/self/fd", os.O_RDONLY)
+            try:
+                os.write(fd, data)
+                # linkat(2) with AT_SYMLINK_FOLLOW, which os.link uses only given a dir fd.
+                os.link(str(fd), path, src_dir_fd=fds, follow_symlinks=True)
+            finally:
+                os.close(fds)
+                os.close(fd)
+            return
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            os.write(fd, self.to_bytes())  # one small write: a kill leaves it whole or empty
+            os.write(fd, data)
         finally:
             os.close(fd)
 
