@@ -23,6 +23,11 @@ HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvi
 PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 SHUFFLE = "spark.sql.shuffle.partitions"
+# The two providers the edit oracles run on.
+PROVIDERS = {
+    "hdfs": {PROVIDER: HDFS},
+    "rocksdb-changelog": {PROVIDER: ROCKSDB, CHANGELOG: "true"},
+}
 
 Output = list[tuple[Any, ...]]
 # (store name, key, value, partition id) as Spark's state reader renders them

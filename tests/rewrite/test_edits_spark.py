@@ -30,17 +30,9 @@ import pytest
 
 from stateglass.app.cli import main
 from tests.conftest import spark_conf, write_batch_files
+from tests.rewrite.spark_runs import PROVIDERS
 
 SCHEMA = "k STRING, id BIGINT"
-ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
-PROVIDERS = {
-    "hdfs": {"spark.sql.streaming.stateStore.providerClass": HDFS},
-    "rocksdb-changelog": {
-        "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
-        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
-    },
-}
 JOIN_STORES = [
     f"{s}-{n}" for s in ("left", "right") for n in ("keyToNumValues", "keyWithIndexToValue")
 ]

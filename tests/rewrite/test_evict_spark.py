@@ -26,6 +26,7 @@ Each on the HDFS provider and on RocksDB with changelog checkpointing.
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from contextlib import redirect_stdout
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -35,18 +36,10 @@ from typing import Any
 import pytest
 
 from stateglass.app.cli import main
-from tests.conftest import spark_conf, write_batch_files
+from tests.conftest import write_batch_files
+from tests.rewrite.spark_runs import PROVIDERS, Output, Run, run_query
 
 SCHEMA = "k STRING, ts TIMESTAMP"
-ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
-PROVIDERS = {
-    "hdfs": {"spark.sql.streaming.stateStore.providerClass": HDFS},
-    "rocksdb-changelog": {
-        "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
-        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
-    },
-}
 CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.sql.streaming.noDataMicroBatches.enabled": "false",
@@ -66,13 +59,15 @@ def _batches(n: int) -> list[list[dict[str, Any]]]:
     ]
 
 
+def _read(spark: Any, inputs: Path) -> Any:
+    return spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(inputs))
+
+
 def _windows(spark: Any, inputs: Path) -> Any:
     from pyspark.sql import functions as F
 
     return (
-        spark.readStream.schema(SCHEMA)
-        .option("maxFilesPerTrigger", 1)
-        .json(str(inputs))
+        _read(spark, inputs)
         # Batch 1's last row is at minute 19: the watermark of batch 2 is minute 15, the end
         # of a window, which Spark evicts (``end <= watermark``).
         .withWatermark("ts", "4 minutes")
@@ -82,32 +77,17 @@ def _windows(spark: Any, inputs: Path) -> Any:
 
 
 def _unevicted_dedup(spark: Any, inputs: Path) -> Any:
-    return (
-        spark.readStream.schema(SCHEMA)
-        .option("maxFilesPerTrigger", 1)
-        .json(str(inputs))
-        .withWatermark("ts", "5 minutes")
-        .dropDuplicates(["k"])
-    )
+    return _read(spark, inputs).withWatermark("ts", "5 minutes").dropDuplicates(["k"])
 
 
-def _run(spark: Any, query: Any, cp: Path, mode: str, conf: dict[str, str]) -> list[Any]:
-    """Run ``query`` on ``cp`` until its input is read; its sink output, sorted."""
-    out: list[tuple[Any, ...]] = []
+Build = Callable[[Any, Path], Any]
 
-    def sink(frame: Any, batch_id: int) -> None:
-        out.extend((batch_id, *row) for row in frame.collect())
 
-    with spark_conf(spark, {**conf, **CONF}):
-        handle = (
-            query.writeStream.outputMode(mode)
-            .foreachBatch(sink)
-            .option("checkpointLocation", str(cp))
-            .trigger(availableNow=True)
-            .start()
-        )
-        handle.awaitTermination()
-    return sorted(out, key=repr)
+def _run(
+    spark: Any, build: Build, inputs: Path, cp: Path, mode: str, conf: dict[str, str]
+) -> Output:
+    """Run ``build``'s query over ``inputs`` on ``cp`` until its input is read."""
+    return run_query(spark, Run(lambda src: build(spark, src), inputs, cp, {**conf, **CONF}, mode))
 
 
 def _state(spark: Any, cp: Path) -> list[tuple[str, str]]:
@@ -134,8 +114,8 @@ def windows(spark: Any, tmp_path_factory: pytest.TempPathFactory, request: Any) 
     tmp = tmp_path_factory.mktemp(f"evict-windows-{request.param}")
     src, dst, ref, inputs = tmp / "src", tmp / "dst", tmp / "ref", tmp / "in"
     write_batch_files(inputs, _batches(OLD))
-    _run(spark, _windows(spark, inputs), src, "complete", conf)
-    _run(spark, _windows(spark, inputs), ref, "update", conf)
+    _run(spark, _windows, inputs, src, "complete", conf)
+    _run(spark, _windows, inputs, ref, "update", conf)
     ref_before = _state(spark, ref)
     dry_run = io.StringIO()
     with redirect_stdout(dry_run):
@@ -148,9 +128,9 @@ def windows(spark: Any, tmp_path_factory: pytest.TempPathFactory, request: Any) 
         after_rewrite=after,
         ref_before=ref_before,
         dry_run=dry_run.getvalue(),
-        dst_out=_run(spark, _windows(spark, inputs), dst, "update", conf),
+        dst_out=_run(spark, _windows, inputs, dst, "update", conf),
         dst_state=_state(spark, dst),
-        ref_out=_run(spark, _windows(spark, inputs), ref, "update", conf),
+        ref_out=_run(spark, _windows, inputs, ref, "update", conf),
         ref_state=_state(spark, ref),
     )
 
@@ -179,7 +159,7 @@ def test_a_dedup_spark_never_evicts_is_refused_in_one_line(
 ) -> None:
     write_batch_files(tmp_path / "in", _batches(OLD))
     src, dst = tmp_path / "src", tmp_path / "dst"
-    _run(spark, _unevicted_dedup(spark, tmp_path / "in"), src, "append", PROVIDERS[provider])
+    _run(spark, _unevicted_dedup, tmp_path / "in", src, "append", PROVIDERS[provider])
     capsys.readouterr()
     assert main(["rewrite", str(src), str(dst), "--evict-expired", "--apply"]) == 2
     err = capsys.readouterr().err

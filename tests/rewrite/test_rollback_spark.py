@@ -36,20 +36,12 @@ import pytest
 from stateglass.app.cli import main
 from stateglass.parsers.logs import batch_id_of, parse_file_source_log
 from tests.conftest import spark_conf, write_batch_files
+from tests.rewrite.spark_runs import PROVIDERS
 
 SCHEMA = "k STRING, id BIGINT"
 CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.sql.streaming.fileSource.log.compactInterval": "2",
-}
-ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
-PROVIDERS = {
-    "hdfs": {"spark.sql.streaming.stateStore.providerClass": HDFS},
-    "rocksdb-changelog": {
-        "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
-        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
-    },
 }
 
 
