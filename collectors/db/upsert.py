@@ -45,10 +45,11 @@ def upsert(
         conn.execute(f"INSERT OR REPLACE INTO {table} BY NAME SELECT {select}", values)
     else:
         keys = ", ".join(KEYS[table])
-        sets = ", ".join(f"{c} = excluded.{c}" for c in on_conflict.split(","))
+        # A column the rows do not carry is not theirs to change: it keeps its value.
+        sets = ", ".join(f"{c} = excluded.{c}" for c in on_conflict.split(",") if c in names)
+        action = f"DO UPDATE SET {sets}" if sets else "DO NOTHING"
         conn.execute(
-            f"INSERT INTO {table} BY NAME SELECT {select} "
-            f"ON CONFLICT ({keys}) DO UPDATE SET {sets}",
+            f"INSERT INTO {table} BY NAME SELECT {select} ON CONFLICT ({keys}) {action}",
             values,
         )
 
