@@ -33,7 +33,15 @@ _CREDENTIAL_CODES = (
     "Unable to locate credentials",
     "Server failed to authenticate",
 )
-_DENIED_CODES = ("AccessDenied", "AuthorizationPermissionMismatch", "AuthorizationFailure", "403")
+# An HTTP 403 as the clients word it ("An error occurred (403) when calling the HeadObject
+# operation: Forbidden"): a bare "403" would also match a port or a path (127.0.0.1:40311).
+_DENIED_CODES = (
+    "AccessDenied",
+    "AuthorizationPermissionMismatch",
+    "AuthorizationFailure",
+    "(403)",
+    "Forbidden",
+)
 _BUCKET_CODES = ("NoSuchBucket", "ContainerNotFound", "bucket does not exist", "NotFound: bucket")
 _THROTTLE_CODES = ("SlowDown", "Throttl", "TooManyRequests", "RequestLimitExceeded", "ServerBusy")
 _UNREACHABLE = (

@@ -62,8 +62,13 @@ class Cluster:
     logs: Path
 
     def alive_workers(self) -> int:
+        """Workers registered with the master; 0 while its web UI is still starting (it
+        answers ``/json/`` with its HTML page until the JSON handler is attached)."""
         with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json/", timeout=5) as r:
-            return int(json.load(r).get("aliveworkers", 0))
+            try:
+                return int(json.load(r).get("aliveworkers", 0))
+            except json.JSONDecodeError:
+                return 0
 
     def log_tail(self) -> str:
         return "\n".join(p.read_text(errors="replace")[-2000:] for p in self.logs.glob("*.log"))

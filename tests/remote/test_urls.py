@@ -86,3 +86,15 @@ def test_a_bad_storage_option_is_one_line(cli: Any) -> None:
     assert r.code == 2 and r.err.strip() == (
         "stateglass: error: --storage-option 'oops': expected KEY=VALUE"
     )
+
+
+def test_a_lost_connection_is_not_taken_for_access_denied_by_a_port_in_its_url() -> None:
+    """The client's message names the endpoint: a port such as 40311 holds "403"."""
+    from botocore.exceptions import EndpointConnectionError
+
+    from stateglass.collectors.remote.failures import storage_error
+
+    lost = EndpointConnectionError(endpoint_url="http://127.0.0.1:40311/cps/state/0/403/6.delta")
+    assert "connection lost" in storage_error("s3://cps/x", lost, {}).why
+    denied = OSError("An error occurred (403) when calling the HeadObject operation: Forbidden")
+    assert "access denied" in storage_error("s3://cps/x", denied, {}).why
