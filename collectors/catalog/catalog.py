@@ -4,8 +4,9 @@
 view of each store (:mod:`.names`), registers one :class:`~.sources.SharedTable` per Arrow
 schema as ``_sg_<n>`` and creates the view users query over each of its tables. The history
 database's tables and views are listed as kind ``history``; a ``stateglass.tables`` view
-lists everything. Reading schema files is all it does: nothing is decoded until a query
-scans a table.
+lists everything. Reading schema files is all it does (for a fleet on an object store, not
+even that until a query names a checkpoint: :class:`LazySchemas`): nothing is decoded until a
+query scans a table.
 """
 
 from __future__ import annotations
@@ -305,11 +306,11 @@ class LazySchemas:
 
     def open_named(self, sql: str) -> None:
         """Register the waiting schemas ``sql`` may name (a word of its text), or all of them
-        when it may read DuckDB's catalog (``information_schema``, ``SHOW``, ``duckdb_…``)."""
+        when it may read DuckDB's catalog (``information_schema``, ``SHOW``, ``duckdb_…()``)."""
         if not self._waiting:
             return
         words = set(_WORD.findall(sql.lower()))
-        if words & _CATALOG_WORDS or any(w.startswith("duckdb_") for w in words):
+        if words & _CATALOG_WORDS or any(w.startswith(_CATALOG_PREFIXES) for w in words):
             self.open(self._waiting)
         else:
             self.open(words & self._waiting.keys())
@@ -340,10 +341,10 @@ class LazySchemas:
                     builder.warn(f"{opened.given}: its metadata names other tables: {names}")
 
 
-# Words of a statement that read DuckDB's catalog, which lists registered schemas only.
-_CATALOG_WORDS = frozenset(
-    {"information_schema", "pg_catalog", "show", "describe", "sqlite_master"}
-)
+# Words of a statement that read DuckDB's catalog, which lists registered schemas only
+# (``SHOW ALL TABLES``, ``PRAGMA show_tables_expanded``, ``duckdb_columns()``, ``pg_class``…).
+_CATALOG_WORDS = frozenset({"information_schema", "describe", "sqlite_master"})
+_CATALOG_PREFIXES = ("show", "duckdb_", "pg_")
 _WORD = re.compile(r"[a-z0-9_]+")
 
 
@@ -367,12 +368,12 @@ def build_catalog(
     in_fleet: set[str] = set()
     for given in roots:
         fs, canonical = open_location(given)
-        listed = _list_fleet(fs, canonical)
+        fleet = _list_fleet(fs, canonical)
         for root in checkpoints_at(fs, given, discovery, say):
             # A checkpoint named directly keeps the name it was given.
             shown = given if root in (canonical, canonical.rstrip("/")) else root
             found.setdefault(root, (shown, fs))
-            if listed:
+            if fleet:
                 in_fleet.add(root)
     builder = _Builder(con, text_form, scopes, say, decoded, spark)
     names = schema_names(found)
