@@ -4,13 +4,15 @@
 view of each store (:mod:`.names`), registers one :class:`~.sources.SharedTable` per Arrow
 schema as ``_sg_<n>`` and creates the view users query over each of its tables. The history
 database's tables and views are listed as kind ``history``; a ``stateglass.tables`` view
-lists everything. Reading schema files is all it does: nothing is decoded until a query
-scans a table.
+lists everything. Reading schema files is all it does (for a fleet on an object store, not
+even that until a query names a checkpoint: :class:`LazySchemas`): nothing is decoded until a
+query scans a table.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
@@ -70,10 +72,12 @@ class TableEntry:
 
 @dataclass(frozen=True)
 class Catalog:
-    """What a session holds: its tables, and each checkpoint schema's path."""
+    """What a session holds: its tables, each checkpoint schema's path, and the schemas
+    registered when a query names them."""
 
     entries: tuple[TableEntry, ...]
     schemas: dict[str, str]
+    lazy: LazySchemas
 
 
 @dataclass(frozen=True)
@@ -146,13 +150,9 @@ class _Builder:
             said.append(f"{given}: only its metadata tables are listed ({exc.why})")
             stores = []
         planned = [(store, view) for store in stores for view in views_of(store, root)]
-        labels = [(_label(store, view), view) for store, view in planned]
-        names = unique(
-            [state_table(view.operator_id, label) for label, view in labels]
-            + [f"{state_table(view.operator_id, label)}{CHANGES_SUFFIX}" for label, view in labels]
-            + list(METADATA)
+        state_names, change_names = _table_names(
+            [(view.operator_id, _label(store, view)) for store, view in planned]
         )
-        state_names, change_names = names[: len(planned)], names[len(planned) : 2 * len(planned)]
         views: list[_OpenedView] = []
         for (store, view), table, changes in zip(planned, state_names, change_names, strict=True):
             try:
@@ -224,6 +224,26 @@ class _Builder:
         self.con.execute(f"CREATE VIEW {CATALOG_SCHEMA}.tables AS SELECT * FROM _sg_tables")
 
 
+def _table_names(labels: Sequence[tuple[int, str]]) -> tuple[list[str], list[str]]:
+    """The state tables' and their change feeds' names for views labelled ``(operator id,
+    label)``, made unique among themselves and the metadata tables."""
+    state = [state_table(op, label) for op, label in labels]
+    names = unique(state + [f"{name}{CHANGES_SUFFIX}" for name in state] + list(METADATA))
+    return names[: len(state)], names[len(state) : 2 * len(state)]
+
+
+def _listed_entries(schema: str, given: str, stores: Sequence[tuple[int, str]]) -> list[TableEntry]:
+    """A checkpoint's tables as registering it lists them, for stores named by their folders
+    (one view each: no state variables, no column families)."""
+    state, changes = _table_names(stores)
+    out = []
+    for (op, store), table, feed in zip(stores, state, changes, strict=True):
+        out.append(TableEntry(schema, table, given, op, store, None, "state"))
+        out.append(TableEntry(schema, feed, given, op, store, None, "changes"))
+    out.extend(TableEntry(schema, name, given, None, None, None, "metadata") for name in METADATA)
+    return out
+
+
 def _label(store: StoreInfo, view: StateView) -> str:
     if view.read_timers:
         return TIMERS
@@ -238,19 +258,94 @@ def _spark_names(store: StoreInfo, view: StateView) -> tuple[str, str | None]:
     return (view.state_var or store.store_name), None
 
 
-def _list_fleet(fs: FileSystem, root: str) -> None:
-    """List a remote folder of checkpoints at once (see ``_KEYS_LISTED_AT_ONCE``). Not a
-    checkpoint itself: its folders one by one cost fewer requests than all its state files'
-    keys, and discovery lists its top (this listing) anyway."""
+def _list_fleet(fs: FileSystem, root: str) -> bool:
+    """List a remote folder of checkpoints at once (see ``_KEYS_LISTED_AT_ONCE``); whether it
+    did. Not a checkpoint itself: its folders one by one cost fewer requests than all its
+    state files' keys, and discovery lists its top (this listing) anyway."""
     list_below = getattr(fs, "list_below", None)
     if list_below is None:
-        return
+        return False
     try:
         if is_checkpoint(fs.names(root)):
-            return
+            return False
     except CheckpointError:
-        return  # discovery says what is wrong with it, in one line
+        return False  # discovery says what is wrong with it, in one line
     list_below(root, _KEYS_LISTED_AT_ONCE)
+    return True
+
+
+class LazySchemas:
+    """Checkpoints of a fleet listed from their folders alone, registered when a query first
+    names their schema.
+
+    On an object store every file read is a request (tens of milliseconds): reading each
+    checkpoint's operator metadata and schema files to register its tables would make a
+    fleet of hundreds slow to open, when a query reads one or two of them. Their tables are
+    listed from the listing the fleet was found by, and registered (their files read) before
+    the first statement whose text names their schema, or asks DuckDB's own catalog.
+    """
+
+    def __init__(
+        self,
+        builder: _Builder,
+        found: dict[str, tuple[str, FileSystem]],
+        workers: int,
+    ) -> None:
+        self._builder = builder
+        self._found = found
+        self._workers = workers
+        self._waiting: dict[str, tuple[str, tuple[TableEntry, ...]]] = {}
+
+    def wait(self, schema: str, root: str, listed: Sequence[TableEntry]) -> None:
+        self._waiting[schema] = (root, tuple(listed))
+
+    @property
+    def waiting(self) -> frozenset[str]:
+        """The schemas not registered yet."""
+        return frozenset(self._waiting)
+
+    def open_named(self, sql: str) -> None:
+        """Register the waiting schemas ``sql`` may name (a word of its text), or all of them
+        when it may read DuckDB's catalog (``information_schema``, ``SHOW``, ``duckdb_…()``)."""
+        if not self._waiting:
+            return
+        words = set(_WORD.findall(sql.lower()))
+        if words & _CATALOG_WORDS or any(w.startswith(_CATALOG_PREFIXES) for w in words):
+            self.open(self._waiting)
+        else:
+            self.open(words & self._waiting.keys())
+
+    def open(self, schemas: Iterable[str]) -> None:
+        """Register ``schemas`` (those still waiting), reading their files in threads."""
+        todo = sorted(s for s in schemas if s in self._waiting)
+        if not todo:
+            return
+        builder = self._builder
+
+        def open_one(schema: str) -> _Opened:
+            root = self._waiting[schema][0]
+            given, fs = self._found[root]
+            return builder.opened(schema, given, root, fs)
+
+        with ThreadPoolExecutor(min(self._workers, len(todo)), "stateglass-catalog") as pool:
+            for opened in pool.map(open_one, todo):
+                known = len(builder.entries)
+                builder.checkpoint(opened)
+                # Listed already (stateglass.tables has them): a table the folders did not
+                # tell is said, not added to a listing that was shown.
+                registered = tuple(builder.entries[known:])
+                del builder.entries[known:]
+                listed = self._waiting.pop(opened.schema)[1]
+                if registered != listed:
+                    names = ", ".join(e.table for e in registered) or "none"
+                    builder.warn(f"{opened.given}: its metadata names other tables: {names}")
+
+
+# Words of a statement that read DuckDB's catalog, which lists registered schemas only
+# (``SHOW ALL TABLES``, ``PRAGMA show_tables_expanded``, ``duckdb_columns()``, ``pg_class``…).
+_CATALOG_WORDS = frozenset({"information_schema", "describe", "sqlite_master"})
+_CATALOG_PREFIXES = ("show", "duckdb_", "pg_")
+_WORD = re.compile(r"[a-z0-9_]+")
 
 
 def build_catalog(
@@ -263,23 +358,36 @@ def build_catalog(
     decoded: DecodedCache,
     spark: SparkDecoding | None = None,
 ) -> Catalog:
-    """Find the checkpoints under ``roots`` and register their tables on ``con``; their
-    sources keep decoded partitions in ``decoded``, or have ``spark`` decode them."""
+    """Find the checkpoints under ``roots`` and register their tables on ``con`` (those of a
+    fleet on an object store when a query names them: :class:`LazySchemas`); their sources
+    keep decoded partitions in ``decoded``, or have ``spark`` decode them."""
     from stateglass.collectors.remote import open_location
 
     say = warn or (lambda _line: None)
     found: dict[str, tuple[str, FileSystem]] = {}
+    in_fleet: set[str] = set()
     for given in roots:
         fs, canonical = open_location(given)
-        _list_fleet(fs, canonical)
+        fleet = _list_fleet(fs, canonical)
         for root in checkpoints_at(fs, given, discovery, say):
             # A checkpoint named directly keeps the name it was given.
             shown = given if root in (canonical, canonical.rstrip("/")) else root
             found.setdefault(root, (shown, fs))
+            if fleet:
+                in_fleet.add(root)
     builder = _Builder(con, text_form, scopes, say, decoded, spark)
     names = schema_names(found)
     ordered = sorted(names.items(), key=lambda kv: kv[1])
     workers = max(1, (discovery or Limits()).concurrency)
+    lazy = LazySchemas(builder, found, workers)
+
+    def folders(root: str) -> list[tuple[int, str]] | None:
+        if root not in in_fleet:
+            return None
+        try:
+            return Checkpoint(root, found[root][1]).stores_from_folders()
+        except CheckpointError:
+            return None  # registered now, which says what is wrong with it
 
     def open_one(root_schema: tuple[str, str]) -> _Opened:
         root, schema = root_schema
@@ -287,11 +395,19 @@ def build_catalog(
         return builder.opened(schema, given, root, fs)
 
     with ThreadPoolExecutor(workers, "stateglass-catalog") as pool:
+        stores = dict(zip(names, pool.map(folders, names), strict=True))
+        now = pool.map(open_one, [(r, s) for r, s in ordered if stores[r] is None])
         # Opened in threads, registered in name order on this thread (DuckDB's connection
         # is not shared), so warnings and tables come in the order a serial build gives.
-        for opened in pool.map(open_one, ordered):
-            builder.checkpoint(opened)
+        for root, schema in ordered:
+            from_folders = stores[root]
+            if from_folders is None:
+                builder.checkpoint(next(now))
+                continue
+            listed = _listed_entries(schema, found[root][0], from_folders)
+            builder.entries.extend(listed)
+            lazy.wait(schema, root, listed)
     builder.history()
     builder.listing()
     schemas = {schema: found[root][0] for root, schema in names.items()}
-    return Catalog(tuple(builder.entries), schemas)
+    return Catalog(tuple(builder.entries), schemas, lazy)

@@ -185,6 +185,7 @@ class SqlSession:
 
     def columns(self, schema: str, table: str) -> list[tuple[str, str]]:
         """``(name, DuckDB type)`` of each column of ``schema.table``."""
+        self.catalog.lazy.open([schema])
         rows = self._con.execute(
             "SELECT column_name, data_type FROM information_schema.columns "
             "WHERE table_catalog <> 'temp' AND table_schema = ? AND table_name = ? "
@@ -224,6 +225,7 @@ class SqlSession:
         error (a purged batch, a corrupt file) as ``stateglass state`` says it.
         """
         with self._running():
+            self.catalog.lazy.open_named(sql)
             relation = self._con.sql(sql)
             if relation is None:
                 yield pa.RecordBatchReader.from_batches(pa.schema([]), iter(()))
@@ -246,6 +248,7 @@ class SqlSession:
         error raised by a fetch with :meth:`error`.
         """
         with self._running():
+            self.catalog.lazy.open_named(text)
             return self._con.sql(text)
 
     def error(self, exc: BaseException) -> BaseException:
@@ -279,7 +282,9 @@ class SqlSession:
     def connection(self) -> duckdb.DuckDBPyConnection:
         """The DuckDB connection, for the notebook API's relations. A relation runs again at
         every fetch, outside this session's timer: only DuckDB's ``max_execution_time``
-        (set, and locked) bounds it."""
+        (set, and locked) bounds it. Every checkpoint is registered first: a statement run
+        on it directly is not seen before it runs."""
+        self.catalog.lazy.open(self.catalog.lazy.waiting)
         return self._con
 
     # ---- life -----------------------------------------------------------------------------

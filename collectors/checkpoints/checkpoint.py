@@ -330,6 +330,24 @@ class Checkpoint:
         has_default = any(not f.is_dir for f in entries) or not named
         return ([DEFAULT_STORE] if has_default else []) + named
 
+    def stores_from_folders(self) -> list[tuple[int, str]] | None:
+        """``(operator id, store name)`` of every store, from the folders' names alone (no
+        file read: on an object store, what a listing already holds). None where the names
+        need the operator metadata: a store kept as column families (transformWithState, a
+        join of state format 3) writes metadata v2 and a schema v3; an operator with no
+        partition yet has no store folders to name."""
+        found: list[tuple[int, str]] = []
+        for op in self.operator_ids():
+            if self.list_dir("state", str(op), "_stateSchema"):
+                return None
+            if any(f.name == "v2" for f in self.list_dir("state", str(op), "_metadata")):
+                return None
+            partitions = self.partitions(op)
+            if not partitions:
+                return None
+            found.extend((op, name) for name in self._store_names_on_disk(op, partitions))
+        return found
+
     def _schema(
         self, operator_id: int, store_name: str, meta: OperatorMetadata | None
     ) -> StateSchemaFile | None:

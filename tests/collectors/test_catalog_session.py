@@ -16,6 +16,7 @@ import pytest
 from stateglass.app.cli import main as cli_main
 from stateglass.collectors.catalog import SqlLimits, SqlSession
 from stateglass.collectors.catalog.names import schema_names
+from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from stateglass.collectors.errors import (
     CorruptFile,
     MissingVersion,
@@ -313,3 +314,18 @@ def test_a_stream_read_in_part_leaves_the_session_usable() -> None:
         with session.stream("SELECT * FROM range(1000000000)") as reader:
             assert reader.read_next_batch().num_rows > 0
         assert session.execute("SELECT 1 AS x").table.column("x").to_pylist() == [1]
+
+
+def test_stores_named_by_their_folders_are_those_the_metadata_names() -> None:
+    # A fleet on an object store lists its tables from folder names alone (no file read):
+    # they must be the stores the metadata names, or None where they cannot be.
+    samples = sorted(p for p in SAMPLES.glob("spark-*/*") if (p / "metadata").is_file())
+    assert len(samples) >= 10
+    for sample in samples:
+        cp = Checkpoint(str(sample))
+        stores = cp.stores()
+        from_folders = cp.stores_from_folders()
+        if any(s.is_transform_with_state or s.uses_column_families for s in stores):
+            assert from_folders is None, sample
+        else:
+            assert from_folders == [(s.operator_id, s.store_name) for s in stores], sample

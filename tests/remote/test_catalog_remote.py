@@ -31,13 +31,26 @@ def test_a_query_on_one_checkpoint_reads_only_its_files(s3: S3) -> None:
     prefix = f"s3://{BUCKET}/catalog-only"
     for name in ("agg-hdfs", "dedup-hdfs", "join-hdfs"):
         upload(s3.client, BUCKET, SAMPLES / "spark-4.3" / name, f"catalog-only/{name}")
+    COUNTS.reset()
     with SqlSession([prefix]) as session:
-        COUNTS.reset()
+        # Their tables are named from the listing: no checkpoint's file is read to list them.
+        assert COUNTS.get == 0
+        assert len(session.tables()) > 3 * 6
         result = session.execute("SELECT count(*) AS n FROM agg_hdfs.op0_default")
         assert result.table.column("n").to_pylist()[0] > 0
         assert COUNTS.fetched
         assert all(url.startswith(f"{prefix}/agg-hdfs/") for url in COUNTS.fetched)
         assert {d.schema for d in session.last_decoded} == {"agg_hdfs"}
+        # DuckDB's own catalog lists every checkpoint's tables, registered before it runs.
+        sql = (
+            "SELECT table_schema AS s, count(*) AS n FROM information_schema.tables "
+            "WHERE table_schema LIKE '%hdfs' GROUP BY 1 ORDER BY 1"
+        )
+        found = session.execute(sql).table.to_pylist()
+        assert found == [
+            {"s": e, "n": sum(t.schema == e for t in session.tables())}
+            for e in ("agg_hdfs", "dedup_hdfs", "join_hdfs")
+        ]
 
 
 def test_a_new_commit_on_s3_is_seen_by_the_next_query(s3: S3, tmp_path: Path) -> None:
