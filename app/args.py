@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from stateglass.app.errors import AppError
@@ -30,6 +31,16 @@ from stateglass.collectors.scan.reconcile import (
 
 if TYPE_CHECKING:
     from stateglass.collectors.checkpoints.state_reader import StateRequest
+
+
+def utc_time(text: str, option: str) -> datetime:
+    """An ISO-8601 time given as ``option``, UTC where it names no zone; one line when bad."""
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise AppError(f"{option} {text!r}: not an ISO-8601 time like 2024-01-31T12:00:00") from exc
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
 
 CHECKPOINT_HELP = (
     "checkpoint directory or URL (s3://, gs://, abfss://, hdfs://): the query's checkpointLocation"

@@ -140,7 +140,14 @@ def plan_rewrite(
     plans, refusals, disk = plan_stores(cp, stores, batch, (current, partitions), targets)
     refusals = rewrite_refusals.refusals(cp, request, stores, provider, conf) + refusals
     changes = _conf_changes(conf, partitions, provider, request.changelog)
-    edits = plan_edits(cp, batch, request.drop_keys, request.allow_empty, request.evict_expired)
+    edits = plan_edits(
+        cp,
+        batch,
+        request.drop_keys,
+        request.allow_empty,
+        request.evict_expired,
+        request.watermark_ms,
+    )
     refusals += edits.refusals
     if not changes and rollback is None and not edits.asked:
         refusals.append(

@@ -21,7 +21,8 @@ what the dry run shows (keys per partition, bytes, the first rows removed).
 
 ``--evict-expired`` builds the same drops from the eviction audit's rules
 (:mod:`stateglass.collectors.scan.eviction_rules`): the rows Spark's eviction removes at the
-batch's ``batchWatermarkMs``.
+batch's ``batchWatermarkMs``, or at the higher watermark ``--watermark`` raises it to (a
+lowered ``withWatermark`` delay), which :attr:`Edits.watermark` carries to DST's offsets.
 
 Example::
 
@@ -44,6 +45,7 @@ from stateglass.collectors.scan.eviction_rules import NEVER, TIMERS, EvictionRul
 from stateglass.parsers.state_arrow import row_table
 
 EVICT = "--evict-expired"
+WATERMARK = "--watermark"
 SAMPLE_ROWS = 20  # removed rows the dry run shows per store
 JOIN_STORES = ("keyToNumValues", "keyWithIndexToValue")
 
@@ -84,6 +86,8 @@ class Edits:
     drops: tuple[StoreDrops, ...] = ()
     refusals: tuple[tuple[str, str], ...] = ()
     asked: bool = False  # any edit was requested (a rewrite with one changes the state)
+    # (the batch's batchWatermarkMs, the raised one DST's last offsets entry records)
+    watermark: tuple[int, int] | None = None
 
     def keeps(self, store: StoreInfo) -> Callable[[bytes], bool] | None:
         """The row filter of ``store`` (stored key bytes in: keep it?); None keeps all."""
@@ -115,16 +119,22 @@ def plan_edits(
     drop_keys: Sequence[DropKeys],
     allow_empty: bool,
     evict_expired: bool = False,
+    watermark_ms: int | None = None,
 ) -> Edits:
     """The drops ``drop_keys`` (and ``evict_expired``) make at ``batch``, or the refusals
-    that stop them."""
+    that stop them. ``watermark_ms`` raises the batch's watermark: eviction judges by it, and
+    DST's last offsets entry records it, so the restart goes on from it."""
     if not drop_keys and not evict_expired:
         return Edits()
     stores = cp.stores()
     refusals: list[tuple[str, str]] = []
     drops = _key_drops(cp, batch, drop_keys, stores, refusals) if drop_keys else []
-    if evict_expired:
-        drops += _evictions(cp, batch, stores, refusals)
+    current = cp.offsets(batch).batch_watermark_ms or 0
+    watermark = current if watermark_ms is None else watermark_ms
+    if watermark < current:
+        refusals.append((WATERMARK, _lowered(batch, current, watermark)))
+    elif evict_expired:
+        drops += _evictions(cp, batch, stores, refusals, watermark)
     for d in drops:
         if len(d.keys) == d.rows and d.rows and not allow_empty:
             refusals.append(
@@ -134,7 +144,15 @@ def plan_edits(
                     "(--allow-empty writes it so)",
                 )
             )
-    return Edits(tuple(drops), tuple(refusals), asked=True)
+    raised = None if watermark_ms is None else (current, watermark_ms)
+    return Edits(tuple(drops), tuple(refusals), asked=True, watermark=raised)
+
+
+def _lowered(batch: int, current: int, wanted: int) -> str:
+    return (
+        f"{wanted} ms is below the watermark of batch {batch} ({current} ms): Spark has "
+        "evicted by it already, so what it removed cannot come back; a watermark only rises"
+    )
 
 
 def _key_drops(
@@ -172,13 +190,16 @@ def _key_drops(
 
 
 def _evictions(
-    cp: Checkpoint, batch: int, stores: list[StoreInfo], refusals: list[tuple[str, str]]
+    cp: Checkpoint,
+    batch: int,
+    stores: list[StoreInfo],
+    refusals: list[tuple[str, str]],
+    watermark: int,
 ) -> list[StoreDrops]:
-    """What Spark's event-time eviction removes at ``batch``'s watermark
-    (``batchWatermarkMs`` of its offsets), by the eviction audit's rules."""
+    """What Spark's event-time eviction removes at ``watermark`` (``batch``'s
+    ``batchWatermarkMs``, or the one it is raised to), by the eviction audit's rules."""
     from stateglass.collectors.scan.eviction_audit import overdue_items, store_rules
 
-    watermark = cp.offsets(batch).batch_watermark_ms or 0
     if watermark <= 0:
         refusals.append((EVICT, f"no watermark at batch {batch}: nothing to evict"))
         return []
@@ -205,7 +226,7 @@ def _evictions(
         refusals.append(
             (
                 EVICT,
-                f"no key is past the watermark of batch {batch} ({watermark} ms): "
+                f"no key is past the watermark ({watermark} ms) at batch {batch}: "
                 f"nothing to evict, nothing written{_unjudged(every_rule)}",
             )
         )

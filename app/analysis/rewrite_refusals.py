@@ -35,6 +35,7 @@ class RewriteRequest:
     drop_keys: tuple[DropKeys, ...] = ()  # keys left out of the state written
     allow_empty: bool = False  # an edit may leave a store with no key
     evict_expired: bool = False  # leave out what Spark's eviction removes at the watermark
+    watermark_ms: int | None = None  # with evict_expired: the batch's watermark raised to it
 
 
 @dataclass(frozen=True)

@@ -33,10 +33,9 @@ import json
 import os
 import sys
 import tempfile
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from stateglass.app.errors import AppError
+from stateglass.app.args import utc_time
 from stateglass.collectors.locations import DEFAULT_DB
 
 if TYPE_CHECKING:
@@ -93,16 +92,6 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument(
         "-v", "--verbose", action="store_true", help="also print each rule's title and the hints"
     )
-
-
-def _now(text: str | None) -> datetime | None:
-    if text is None:
-        return None
-    try:
-        value = datetime.fromisoformat(text)
-    except ValueError as exc:
-        raise AppError(f"--now {text!r}: not an ISO-8601 time like 2024-01-31T12:00:00") from exc
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def _collect(checkpoint: str, db_path: str, settings: Settings) -> str:
@@ -163,7 +152,7 @@ def _run(args: argparse.Namespace, settings: Settings, db_path: str) -> int:
     from stateglass.app.analysis.health import judge, worst
     from stateglass.collectors.remote import canonical
 
-    now = _now(args.now)
+    now = None if args.now is None else utc_time(args.now, "--now")
     if args.collect:
         root = _collect(args.checkpoint, db_path, settings)
     else:

@@ -92,6 +92,15 @@ def add_parser(subparsers: Any) -> None:
         "entries and join keys past it, as the eviction audit counts them",
     )
     p.add_argument(
+        "--watermark",
+        default=None,
+        metavar="TIME",
+        help="with --evict-expired: raise the batch's watermark to TIME (ISO-8601, UTC unless "
+        "it names a zone, or epoch milliseconds) before evicting, as after lowering the "
+        "query's withWatermark delay; DST's last offsets entry records it, so the restart goes "
+        "on from it (a watermark only rises: one below the batch's is refused)",
+    )
+    p.add_argument(
         "--allow-empty",
         action="store_true",
         help="let --drop-keys or --evict-expired remove every key of a store (refused otherwise)",
@@ -119,6 +128,8 @@ def run(args: argparse.Namespace) -> int:
     refuse_inside_checkpoint(args.dst, "DST")
     changelog = None if args.changelog is None else args.changelog == "on"
     drop_keys = tuple(DropKeys(store, predicate) for store, predicate in args.drop_keys)
+    if args.watermark is not None and not args.evict_expired:
+        raise RewriteRefused(args.src, "--watermark raises the watermark --evict-expired evicts by")
     if (drop_keys or args.evict_expired) and args.verify_with_spark:
         # Spark's reader check compares DST with SRC's rows, which an edit changes by design.
         raise RewriteRefused(args.src, "--verify-with-spark cannot judge an edited state")
@@ -130,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
         drop_keys=drop_keys,
         allow_empty=args.allow_empty,
         evict_expired=args.evict_expired,
+        watermark_ms=None if args.watermark is None else _epoch_ms(args.watermark),
     )
     plan = plan_rewrite(cp, request, keep_targets=args.apply)
     sys.stdout.write(plan_text(plan, args.dst))
@@ -150,6 +162,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _epoch_ms(text: str) -> int:
+    """``--watermark``: epoch milliseconds, or an ISO-8601 time."""
+    from stateglass.app.args import utc_time
+
+    if text.strip().isdigit():
+        return int(text)
+    return int(utc_time(text, "--watermark").timestamp() * 1000)
+
+
 def apply(cp: Checkpoint, plan: RewritePlan, dst: str, with_spark: bool = False) -> None:
     """Write DST for ``plan``: temporary tree, logs, every store, self-check (and Spark's
     reader), rename."""
@@ -159,7 +180,10 @@ def apply(cp: Checkpoint, plan: RewritePlan, dst: str, with_spark: bool = False)
     dest = create_destination(dst)
     try:
         conf = {k: new for k, _, new in plan.conf_changes}
-        dest.copy_logs(cp, plan.batch_id, conf, plan.partitions)
+        raised = plan.edits.watermark
+        dest.copy_logs(
+            cp, plan.batch_id, conf, plan.partitions, None if raised is None else raised[1]
+        )
         v2 = is_format_v2(cp, plan.batch_id)
         unique_ids: dict[int, list[list[str]]] = {}
         for store in cp.stores():
@@ -224,6 +248,7 @@ def _write_store(
 
 def plan_text(plan: RewritePlan, dst: str) -> str:
     """The plan: the planner's tables, then what the rewrite changes and writes."""
+    from stateglass.app.browse.overdue import utc_ms
     from stateglass.app.commands.plan_partitions import plan_text as partition_text
     from stateglass.app.render.rewrite_dry_run import rollback_text
 
@@ -235,6 +260,12 @@ def plan_text(plan: RewritePlan, dst: str) -> str:
         "pinned confs changed in the last offsets entry:",
     ]
     lines += [f"  {k}: {old} → {new}" for k, old, new in plan.conf_changes] or ["  none"]
+    if plan.edits.watermark is not None:
+        before, after = plan.edits.watermark
+        lines.append(
+            f"watermark raised in the last offsets entry: batchWatermarkMs {before} "
+            f"({utc_ms(before)} UTC) → {after} ({utc_ms(after)} UTC)"
+        )
     lines.append("operator metadata:")
     lines += [f"  {change}" for change in plan.metadata_changes] or ["  unchanged"]
     lines.append(

@@ -105,10 +105,16 @@ class Destination:
         return cls(dst, root)
 
     def copy_logs(
-        self, cp: Checkpoint, batch: int, conf: Mapping[str, str], partitions: int
+        self,
+        cp: Checkpoint,
+        batch: int,
+        conf: Mapping[str, str],
+        partitions: int,
+        watermark_ms: int | None = None,
     ) -> list[str]:
         """Copy what the destination keeps from ``cp`` up to ``batch`` (module docstring),
-        with ``conf`` set in the last offsets entry; the paths written."""
+        with ``conf`` (and ``watermark_ms`` as ``batchWatermarkMs``) set in the last offsets
+        entry; the paths written."""
         # Spark reads these on restart: a damaged one is refused here, never copied.
         cp.parse(cp.path("metadata"), StreamMetadata.from_bytes)
         written = [
@@ -123,7 +129,7 @@ class Destination:
                     cp.commit(n)
                 data = cp.fs.read(cp.path(log, str(n)))
                 if log == "offsets" and n == batch:
-                    data = with_conf(data, conf)
+                    data = with_conf(data, conf, watermark_ms)
                 written.append(self._write(data, log, str(n)))
         written += [self._write(data, *rel) for rel, data in source_log_files(cp, batch)]
         for rel in _walk(cp, ("state",)):
@@ -204,11 +210,14 @@ def _keeps_state_file(rel: tuple[str, ...], batch: int, partitions: int) -> bool
     return True
 
 
-def with_conf(data: bytes, conf: Mapping[str, str]) -> bytes:
-    """An offsets entry with ``conf`` set in its metadata line, everything else as it was."""
+def with_conf(data: bytes, conf: Mapping[str, str], watermark_ms: int | None = None) -> bytes:
+    """An offsets entry with ``conf`` (and ``watermark_ms``) set in its metadata line,
+    everything else as it was."""
     lines = split_lines(data.decode("utf-8"))
     meta: dict[str, Any] = json.loads(lines[1])
     meta["conf"] = {**meta.get("conf", {}), **conf}
+    if watermark_ms is not None:
+        meta["batchWatermarkMs"] = watermark_ms
     lines[1] = json.dumps(meta, separators=(",", ":"))
     return "\n".join(lines).encode("utf-8")
 

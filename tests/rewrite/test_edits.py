@@ -138,10 +138,51 @@ def test_evict_expired_drops_the_windows_spark_would_have_closed(
     assert f"{len(before) - len(kept)} of {len(before)} keys removed" in out
 
 
+def test_a_raised_watermark_evicts_by_it_and_dst_goes_on_from_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same windows as a last batch run at 00:50 leaves, with no hand-edited offsets;
+    DST's last offsets entry records the raised watermark, the rest of it as SRC's."""
+    dst = tmp_path / "dst"
+    edit = ["--evict-expired", "--watermark", "2024-01-01T00:50:00"]
+    status, out, _ = _run(capsys, "rewrite", str(AGG), str(dst), *edit, "--apply")
+    assert status == 0
+    assert (
+        "batchWatermarkMs 1704069898000 (2024-01-01 00:44:58.000 UTC) → 1704070200000 "
+        "(2024-01-01 00:50:00.000 UTC)" in out
+    )
+    assert "watermark 1704070200000 ms)" in out
+    expected = tmp_path / "expected"
+    src = _with_watermark(AGG, tmp_path, 1704070200000)
+    assert _run(capsys, "rewrite", str(src), str(expected), "--evict-expired", "--apply")[0] == 0
+    assert sorted(_state_lines(capsys, dst)) == sorted(_state_lines(capsys, expected))
+    meta, src_meta = (
+        json.loads((root / "offsets" / "11").read_text().split("\n")[1]) for root in (dst, AGG)
+    )
+    assert meta == {**src_meta, "batchWatermarkMs": 1704070200000}
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (["--evict-expired", "--watermark", "1704069897999"], "a watermark only rises"),
+        (["--evict-expired", "--watermark", "yesterday"], "not an ISO-8601 time"),
+        (["--watermark", "2024-01-01T00:50:00"], "--watermark raises the watermark"),
+    ],
+)
+def test_a_watermark_that_cannot_be_raised_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], why: str
+) -> None:
+    dst = tmp_path / "dst"
+    status, _, err = _run(capsys, "rewrite", str(AGG), str(dst), *args, "--apply")
+    assert status == 2 and why in err and len(err.strip().splitlines()) == 1, err
+    assert _nothing_at(dst)
+
+
 def test_evict_expired_with_nothing_past_the_watermark_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     dst = tmp_path / "dst"
     status, _, err = _run(capsys, "rewrite", str(AGG), str(dst), "--evict-expired", "--apply")
-    assert status == 2 and "no key is past the watermark of batch 11" in err
+    assert status == 2 and "no key is past the watermark (" in err and ") at batch 11" in err
     assert _nothing_at(dst)

@@ -16,6 +16,19 @@ user brings to ``--evict-expired``:
   mode (complete mode would keep a late row that update mode drops).
   ``spark.sql.streaming.noDataMicroBatches.enabled`` is off on both: update mode would
   otherwise run an extra batch to evict, and the batch ids would part.
+* **A join whose watermark was raised between runs.** A stream-stream join on a key and a
+  ten-minute window ran three batches on SRC with ``withWatermark(…, "60 minutes")``; the
+  delay is then lowered to two minutes, which raises the watermark. Spark's checkpoint holds
+  every window the old delay kept; ``rewrite --evict-expired --watermark T --apply``, T being
+  what the new delay makes of the event times read so far, leaves out the (key, window)
+  pairs of both sides ended by T and records T in DST's last offsets entry. The query
+  restarts on DST with the new delay for three more batches. The reference is the query with
+  the new delay from the start, on a fresh checkpoint, stopped and restarted at the same
+  batch: its watermark at that batch is T, and Spark evicted each window as T passed it.
+  Right after the rewrite DST's four join stores equal the reference's; after the restarts
+  they and the new batches' output are equal. The first new batch brings a pair that
+  matches in a window ended before T: Spark drops both rows as late on DST as on the
+  reference, which shows the restart goes on from T, not from SRC's watermark.
 * **A dedup Spark never evicts** (a watermark, but the event time is not among the
   ``dropDuplicates`` columns). No row of its state holds an event time, so there is nothing
   to judge by: the run is refused with one line that says so and names ``--drop-keys``.
@@ -26,10 +39,11 @@ Each on the HDFS provider and on RocksDB with changelog checkpointing.
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Callable
 from contextlib import redirect_stdout
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +51,15 @@ import pytest
 
 from stateglass.app.cli import main
 from tests.conftest import write_batch_files
-from tests.rewrite.spark_runs import PROVIDERS, Output, Run, run_query
+from tests.rewrite.spark_runs import (
+    PROVIDERS,
+    Output,
+    Run,
+    multiset,
+    run_queries,
+    run_query,
+    state_rows,
+)
 
 SCHEMA = "k STRING, ts TIMESTAMP"
 CONF = {
@@ -76,11 +98,49 @@ def _windows(spark: Any, inputs: Path) -> Any:
     )
 
 
+def _join_batches(n: int) -> list[list[dict[str, Any]]]:
+    """Batch b: per side, ten rows at minutes 10b … 10b + 9 (one ten-minute window), keys
+    k0-k2; from the fourth batch on, one row a side at minute 5, key k9: a pair in a window
+    long ended."""
+    late = {"k": "k9", "ts": (START + timedelta(minutes=5)).isoformat()}
+    return [batch + ([late] if b >= OLD else []) for b, batch in enumerate(_batches(n))]
+
+
+def _window_join(delay: str) -> Build:
+    def build(spark: Any, inputs: Path) -> Any:
+        from pyspark.sql import functions as F
+
+        def side(name: str) -> Any:
+            return (
+                _read(spark, inputs / name)
+                .withWatermark("ts", delay)
+                .select(
+                    F.col("k").alias(f"{name}_k"),
+                    F.window("ts", "10 minutes").alias(f"{name}_w"),
+                    F.col("ts").cast("string").alias(f"{name}_ts"),  # one event-time column a side,
+                )
+            )
+
+        left, right = side("left"), side("right")
+        on = (F.col("left_k") == F.col("right_k")) & (F.col("left_w") == F.col("right_w"))
+        return left.join(right, on).select("left_k", "left_ts", "right_ts")
+
+    return build
+
+
+JOIN_STORES = [
+    f"{side}-{store}"
+    for side in ("left", "right")
+    for store in ("keyToNumValues", "keyWithIndexToValue")
+]
+
+
 def _unevicted_dedup(spark: Any, inputs: Path) -> Any:
     return _read(spark, inputs).withWatermark("ts", "5 minutes").dropDuplicates(["k"])
 
 
 Build = Callable[[Any, Path], Any]
+Stored = tuple[str, str, str]  # (store, key, value) as Spark's reader renders them
 
 
 def _run(
@@ -166,3 +226,83 @@ def test_a_dedup_spark_never_evicts_is_refused_in_one_line(
     assert len(err.strip().splitlines()) == 1, err
     assert "0/default" in err and "never evicts" in err and "--drop-keys" in err
     assert not dst.exists()
+
+
+@dataclass(frozen=True)
+class JoinRuns:
+    src_state: list[Stored]
+    after_rewrite: list[Stored]
+    ref_before: list[Stored]
+    dry_run: str
+    dst_out: Output
+    dst_state: list[Stored]
+    ref_out: Output
+    ref_state: list[Stored]
+
+
+@pytest.fixture(scope="module", params=list(PROVIDERS))
+def join(spark: Any, tmp_path_factory: pytest.TempPathFactory, request: Any) -> JoinRuns:
+    conf = {**PROVIDERS[request.param], **CONF}
+    tmp = tmp_path_factory.mktemp(f"evict-join-{request.param}")
+    src, dst, ref, inputs = tmp / "src", tmp / "dst", tmp / "ref", tmp / "in"
+    for side in ("left", "right"):
+        write_batch_files(inputs / side, _join_batches(OLD))
+    old, new = _window_join("60 minutes"), _window_join("2 minutes")
+    run_queries(
+        spark,
+        [
+            Run(lambda s: old(spark, s), inputs, src, conf, "append"),
+            Run(lambda s: new(spark, s), inputs, ref, conf, "append"),
+        ],
+    )
+    # The new delay's watermark after the first OLD batches: the last event read (minute 19)
+    # less two minutes, as the reference's own offsets record it.
+    raised = START + timedelta(minutes=10 * (OLD - 1) - 1 - 2)
+    assert _watermark_ms(ref, OLD - 1) == int(raised.replace(tzinfo=UTC).timestamp() * 1000)
+    edit = ["--evict-expired", "--watermark", raised.isoformat()]
+    dry_run = io.StringIO()
+    with redirect_stdout(dry_run):
+        assert main(["rewrite", str(src), str(dst), *edit]) == 0
+    assert main(["rewrite", str(src), str(dst), *edit, "--apply"]) == 0
+    after = multiset(state_rows(spark, dst, JOIN_STORES))
+    ref_before = multiset(state_rows(spark, ref, JOIN_STORES))
+    for side in ("left", "right"):
+        write_batch_files(inputs / side, _join_batches(OLD + NEW))
+    dst_out, ref_out = run_queries(
+        spark,
+        [
+            Run(lambda s: new(spark, s), inputs, dst, conf, "append"),
+            Run(lambda s: new(spark, s), inputs, ref, conf, "append"),
+        ],
+    )
+    return JoinRuns(
+        src_state=multiset(state_rows(spark, src, JOIN_STORES)),
+        after_rewrite=after,
+        ref_before=ref_before,
+        dry_run=dry_run.getvalue(),
+        dst_out=dst_out,
+        dst_state=multiset(state_rows(spark, dst, JOIN_STORES)),
+        ref_out=ref_out,
+        ref_state=multiset(state_rows(spark, ref, JOIN_STORES)),
+    )
+
+
+def _watermark_ms(cp: Path, batch: int) -> int:
+    meta = json.loads((cp / "offsets" / str(batch)).read_text().splitlines()[1])
+    return int(meta["batchWatermarkMs"])
+
+
+def test_the_raised_watermark_leaves_what_the_new_delay_keeps(join: JoinRuns) -> None:
+    # SRC's longer delay kept windows the new one has evicted: there is something to evict.
+    assert len(join.src_state) > len(join.after_rewrite) > 0
+    assert join.after_rewrite == join.ref_before
+    assert "watermark raised in the last offsets entry" in join.dry_run
+    assert "join_key" in join.dry_run
+
+
+def test_the_restart_goes_on_from_the_raised_watermark(join: JoinRuns) -> None:
+    assert join.dst_out and {row[0] for row in join.dst_out} == set(range(OLD, OLD + NEW))
+    assert join.dst_out == [row for row in join.ref_out if row[0] >= OLD]
+    # The pair in the ended window was dropped as late: SRC's watermark would have joined it.
+    assert not [row for row in join.dst_out if row[1] == "k9"]
+    assert join.dst_state == join.ref_state
