@@ -27,7 +27,9 @@ from stateglass.app.sql_examples import (
     literal,
     overdue_keys,
     store_rows,
+    table_ref,
 )
+from stateglass.collectors.catalog.names import schema_names
 
 if TYPE_CHECKING:
     from stateglass.app.browse.growth import Contributor
@@ -96,22 +98,48 @@ def growth_fix(
     )
 
 
-def unbounded_fix(checkpoint: str, ref: str, operator_id: int, label: str) -> Fix:
-    """State Spark never removes: no rewrite stops it, and the panel says so."""
+def unbounded_fix(
+    checkpoint: str, ref: str, operator_id: int, label: str, idle_since: int | None
+) -> Fix:
+    """State Spark never removes: no rewrite stops it. With ``idle_since`` (a retained batch
+    older than the last), the keys whose row has not changed since it, dropped."""
+    cause = (
+        "No rewrite stops this: Spark removes none of these keys, so a rewrite only shrinks the "
+        "state once, and it grows again from the next batch. The fix is in the query: a "
+        "watermark and a window of its column (or the watermarked column in the key), or a TTL "
+        "in transformWithState; the state_leak finding names the cause."
+    )
+    if idle_since is None:
+        return Fix(
+            title=f"State that only grows in operator {operator_id} / {label}",
+            why=(
+                f"{cause} Only one batch's state is retained, so no key can be told idle: "
+                "the State page's growth attribution finds a value most new keys carry and "
+                "offers `--drop-keys` for it. The query below lists the store's rows."
+            ),
+            checkpoint=checkpoint,
+            query=store_rows(ref),
+        )
+    # The rewrite's catalog holds this one checkpoint: its schema is named from the path alone.
+    own = table_ref(schema_names([checkpoint])[checkpoint], operator_id, label)
     return Fix(
-        title=f"State that only grows in operator {operator_id} / {label}",
+        title=(
+            f"Remove the keys idle since batch {idle_since} from operator {operator_id} / {label}"
+        ),
         why=(
-            "No rewrite stops this: Spark removes none of these keys, so a rewrite that drops "
-            "some only shrinks the state once, and it grows again from the next batch. The fix "
-            "is in the query: a watermark and a window of its column (or the watermarked "
-            "column in the key), or a TTL in transformWithState; the state_leak finding names "
-            "the cause. Once keys are known to be dead, `--drop-keys STORE PREDICATE` removes "
-            "them: the State page's growth attribution finds a value most new keys carry and "
-            "offers that command. The query below lists the store's rows to choose from."
+            f"{cause} Until then, the rewrite writes a new checkpoint without the keys whose "
+            f"row is the same as at batch {idle_since}, the oldest retained: sessions or ids "
+            "the input stopped bringing. One that comes back starts again from nothing."
         ),
         checkpoint=checkpoint,
-        query=store_rows(ref),
+        drop_keys=((store_arg(operator_id, label), _unchanged_since(own, idle_since)),),
+        query=f"SELECT *\nFROM {ref}\nWHERE {_unchanged_since(ref, idle_since)}\nLIMIT {LIMIT}",
     )
+
+
+def _unchanged_since(ref: str, batch: int) -> str:
+    """A row of the last batch that is the same at ``batch``: a key nothing has touched."""
+    return f"(key, value) IN (SELECT key, value FROM {ref} WHERE batch_id = {int(batch)})"
 
 
 def restart_fix(checkpoint: str, batch: int) -> Fix:

@@ -1,6 +1,7 @@
 """Plan a fix: a checkpoint that will not restart offers the roll-back to its newest whole
 batch, as a ``stateglass rewrite`` command whose dry run plans it and writes nothing (on the
-page too, on request); state that only grows gets a panel that says no rewrite stops it."""
+page too, on request); state that only grows gets a panel that says no rewrite stops it, and
+offers to drop the keys nothing has touched since the oldest retained batch."""
 
 from __future__ import annotations
 
@@ -55,17 +56,35 @@ def test_a_checkpoint_that_will_not_restart_offers_the_roll_back(
     assert not Path(args[3]).exists()
 
 
-def test_state_that_only_grows_gets_a_panel_without_a_rewrite(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_state_that_only_grows_offers_to_drop_the_keys_idle_since_the_oldest_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The demo adds 200 sessions a batch and never sees one again: the 200 of batch 0, the
+    oldest retained, are the same at the last batch, and the panel's rewrite drops them."""
+    cp = SAMPLES / "demo" / "unbounded-state"
     db = tmp_path / "history.duckdb"
-    main(["collect", str(SAMPLES / "demo" / "unbounded-state"), "--db", str(db)])
+    main(["collect", str(cp), "--db", str(db)])
     monkeypatch.setenv(DB_ENV, str(db))
 
     at = run_page("health")
-    panels = [e for e in at.expander if e.label.startswith("Plan a fix: State that only grows")]
-    assert [p.label for p in panels] == [
-        "Plan a fix: State that only grows in operator 0 / default"
+    (panel,) = [e for e in at.expander if e.label.startswith("Plan a fix: Remove the keys idle")]
+    assert panel.label == "Plan a fix: Remove the keys idle since batch 0 from operator 0 / default"
+    assert "No rewrite stops this" in panel.markdown[0].value
+    (command,) = [c.value for c in panel.code]
+    args = shlex.split(command)
+    assert args[:3] == ["stateglass", "rewrite", str(cp)] and args[4:6] == [
+        "--drop-keys",
+        "0/default",
     ]
-    assert not panels[0].code and not panels[0].button
-    assert "No rewrite stops this" in panels[0].markdown[0].value
+    assert "WHERE batch_id = 0)" in args[6]
+
+    capsys.readouterr()
+    assert main(args[1:]) == 0
+    out = capsys.readouterr().out
+    assert "edit 0/default: 200 of 2000 keys removed" in out and not Path(args[3]).exists()
+
+    (button,) = [b for b in at.button if b.label.startswith("Dry run here")]
+    button.click().run()
+    (panel,) = [e for e in at.expander if e.label.startswith("Plan a fix: Remove the keys idle")]
+    assert any("200 of 2000 keys removed" in c.value for c in panel.code)
+    assert not Path(args[3]).exists()

@@ -28,7 +28,9 @@ user brings to ``--evict-expired``:
   Right after the rewrite DST's four join stores equal the reference's; after the restarts
   they and the new batches' output are equal. The first new batch brings a pair that
   matches in a window ended before T: Spark drops both rows as late on DST as on the
-  reference, which shows the restart goes on from T, not from SRC's watermark.
+  reference, which shows the restart goes on from T, not from SRC's watermark. A
+  ``dropDuplicates(["k", "ts"])`` with the same lowered delay runs the same way: its
+  entries at or before T go, and the late rows are dropped as on the reference.
 * **A dedup Spark never evicts** (a watermark, but the event time is not among the
   ``dropDuplicates`` columns). No row of its state holds an event time, so there is nothing
   to judge by: the run is refused with one line that says so and names ``--drop-keys``.
@@ -38,6 +40,7 @@ Each on the HDFS provider and on RocksDB with changelog checkpointing.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 from collections.abc import Callable
@@ -68,6 +71,8 @@ CONF = {
 }
 OLD, NEW = 3, 3  # batches before the rewrite, and after it
 START = datetime(2026, 1, 1)
+Build = Callable[[Any, Path], Any]  # (session, input directory) -> the streaming frame
+Stored = tuple[str, str, str]  # (store, key, value) as Spark's reader renders them
 
 
 def _batches(n: int) -> list[list[dict[str, Any]]]:
@@ -98,10 +103,10 @@ def _windows(spark: Any, inputs: Path) -> Any:
     )
 
 
-def _join_batches(n: int) -> list[list[dict[str, Any]]]:
-    """Batch b: per side, ten rows at minutes 10b … 10b + 9 (one ten-minute window), keys
-    k0-k2; from the fourth batch on, one row a side at minute 5, key k9: a pair in a window
-    long ended."""
+def _late_pair_batches(n: int) -> list[list[dict[str, Any]]]:
+    """Batch b: per input, ten rows at minutes 10b … 10b + 9 (one ten-minute window), keys
+    k0-k2; from the fourth batch on, one row an input at minute 5, key k9: late for the
+    lowered delay, in time for the old one (a pair in a window long ended, for the join)."""
     late = {"k": "k9", "ts": (START + timedelta(minutes=5)).isoformat()}
     return [batch + ([late] if b >= OLD else []) for b, batch in enumerate(_batches(n))]
 
@@ -128,19 +133,40 @@ def _window_join(delay: str) -> Build:
     return build
 
 
-JOIN_STORES = [
-    f"{side}-{store}"
-    for side in ("left", "right")
-    for store in ("keyToNumValues", "keyWithIndexToValue")
-]
+def _event_dedup(delay: str) -> Build:
+    def build(spark: Any, inputs: Path) -> Any:
+        return _read(spark, inputs / "in").withWatermark("ts", delay).dropDuplicates(["k", "ts"])
+
+    return build
+
+
+@dataclass(frozen=True)
+class Lowered:
+    """A query whose ``withWatermark`` delay is lowered between runs."""
+
+    build: Callable[[str], Build]  # the query with a delay
+    inputs: tuple[str, ...]  # its input directories
+    stores: tuple[str, ...]
+    rule: str  # the eviction rule the dry run names
+
+
+LOWERED = {
+    "window-join": Lowered(
+        _window_join,
+        ("left", "right"),
+        tuple(
+            f"{side}-{store}"
+            for side in ("left", "right")
+            for store in ("keyToNumValues", "keyWithIndexToValue")
+        ),
+        "join_key",
+    ),
+    "dedup": Lowered(_event_dedup, ("in",), ("default",), "dedup"),
+}
 
 
 def _unevicted_dedup(spark: Any, inputs: Path) -> Any:
     return _read(spark, inputs).withWatermark("ts", "5 minutes").dropDuplicates(["k"])
-
-
-Build = Callable[[Any, Path], Any]
-Stored = tuple[str, str, str]  # (store, key, value) as Spark's reader renders them
 
 
 def _run(
@@ -229,61 +255,64 @@ def test_a_dedup_spark_never_evicts_is_refused_in_one_line(
 
 
 @dataclass(frozen=True)
-class JoinRuns:
+class RaisedRuns:
     src_state: list[Stored]
     after_rewrite: list[Stored]
     ref_before: list[Stored]
     dry_run: str
+    rule: str
     dst_out: Output
     dst_state: list[Stored]
     ref_out: Output
     ref_state: list[Stored]
 
 
-@pytest.fixture(scope="module", params=list(PROVIDERS))
-def join(spark: Any, tmp_path_factory: pytest.TempPathFactory, request: Any) -> JoinRuns:
-    conf = {**PROVIDERS[request.param], **CONF}
-    tmp = tmp_path_factory.mktemp(f"evict-join-{request.param}")
+@pytest.fixture(
+    scope="module",
+    params=[(case, provider) for case in LOWERED for provider in PROVIDERS],
+    ids=lambda param: "-".join(param),
+)
+def raised(spark: Any, tmp_path_factory: pytest.TempPathFactory, request: Any) -> RaisedRuns:
+    case, provider = request.param
+    query, conf = LOWERED[case], {**PROVIDERS[provider], **CONF}
+    tmp = tmp_path_factory.mktemp(f"evict-raised-{case}-{provider}")
     src, dst, ref, inputs = tmp / "src", tmp / "dst", tmp / "ref", tmp / "in"
-    for side in ("left", "right"):
-        write_batch_files(inputs / side, _join_batches(OLD))
-    old, new = _window_join("60 minutes"), _window_join("2 minutes")
-    run_queries(
-        spark,
-        [
-            Run(lambda s: old(spark, s), inputs, src, conf, "append"),
-            Run(lambda s: new(spark, s), inputs, ref, conf, "append"),
-        ],
-    )
+    for name in query.inputs:
+        write_batch_files(inputs / name, _late_pair_batches(OLD))
+    old, new = query.build("60 minutes"), query.build("2 minutes")
+
+    def runs(*cps: tuple[Build, Path]) -> list[Output]:
+        return run_queries(
+            spark, [Run(functools.partial(b, spark), inputs, cp, conf, "append") for b, cp in cps]
+        )
+
+    def state(cp: Path) -> list[Stored]:
+        return multiset(state_rows(spark, cp, query.stores))
+
+    runs((old, src), (new, ref))
     # The new delay's watermark after the first OLD batches: the last event read (minute 19)
     # less two minutes, as the reference's own offsets record it.
-    raised = START + timedelta(minutes=10 * (OLD - 1) - 1 - 2)
-    assert _watermark_ms(ref, OLD - 1) == int(raised.replace(tzinfo=UTC).timestamp() * 1000)
-    edit = ["--evict-expired", "--watermark", raised.isoformat()]
+    watermark = START + timedelta(minutes=10 * (OLD - 1) - 1 - 2)
+    assert _watermark_ms(ref, OLD - 1) == int(watermark.replace(tzinfo=UTC).timestamp() * 1000)
+    edit = ["--evict-expired", "--watermark", watermark.isoformat()]
     dry_run = io.StringIO()
     with redirect_stdout(dry_run):
         assert main(["rewrite", str(src), str(dst), *edit]) == 0
     assert main(["rewrite", str(src), str(dst), *edit, "--apply"]) == 0
-    after = multiset(state_rows(spark, dst, JOIN_STORES))
-    ref_before = multiset(state_rows(spark, ref, JOIN_STORES))
-    for side in ("left", "right"):
-        write_batch_files(inputs / side, _join_batches(OLD + NEW))
-    dst_out, ref_out = run_queries(
-        spark,
-        [
-            Run(lambda s: new(spark, s), inputs, dst, conf, "append"),
-            Run(lambda s: new(spark, s), inputs, ref, conf, "append"),
-        ],
-    )
-    return JoinRuns(
-        src_state=multiset(state_rows(spark, src, JOIN_STORES)),
+    after, ref_before = state(dst), state(ref)
+    for name in query.inputs:
+        write_batch_files(inputs / name, _late_pair_batches(OLD + NEW))
+    dst_out, ref_out = runs((new, dst), (new, ref))
+    return RaisedRuns(
+        src_state=state(src),
         after_rewrite=after,
         ref_before=ref_before,
         dry_run=dry_run.getvalue(),
+        rule=query.rule,
         dst_out=dst_out,
-        dst_state=multiset(state_rows(spark, dst, JOIN_STORES)),
+        dst_state=state(dst),
         ref_out=ref_out,
-        ref_state=multiset(state_rows(spark, ref, JOIN_STORES)),
+        ref_state=state(ref),
     )
 
 
@@ -292,17 +321,17 @@ def _watermark_ms(cp: Path, batch: int) -> int:
     return int(meta["batchWatermarkMs"])
 
 
-def test_the_raised_watermark_leaves_what_the_new_delay_keeps(join: JoinRuns) -> None:
-    # SRC's longer delay kept windows the new one has evicted: there is something to evict.
-    assert len(join.src_state) > len(join.after_rewrite) > 0
-    assert join.after_rewrite == join.ref_before
-    assert "watermark raised in the last offsets entry" in join.dry_run
-    assert "join_key" in join.dry_run
+def test_the_raised_watermark_leaves_what_the_new_delay_keeps(raised: RaisedRuns) -> None:
+    # SRC's longer delay kept keys the new one has evicted: there is something to evict.
+    assert len(raised.src_state) > len(raised.after_rewrite) > 0
+    assert raised.after_rewrite == raised.ref_before
+    assert "watermark raised in the last offsets entry" in raised.dry_run
+    assert f"--evict-expired ({raised.rule}:" in raised.dry_run
 
 
-def test_the_restart_goes_on_from_the_raised_watermark(join: JoinRuns) -> None:
-    assert join.dst_out and {row[0] for row in join.dst_out} == set(range(OLD, OLD + NEW))
-    assert join.dst_out == [row for row in join.ref_out if row[0] >= OLD]
-    # The pair in the ended window was dropped as late: SRC's watermark would have joined it.
-    assert not [row for row in join.dst_out if row[1] == "k9"]
-    assert join.dst_state == join.ref_state
+def test_the_restart_goes_on_from_the_raised_watermark(raised: RaisedRuns) -> None:
+    assert raised.dst_out and {row[0] for row in raised.dst_out} == set(range(OLD, OLD + NEW))
+    assert raised.dst_out == [row for row in raised.ref_out if row[0] >= OLD]
+    # The rows at minute 5 were dropped as late: SRC's watermark would have let them in.
+    assert not [row for row in raised.dst_out if row[1] == "k9"]
+    assert raised.dst_state == raised.ref_state

@@ -142,11 +142,16 @@ def _growing(findings: pd.DataFrame) -> list[tuple[int, str]]:
 
 def _unbounded_fixes(checkpoint: str, growing: list[tuple[int, str]]) -> None:
     """A Plan a fix panel per store that only grows: what a rewrite can and cannot do."""
+    from stateglass.app.dashboard import state_ui
     from stateglass.app.fixes import unbounded_fix
+    from stateglass.collectors.checkpoints.state_views import StateView
 
     for operator_id, store_name in growing:
         ref = sql_link.table_of(checkpoint, operator_id, store_name)
-        fix_panel.render(unbounded_fix(checkpoint, ref, operator_id, store_name))
+        retained = state_ui.retained_versions(StateView(checkpoint, operator_id, store_name))
+        # Version v holds the state after batch v - 1; idle since the oldest, if it is older.
+        idle_since = min(retained) - 1 if retained and len(retained) > 1 else None
+        fix_panel.render(unbounded_fix(checkpoint, ref, operator_id, store_name, idle_since))
 
 
 def _report_button(db: str, checkpoint: str) -> None:
