@@ -129,7 +129,10 @@ def run(args: argparse.Namespace) -> int:
     changelog = None if args.changelog is None else args.changelog == "on"
     drop_keys = tuple(DropKeys(store, predicate) for store, predicate in args.drop_keys)
     if args.watermark is not None and not args.evict_expired:
-        raise RewriteRefused(args.src, "--watermark raises the watermark --evict-expired evicts by")
+        raise RewriteRefused(
+            args.src,
+            "--watermark needs --evict-expired: it raises the watermark eviction judges by",
+        )
     if (drop_keys or args.evict_expired) and args.verify_with_spark:
         # Spark's reader check compares DST with SRC's rows, which an edit changes by design.
         raise RewriteRefused(args.src, "--verify-with-spark cannot judge an edited state")

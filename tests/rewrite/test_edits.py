@@ -167,7 +167,7 @@ def test_a_raised_watermark_evicts_by_it_and_dst_goes_on_from_it(
     [
         (["--evict-expired", "--watermark", "1704069897999"], "a watermark only rises"),
         (["--evict-expired", "--watermark", "yesterday"], "not an ISO-8601 time"),
-        (["--watermark", "2024-01-01T00:50:00"], "--watermark raises the watermark"),
+        (["--watermark", "2024-01-01T00:50:00"], "--watermark needs --evict-expired"),
     ],
 )
 def test_a_watermark_that_cannot_be_raised_is_refused_in_one_line(

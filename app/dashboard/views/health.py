@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import streamlit as st
@@ -12,6 +12,9 @@ from stateglass.app import queries
 from stateglass.app.dashboard import context, sql_link, url_state
 from stateglass.app.dashboard.views import fix_panel
 from stateglass.app.escape import md, md_code
+
+if TYPE_CHECKING:
+    from stateglass.collectors.checkpoints.checkpoint import StoreInfo
 
 # Plain words and a cell colour: emoji need a font that headless browsers may not have.
 STATUS_COLORS = {"OK": "#d9f2d9", "WARN": "#ffe8cc", "ERR": "#ffd6d6", "SKIP": "#eceff3"}
@@ -144,14 +147,29 @@ def _unbounded_fixes(checkpoint: str, growing: list[tuple[int, str]]) -> None:
     """A Plan a fix panel per store that only grows: what a rewrite can and cannot do."""
     from stateglass.app.dashboard import state_ui
     from stateglass.app.fixes import unbounded_fix
-    from stateglass.collectors.checkpoints.state_views import StateView
+    from stateglass.collectors.checkpoints.state_views import StateView, views_of
 
+    stores = {(s.operator_id, s.store_name): s for s in _stores(checkpoint)}
     for operator_id, store_name in growing:
         ref = sql_link.table_of(checkpoint, operator_id, store_name)
-        retained = state_ui.retained_versions(StateView(checkpoint, operator_id, store_name))
-        # Version v holds the state after batch v - 1; idle since the oldest, if it is older.
-        idle_since = min(retained) - 1 if retained and len(retained) > 1 else None
+        idle_since = None
+        store = stores.get((operator_id, store_name))
+        # A store of several tables (transformWithState's variables) has no one row to compare.
+        if store is not None and len(views_of(store, checkpoint)) == 1:
+            retained = state_ui.retained_versions(StateView(checkpoint, operator_id, store_name))
+            # Version v holds the state after batch v - 1: idle since the oldest, if older.
+            idle_since = min(retained) - 1 if retained and len(retained) > 1 else None
         fix_panel.render(unbounded_fix(checkpoint, ref, operator_id, store_name, idle_since))
+
+
+def _stores(checkpoint: str) -> list[StoreInfo]:
+    """The checkpoint's stores; none when it cannot be opened (the page shows the findings)."""
+    from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+
+    try:
+        return Checkpoint.open(checkpoint).stores()
+    except context.USER_ERRORS:
+        return []
 
 
 def _report_button(db: str, checkpoint: str) -> None:
