@@ -1,4 +1,4 @@
-"""Byte counts and durations as people read them: one spelling for every screen.
+"""Byte counts, durations and instants as people read them: one spelling for every screen.
 
 The CLI, the health findings, the dashboard's pages, the reports and the decompression
 limits' messages all print sizes and times through here, so ``1.5 KiB`` and ``12m 5s`` read
@@ -11,11 +11,13 @@ Example::
     fmt_duration(725)          # '12m 5s'
     fmt_age(-30)               # '30s ahead of this clock'
     fmt_bytes(None)            # 'n/a'
+    utc_ms(1704070200000)      # '2024-01-01 00:50:00.000'
 """
 
 from __future__ import annotations
 
 import math
+from datetime import UTC, datetime
 
 UNKNOWN = "n/a"
 """What a size, duration or age that is not known prints as."""
@@ -86,4 +88,13 @@ def fmt_age(seconds: object) -> str:
     return f"{fmt_duration(value)} ago"
 
 
-__all__ = ["UNKNOWN", "fmt_age", "fmt_bytes", "fmt_duration", "fmt_ms", "number"]
+def utc_ms(ms: int) -> str:
+    """Milliseconds since the epoch as ``2024-01-01 00:05:00.000`` (UTC); outside the years
+    Python's datetime holds (Spark's timestamps reach further), the number itself."""
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    except (ValueError, OverflowError, OSError):
+        return f"{ms} ms since the epoch"
+
+
+__all__ = ["UNKNOWN", "fmt_age", "fmt_bytes", "fmt_duration", "fmt_ms", "number", "utc_ms"]

@@ -13,7 +13,6 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
@@ -28,6 +27,7 @@ from stateglass.collectors.scan.eviction_rules import (
     TIMERS,
     EvictionRule,
 )
+from stateglass.parsers.units import utc_ms
 
 EVENT_TIME_COLUMN = "overdue.event_time"
 
@@ -62,15 +62,6 @@ def rule_for(view: StateView) -> EvictionRule:
         NOT_AUDITED,
         cause="this state variable is not evicted by event time",
     )
-
-
-def utc_ms(ms: int) -> str:
-    """Milliseconds since the epoch as ``2024-01-01 00:05:00.000`` (UTC); outside the years
-    Python's datetime holds (Spark's timestamps reach further), the number itself."""
-    try:
-        return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-    except (ValueError, OverflowError, OSError):
-        return f"{ms} ms since the epoch"
 
 
 def overdue_page(

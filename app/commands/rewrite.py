@@ -251,9 +251,9 @@ def _write_store(
 
 def plan_text(plan: RewritePlan, dst: str) -> str:
     """The plan: the planner's tables, then what the rewrite changes and writes."""
-    from stateglass.app.browse.overdue import utc_ms
     from stateglass.app.commands.plan_partitions import plan_text as partition_text
     from stateglass.app.render.rewrite_dry_run import rollback_text
+    from stateglass.parsers.units import utc_ms
 
     lines = [
         f"rewrite {plan.checkpoint} → {dst}: state of batch {plan.batch_id} written as "

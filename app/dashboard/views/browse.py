@@ -5,12 +5,13 @@ from __future__ import annotations
 import streamlit as st
 
 from stateglass.app import queries
-from stateglass.app.browse.overdue import EVENT_TIME_COLUMN, overdue_page, utc_ms
+from stateglass.app.browse.overdue import EVENT_TIME_COLUMN, overdue_page
 from stateglass.app.browse.table import PageRequest, iter_page, one_row_per_key
 from stateglass.app.dashboard import context, sql_link, state_ui
 from stateglass.app.dashboard.state_ui import batch_label
 from stateglass.app.escape import md, md_code
 from stateglass.collectors.checkpoints.state_views import StateView, open_source
+from stateglass.parsers.units import utc_ms
 
 
 def _reset_page_when(changed: tuple[object, ...]) -> None:
