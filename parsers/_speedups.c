@@ -1,6 +1,6 @@
 /* Optional compiled loops for the two hot paths of StateGlass (plain CPython C API).
  *
- *   read_records(buf, allow_deletes) -> list[(key, value|None)] | None
+ *   read_records(buf, allow_deletes[, whole_values]) -> list[(key, value|None)] | None
  *   read_record_keys(buf, allow_deletes) -> (puts, removed) | None
  *   compile_plan(key_plan, value_plan) -> capsule
  *   render_lines(plan, pairs, partition_id[, skip]) -> (bytes, pending pair | None, rows)
@@ -37,17 +37,19 @@ be32(const unsigned char *p)
                      (uint32_t)p[3]);
 }
 
-/* One record: the key, and its value (cut to a multiple of 8, as Spark does: pre-2.3
- * writers padded values) or NULL with vlen -1 for a removal. 0 = go on, -1 = Python error. */
+/* One record: the key, and its value (an HDFS delta's cut to a multiple of 8, as Spark does:
+ * pre-2.3 writers padded values; a RocksDB changelog's whole) or NULL with vlen -1 for a
+ * removal. 0 = go on, -1 = Python error. */
 typedef int (*RecordVisitor)(void *ctx, const unsigned char *key, int32_t klen,
                              const unsigned char *val, int32_t vlen);
 
 /* Walk a stream, handing each record to `visit`. 1 = clean end, 0 = not clean (the caller
  * falls back to the careful parser), -1 = Python error. */
 static inline int
-walk_stream(const unsigned char *buf, Py_ssize_t size, int allow_deletes, RecordVisitor visit,
-            void *ctx)
+walk_stream(const unsigned char *buf, Py_ssize_t size, int allow_deletes, int whole_values,
+            RecordVisitor visit, void *ctx)
 {
+    const int32_t value_mask = whole_values ? ~0 : ~7;
     Py_ssize_t pos = 0;
     for (;;) {
         if (size - pos < 4)
@@ -71,7 +73,7 @@ walk_stream(const unsigned char *buf, Py_ssize_t size, int allow_deletes, Record
         Py_ssize_t value_start = key_end + 4;
         if (value_start + value_size > size)
             return 0;
-        if (visit(ctx, buf + key_start, key_size, buf + value_start, value_size & ~7) < 0)
+        if (visit(ctx, buf + key_start, key_size, buf + value_start, value_size & value_mask) < 0)
             return -1;
         pos = value_start + value_size;
     }
@@ -114,19 +116,19 @@ list_visit(void *ctx, const unsigned char *k, int32_t klen, const unsigned char 
 }
 
 static int
-walk_records(const unsigned char *buf, Py_ssize_t size, int allow_deletes, int values,
-             PyObject *puts, PyObject *dels)
+walk_records(const unsigned char *buf, Py_ssize_t size, int allow_deletes, int whole_values,
+             int values, PyObject *puts, PyObject *dels)
 {
     ListSink sink = {values, puts, dels};
-    return walk_stream(buf, size, allow_deletes, list_visit, &sink);
+    return walk_stream(buf, size, allow_deletes, whole_values, list_visit, &sink);
 }
 
 static PyObject *
 read_records(PyObject *self, PyObject *args)
 {
     Py_buffer view;
-    int allow_deletes;
-    if (!PyArg_ParseTuple(args, "y*p:read_records", &view, &allow_deletes))
+    int allow_deletes, whole_values = 0;
+    if (!PyArg_ParseTuple(args, "y*p|p:read_records", &view, &allow_deletes, &whole_values))
         return NULL;
     PyObject *out = PyList_New(0);
     if (out == NULL) {
@@ -136,7 +138,7 @@ read_records(PyObject *self, PyObject *args)
     /* Hundreds of thousands of new tuples would trigger the cyclic GC over and over, and
      * each pass walks the growing list; none of them can be part of a cycle. */
     int gc_was_enabled = PyGC_Disable();
-    int rc = walk_records(view.buf, view.len, allow_deletes, 1, out, NULL);
+    int rc = walk_records(view.buf, view.len, allow_deletes, whole_values, 1, out, NULL);
     if (gc_was_enabled)
         PyGC_Enable();
     PyBuffer_Release(&view);
@@ -159,7 +161,7 @@ read_record_keys(PyObject *self, PyObject *args)
     PyObject *dels = PyList_New(0);
     int rc = -1;
     if (puts != NULL && dels != NULL)
-        rc = walk_records(view.buf, view.len, allow_deletes, 0, puts, dels);
+        rc = walk_records(view.buf, view.len, allow_deletes, 0, 0, puts, dels);
     PyBuffer_Release(&view);
     if (rc == 1) {
         PyObject *res = PyTuple_Pack(2, puts, dels);
@@ -1252,7 +1254,7 @@ render_chain(PyObject *self, PyObject *args)
                 goto done;
         }
         /* A snapshot holds no removals; a delta may. */
-        int rc = walk_stream(views[i].buf, views[i].len, i > 0, table_visit, &t);
+        int rc = walk_stream(views[i].buf, views[i].len, i > 0, 0, table_visit, &t);
         if (rc < 0)
             goto done;
         if (rc == 0) {
@@ -1389,8 +1391,8 @@ static PyMethodDef methods[] = {
     {"murmur3_bytes", murmur3_bytes, METH_VARARGS,
      "murmur3_bytes(buf, seed) -> Spark's Murmur3_x86_32.hashUnsafeBytes as a signed int."},
     {"read_records", read_records, METH_VARARGS,
-     "read_records(buf, allow_deletes) -> list of (key, value or None), or None if the "
-     "stream is not clean."},
+     "read_records(buf, allow_deletes[, whole_values]) -> list of (key, value or None), or "
+     "None if the stream is not clean; values are cut to a multiple of 8 unless whole_values."},
     {"read_record_keys", read_record_keys, METH_VARARGS,
      "read_record_keys(buf, allow_deletes) -> (put keys, removed keys), or None if the "
      "stream is not clean."},

@@ -3,7 +3,9 @@
 from collections.abc import Iterable
 from typing import Any
 
-def read_records(buf: bytes, allow_deletes: bool, /) -> list[tuple[bytes, bytes | None]] | None: ...
+def read_records(
+    buf: bytes | memoryview, allow_deletes: bool, whole_values: bool = False, /
+) -> list[tuple[bytes, bytes | None]] | None: ...
 def read_record_keys(
     buf: bytes, allow_deletes: bool, /
 ) -> tuple[list[bytes], list[bytes]] | None: ...

@@ -35,6 +35,11 @@ from typing import Literal
 from stateglass.parsers.errors import CorruptData, Truncated, UnsupportedFormat
 from stateglass.parsers.rowchecksum import unwrap_key, unwrap_values
 
+try:
+    from stateglass.parsers import _speedups
+except ImportError:  # not built, or STATEGLASS_PURE=1: parse_changelog reads every file
+    _speedups = None  # type: ignore[assignment]
+
 RecordKind = Literal["put", "delete", "merge"]
 
 _INT = struct.Struct(">i")
@@ -250,6 +255,21 @@ def parse_changelog(data: bytes) -> Changelog:
         ChangelogRecord(kind, key, value) for kind, key, value in _iter_records(buf, version, pos)
     )
     return Changelog(version, lineage, records)
+
+
+def changelog_pairs(data: bytes) -> list[tuple[bytes, bytes | None]] | None:
+    """The records of a v1 or v3 changelog (puts and deletes, no merges) as ``(key, value)``,
+    a delete's value None, read by the compiled loop: what replaying a changelog needs,
+    without a record object per change. None for v2 and v4 files, without the compiled
+    loop, or for a file it refuses: :func:`parse_changelog` reads those (and names what is
+    wrong)."""
+    if _speedups is None:
+        return None
+    buf = data if isinstance(data, bytes) else bytes(data)
+    version, _, pos = read_changelog_header(buf)
+    if version not in (1, 3):
+        return None
+    return _speedups.read_records(memoryview(buf)[pos:], True, True)
 
 
 def unwrap_value_checksum(full_key: bytes, value: bytes, *, delimiter: bytes = b"") -> bytes:

@@ -9,10 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stateglass.parsers import changelog
 from stateglass.parsers.changelog import (
     Changelog,
     ChangelogRecord,
     LineageItem,
+    changelog_pairs,
     iter_changelog_records,
     parse_changelog,
     read_changelog_header,
@@ -91,6 +93,27 @@ def test_every_cut_is_truncated(
     for cut in range(len(stream)):
         with pytest.raises(Truncated):
             parse_changelog(stream[:cut])
+
+
+@pytest.mark.skipif(changelog._speedups is None, reason="the compiled loop is not built")
+@FAST
+@given(version=st.sampled_from([1, 2, 3, 4]), records=v2_records, lineage=lineages)
+def test_the_compiled_pairs_are_the_records_or_nothing(
+    version: int, records: list[tuple[str, bytes, bytes | None]], lineage: list[tuple[int, str]]
+) -> None:
+    """v1/v3 (no merges): the parsed records as (key, value), values whole (not cut to 8
+    bytes as an HDFS delta's); v2/v4, and every cut file: None, for parse_changelog."""
+    if version in (1, 3):
+        records = [r for r in records if r[0] != "merge"]
+    stream = encode_changelog(version, records, lineage if version > 2 else [])
+    pairs = changelog_pairs(stream)
+    if version in (2, 4):
+        assert pairs is None
+    else:
+        assert pairs == [(key, value) for _, key, value in records]
+        for cut in range(len(stream) - 4, len(stream)):
+            with contextlib.suppress(Truncated):
+                assert changelog_pairs(stream[:cut]) is None
 
 
 def test_iterator_matches_parse() -> None:
