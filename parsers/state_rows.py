@@ -186,6 +186,11 @@ class RowCodec:
         """The rows one stored (key, value) stands for: none for another column family."""
         return self._decode(key, value)
 
+    def decode_key(self, key: bytes) -> Row | None:
+        """The key row of one stored key, its value left alone (where a key goes depends on
+        the key only); None for another column family."""
+        return self._key(key) if self.spec.provider == "hdfs" else self._rocksdb_key(key)
+
     def decode_change(self, change_type: str, key: bytes, value: bytes | None) -> list[Pair]:
         """Rows of one change-feed record; a delete has no value."""
         if value is None:

@@ -387,11 +387,11 @@ def _keyed_items(
     source: StateSource, partition: int, version: int
 ) -> Iterator[tuple[bytes, bytes, tuple[object, ...]]]:
     """``(key bytes, value bytes, decoded key row)`` of each stored item of this view."""
-    codec = source.row_codec
+    decode_key = source.row_codec.decode_key
     for key, value in source.load(partition, version):
-        pairs = codec.decode(key, value)
-        if pairs:
-            yield key, value, tuple(pairs[0][0])
+        row = decode_key(key)
+        if row is not None:
+            yield key, value, tuple(row)
 
 
 def _disk_bytes(source: StateSource, partition: int, version: int) -> int:
