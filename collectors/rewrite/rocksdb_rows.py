@@ -30,6 +30,7 @@ from stateglass.parsers.rocksdb_encoding import (
     CF_PREFIX_BYTES,
     NO_PREFIX,
     PREFIX_KEY_SCAN,
+    STATE_ENCODING_VERSION,
     KeyLayout,
     cf_prefix,
     decode_value,
@@ -47,6 +48,7 @@ from stateglass.parsers.unsafewriter import encode_row
 # The key encoders a rewrite can write: the ones of stores without column families.
 WRITABLE_KEY_ENCODERS = (NO_PREFIX, PREFIX_KEY_SCAN)
 SESSION_WINDOW = "sessionWindowStateStoreSaveExec"
+_VERSION = bytes([STATE_ENCODING_VERSION])  # the encoding version byte a row starts with
 
 
 class RocksDBRows:
@@ -64,9 +66,14 @@ class RocksDBRows:
         self._join_key: Callable[[list[bytes]], bytes] | None = None
         if len(layout.parts) > 1:
             self._split_key, self._join_key = _projections(layout)
+        # A key of one row, a value without checksum: each is the version byte and the row,
+        # which a rewrite of millions of rows strips and adds without the general framing.
+        self.plain = layout.spec_type == NO_PREFIX and not row_checksum
 
     def to_rocksdb(self, key_row: bytes, value_row: bytes) -> tuple[bytes, bytes]:
         """The RocksDB key and value of one neutral row."""
+        if self.plain:
+            return _VERSION + key_row, _VERSION + value_row
         parts = [key_row] if self._split_key is None else self._split_key(key_row)
         key = self.layout.join(parts)
         return key, encode_value(value_row, row_checksum=self.row_checksum, full_key=key)
@@ -221,6 +228,9 @@ def neutral_rows(
         return
     codec = RocksDBRows(store_layout(store, where), row_checksum=row_checksum)
     for key, value in rows:
+        if codec.plain and key[:1] == _VERSION and value[:1] == _VERSION:
+            yield key[1:], value[1:]
+            continue
         try:
             yield codec.to_neutral(key, value)
         except ParseError as exc:
