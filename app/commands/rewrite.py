@@ -21,9 +21,12 @@ line; nothing is left at DST. docs/rewrite.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from stateglass.app.args import CHECKPOINT_HELP
@@ -31,6 +34,8 @@ from stateglass.app.args import CHECKPOINT_HELP
 if TYPE_CHECKING:
     from stateglass.app.analysis.rewrite import RewritePlan
     from stateglass.collectors.checkpoints.checkpoint import Checkpoint
+    from stateglass.collectors.engines.forked import ForkedPool
+    from stateglass.collectors.rewrite.base import WriteTarget
     from stateglass.collectors.rewrite.destination import Destination
 
 
@@ -71,6 +76,26 @@ def add_parser(subparsers: Any) -> None:
         help="the committed batch whose state DST starts from (default: the last committed); "
         "an older retained batch rolls back: DST ends at B and its restart replays from B + 1",
     )
+    _add_edit_args(p)
+    p.add_argument("--apply", action="store_true", help="write DST (default: print the plan only)")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --apply: new partitions of a big store written in parallel (default: one "
+        "per CPU core; 1 = no worker processes)",
+    )
+    p.add_argument(
+        "--verify-with-spark",
+        action="store_true",
+        help="with --apply: also read DST with Spark's state reader before it is renamed into "
+        "place (needs pyspark and Java; not with an edit)",
+    )
+
+
+def _add_edit_args(p: argparse.ArgumentParser) -> None:
+    """The edits: keys left out of DST, and the watermark they are judged by."""
     p.add_argument(
         "--drop-keys",
         nargs=2,
@@ -104,13 +129,6 @@ def add_parser(subparsers: Any) -> None:
         "--allow-empty",
         action="store_true",
         help="let --drop-keys or --evict-expired remove every key of a store (refused otherwise)",
-    )
-    p.add_argument("--apply", action="store_true", help="write DST (default: print the plan only)")
-    p.add_argument(
-        "--verify-with-spark",
-        action="store_true",
-        help="with --apply: also read DST with Spark's state reader before it is renamed into "
-        "place (needs pyspark and Java; not with an edit)",
     )
 
 
@@ -146,20 +164,21 @@ def run(args: argparse.Namespace) -> int:
         evict_expired=args.evict_expired,
         watermark_ms=None if args.watermark is None else _epoch_ms(args.watermark),
     )
-    plan = plan_rewrite(cp, request, keep_targets=args.apply)
-    sys.stdout.write(plan_text(plan, args.dst))
-    sys.stdout.write(edits_text(cp, plan))
-    if plan.refusals:
-        where, why = plan.refusals[0]
-        more = (
-            f" (and {len(plan.refusals) - 1} more reasons above)" if len(plan.refusals) > 1 else ""
-        )
-        raise RewriteRefused(args.src, f"{where}: {why}{more}")
-    if not args.apply:
-        sys.stdout.write("dry run: nothing written (--apply writes DST)\n")
-        return 0
-    started = time.monotonic()
-    apply(cp, plan, args.dst, args.verify_with_spark)
+    jobs = (args.jobs or os.cpu_count() or 1) if args.apply else 1
+    with _partition_writers(jobs, cp.root) as writers:
+        plan = plan_rewrite(cp, request, keep_targets=args.apply)
+        sys.stdout.write(plan_text(plan, args.dst))
+        sys.stdout.write(edits_text(cp, plan))
+        if plan.refusals:
+            where, why = plan.refusals[0]
+            others = len(plan.refusals) - 1
+            more = f" (and {others} more reasons above)" if others else ""
+            raise RewriteRefused(args.src, f"{where}: {why}{more}")
+        if not args.apply:
+            sys.stdout.write("dry run: nothing written (--apply writes DST)\n")
+            return 0
+        started = time.monotonic()
+        apply(cp, plan, args.dst, args.verify_with_spark, writers)
     checks = "self-check and Spark's reader" if args.verify_with_spark else "self-check"
     sys.stdout.write(f"wrote {args.dst} in {time.monotonic() - started:.1f} s, {checks} passed\n")
     return 0
@@ -174,9 +193,15 @@ def _epoch_ms(text: str) -> int:
     return int(utc_time(text, "--watermark").timestamp() * 1000)
 
 
-def apply(cp: Checkpoint, plan: RewritePlan, dst: str, with_spark: bool = False) -> None:
-    """Write DST for ``plan``: temporary tree, logs, every store, self-check (and Spark's
-    reader), rename."""
+def apply(
+    cp: Checkpoint,
+    plan: RewritePlan,
+    dst: str,
+    with_spark: bool = False,
+    writers: ForkedPool | None = None,
+) -> None:
+    """Write DST for ``plan``: temporary tree, logs, every store (a big one's partitions by
+    the ``writers``), self-check (and Spark's reader), rename."""
     from stateglass.app.analysis.rewrite_refusals import is_format_v2
     from stateglass.collectors.rewrite.object_store import create_destination
 
@@ -190,7 +215,7 @@ def apply(cp: Checkpoint, plan: RewritePlan, dst: str, with_spark: bool = False)
         v2 = is_format_v2(cp, plan.batch_id)
         unique_ids: dict[int, list[list[str]]] = {}
         for store in cp.stores():
-            ids = _write_store(cp, plan, dest, store, v2)
+            ids = _write_store(cp, plan, dest, store, v2, writers)
             by_partition = unique_ids.setdefault(store.operator_id, [[] for _ in ids])
             for partition, unique_id in enumerate(ids):
                 by_partition[partition].append(unique_id)
@@ -209,44 +234,108 @@ def apply(cp: Checkpoint, plan: RewritePlan, dst: str, with_spark: bool = False)
     dest.commit()
 
 
+# A store with fewer rows is written in this process: the workers cost more than they save.
+PARALLEL_ROWS = 200_000
+# One new partition to write: its target, the provider writing it, its rows as SRC stores them.
+_Task = tuple["WriteTarget", str, list[tuple[bytes, bytes]]]
+
+
 def _write_store(
-    cp: Checkpoint, plan: RewritePlan, dest: Destination, store: Any, v2: bool
+    cp: Checkpoint,
+    plan: RewritePlan,
+    dest: Destination,
+    store: Any,
+    v2: bool,
+    writers: ForkedPool | None,
 ) -> list[str]:
     """Every new partition of ``store``: its rows sent where Spark's hash sends them, written
-    by the destination provider's writer, then read back. With checkpoint format ``v2`` each
-    partition's files get a new unique id; the ids, per partition."""
+    by the destination provider's writer, then read back; a big store's partitions by the
+    ``writers``. With checkpoint format ``v2`` each partition's files get a new unique id; the
+    ids, per partition."""
     from stateglass.app.analysis.rewrite import assigned_rows
-    from stateglass.collectors.rewrite import neutralizer, writer_class
     from stateglass.collectors.rewrite.base import WriteTarget
-    from stateglass.collectors.rewrite.selfcheck import check_partition
 
     buckets: list[list[tuple[bytes, bytes]]] = [[] for _ in range(plan.partitions)]
     keeps = plan.edits.keeps(store)
     for _, new_partition, key, value in assigned_rows(cp, store, plan):
         if keeps is None or keeps(key):
             buckets[new_partition].append((key, value))
-    to_neutral = neutralizer(store.provider)
-    writer = writer_class(plan.provider)()
     now_ms = int(time.time() * 1000)
     unique_ids = [str(uuid.uuid4()) if v2 else "" for _ in buckets]
-    for partition, raw in enumerate(buckets):
-        where = dest.checkpoint.store_dir(store.operator_id, partition, store.store_name)
-        rows = list(to_neutral(store, raw, row_checksum=plan.row_checksum, where=where))
-        target = WriteTarget(
-            store_dir=where,
-            version=plan.version,
-            partition=partition,
-            store=store,
-            codec=plan.codec,
-            row_checksum=plan.row_checksum,
-            file_checksum=plan.file_checksum,
-            changelog=plan.changelog,
-            timestamp_ms=now_ms,
-            unique_id=unique_ids[partition] or None,
+    tasks = (
+        (
+            WriteTarget(
+                store_dir=dest.checkpoint.store_dir(store.operator_id, p, store.store_name),
+                version=plan.version,
+                partition=p,
+                store=store,
+                codec=plan.codec,
+                row_checksum=plan.row_checksum,
+                file_checksum=plan.file_checksum,
+                changelog=plan.changelog,
+                timestamp_ms=now_ms,
+                unique_id=unique_ids[p] or None,
+            ),
+            plan.provider,
+            rows,
         )
-        writer.write_partition(target, rows)
-        check_partition(target, plan.provider, rows)
+        for p, rows in enumerate(buckets)
+    )
+    if writers is not None and sum(map(len, buckets)) >= PARALLEL_ROWS:
+        for _ in writers.results(_write_partition, tasks, ordered=False):
+            pass
+    else:
+        for task in tasks:
+            _write_partition(task)
     return unique_ids
+
+
+def _write_partition(task: _Task) -> None:
+    """One new partition: SRC's rows made neutral, written, read back and compared."""
+    from stateglass.collectors.rewrite import neutralizer, writer_class
+    from stateglass.collectors.rewrite.selfcheck import check_partition
+
+    target, provider, raw = task
+    to_neutral = neutralizer(target.store.provider)
+    rows = list(
+        to_neutral(target.store, raw, row_checksum=target.row_checksum, where=target.store_dir)
+    )
+    writer_class(provider)().write_partition(target, rows)
+    check_partition(target, provider, rows)
+
+
+@contextlib.contextmanager
+def _partition_writers(jobs: int, where: str) -> Iterator[ForkedPool | None]:
+    """``jobs`` worker processes that write new partitions, or None for one job. They are
+    forked before this process reads any state: a RocksDB database opened here starts
+    background threads that a fork does not carry, and one the workers opened after would
+    wait for them forever. They die with this process (a killed rewrite leaves none writing);
+    their scratch goes under one directory removed at the end."""
+    import multiprocessing
+    import shutil
+    import tempfile
+
+    from stateglass.collectors.engines.forked import ForkedPool
+
+    if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        yield None
+        return
+    scratch = tempfile.mkdtemp(prefix="stateglass-rewrite-jobs-")
+    saved_tempdir, tempfile.tempdir = tempfile.tempdir, scratch
+    try:
+        with ForkedPool(where, jobs, initializer=_worker_start, initargs=(os.getpid(),)) as pool:
+            pool.start()
+            yield pool
+    finally:
+        tempfile.tempdir = saved_tempdir
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _worker_start(parent: int) -> None:
+    from stateglass.collectors.engines.signals import die_with_parent, restore_default_signals
+
+    restore_default_signals()
+    die_with_parent(parent)
 
 
 def plan_text(plan: RewritePlan, dst: str) -> str:

@@ -38,6 +38,10 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
+def _nothing(_: None) -> None:
+    return None
+
+
 class ForkedPool:
     """``jobs`` forked workers; :meth:`results` raises ``EngineError`` if one of them dies."""
 
@@ -77,6 +81,13 @@ class ForkedPool:
                     worker.terminate()
         self._executor.shutdown(wait=True, cancel_futures=True)
 
+    def start(self) -> None:
+        """Fork every worker now, as the first task would: while this process has opened
+        nothing a fork does not carry (RocksDB's background threads, which a forked
+        database would wait for forever)."""
+        for _ in self.results(_nothing, [None]):
+            pass
+
     def results(
         self, fn: Callable[[T], R], items: Iterable[T], ordered: bool = True
     ) -> Iterator[R]:
@@ -102,7 +113,7 @@ class ForkedPool:
                 futures = [self._executor.submit(fn, item) for item in items]
         finally:
             gc.unfreeze()
-        self._workers = [p for p in multiprocessing.active_children() if p not in before]
+        self._workers += [p for p in multiprocessing.active_children() if p not in before]
         return futures
 
     def _death(self) -> str:

@@ -10,6 +10,8 @@ worker could inherit the parent's Python handler, swallow the signal, and the po
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import os
 import signal
 from collections.abc import Iterator, Sequence
 
@@ -28,6 +30,21 @@ def restore_default_signals(ignored: Sequence[signal.Signals] = ()) -> None:
     for sig in CLEAN_EXIT_SIGNALS:
         signal.signal(sig, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, (*CLEAN_EXIT_SIGNALS, *ignored))
+
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent(parent: int) -> None:
+    """For a worker that writes: the kernel kills it with SIGKILL when ``parent`` dies
+    (Linux's ``PR_SET_PDEATHSIG``), so no worker writes on after a killed run; a worker
+    whose parent is already gone exits. Where there is no ``prctl``, nothing changes."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # died before the request was made
+        os._exit(1)
 
 
 @contextlib.contextmanager

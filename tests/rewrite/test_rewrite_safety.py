@@ -3,6 +3,10 @@ but for reading; and what an applied rewrite writes, read back with StateGlass's
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -11,6 +15,7 @@ from typing import ClassVar
 import pytest
 
 from stateglass.app.cli import main
+from stateglass.app.commands import rewrite as rewrite_command
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from stateglass.collectors.checkpoints.state_reader import StateRequest, StateSource
 from stateglass.collectors.rewrite import WRITERS
@@ -52,9 +57,18 @@ def test_a_dry_run_prints_the_plan_and_writes_nothing(
     assert _nothing_at(tmp_path / "dst")
 
 
+@pytest.fixture(params=["serial", "forked"])
+def workers(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Partitions written in this process, or (a store of any size) in two forked workers."""
+    if request.param == "forked":
+        monkeypatch.setattr(rewrite_command, "PARALLEL_ROWS", 0)
+        monkeypatch.setattr(rewrite_command.os, "cpu_count", lambda: 2)
+    return str(request.param)
+
+
 @pytest.mark.parametrize("n", [2, 7], ids=["down", "up"])
 def test_apply_writes_each_key_where_sparks_hash_sends_it(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], n: int
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], n: int, workers: str
 ) -> None:
     src = copy_checkpoint(AGG, tmp_path / "src")
     before = tree_digest(src)
@@ -181,7 +195,10 @@ class DroppingWriter(HdfsStoreWriter):
 
 
 def test_a_destination_that_reads_back_wrong_is_removed(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    workers: str,
 ) -> None:
     monkeypatch.setitem(WRITERS, "hdfs", DroppingWriter)
     status, _, err = _rewrite(
@@ -189,6 +206,46 @@ def test_a_destination_that_reads_back_wrong_is_removed(
     )
     assert status == 2 and err.count("\n") == 1 and "missing" in err
     assert _nothing_at(tmp_path / "dst")
+
+
+class KilledWriter(HdfsStoreWriter):
+    """A writer whose process dies at its first partition, as the kernel's OOM killer does."""
+
+    def write_partition(
+        self, target: WriteTarget, rows: Iterable[tuple[bytes, bytes]]
+    ) -> list[str]:
+        os.kill(os.getpid(), signal.SIGKILL)
+        raise AssertionError("not reached")
+
+
+def test_a_worker_killed_stops_the_rewrite_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rewrite_command, "PARALLEL_ROWS", 0)
+    monkeypatch.setitem(WRITERS, "hdfs", KilledWriter)
+    dst = tmp_path / "dst"
+    status, _, err = _rewrite(
+        capsys, str(AGG), str(dst), "--partitions", "3", "--apply", "--jobs", "2"
+    )
+    assert status == 2 and err.count("\n") == 1 and "killed by SIGKILL" in err, err
+    assert _nothing_at(dst)
+
+
+def test_workers_write_rocksdb_after_this_process_read_it(tmp_path: Path) -> None:
+    """SRC's zips are opened here while planning; the workers then write RocksDB. Had they
+    been forked after that, their databases would wait forever for background threads a
+    fork does not carry: the run is a separate process, so a hang fails as a timeout."""
+    run = (
+        "import sys; from stateglass.app.commands import rewrite; rewrite.PARALLEL_ROWS = 0; "
+        "from stateglass.app.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    dst = tmp_path / "dst"
+    args = ["rewrite", str(SAMPLES / "agg-rocks"), str(dst), "--partitions", "3", "--apply"]
+    done = subprocess.run(
+        [sys.executable, "-c", run, *args, "--jobs", "2"], capture_output=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (dst / "state" / "0").iterdir()) == ["0", "1", "2", "_metadata"]
 
 
 def test_a_destination_that_cannot_be_written_is_one_line(
