@@ -33,6 +33,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from stateglass.app.analysis import rewrite_refusals
 from stateglass.app.analysis.errors import AnalysisError
@@ -66,6 +67,9 @@ from stateglass.parsers.logs import (
     OffsetSeq,
 )
 from stateglass.parsers.partitioning import row_partition
+
+if TYPE_CHECKING:
+    from stateglass.collectors.engines.forked import ForkedPool
 
 
 @dataclass(frozen=True)
@@ -115,11 +119,15 @@ class RewritePlan:
 
 
 def plan_rewrite(
-    cp: Checkpoint, request: RewriteRequest, keep_targets: bool = False
+    cp: Checkpoint,
+    request: RewriteRequest,
+    keep_targets: bool = False,
+    workers: ForkedPool | None = None,
 ) -> RewritePlan:
     """The plan for ``request`` (raises :class:`AnalysisError` for a request that cannot
     mean anything: N < 1, an unknown provider, a batch that is not committed); with
-    ``keep_targets``, each row's new partition is kept for :func:`assigned_rows`."""
+    ``keep_targets``, each row's new partition is kept for :func:`assigned_rows`; with
+    ``workers``, the stores' partitions are read and hashed in them."""
     batch = cp.resolve_batch(request.batch_id)
     rollback = plan_rollback(cp, batch)  # before any state is read: B must be retained
     stores = cp.stores()
@@ -137,7 +145,7 @@ def plan_rewrite(
     if partitions < 1:
         raise AnalysisError(f"--partitions {partitions}: must be at least 1")
     targets: dict[tuple[int, str, str], array[int]] | None = {} if keep_targets else None
-    plans, refusals, disk = plan_stores(cp, stores, batch, (current, partitions), targets)
+    plans, refusals, disk = plan_stores(cp, stores, batch, (current, partitions), targets, workers)
     refusals = rewrite_refusals.refusals(cp, request, stores, provider, conf) + refusals
     changes = _conf_changes(conf, partitions, provider, request.changelog)
     edits = plan_edits(

@@ -164,9 +164,8 @@ def run(args: argparse.Namespace) -> int:
         evict_expired=args.evict_expired,
         watermark_ms=None if args.watermark is None else _epoch_ms(args.watermark),
     )
-    jobs = (args.jobs or os.cpu_count() or 1) if args.apply else 1
-    with _partition_writers(jobs, cp.root) as writers:
-        plan = plan_rewrite(cp, request, keep_targets=args.apply)
+    with _workers(args.jobs or os.cpu_count() or 1, cp.root) as writers:
+        plan = plan_rewrite(cp, request, keep_targets=args.apply, workers=writers)
         sys.stdout.write(plan_text(plan, args.dst))
         sys.stdout.write(edits_text(cp, plan))
         if plan.refusals:
@@ -305,12 +304,13 @@ def _write_partition(task: _Task) -> None:
 
 
 @contextlib.contextmanager
-def _partition_writers(jobs: int, where: str) -> Iterator[ForkedPool | None]:
-    """``jobs`` worker processes that write new partitions, or None for one job. They are
-    forked before this process reads any state: a RocksDB database opened here starts
-    background threads that a fork does not carry, and one the workers opened after would
-    wait for them forever. They die with this process (a killed rewrite leaves none writing);
-    their scratch goes under one directory removed at the end."""
+def _workers(jobs: int, where: str) -> Iterator[ForkedPool | None]:
+    """``jobs`` worker processes that read and hash SRC's partitions for the plan and write
+    the new ones, or None for one job. They are forked before this process reads any state:
+    a RocksDB database opened here starts background threads that a fork does not carry, and
+    one the workers opened after would wait for them forever. They die with this process (a
+    killed rewrite leaves none writing); their scratch goes under one directory removed at
+    the end."""
     import multiprocessing
     import shutil
     import tempfile

@@ -99,6 +99,13 @@ class ForkedPool:
                 yield future.result()
         except BrokenProcessPool as exc:
             raise EngineError(self.where, self._death()) from exc
+        except Exception:
+            # A task failed: the others are cancelled, and those running finish before the
+            # caller cleans up after them (a worker still writing would outlive the cleanup).
+            for future in futures:
+                future.cancel()
+            concurrent.futures.wait(futures)
+            raise
 
     def _submit_all(
         self, fn: Callable[[T], R], items: Iterable[T]

@@ -33,6 +33,7 @@ import statistics
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from stateglass.app.analysis.errors import AnalysisError
 from stateglass.app.analysis.repartition.keys import (
@@ -50,6 +51,9 @@ from stateglass.collectors.checkpoints.state_reader import StateSource
 from stateglass.collectors.checkpoints.state_views import StateView, views_of
 from stateglass.collectors.errors import NotFound
 from stateglass.parsers.partitioning import row_partition
+
+if TYPE_CHECKING:
+    from stateglass.collectors.engines.forked import ForkedPool
 
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 # A kept target for a key the hash does not cover (see plan_stores).
@@ -270,6 +274,7 @@ def plan_stores(
     batch: int,
     counts: tuple[int, int],
     targets: dict[tuple[int, str, str], array[int]] | None = None,
+    workers: ForkedPool | None = None,
 ) -> tuple[list[StorePlan], list[tuple[str, str]], float | None]:
     """Each view's plan for ``counts`` = (current, planned) partitions from the state of
     ``batch``, what is refused (store label, reason), and the bytes on disk per stored byte.
@@ -277,7 +282,8 @@ def plan_stores(
     With ``targets``, each view's new partition of every stored item, in the order
     :func:`keyed_targets` yields them (``UNPLACED`` where the hash does not cover the key), is
     kept there under ``(operator id, store name, view label)``: a rewrite then places the rows
-    without decoding and hashing every key a second time (4 bytes an item)."""
+    without decoding and hashing every key a second time (4 bytes an item). ``workers``
+    read and hash the partitions in parallel."""
     plans: list[StorePlan] = []
     refusals: list[tuple[str, str]] = []
     disk = stored = 0
@@ -290,7 +296,9 @@ def plan_stores(
         for i, view in enumerate(views_of(store, cp.root)):
             try:
                 kept = None if targets is None else array("I")
-                plan, on_disk = _plan_view(cp, store, view, counts, batch + 1, i == 0, kept)
+                plan, on_disk = _plan_view(
+                    cp, store, view, counts, batch + 1, i == 0, kept, workers
+                )
             except Refused as exc:
                 refusals.append((f"{store.operator_id}/{view.label}", str(exc)))
                 continue
@@ -310,6 +318,7 @@ def _plan_view(
     version: int,
     count_disk: bool,
     kept: array[int] | None = None,
+    workers: ForkedPool | None = None,
 ) -> tuple[StorePlan, int]:
     """One view's plan from ``counts`` = (current, planned) partitions, and (``count_disk``:
     once per store, whose views share the files) the bytes on disk its current partitions
@@ -325,17 +334,19 @@ def _plan_view(
     keys, sizes = [0] * partitions, [0] * partitions
     now_keys, now_sizes = [0] * current, [0] * current
     unhashed = on_disk = 0
-    for part, target, key, value in keyed_targets(source, store, view, counts, version):
-        item = len(key) + len(value)
-        now_keys[part] += 1
-        now_sizes[part] += item
+    parts = [(cp.root, view, counts, version, p) for p in source.partitions if p < current]
+    found = (
+        map(partition_targets, parts)
+        if workers is None
+        else workers.results(partition_targets, parts)  # in order: ``kept`` is in read order
+    )
+    for one in found:
+        now_keys[one.partition], now_sizes[one.partition] = len(one.targets), one.size
+        keys = [a + b for a, b in zip(keys, one.keys, strict=True)]
+        sizes = [a + b for a, b in zip(sizes, one.sizes, strict=True)]
+        unhashed += one.unhashed
         if kept is not None:
-            kept.append(UNPLACED if target is None else target)
-        if target is None:
-            unhashed += 1
-            continue
-        keys[target] += 1
-        sizes[target] += item
+            kept.extend(one.targets)
     if count_disk:
         on_disk = sum(_disk_bytes(source, p, version) for p in source.partitions if p < current)
     label = (
@@ -354,6 +365,56 @@ def _plan_view(
         warning=shuffle_mismatch(operator, view.state_var or store.store_name),
     )
     return plan, on_disk
+
+
+@dataclass(frozen=True)
+class PartitionTargets:
+    """One current partition's stored items: each one's new partition, in reading order
+    (``UNPLACED`` where the hash does not cover its key), and what they add up to."""
+
+    partition: int
+    targets: array[int]
+    size: int  # key and value bytes of its items
+    keys: list[int]  # items per new partition
+    sizes: list[int]  # their bytes per new partition
+    unhashed: int
+
+
+# Where ``partition_targets`` runs in a worker process: the sources it opened, by view.
+_OPENED: dict[tuple[str, StateView], StateSource] = {}
+
+
+def partition_targets(
+    task: tuple[str, StateView, tuple[int, int], int, int],
+) -> PartitionTargets:
+    """``(checkpoint root, view, (current, planned) partitions, version, partition)``: that
+    partition's :class:`PartitionTargets`, the store opened once per process (a plan may
+    hand its partitions to worker processes, which get the task and not the opened
+    source)."""
+    root, view, counts, version, part = task
+    source = _OPENED.get((root, view))
+    if source is None:
+        source = _OPENED[(root, view)] = StateSource(Checkpoint.open(root), view.request())
+    partitions = counts[1]
+    codec = source.row_codec
+    rule = _rule(source, source.store, view)
+    targets = array("I")
+    keys, sizes = [0] * partitions, [0] * partitions
+    size = unhashed = 0
+    with source.decoding(part):
+        for key, value, row in _keyed_items(source, part, version):
+            item = len(key) + len(value)
+            size += item
+            schema, pkey = partition_key(rule, codec.key_schema, row)
+            target = row_partition(schema, pkey, partitions)
+            if target is None:
+                targets.append(UNPLACED)
+                unhashed += 1
+                continue
+            targets.append(target)
+            keys[target] += 1
+            sizes[target] += item
+    return PartitionTargets(part, targets, size, keys, sizes, unhashed)
 
 
 def keyed_targets(
