@@ -134,6 +134,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         start_from_env(args.command)
     reads_checkpoints = Reads.CHECKPOINTS in command.reads
+    if argv is None and args.command == "sql" and args.engine != "spark":
+        from stateglass.app.lean_arrow import load_datasets_without_pandas
+
+        load_datasets_without_pandas()
     try:
         if reads_checkpoints:
             apply_storage_args(args)

@@ -96,3 +96,31 @@ def test_the_command_table_says_what_each_command_reads() -> None:
         options = {o for a in subparsers.choices[command.name]._actions for o in a.option_strings}
         assert ("--storage-option" in options) == (Reads.CHECKPOINTS in command.reads), command
         assert ("--db" in options) == (Reads.DATABASE in command.reads), command
+
+
+# A `stateglass sql` process of its own: pandas, plotly and streamlit stay out, though the
+# catalog's tables are Arrow datasets (whose module would import pandas: app/lean_arrow.py).
+SQL_PROBE = """
+import json, sys
+from stateglass.app.cli import main
+sys.argv = ["stateglass", *sys.argv[1:]]
+status = main()
+print(json.dumps({"status": status, "modules": sorted(sys.modules)}))
+"""
+
+
+def test_sql_process_imports_no_pandas() -> None:
+    cp = SAMPLES / "spark-4.3" / "agg-hdfs"
+    query = "SELECT count(*) AS n FROM agg_hdfs.op0_default WHERE value.count > 0"
+    out = subprocess.run(
+        [sys.executable, "-c", SQL_PROBE, "sql", str(cp), "-e", query, "--format", "csv"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    found = json.loads(out[-1])
+    assert found["status"] == 0
+    assert out[:2] == ["n", "14"]
+    modules = set(found["modules"])
+    assert "pyarrow.dataset" in modules
+    assert sorted(m for m in ("pandas", "plotly", "streamlit") if m in modules) == []
