@@ -334,11 +334,14 @@ def _plan_view(
     keys, sizes = [0] * partitions, [0] * partitions
     now_keys, now_sizes = [0] * current, [0] * current
     unhashed = on_disk = 0
-    parts = [(cp.root, view, counts, version, p) for p in source.partitions if p < current]
+    parts = [p for p in source.partitions if p < current]
     found = (
-        map(partition_targets, parts)
+        (_partition_targets(source, view, counts, version, p) for p in parts)
         if workers is None
-        else workers.results(partition_targets, parts)  # in order: ``kept`` is in read order
+        # In order: ``kept`` is in reading order.
+        else workers.results(
+            partition_targets, [(cp.root, view, counts, version, p) for p in parts]
+        )
     )
     for one in found:
         now_keys[one.partition], now_sizes[one.partition] = len(one.targets), one.size
@@ -380,21 +383,26 @@ class PartitionTargets:
     unhashed: int
 
 
-# Where ``partition_targets`` runs in a worker process: the sources it opened, by view.
+# The sources a worker process of a rewrite opened, by view (its life is the command's).
 _OPENED: dict[tuple[str, StateView], StateSource] = {}
 
 
 def partition_targets(
     task: tuple[str, StateView, tuple[int, int], int, int],
 ) -> PartitionTargets:
-    """``(checkpoint root, view, (current, planned) partitions, version, partition)``: that
-    partition's :class:`PartitionTargets`, the store opened once per process (a plan may
-    hand its partitions to worker processes, which get the task and not the opened
-    source)."""
+    """In a worker process: ``(checkpoint root, view, (current, planned) partitions,
+    version, partition)``'s :class:`PartitionTargets`, the store opened once per worker (the
+    task carries names, not the opened source)."""
     root, view, counts, version, part = task
     source = _OPENED.get((root, view))
     if source is None:
         source = _OPENED[(root, view)] = StateSource(Checkpoint.open(root), view.request())
+    return _partition_targets(source, view, counts, version, part)
+
+
+def _partition_targets(
+    source: StateSource, view: StateView, counts: tuple[int, int], version: int, part: int
+) -> PartitionTargets:
     partitions = counts[1]
     codec = source.row_codec
     rule = _rule(source, source.store, view)
