@@ -4,6 +4,7 @@ line, no traceback."""
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
@@ -36,6 +37,27 @@ def _watch_blocked_mid_scan(tmp_path: Path) -> tuple[subprocess.Popen[str], Path
     return proc, delta, data, db
 
 
+def _writer_once_read_again(proc: subprocess.Popen[str], fifo: Path) -> int:
+    """``fifo`` opened for writing once the watch reads it again. The signal interrupts the
+    watch's blocking open, which Python retries after the handler ran; in between the FIFO has
+    no reader and a writer's open fails (ENXIO). Opened without blocking, so that a watch that
+    died of the signal fails the test at once instead of hanging it."""
+    opened: list[int] = []
+
+    def open_writer() -> bool:
+        if proc.poll() is not None:
+            raise AssertionError(f"the watch ended on the first signal: {_stopped(proc)}")
+        try:
+            opened.append(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:
+                raise
+        return bool(opened)
+
+    _wait_for(open_writer)
+    return opened[0]
+
+
 def _stopped(proc: subprocess.Popen[str]) -> str:
     try:
         _, err = proc.communicate(timeout=60)
@@ -50,8 +72,7 @@ def test_the_first_sigterm_lets_the_scan_in_progress_finish(tmp_path: Path) -> N
     proc, fifo, data, db = _watch_blocked_mid_scan(tmp_path)
     proc.send_signal(signal.SIGTERM)
     # Still mid-scan: a writer for the FIFO is then what the scan waits for.
-    # (Opened without blocking: a watch that died of the signal left no reader, ENXIO.)
-    fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    fd = _writer_once_read_again(proc, fifo)
     os.set_blocking(fd, True)
     with os.fdopen(fd, "wb") as fh:
         fh.write(data)
