@@ -177,7 +177,7 @@ def read_state(
     from stateglass.app.render.arrow_values import spark_text
     from stateglass.collectors.checkpoints.checkpoint import Checkpoint
     from stateglass.collectors.checkpoints.state_reader import StateRequest, StateSource
-    from stateglass.parsers.state_arrow import arrow_schema, partition_tables, state_columns
+    from stateglass.parsers.state_arrow import arrow_schema, state_columns
 
     if storage_options:
         _configure_storage(storage_options)
@@ -196,19 +196,20 @@ def read_state(
     text_form = spark_text("UTC")
     chunks: list[pa.Table] = []
     for partition in source.partitions:
-        with source.decoding(partition):
-            items = list(source.load(partition, version))
-            chunks.extend(partition_tables(source.row_codec, partition, items, text_form))
+        chunks.extend(source.tables(partition, version, text_form))
     schema = arrow_schema(state_columns(source.row_codec))
     if not chunks:
         return schema.empty_table()
     return pa.concat_tables(chunks)
 
 
-def sql_limits(time_limit: float | None, memory_limit: str | int | None) -> SqlLimits:
-    """The per-query limits: seconds, and a size (``"512MiB"``) or bytes; None: the default.
+def sql_limits(
+    time_limit: float | None, memory_limit: str | int | None, jobs: int | None = None
+) -> SqlLimits:
+    """The per-query limits: seconds, a size (``"512MiB"``) or bytes, and the partitions
+    decoded at once; None: the default.
 
-    The command line's ``--time-limit`` and ``--memory-limit`` are read here too.
+    The command line's ``--time-limit``, ``--memory-limit`` and ``--jobs`` are read here too.
     """
     from stateglass.collectors.catalog import SqlLimits
     from stateglass.collectors.limits import parse_size
@@ -222,6 +223,7 @@ def sql_limits(time_limit: float | None, memory_limit: str | int | None) -> SqlL
     return SqlLimits(
         time_s=defaults.time_s if time_limit is None else time_limit,
         memory_bytes=defaults.memory_bytes if memory is None else memory,
+        decoders=defaults.decoders if jobs is None else jobs,
     )
 
 

@@ -66,6 +66,24 @@ with open(out, "w") as fh:
 spark.stop()
 """
 
+# The two aggregates as queries of one session (a notebook's, the dashboard's): the time of
+# each query alone, the process's start-up and the catalog's listing left out; nothing kept
+# between them, so each decodes what it reads.
+IN_SESSION = r"""
+import sys, time
+from stateglass.collectors.catalog import SqlLimits, SqlSession
+cp, out, unfiltered, filtered = sys.argv[1:5]
+with SqlSession([cp], limits=SqlLimits(time_s=86400, cache_bytes=0)) as session:
+    session.execute("SELECT 1")
+    took = []
+    for query in (unfiltered, filtered):
+        start = time.perf_counter()
+        session.execute(query)
+        took.append(time.perf_counter() - start)
+with open(out, "w") as fh:
+    fh.write(",".join(f"{t:.4f}" for t in took) + "\n")
+"""
+
 
 def _stateglass() -> str:
     return shutil.which("stateglass", path=os.path.dirname(PY)) or "stateglass"
@@ -104,6 +122,9 @@ SPARK = "aggregate, Spark State Data Source (spark-submit)"
 ONE = "aggregate, one partition (partition_id = 0), stateglass sql"
 SQL_PARQUET = "SELECT * to Parquet, stateglass sql"
 STATE_PARQUET = "state --format parquet"
+SESSION = "both aggregates as queries of one SqlSession (the process)"
+SESSION_AGG = "aggregate, a query of the session"
+SESSION_ONE = "one partition, a query of the session"
 
 
 def cases(cp: str, workdir: str) -> dict[str, tuple[list[str], str | None]]:
@@ -121,6 +142,9 @@ def cases(cp: str, workdir: str) -> dict[str, tuple[list[str], str | None]]:
     one_partition = AGGREGATE.format(t=table, extra=" AND partition_id = 0")
     sql_parquet = os.path.join(workdir, "sql.parquet")
     everything = f"SELECT * FROM {table}"
+    session_script = os.path.join(workdir, "in_session.py")
+    with open(session_script, "w") as fh:
+        fh.write(IN_SESSION)
     spark_query = AGGREGATE.format(t="state", extra="")
     return {
         AGG: (
@@ -153,6 +177,17 @@ def cases(cp: str, workdir: str) -> dict[str, tuple[list[str], str | None]]:
             [sg, "state", cp, "--format", "parquet", "-o", os.path.join(workdir, "st.parquet")],
             None,
         ),
+        SESSION: (
+            [
+                PY,
+                session_script,
+                cp,
+                os.path.join(workdir, "session.csv"),
+                aggregate,
+                one_partition,
+            ],
+            os.path.join(workdir, "session.csv"),
+        ),
     }
 
 
@@ -175,7 +210,14 @@ def measure(
             load = load_average()
             wall, rss = timed(cmd, env=spark_env_ if label == SPARK else ours_env)
             results[label].append((wall, rss, load))
-            if answer is not None:
+            if label == SESSION:
+                # The queries' own times, as two more cases of this run.
+                for name, took in zip(
+                    (SESSION_AGG, SESSION_ONE), _answer(answer).split(","), strict=True
+                ):
+                    results.setdefault(name, []).append((float(took), rss, load))
+                    print(f"{name}: {float(took):.3f} s", flush=True)
+            elif answer is not None:
                 answers[label] = _answer(answer)
             print(f"{label}: {wall:.2f} s, {rss:.0f} MiB (load {load})", flush=True)
     return results, answers
@@ -207,6 +249,7 @@ def report(results: dict[str, list[Run]], answers: dict[str, str], title: str) -
     print()
     print(f"* Spark / stateglass sql (target >= 20): {_ratio(results, SPARK, AGG)}")
     print(f"* one partition / unfiltered (target <= 0.1): {_ratio(results, ONE, AGG)}")
+    print(f"* the same, as queries of one session: {_ratio(results, SESSION_ONE, SESSION_AGG)}")
     print(
         "* SQL to Parquet / state --format parquet (target <= 1.2): "
         f"{_ratio(results, SQL_PARQUET, STATE_PARQUET)}"

@@ -5,7 +5,8 @@
  *   compile_plan(key_plan, value_plan) -> capsule
  *   render_lines(plan, pairs, partition_id[, skip]) -> (bytes, pending pair | None, rows)
  *   render_chain(plan, snapshot | None, deltas, partition_id) -> (parts, rows) | None
- *   binary_column(pairs, index) -> (offsets, data) | None
+ *   binary_column(pairs, index[, strip_version]) -> (offsets, data) | None
+ *   chain_columns(snapshot | None, deltas, keys, values) -> (rows, columns...) | None
  *   keep_freed_memory() -> bool
  *
  * Every function refuses rather than guesses: on anything unusual (damaged stream, a row
@@ -1091,11 +1092,9 @@ table_grow(Table *t, size_t want)
     size_t size = t->slots ? (t->mask + 1) * 2 : 1 << 12;
     while (size < want)
         size *= 2;
-    uint64_t *slots = PyMem_Calloc(size, sizeof(uint64_t));
-    if (slots == NULL) {
-        PyErr_NoMemory();
+    uint64_t *slots = PyMem_RawCalloc(size, sizeof(uint64_t));
+    if (slots == NULL)
         return -1;
-    }
     for (Py_ssize_t i = 0; i < t->n; i++) {
         uint64_t h = t->entries[i].hash;
         size_t j = (size_t)h & (size - 1);
@@ -1103,23 +1102,21 @@ table_grow(Table *t, size_t want)
             j = (j + 1) & (size - 1);
         slots[j] = SLOT_TAG(h) | (uint64_t)(i + 1);
     }
-    PyMem_Free(t->slots);
+    PyMem_RawFree(t->slots);
     t->slots = slots;
     t->mask = size - 1;
     return 0;
 }
 
-/* Record the newest value of key (vlen -1: removed). 0 = done, -1 = Python error. */
+/* Record the newest value of key (vlen -1: removed). 0 = done, -1 = out of memory (no Python
+ * error set: a merge runs without the GIL). */
 static int
 table_set(Table *t, const unsigned char *key, int32_t klen, const unsigned char *val,
           int32_t vlen)
 {
     if (t->slots == NULL || (size_t)(t->n + 1) * 2 > t->mask + 1) {
-        if (t->n >= 0x7fffffff || table_grow(t, 0) < 0) {
-            if (!PyErr_Occurred())
-                PyErr_NoMemory();
+        if (t->n >= 0x7fffffff || table_grow(t, 0) < 0)
             return -1;
-        }
     }
     uint64_t h = hash_bytes(key, klen);
     size_t j = (size_t)h & t->mask;
@@ -1137,11 +1134,9 @@ table_set(Table *t, const unsigned char *key, int32_t klen, const unsigned char 
     }
     if (t->n == t->cap) {
         Py_ssize_t cap = t->cap ? t->cap * 2 : 1 << 12;
-        Entry *entries = PyMem_Realloc(t->entries, (size_t)cap * sizeof(Entry));
-        if (entries == NULL) {
-            PyErr_NoMemory();
+        Entry *entries = PyMem_RawRealloc(t->entries, (size_t)cap * sizeof(Entry));
+        if (entries == NULL)
             return -1;
-        }
         t->entries = entries;
         t->cap = cap;
     }
@@ -1155,6 +1150,51 @@ table_visit(void *ctx, const unsigned char *k, int32_t klen, const unsigned char
             int32_t vlen)
 {
     return table_set(ctx, k, klen, v, vlen);
+}
+
+static void
+table_free(Table *t)
+{
+    PyMem_RawFree(t->entries);
+    PyMem_RawFree(t->slots);
+}
+
+/* Merge a chain's held views (views[0] the snapshot, maybe absent) into t, without touching a
+ * Python object. 1 = merged, 0 = a stream is not clean, -1 = out of memory. */
+static int
+table_merge(Table *t, const Py_buffer *views, const int *held, Py_ssize_t nviews)
+{
+    for (Py_ssize_t i = 0; i < nviews; i++) {
+        if (!held[i])
+            continue;
+        if (t->slots == NULL) {
+            /* Sized for the first file's records (at least 16 bytes each, usually ~50):
+             * growing a big table step by step re-hashes it each time. */
+            if (table_grow(t, (size_t)(views[i].len / 24) + 16) < 0)
+                return -1;
+        }
+        /* A snapshot holds no removals; a delta may. */
+        int rc = walk_stream(views[i].buf, views[i].len, i > 0, 0, table_visit, t);
+        if (rc <= 0)
+            return rc;
+    }
+    return 1;
+}
+
+/* The chain's files held as buffers: views[0] the snapshot (unless None), then the deltas. */
+static int
+hold_chain(PyObject *snapshot, PyObject *seq, Py_buffer *views, int *held)
+{
+    Py_ssize_t nd = PySequence_Fast_GET_SIZE(seq);
+    for (Py_ssize_t i = 0; i <= nd; i++) {
+        PyObject *obj = i == 0 ? snapshot : PySequence_Fast_GET_ITEM(seq, i - 1);
+        if (obj == Py_None && i == 0)
+            continue;
+        if (PyObject_GetBuffer(obj, &views[i], PyBUF_SIMPLE) < 0)
+            return -1;
+        held[i] = 1;
+    }
+    return 0;
 }
 
 /* The chunk rendered so far as bytes, appended to parts; the buffer starts again. */
@@ -1229,8 +1269,7 @@ render_chain(PyObject *self, PyObject *args)
     PyObject *seq = PySequence_Fast(deltas, "render_chain: deltas must be a sequence");
     if (seq == NULL)
         return NULL;
-    Py_ssize_t nd = PySequence_Fast_GET_SIZE(seq);
-    Py_ssize_t nviews = nd + 1;
+    Py_ssize_t nviews = PySequence_Fast_GET_SIZE(seq) + 1;
     Py_buffer *views = PyMem_Calloc((size_t)nviews, sizeof(Py_buffer));
     int *held = PyMem_Calloc((size_t)nviews, sizeof(int));
     Table t = {NULL, 0, 0, NULL, 0};
@@ -1240,28 +1279,16 @@ render_chain(PyObject *self, PyObject *args)
         goto done;
     }
     /* The views stay held while rendering: entries point into them. */
-    for (Py_ssize_t i = 0; i < nviews; i++) {
-        PyObject *obj = i == 0 ? snapshot : PySequence_Fast_GET_ITEM(seq, i - 1);
-        if (obj == Py_None && i == 0)
-            continue;
-        if (PyObject_GetBuffer(obj, &views[i], PyBUF_SIMPLE) < 0)
-            goto done;
-        held[i] = 1;
-        if (t.slots == NULL) {
-            /* Sized for the first file's records (at least 16 bytes each, usually ~50):
-             * growing a big table step by step re-hashes it each time. */
-            if (table_grow(&t, (size_t)(views[i].len / 24) + 16) < 0)
-                goto done;
-        }
-        /* A snapshot holds no removals; a delta may. */
-        int rc = walk_stream(views[i].buf, views[i].len, i > 0, 0, table_visit, &t);
-        if (rc < 0)
-            goto done;
-        if (rc == 0) {
-            result = Py_None; /* not clean: the careful parser names the problem */
-            Py_INCREF(result);
-            goto done;
-        }
+    if (hold_chain(snapshot, seq, views, held) < 0)
+        goto done;
+    int rc = table_merge(&t, views, held, nviews);
+    if (rc < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (rc == 0) {
+        result = Py_NewRef(Py_None); /* not clean: the careful parser names the problem */
+        goto done;
     }
     char tail[48];
     int tail_len = PyOS_snprintf(tail, sizeof(tail), ",\"partition_id\":%lld}\n", pid);
@@ -1278,8 +1305,102 @@ done:
             PyBuffer_Release(&views[i]);
     PyMem_Free(views);
     PyMem_Free(held);
-    PyMem_Free(t.entries);
-    PyMem_Free(t.slots);
+    table_free(&t);
+    Py_DECREF(seq);
+    return result;
+}
+
+/* One side (0: keys, 1: values) of every live entry as Arrow large_binary buffers: offsets
+ * and data, filled without the GIL. NULL with a Python error on failure. */
+static PyObject *
+table_column(const Table *t, int side, Py_ssize_t rows)
+{
+    Py_ssize_t total = 0;
+    for (Py_ssize_t i = 0; i < t->n; i++) {
+        const Entry *e = &t->entries[i];
+        if (e->vlen >= 0)
+            total += side == 0 ? e->klen : e->vlen;
+    }
+    PyObject *offsets = PyBytes_FromStringAndSize(NULL, (rows + 1) * (Py_ssize_t)sizeof(int64_t));
+    PyObject *data = offsets == NULL ? NULL : PyBytes_FromStringAndSize(NULL, total);
+    if (data == NULL) {
+        Py_XDECREF(offsets);
+        return NULL;
+    }
+    int64_t *at = (int64_t *)PyBytes_AS_STRING(offsets);
+    char *out = PyBytes_AS_STRING(data);
+    Py_BEGIN_ALLOW_THREADS
+    int64_t pos = 0;
+    Py_ssize_t row = 0;
+    at[0] = 0;
+    for (Py_ssize_t i = 0; i < t->n; i++) {
+        const Entry *e = &t->entries[i];
+        if (e->vlen < 0)
+            continue;
+        const unsigned char *from = side == 0 ? e->key : e->val;
+        int32_t size = side == 0 ? e->klen : e->vlen;
+        memcpy(out + pos, from, (size_t)size);
+        pos += size;
+        at[++row] = pos;
+    }
+    Py_END_ALLOW_THREADS
+    return Py_BuildValue("(NN)", offsets, data);
+}
+
+/* chain_columns(snapshot, deltas, keys, values): an HDFS chain merged as a dict updated file
+ * by file would be (first appearance order, last record winning, removed keys gone), its
+ * live rows' keys and values as Arrow columns, without a Python object a row. The merge runs
+ * without the GIL, so partitions decode in parallel threads. */
+static PyObject *
+chain_columns(PyObject *self, PyObject *args)
+{
+    PyObject *snapshot, *deltas;
+    int want_keys, want_values;
+    if (!PyArg_ParseTuple(args, "OOpp:chain_columns", &snapshot, &deltas, &want_keys,
+                          &want_values))
+        return NULL;
+    PyObject *seq = PySequence_Fast(deltas, "chain_columns: deltas must be a sequence");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t nviews = PySequence_Fast_GET_SIZE(seq) + 1;
+    Py_buffer *views = PyMem_Calloc((size_t)nviews, sizeof(Py_buffer));
+    int *held = PyMem_Calloc((size_t)nviews, sizeof(int));
+    Table t = {NULL, 0, 0, NULL, 0};
+    PyObject *result = NULL, *keys = NULL, *values = NULL;
+    if (views == NULL || held == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (hold_chain(snapshot, seq, views, held) < 0)
+        goto done;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = table_merge(&t, views, held, nviews);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (rc == 0) {
+        result = Py_NewRef(Py_None); /* not clean: the careful parser names the problem */
+        goto done;
+    }
+    Py_ssize_t rows = 0;
+    for (Py_ssize_t i = 0; i < t.n; i++)
+        rows += t.entries[i].vlen >= 0;
+    keys = want_keys ? table_column(&t, 0, rows) : Py_NewRef(Py_None);
+    values = keys == NULL ? NULL : want_values ? table_column(&t, 1, rows) : Py_NewRef(Py_None);
+    if (values != NULL)
+        result = Py_BuildValue("(nOO)", rows, keys, values);
+done:
+    Py_XDECREF(keys);
+    Py_XDECREF(values);
+    for (Py_ssize_t i = 0; views != NULL && held != NULL && i < nviews; i++)
+        if (held[i])
+            PyBuffer_Release(&views[i]);
+    PyMem_Free(views);
+    PyMem_Free(held);
+    table_free(&t);
     Py_DECREF(seq);
     return result;
 }
@@ -1307,23 +1428,32 @@ static PyObject *
 binary_column(PyObject *self, PyObject *args)
 {
     PyObject *items;
-    int index;
-    if (!PyArg_ParseTuple(args, "O!i", &PyList_Type, &items, &index))
+    int index, strip_version = 0;
+    if (!PyArg_ParseTuple(args, "O!i|p", &PyList_Type, &items, &index, &strip_version))
         return NULL;
     if (index != 0 && index != 1) {
         PyErr_SetString(PyExc_ValueError, "index must be 0 or 1");
         return NULL;
     }
     Py_ssize_t n = PyList_GET_SIZE(items);
-    Py_ssize_t total = 0;
+    Py_ssize_t total = 0, skip = strip_version ? 1 : 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *item = PyList_GET_ITEM(items, i);
         if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 2)
             Py_RETURN_NONE;
+        if (strip_version) {
+            /* Both sides start with encoding version 0, or Python judges the pair. */
+            for (int j = 0; j < 2; j++) {
+                PyObject *b = PyTuple_GET_ITEM(item, j);
+                if (!PyBytes_CheckExact(b) || PyBytes_GET_SIZE(b) == 0 ||
+                    PyBytes_AS_STRING(b)[0] != 0)
+                    Py_RETURN_NONE;
+            }
+        }
         PyObject *side = PyTuple_GET_ITEM(item, index);
         if (!PyBytes_CheckExact(side))
             Py_RETURN_NONE;
-        total += PyBytes_GET_SIZE(side);
+        total += PyBytes_GET_SIZE(side) - skip;
     }
     PyObject *offsets = PyBytes_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int64_t));
     if (offsets == NULL)
@@ -1339,8 +1469,8 @@ binary_column(PyObject *self, PyObject *args)
     at[0] = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *side = PyTuple_GET_ITEM(PyList_GET_ITEM(items, i), index);
-        Py_ssize_t size = PyBytes_GET_SIZE(side);
-        memcpy(out + pos, PyBytes_AS_STRING(side), (size_t)size);
+        Py_ssize_t size = PyBytes_GET_SIZE(side) - skip;
+        memcpy(out + pos, PyBytes_AS_STRING(side) + skip, (size_t)size);
         pos += size;
         at[i + 1] = pos;
     }
@@ -1402,13 +1532,17 @@ static PyMethodDef methods[] = {
      "render_lines(plan, pairs, partition_id, skip=False) -> (bytes, pending pair or None, "
      "rows); with skip, key and value start with a version byte 0 that is skipped."},
     {"binary_column", binary_column, METH_VARARGS,
-     "binary_column(pairs, index) -> (int64 offsets, data) of each pair's item ``index`` "
-     "as Arrow's large_binary buffers, or None if an item is not a pair of bytes."},
+     "binary_column(pairs, index, strip_version=False) -> (int64 offsets, data) of each "
+     "pair's item ``index`` as Arrow's large_binary buffers, or None if an item is not a pair "
+     "of bytes; with strip_version, both items of every pair start with a byte 0, left out."},
     {"keep_freed_memory", keep_freed_memory, METH_NOARGS,
      "keep_freed_memory() -> whether glibc now keeps freed blocks up to 32 MiB for reuse."},
     {"render_chain", render_chain, METH_VARARGS,
      "render_chain(plan, snapshot or None, deltas, partition_id) -> (parts, rows), or None "
      "if a stream is not clean; parts are bytes and (key, value) pairs left for Python."},
+    {"chain_columns", chain_columns, METH_VARARGS,
+     "chain_columns(snapshot or None, deltas, keys, values) -> (rows, key buffers or None, "
+     "value buffers or None), each (int64 offsets, data), or None if a stream is not clean."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -153,22 +153,32 @@ def payload_arrays(
             _binary_column(items, 1) if want_value else None,
             len(items),
         )
-    else:
-        payloads = codec.payloads
-        keys, values = [], []
-        for k, v in items:
-            pair = payloads(k, v)
-            if pair is None:
-                continue  # another column family's key
-            if pair[1] is None:
-                return None
-            keys.append(pair[0])
-            values.append(pair[1])
-        count = len(keys)
+    spec = codec.spec
+    if spec.cf_id is None and not spec.row_checksum:
+        # One column family, no checksums: when every pair starts with encoding version 0
+        # on both sides (each cut checks them all), every pair is a row, its payloads past
+        # that byte, a column copied in C. Neither column read: keys are cut for the check.
+        cut = {
+            index: _stripped_column(items, index)
+            for index, wanted in ((0, want_key or not want_value), (1, want_value))
+            if wanted
+        }
+        if None not in cut.values():
+            return (cut[0] if want_key else None), cut.get(1), len(items)
+    payloads = codec.payloads
+    keys, values = [], []
+    for k, v in items:
+        pair = payloads(k, v)
+        if pair is None:
+            continue  # another column family's key
+        if pair[1] is None:
+            return None
+        keys.append(pair[0])
+        values.append(pair[1])
     return (
         pa.array(keys, type=pa.large_binary()) if want_key else None,
         pa.array(values, type=pa.large_binary()) if want_value else None,
-        count,
+        len(keys),
     )
 
 
@@ -180,9 +190,27 @@ def _binary_column(items: Sequence[tuple[bytes, bytes]], index: int) -> pa.Array
     buffers = compiled(items, index) if compiled is not None and isinstance(items, list) else None
     if buffers is None:
         return pa.array([item[index] for item in items], type=pa.large_binary())
+    return _large_binary(len(items), buffers)
+
+
+def _stripped_column(items: Sequence[tuple[bytes, bytes]], index: int) -> pa.Array | None:
+    """Item ``index`` of every pair past its leading version byte 0, as one large_binary
+    array; None without the compiled loop or if some pair does not start so on both sides
+    (:meth:`RowCodec.payloads` then judges each pair)."""
+    compiled = getattr(_speedups, "binary_column", None)
+    if compiled is None or not isinstance(items, list):
+        return None
+    buffers = compiled(items, index, True)
+    return None if buffers is None else _large_binary(len(items), buffers)
+
+
+def _large_binary(rows: int, buffers: tuple[bytes, bytes]) -> pa.Array:
+    """A large_binary array of ``rows`` over int64 ``offsets`` and ``data``, not copied."""
+    import pyarrow as pa
+
     offsets, data = buffers
     return pa.Array.from_buffers(
-        pa.large_binary(), len(items), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+        pa.large_binary(), rows, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
     )
 
 
@@ -197,16 +225,70 @@ def columnar_partition(
 
     None when some row needs the Python decoder (:func:`stateglass.parsers.columnar.decode_struct`).
     """
+    import pyarrow as pa
+
+    try:
+        arrays = payload_arrays(codec, items, columns)
+    except pa.ArrowException:
+        return None  # past what one Arrow array holds: see _columnar_table
+    return None if arrays is None else _columnar_table(codec, partition, *arrays)
+
+
+def chain_tables(
+    codec: RowCodec,
+    partition: int,
+    snapshot: bytes | None,
+    deltas: Sequence[bytes],
+    chunk_rows: int = 65_536,
+    columns: Collection[str] | None = None,
+) -> list[pa.Table] | None:
+    """Every row of one partition of an HDFS store, from the decompressed files of its chain
+    (a snapshot or None, then the deltas: ``StateSource.chain_data``), as
+    :func:`partition_tables` gives them, ``chunk_rows`` rows a table.
+
+    The files are merged and cut into key and value columns in C, with no Python object a
+    row and without the GIL; None where that does not apply (no compiled module, a codec
+    :func:`columnar_supported` refuses, a stream the merge finds unclean, a row only the
+    Python decoder reads): :func:`partition_tables` over the loaded items then gives the
+    rows, or names the problem.
+    """
+    compiled = getattr(_speedups, "chain_columns", None)
+    if compiled is None or codec.spec.provider != "hdfs" or not columnar_supported(codec):
+        return None
+    want_key = columns is None or "key" in columns
+    want_value = columns is None or "value" in columns
+    merged = compiled(snapshot, list(deltas), want_key, want_value)
+    if merged is None:
+        return None
+    rows, key_buffers, value_buffers = merged
+    keys = None if key_buffers is None else _large_binary(rows, key_buffers)
+    values = None if value_buffers is None else _large_binary(rows, value_buffers)
+    tables = []
+    for start in range(0, rows, chunk_rows):
+        n = min(chunk_rows, rows - start)
+        table = _columnar_table(
+            codec,
+            partition,
+            None if keys is None else keys.slice(start, n),
+            None if values is None else values.slice(start, n),
+            n,
+        )
+        if table is None:
+            return None
+        tables.append(table)
+    return tables
+
+
+def _columnar_table(
+    codec: RowCodec, partition: int, keys: pa.Array | None, values: pa.Array | None, count: int
+) -> pa.Table | None:
+    """The table of :func:`columnar_partition` from the key and value UnsafeRows."""
     import numpy as np
     import pyarrow as pa
 
     from stateglass.parsers.columnar import decode_struct
 
     try:
-        arrays = payload_arrays(codec, items, columns)
-        if arrays is None:
-            return None
-        keys, values, count = arrays
         made = [
             (name, decode_struct(schema, rows))
             for name, schema, rows in (

@@ -112,6 +112,14 @@ def add_parser(subparsers: Any) -> None:
         help=f"DuckDB's memory for a query: 256MiB, 2GiB (default {limits.memory_bytes >> 20}MiB)",
     )
     p.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="store partitions a query decodes at once, in threads (default: one per CPU "
+        "core, at most 4; 1 = one after the other)",
+    )
+    p.add_argument(
         "--max-rows",
         type=int,
         default=DEFAULT_MAX_ROWS,
@@ -195,19 +203,21 @@ def query_text(args: argparse.Namespace) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     """``stateglass sql``: list the catalog, run the query, or open the prompt."""
+    from stateglass.app.memory import keep_freed_memory
     from stateglass.app.notebook import sql_limits
     from stateglass.app.render.arrow_values import spark_text
     from stateglass.app.sql_output import CATALOG_LISTING, check_output, open_result
     from stateglass.collectors.catalog import SqlSession
     from stateglass.collectors.checkpoints.enclosing import refuse_inside_checkpoint
 
-    limits = sql_limits(args.time_limit, args.memory_limit)
+    limits = sql_limits(args.time_limit, args.memory_limit, args.jobs)
     history = history_path(args.db)
     text = None if args.tables else query_text(args)
     if text is not None and not text.strip():
         raise AppError("no SQL to run (give -e SQL, -f FILE or SQL on stdin)")
     check_output(args.format, args.output, args.time_zone)
     spark = spark_decoding(args)
+    keep_freed_memory()
     with SqlSession(
         args.roots,
         history=history,

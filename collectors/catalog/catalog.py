@@ -110,9 +110,11 @@ class _Builder:
         warn: Callable[[str], None],
         decoded: DecodedCache,
         spark: SparkDecoding | None,
+        decoders: int,
     ) -> None:
         self.con = con
         self.spark = spark
+        self.decoders = decoders
         self.text_form = text_form
         self.scopes = scopes
         self.warn = warn
@@ -158,7 +160,14 @@ class _Builder:
             try:
                 source = self.sources.get(view, cp)
                 tables = StoreTables(
-                    schema, view, fs, self.sources, self.text_form, source, self.spark
+                    schema,
+                    view,
+                    fs,
+                    self.sources,
+                    self.text_form,
+                    source,
+                    self.spark,
+                    self.decoders,
                 )
             except CheckpointError as exc:
                 said.append(f"{given}: {schema}.{table} is left out: {exc}")
@@ -357,10 +366,12 @@ def build_catalog(
     warn: Callable[[str], None] | None,
     decoded: DecodedCache,
     spark: SparkDecoding | None = None,
+    decoders: int = 1,
 ) -> Catalog:
     """Find the checkpoints under ``roots`` and register their tables on ``con`` (those of a
     fleet on an object store when a query names them: :class:`LazySchemas`); their sources
-    keep decoded partitions in ``decoded``, or have ``spark`` decode them."""
+    keep decoded partitions in ``decoded`` and decode ``decoders`` partitions at once, or
+    have ``spark`` decode them."""
     from stateglass.collectors.remote import open_location
 
     say = warn or (lambda _line: None)
@@ -375,7 +386,7 @@ def build_catalog(
             found.setdefault(root, (shown, fs))
             if fleet:
                 in_fleet.add(root)
-    builder = _Builder(con, text_form, scopes, say, decoded, spark)
+    builder = _Builder(con, text_form, scopes, say, decoded, spark, decoders)
     names = schema_names(found)
     ordered = sorted(names.items(), key=lambda kv: kv[1])
     workers = max(1, (discovery or Limits()).concurrency)

@@ -7,15 +7,17 @@ Example::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 
 from stateglass.collectors.errors import BadConfig
 
 
 @dataclass(frozen=True)
 class SqlLimits:
-    """Per query: wall time, DuckDB memory, spill space; per session: DuckDB threads and
-    the bytes of decoded partitions kept for later queries.
+    """Per query: wall time, DuckDB memory, spill space, and the threads decoding store
+    partitions; per session: DuckDB threads and the bytes of decoded partitions kept for
+    later queries.
 
     Rows handed to Python are outside DuckDB's ``memory_limit``: front ends stream them
     (:meth:`SqlSession.stream`) or cap them (``max_rows``).
@@ -28,6 +30,9 @@ class SqlLimits:
     threads: int = 1
     # Decoded partitions a session keeps for its next queries (0: none are kept).
     cache_bytes: int = 256 << 20
+    # Store partitions a scan decodes at once, ahead of DuckDB (the compiled decoders let go
+    # of the GIL): one per core, at most 4; 1 decodes one partition after the other.
+    decoders: int = field(default_factory=lambda: min(4, os.cpu_count() or 1))
 
     def __post_init__(self) -> None:
         if not self.time_s > 0:
@@ -40,3 +45,5 @@ class SqlLimits:
             raise BadConfig("cache limit", f"must be 0 or more bytes, got {self.cache_bytes}")
         if self.threads < 1:
             raise BadConfig("threads", f"must be 1 or more, got {self.threads}")
+        if self.decoders < 1:
+            raise BadConfig("jobs", f"must be 1 or more, got {self.decoders}")

@@ -112,6 +112,7 @@ class SqlSession:
                 warn,
                 self.decoded,
                 spark,
+                self.limits.decoders,
             )
             self._lock_down()
         except BaseException:

@@ -8,10 +8,12 @@ of a registered Dataset, with the predicates it pushed down as one Arrow express
    seen by the next query; the scans of one query agree);
 2. keeps only the (partition, batch) pairs the filter allows (:mod:`.pruning`), reading
    nothing to decide;
-3. returns a pull-only reader that decodes one pair at a time, only the columns DuckDB reads
-   or its filter names (:func:`columns_needed`), applies the filter itself (DuckDB drops a
+3. returns a pull-only reader that decodes the pairs in order, a few at once in threads
+   (:func:`decoded_ahead`, the session's ``decoders``), only the columns DuckDB reads or its
+   filter names (:func:`columns_needed`), applies the filter itself (DuckDB drops a
    predicate it pushed: a source that ignored it would return wrong rows), and projects.
-   ``LIMIT 1`` decodes one pair; a stopped query decodes no further.
+   ``LIMIT 1`` takes one pair (those decoded ahead of it are at most ``decoders``); a
+   stopped query starts no further decode.
 
 A source's failure (a purged batch, a corrupt file, the time limit) is kept on the scope,
 so the session raises it as it is rather than as DuckDB's wrapped text.
@@ -19,8 +21,10 @@ so the session raises it as it is rather than as DuckDB's wrapped text.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -43,7 +47,6 @@ from stateglass.parsers.state_arrow import (
     TextForm,
     arrow_schema,
     change_columns,
-    partition_tables,
     row_chunks,
     state_columns,
 )
@@ -54,6 +57,8 @@ if TYPE_CHECKING:
     from stateglass.collectors.catalog.decode_task import Kind
     from stateglass.collectors.catalog.spark_decoding import SparkDecoding
 
+T = TypeVar("T")
+R = TypeVar("R")
 BATCH_ID = pa.field("batch_id", pa.int64())
 CHUNK_ROWS = 65_536
 
@@ -163,8 +168,10 @@ class StoreTables:
         text_form: TextForm,
         opened: StateSource,
         spark: SparkDecoding | None = None,
+        decoders: int = 1,
     ) -> None:
         self.schema_name = schema_name
+        self.decoders = decoders
         self.view = view
         self.fs = fs
         self.sources = sources
@@ -193,34 +200,34 @@ class StoreTables:
                 yield from self._from_spark("state", table, scope, cp, source, kept, needed)
                 return
             decoded = self.sources.decoded
-            for partition, batch in kept:
-                scope.check_time(f"{self.schema_name}.{table} partition {partition}")
+            where = f"{self.schema_name}.{table}"
+
+            def made(pair: tuple[int, int]) -> tuple[list[pa.Table], bool]:
+                partition, batch = pair
+                scope.check_time(f"{where} partition {partition}")
                 key = decoded.key(self.view, cp, source.store, partition, batch, needed)
                 held = decoded.get(key)
-                scope.decoded.append(
-                    Decoded(self.schema_name, table, partition, batch, held is not None)
-                )
-                made = (
-                    held
-                    if held is not None
-                    else decoded.keep(key, self._decode(source, partition, batch, needed))
-                )
-                for piece in made:
+                if held is not None:
+                    return held, True
+                return list(
+                    decoded.keep(key, self._decode(source, partition, batch, needed))
+                ), False
+
+            for (partition, batch), (tables, held) in zip(
+                kept, decoded_ahead(made, kept, self.decoders), strict=True
+            ):
+                scope.decoded.append(Decoded(self.schema_name, table, partition, batch, held))
+                for piece in tables:
                     yield piece
-                    scope.check_time(f"{self.schema_name}.{table} partition {partition}")
+                    scope.check_time(f"{where} partition {partition}")
 
         return pieces
 
     def _decode(
         self, source: StateSource, partition: int, batch: int, needed: Needed
     ) -> Iterator[pa.Table]:
-        codec = source.row_codec
-        with source.decoding(partition):
-            items = source.load_items(partition, batch + 1)
-            for piece in partition_tables(
-                codec, partition, items, self.text_form, CHUNK_ROWS, needed
-            ):
-                yield _with_batch(piece, batch)
+        for piece in source.tables(partition, batch + 1, self.text_form, CHUNK_ROWS, needed):
+            yield _with_batch(piece, batch)
 
     def _state_batches(
         self, cp: Checkpoint, source: StateSource, flt: pc.Expression | None
@@ -322,6 +329,31 @@ def _filter_reads(schema: pa.Schema, name: str, flt: pc.Expression) -> bool:
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return True
     return False
+
+
+def decoded_ahead(decode: Callable[[T], R], items: Sequence[T], threads: int) -> Iterator[R]:
+    """``decode`` of every item, in order, up to ``threads`` of them at once in threads.
+
+    The compiled decoders (an HDFS chain's merge, LZ4, Arrow's kernels) let go of the GIL,
+    so partitions decode on several cores while DuckDB consumes the one before; the window
+    bounds memory to ``threads`` partitions decoded ahead. A failure is raised where its
+    item comes; a consumer that stops early waits for the decodes in flight, none after.
+    """
+    if threads <= 1 or len(items) <= 1:
+        yield from map(decode, items)
+        return
+    pending: deque[Future[R]] = deque()
+    with ThreadPoolExecutor(threads, "stateglass-decode") as pool:
+        try:
+            for item in items:
+                pending.append(pool.submit(decode, item))
+                if len(pending) > threads:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()
 
 
 def _with_batch(piece: pa.Table, batch: int) -> pa.Table:

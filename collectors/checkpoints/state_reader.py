@@ -19,6 +19,7 @@ from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cache, cached_property
+from typing import TYPE_CHECKING
 
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint, StoreInfo
 from stateglass.collectors.errors import (
@@ -32,6 +33,7 @@ from stateglass.collectors.fs import FileInfo
 from stateglass.collectors.stores import StoreContext, StoreReader, open_store, row_layout
 from stateglass.collectors.stores.base import Change
 from stateglass.parsers.errors import ParseError, UnsupportedFormat
+from stateglass.parsers.state_arrow import TextForm, chain_tables, partition_tables, plain_text
 from stateglass.parsers.state_rows import (
     LIST_STATE,
     STATE_VARIABLE_TYPES,
@@ -39,6 +41,9 @@ from stateglass.parsers.state_rows import (
     RowCodec,
     StoreSpec,
 )
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # Join state format 4 keeps lists of values (rows; counts) in these column families.
 JOIN_MULTI_VALUED = ("-keyWithTsToValues", "-tsWithKey")
@@ -310,6 +315,33 @@ class StateSource:
             yield
         except MissingVersion as exc:
             raise self.explain_missing(version, exc) from exc
+
+    def tables(
+        self,
+        partition: int,
+        version: int,
+        text_form: TextForm = plain_text,
+        chunk_rows: int = 65_536,
+        columns: Collection[str] | None = None,
+    ) -> Iterator[pa.Table]:
+        """Every row of ``partition`` at ``version`` as Arrow tables of Spark's reader's
+        columns (``columns``: those read, see :func:`partition_tables`), ``chunk_rows`` a
+        table. An HDFS chain is merged and cut into columns in C
+        (:func:`chain_tables`); what that refuses is loaded item by item, which names a
+        damaged file or row."""
+        codec = self.row_codec
+        with self.decoding(partition):
+            chain = self.chain_data(partition, version)
+            merged = (
+                None
+                if chain is None
+                else chain_tables(codec, partition, *chain, chunk_rows, columns)
+            )
+            if merged is not None:
+                yield from merged
+                return
+            items = self.load_items(partition, version)
+            yield from partition_tables(codec, partition, items, text_form, chunk_rows, columns)
 
     def load_items(self, partition: int, version: int) -> list[tuple[bytes, bytes]]:
         """:meth:`load` as a list, without a generator step per item (a whole partition)."""

@@ -33,7 +33,7 @@ from tests.parsers.compiled import Outcome, _damaged, _mutate_row, compiled_spee
 from tests.parsers.row_strategies import NULLS, SCHEMAS, ZONES, draw_row, struct_types
 from tests.parsers.state_encoders import encode_lz4, encode_records
 
-compiled_speedups()
+_speedups = compiled_speedups()
 
 Records = list[tuple[bytes, bytes | None]]
 
@@ -178,6 +178,51 @@ def test_chain_refuses_exactly_the_streams_python_rejects(case: Any, data: st.Da
         assert got == ("ok", None)  # refused: the careful path names the file
     else:
         assert got == expected
+
+
+def merged_pairs(snapshot: bytes | None, deltas: list[bytes]) -> Outcome:
+    """The live pairs of the record-by-record merge, in the order keys first appeared."""
+
+    def run() -> list[tuple[bytes, bytes]]:
+        state: dict[bytes, bytes | None] = {}
+        if snapshot is not None:
+            state.update(read_records(snapshot, allow_deletes=False))
+        for delta in deltas:
+            state.update(read_records(delta, allow_deletes=True))
+        return [(k, v) for k, v in state.items() if v is not None]
+
+    return outcome(run)
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(case=chains(), data=st.data())
+def test_chain_columns_are_the_merged_pairs(case: Any, data: st.DataObject) -> None:
+    """``chain_columns`` (the SQL catalog's merge): the same pairs as columns, only those
+    asked for, or None exactly where the careful parser rejects a file."""
+    from stateglass.parsers.state_arrow import _large_binary
+
+    _, _, snapshot, deltas = case
+    snap, dels = streams(snapshot, deltas)
+    if dels and data.draw(st.booleans()):
+        at = data.draw(st.integers(0, len(dels) - 1))
+        dels[at] = _damaged(dels[at], data)
+    want_keys, want_values = data.draw(st.booleans()), data.draw(st.booleans())
+    expected = merged_pairs(snap, dels)
+    got = _speedups.chain_columns(snap, dels, want_keys, want_values)
+    if expected[0] == "error":
+        assert got is None
+        return
+    assert got is not None
+    rows, keys, values = got
+    assert rows == len(expected[1])
+    for wanted, buffers, side in ((want_keys, keys, 0), (want_values, values, 1)):
+        if not wanted:
+            assert buffers is None
+            continue
+        assert buffers is not None
+        column = _large_binary(rows, buffers)
+        column.validate(full=True)
+        assert column.to_pylist() == [pair[side] for pair in expected[1]]
 
 
 def test_a_remove_in_a_snapshot_is_refused() -> None:

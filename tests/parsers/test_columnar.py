@@ -34,7 +34,12 @@ from stateglass.parsers.sparktypes import (
     StructField,
     StructType,
 )
-from stateglass.parsers.state_arrow import columnar_partition, columnar_supported
+from stateglass.parsers.state_arrow import (
+    chain_tables,
+    columnar_partition,
+    columnar_supported,
+    partition_tables,
+)
 from stateglass.parsers.state_rows import RowCodec, StoreSpec
 from stateglass.parsers.unsaferow import row_decoder
 from stateglass.parsers.unsafewriter import encode_row
@@ -274,3 +279,42 @@ def test_sample_checkpoints_parquet_is_the_python_paths(
         assert all(
             columnar_partition(source.row_codec, 0, items) is not None for items in partitions
         )
+
+
+def _hdfs_stores() -> list[Any]:
+    return [
+        p
+        for p in _sample_stores()
+        if Checkpoint.open(p.values[0])
+        .store(p.values[1].operator_id, p.values[1].store_name)
+        .provider
+        == "hdfs"
+    ]
+
+
+@pytest.mark.parametrize(("path", "request_"), _hdfs_stores())
+def test_an_hdfs_chain_gives_the_tables_of_its_loaded_items(
+    path: str, request_: StateRequest
+) -> None:
+    """What the SQL catalog decodes from an HDFS store's files merged in C is what the
+    record path decodes from the loaded items, for every column choice, chunk by chunk."""
+    cp = Checkpoint.open(path)
+    source = StateSource(cp, request_)
+    codec = source.row_codec
+    version = cp.resolve_batch(None) + 1
+    for partition in source.partitions:
+        chain = source.chain_data(partition, version)
+        assert chain is not None
+        items = source.load_items(partition, version)
+        for columns in (None, {"value"}, {"key"}, set()):
+            merged = chain_tables(codec, partition, *chain, 3, columns)
+            if not columnar_supported(codec):
+                assert merged is None
+                continue
+            assert merged is not None
+            expected = list(
+                partition_tables(codec, partition, items, chunk_rows=3, columns=columns)
+            )
+            assert [t.num_rows for t in merged] == [t.num_rows for t in expected]
+            for got, want in zip(merged, expected, strict=True):
+                assert got.equals(want), (got.to_pylist(), want.to_pylist())

@@ -311,6 +311,31 @@ def test_binary_column_refuses_what_is_not_pairs_of_bytes() -> None:
     assert _speedups.binary_column([[b"k", b"v"]], 0) is None
 
 
+@FAST
+@given(
+    pairs=st.lists(st.tuples(st.binary(max_size=20), st.binary(max_size=20)), max_size=30),
+    index=st.integers(0, 1),
+    versioned=st.booleans(),
+)
+def test_binary_column_strips_version_bytes_or_refuses(
+    pairs: list[tuple[bytes, bytes]], index: int, versioned: bool
+) -> None:
+    """RocksDB's pairs: a column past the leading version byte 0, only when every key and
+    value starts with one (else None: RowCodec.payloads judges each pair)."""
+    from stateglass.parsers.state_arrow import _binary_column, _large_binary
+
+    if versioned:
+        pairs = [(b"\x00" + k, b"\x00" + v) for k, v in pairs]
+    got = _speedups.binary_column(pairs, index, True)
+    if all(k[:1] == b"\x00" and v[:1] == b"\x00" for k, v in pairs):
+        assert got is not None
+        column = _large_binary(len(pairs), got)
+        column.validate(full=True)
+        assert column.equals(_binary_column([(k[1:], v[1:]) for k, v in pairs], index))
+    else:
+        assert got is None
+
+
 # ------------------------------------------------------------------------------ murmur3
 
 
