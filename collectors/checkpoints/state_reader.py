@@ -329,19 +329,29 @@ class StateSource:
         table. An HDFS chain is merged and cut into columns in C
         (:func:`chain_tables`); what that refuses is loaded item by item, which names a
         damaged file or row."""
-        codec = self.row_codec
         with self.decoding(partition):
-            chain = self.chain_data(partition, version)
-            merged = (
-                None
-                if chain is None
-                else chain_tables(codec, partition, *chain, chunk_rows, columns)
-            )
+            merged = self.chain_tables(partition, version, chunk_rows, columns)
             if merged is not None:
                 yield from merged
                 return
             items = self.load_items(partition, version)
-            yield from partition_tables(codec, partition, items, text_form, chunk_rows, columns)
+            yield from partition_tables(
+                self.row_codec, partition, items, text_form, chunk_rows, columns
+            )
+
+    def chain_tables(
+        self,
+        partition: int,
+        version: int,
+        chunk_rows: int = 65_536,
+        columns: Collection[str] | None = None,
+    ) -> list[pa.Table] | None:
+        """:meth:`tables` from an HDFS chain merged in C (:func:`chain_tables`); None where
+        that does not apply, or refuses what the record path must judge."""
+        chain = self.chain_data(partition, version)
+        if chain is None:
+            return None
+        return chain_tables(self.row_codec, partition, *chain, chunk_rows, columns)
 
     def load_items(self, partition: int, version: int) -> list[tuple[bytes, bytes]]:
         """:meth:`load` as a list, without a generator step per item (a whole partition)."""
