@@ -1181,20 +1181,58 @@ table_merge(Table *t, const Py_buffer *views, const int *held, Py_ssize_t nviews
     return 1;
 }
 
-/* The chain's files held as buffers: views[0] the snapshot (unless None), then the deltas. */
+/* A chain's files held as buffers (views[0] the snapshot, unless None; then the deltas) and
+ * merged into a table whose entries point into them: both live until chain_release. */
+typedef struct {
+    PyObject *seq;
+    Py_buffer *views;
+    int *held;
+    Py_ssize_t nviews;
+    Table t;
+} Chain;
+
+/* Hold the files and merge them, without the GIL (a merge touches no Python object).
+ * 1 = merged, 0 = a stream is not clean, -1 = Python error set; chain_release either way. */
 static int
-hold_chain(PyObject *snapshot, PyObject *seq, Py_buffer *views, int *held)
+chain_merge(Chain *c, PyObject *snapshot, PyObject *deltas, const char *not_a_sequence)
 {
-    Py_ssize_t nd = PySequence_Fast_GET_SIZE(seq);
-    for (Py_ssize_t i = 0; i <= nd; i++) {
-        PyObject *obj = i == 0 ? snapshot : PySequence_Fast_GET_ITEM(seq, i - 1);
+    c->seq = PySequence_Fast(deltas, not_a_sequence);
+    if (c->seq == NULL)
+        return -1;
+    c->nviews = PySequence_Fast_GET_SIZE(c->seq) + 1;
+    c->views = PyMem_Calloc((size_t)c->nviews, sizeof(Py_buffer));
+    c->held = PyMem_Calloc((size_t)c->nviews, sizeof(int));
+    if (c->views == NULL || c->held == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < c->nviews; i++) {
+        PyObject *obj = i == 0 ? snapshot : PySequence_Fast_GET_ITEM(c->seq, i - 1);
         if (obj == Py_None && i == 0)
             continue;
-        if (PyObject_GetBuffer(obj, &views[i], PyBUF_SIMPLE) < 0)
+        if (PyObject_GetBuffer(obj, &c->views[i], PyBUF_SIMPLE) < 0)
             return -1;
-        held[i] = 1;
+        c->held[i] = 1;
     }
-    return 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = table_merge(&c->t, c->views, c->held, c->nviews);
+    Py_END_ALLOW_THREADS
+    if (rc < 0)
+        PyErr_NoMemory();
+    return rc;
+}
+
+static void
+chain_release(Chain *c)
+{
+    for (Py_ssize_t i = 0; c->views != NULL && c->held != NULL && i < c->nviews; i++)
+        if (c->held[i])
+            PyBuffer_Release(&c->views[i]);
+    PyMem_Free(c->views);
+    PyMem_Free(c->held);
+    table_free(&c->t);
+    Py_XDECREF(c->seq);
 }
 
 /* The chunk rendered so far as bytes, appended to parts; the buffer starts again. */
@@ -1266,26 +1304,11 @@ render_chain(PyObject *self, PyObject *args)
     LinePlan *lp = PyCapsule_GetPointer(capsule, PLAN_CAPSULE);
     if (lp == NULL)
         return NULL;
-    PyObject *seq = PySequence_Fast(deltas, "render_chain: deltas must be a sequence");
-    if (seq == NULL)
-        return NULL;
-    Py_ssize_t nviews = PySequence_Fast_GET_SIZE(seq) + 1;
-    Py_buffer *views = PyMem_Calloc((size_t)nviews, sizeof(Py_buffer));
-    int *held = PyMem_Calloc((size_t)nviews, sizeof(int));
-    Table t = {NULL, 0, 0, NULL, 0};
+    Chain c = {0};
     PyObject *result = NULL, *parts = NULL;
-    if (views == NULL || held == NULL) {
-        PyErr_NoMemory();
+    int rc = chain_merge(&c, snapshot, deltas, "render_chain: deltas must be a sequence");
+    if (rc < 0)
         goto done;
-    }
-    /* The views stay held while rendering: entries point into them. */
-    if (hold_chain(snapshot, seq, views, held) < 0)
-        goto done;
-    int rc = table_merge(&t, views, held, nviews);
-    if (rc < 0) {
-        PyErr_NoMemory();
-        goto done;
-    }
     if (rc == 0) {
         result = Py_NewRef(Py_None); /* not clean: the careful parser names the problem */
         goto done;
@@ -1295,18 +1318,12 @@ render_chain(PyObject *self, PyObject *args)
     parts = PyList_New(0);
     if (parts == NULL)
         goto done;
-    Py_ssize_t rows = render_table(&t, lp, tail, (size_t)tail_len, parts);
+    Py_ssize_t rows = render_table(&c.t, lp, tail, (size_t)tail_len, parts);
     if (rows >= 0)
         result = Py_BuildValue("(On)", parts, rows);
 done:
     Py_XDECREF(parts);
-    for (Py_ssize_t i = 0; views != NULL && held != NULL && i < nviews; i++)
-        if (held[i])
-            PyBuffer_Release(&views[i]);
-    PyMem_Free(views);
-    PyMem_Free(held);
-    table_free(&t);
-    Py_DECREF(seq);
+    chain_release(&c);
     return result;
 }
 
@@ -1359,49 +1376,26 @@ chain_columns(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOpp:chain_columns", &snapshot, &deltas, &want_keys,
                           &want_values))
         return NULL;
-    PyObject *seq = PySequence_Fast(deltas, "chain_columns: deltas must be a sequence");
-    if (seq == NULL)
-        return NULL;
-    Py_ssize_t nviews = PySequence_Fast_GET_SIZE(seq) + 1;
-    Py_buffer *views = PyMem_Calloc((size_t)nviews, sizeof(Py_buffer));
-    int *held = PyMem_Calloc((size_t)nviews, sizeof(int));
-    Table t = {NULL, 0, 0, NULL, 0};
+    Chain c = {0};
     PyObject *result = NULL, *keys = NULL, *values = NULL;
-    if (views == NULL || held == NULL) {
-        PyErr_NoMemory();
+    int rc = chain_merge(&c, snapshot, deltas, "chain_columns: deltas must be a sequence");
+    if (rc < 0)
         goto done;
-    }
-    if (hold_chain(snapshot, seq, views, held) < 0)
-        goto done;
-    int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = table_merge(&t, views, held, nviews);
-    Py_END_ALLOW_THREADS
-    if (rc < 0) {
-        PyErr_NoMemory();
-        goto done;
-    }
     if (rc == 0) {
         result = Py_NewRef(Py_None); /* not clean: the careful parser names the problem */
         goto done;
     }
     Py_ssize_t rows = 0;
-    for (Py_ssize_t i = 0; i < t.n; i++)
-        rows += t.entries[i].vlen >= 0;
-    keys = want_keys ? table_column(&t, 0, rows) : Py_NewRef(Py_None);
-    values = keys == NULL ? NULL : want_values ? table_column(&t, 1, rows) : Py_NewRef(Py_None);
+    for (Py_ssize_t i = 0; i < c.t.n; i++)
+        rows += c.t.entries[i].vlen >= 0;
+    keys = want_keys ? table_column(&c.t, 0, rows) : Py_NewRef(Py_None);
+    values = keys == NULL ? NULL : want_values ? table_column(&c.t, 1, rows) : Py_NewRef(Py_None);
     if (values != NULL)
         result = Py_BuildValue("(nOO)", rows, keys, values);
 done:
     Py_XDECREF(keys);
     Py_XDECREF(values);
-    for (Py_ssize_t i = 0; views != NULL && held != NULL && i < nviews; i++)
-        if (held[i])
-            PyBuffer_Release(&views[i]);
-    PyMem_Free(views);
-    PyMem_Free(held);
-    table_free(&t);
-    Py_DECREF(seq);
+    chain_release(&c);
     return result;
 }
 
