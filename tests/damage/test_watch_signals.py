@@ -70,12 +70,17 @@ def _stopped(proc: subprocess.Popen[str]) -> str:
 
 def test_the_first_sigterm_lets_the_scan_in_progress_finish(tmp_path: Path) -> None:
     proc, fifo, data, db = _watch_blocked_mid_scan(tmp_path)
-    proc.send_signal(signal.SIGTERM)
-    # Still mid-scan: a writer for the FIFO is then what the scan waits for.
-    fd = _writer_once_read_again(proc, fifo)
-    os.set_blocking(fd, True)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
+    try:
+        proc.send_signal(signal.SIGTERM)
+        # Still mid-scan: a writer for the FIFO is then what the scan waits for.
+        fd = _writer_once_read_again(proc, fifo)
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+    except BaseException:
+        proc.kill()  # a failed test leaves no watch behind
+        proc.wait()
+        raise
     err = _stopped(proc)
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert "Traceback" not in err
