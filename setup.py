@@ -42,7 +42,10 @@ setup(
     ext_modules=[
         Extension(
             "stateglass.parsers._speedups",
-            sources=["parsers/_speedups.c"],
+            # xxHash and LZ4 as the Python packages we depend on are built from, vendored:
+            # RocksDB's blocks are checked and decompressed in C (parsers/vendor/README.md).
+            sources=["parsers/_speedups.c", "parsers/vendor/lz4.c"],
+            depends=["parsers/vendor/xxhash.h", "parsers/vendor/lz4.h"],
             extra_compile_args=["-O2"],
             optional=True,
         )

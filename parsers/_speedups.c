@@ -7,6 +7,8 @@
  *   render_chain(plan, snapshot | None, deltas, partition_id) -> (parts, rows) | None
  *   binary_column(pairs, index[, strip_version]) -> (offsets, data) | None
  *   chain_columns(snapshot | None, deltas, keys, values) -> (rows, columns...) | None
+ *   sst_data_blocks(table, index_block, format_version, checksum_type, budget) -> (blocks, n) | None
+ *   runs_columns(runs, keys, values, strip_version) -> (rows, columns...) | None
  *   keep_freed_memory() -> bool
  *
  * Every function refuses rather than guesses: on anything unusual (damaged stream, a row
@@ -22,7 +24,12 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
+
+#define XXH_INLINE_ALL
+#include "vendor/xxhash.h"
+#include "vendor/lz4.h"
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -1399,6 +1406,661 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------------------------------
+ * RocksDB table blocks: the index walked, every data block checked and decompressed
+ * ------------------------------------------------------------------------------------------ */
+
+static inline int
+varint32(const unsigned char **p, const unsigned char *end, uint32_t *out)
+{
+    uint32_t v = 0;
+    for (int shift = 0; shift <= 28; shift += 7) {
+        if (*p >= end)
+            return 0;
+        unsigned char b = *(*p)++;
+        v |= (uint32_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = v;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static inline int
+varint64(const unsigned char **p, const unsigned char *end, uint64_t *out)
+{
+    uint64_t v = 0;
+    for (int shift = 0; shift <= 63; shift += 7) {
+        if (*p >= end)
+            return 0;
+        unsigned char b = *(*p)++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = v;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+typedef struct {
+    uint64_t offset, size;
+} Handle;
+
+/* The (offset, size) of every data block from a decoded index block, as parsers/sst.py's
+ * _data_handles reads it: from format_version 4, handles are whole at restart points and a
+ * zigzag size delta between them. 1 = read, 0 = not clean, -2 = out of memory. */
+static int
+index_handles(const unsigned char *b, Py_ssize_t len, long version, Handle **out,
+              Py_ssize_t *count_out)
+{
+    if (len < 4)
+        return 0;
+    uint32_t count = le32(b + len - 4) & 0x7fffffffu;
+    if (count == 0 || (Py_ssize_t)count > (len - 4) / 4)
+        return 0;
+    const unsigned char *restarts = b + len - 4 - 4 * (Py_ssize_t)count;
+    const unsigned char *p = b, *end = restarts;
+    Py_ssize_t n = 0, cap = 0;
+    Handle *hs = NULL;
+    int64_t offset = -1, size = -1;
+    uint32_t next_restart = 0;
+    while (p < end) {
+        uint32_t at = (uint32_t)(p - b), shared, non_shared;
+        /* Restart offsets ascend: one pointer tells whether an entry starts at one. */
+        while (next_restart < count && le32(restarts + 4 * next_restart) < at)
+            next_restart++;
+        int restart = next_restart < count && le32(restarts + 4 * next_restart) == at;
+        if (!varint32(&p, end, &shared) || !varint32(&p, end, &non_shared))
+            goto unclean;
+        uint64_t o, s;
+        if (version < 4) {
+            uint32_t value_len;
+            if (!varint32(&p, end, &value_len) || (size_t)(end - p) < (size_t)non_shared)
+                goto unclean;
+            p += non_shared;
+            const unsigned char *v = p;
+            if (!varint64(&v, end, &o) || !varint64(&v, end, &s) ||
+                (size_t)(end - p) < (size_t)value_len)
+                goto unclean;
+            p += value_len;
+            offset = (int64_t)o;
+            size = (int64_t)s;
+        }
+        else {
+            if ((size_t)(end - p) < (size_t)non_shared)
+                goto unclean;
+            p += non_shared;
+            if (restart || offset < 0) {
+                if (!varint64(&p, end, &o) || !varint64(&p, end, &s))
+                    goto unclean;
+                offset = (int64_t)o;
+                size = (int64_t)s;
+            }
+            else {
+                uint64_t delta;
+                if (!varint64(&p, end, &delta))
+                    goto unclean;
+                offset += size + 5;
+                size += (int64_t)(delta >> 1) ^ -(int64_t)(delta & 1);
+            }
+        }
+        if (offset < 0 || size < 0)
+            goto unclean;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 256;
+            Handle *grown = PyMem_RawRealloc(hs, (size_t)cap * sizeof(Handle));
+            if (grown == NULL) {
+                PyMem_RawFree(hs);
+                return -2;
+            }
+            hs = grown;
+        }
+        hs[n++] = (Handle){(uint64_t)offset, (uint64_t)size};
+    }
+    *out = hs;
+    *count_out = n;
+    return 1;
+unclean:
+    PyMem_RawFree(hs);
+    return 0;
+}
+
+static uint32_t crc32c_table[256];
+
+static void
+crc32c_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+        crc32c_table[i] = c;
+    }
+}
+
+static uint32_t
+crc32c_update(uint32_t crc, const unsigned char *p, size_t n)
+{
+    crc = ~crc;
+    while (n--)
+        crc = crc32c_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+    return ~crc;
+}
+
+/* RocksDB's checksum of a block and its compression type byte (parsers/sst.py's _checksum):
+ * kCRC32c masked, kxxHash, kxxHash64 cut to 32 bits, kXXH3 with the type byte mixed in. */
+static uint32_t
+block_checksum(int kind, const unsigned char *block, size_t size, unsigned char type)
+{
+    switch (kind) {
+    case 1: {
+        uint32_t crc = crc32c_update(crc32c_update(0, block, size), &type, 1);
+        return ((crc >> 15) | (crc << 17)) + 0xA282EAD8u;
+    }
+    case 2: {
+        XXH32_state_t st;
+        XXH32_reset(&st, 0);
+        XXH32_update(&st, block, size);
+        XXH32_update(&st, &type, 1);
+        return XXH32_digest(&st);
+    }
+    case 3: {
+        XXH64_state_t st;
+        XXH64_reset(&st, 0);
+        XXH64_update(&st, block, size);
+        XXH64_update(&st, &type, 1);
+        return (uint32_t)XXH64_digest(&st);
+    }
+    default:
+        return (uint32_t)XXH3_64bits(block, size) ^ (uint32_t)(type * 0x6B9083D9u);
+    }
+}
+
+#define SST_FOOTER 53
+#define SST_TRAILER 5
+#define SST_NO_COMPRESSION 0
+#define SST_LZ4 4
+#define SST_LZ4HC 5
+
+/* sst_data_blocks(table, index_block, format_version, checksum_type, budget): every data block
+ * of a RocksDB table, checksum checked and decompressed (none or LZ4) as RocksDB reads them,
+ * in file order, with the bytes they declare; no Python call a block and no GIL while
+ * checking and decompressing. None where this is not the whole story (another codec, a
+ * checksum type past kXXH3, a handle out of the table, a checksum mismatch, damaged LZ4,
+ * more than `budget` bytes declared): parsers/sst.py then reads the table and names what is
+ * wrong. */
+static PyObject *
+sst_data_blocks(PyObject *self, PyObject *args)
+{
+    Py_buffer table, index;
+    long version, kind;
+    long long budget;
+    if (!PyArg_ParseTuple(args, "y*y*llL:sst_data_blocks", &table, &index, &version, &kind,
+                          &budget))
+        return NULL;
+    PyObject *result = NULL, *blocks = NULL;
+    Handle *hs = NULL;
+    Py_ssize_t n = 0;
+    long long declared = 0;
+    const unsigned char *data = table.buf;
+    if (kind < 0 || kind > 4 || table.len < SST_FOOTER) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    int rc = index_handles(index.buf, index.len, version, &hs, &n);
+    if (rc == -2) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (rc == 0) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    blocks = PyList_New(n);
+    if (blocks == NULL)
+        goto done;
+    uint64_t limit = (uint64_t)(table.len - SST_FOOTER);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t offset = hs[i].offset, size = hs[i].size;
+        if (offset > limit || size > limit - offset || SST_TRAILER > limit - offset - size) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        unsigned char type = data[offset + size];
+        uint64_t want = size;
+        if (type == SST_LZ4 || type == SST_LZ4HC) {
+            const unsigned char *p = data + offset;
+            uint32_t length;
+            if (!varint32(&p, data + offset + size, &length)) {
+                result = Py_NewRef(Py_None);
+                goto done;
+            }
+            want = length;
+        }
+        else if (type != SST_NO_COMPRESSION) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        declared += (long long)want;
+        if (declared > budget || want > (uint64_t)INT_MAX) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)want);
+        if (out == NULL)
+            goto done;
+        PyList_SET_ITEM(blocks, i, out);
+    }
+    int clean = 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n && clean; i++) {
+        const unsigned char *raw = data + hs[i].offset;
+        size_t size = (size_t)hs[i].size;
+        unsigned char type = raw[size];
+        if (kind != 0 && block_checksum((int)kind, raw, size, type) != le32(raw + size + 1)) {
+            clean = 0;
+            break;
+        }
+        char *dst = PyBytes_AS_STRING(PyList_GET_ITEM(blocks, i));
+        int length = (int)PyBytes_GET_SIZE(PyList_GET_ITEM(blocks, i));
+        if (type == SST_NO_COMPRESSION) {
+            memcpy(dst, raw, size);
+            continue;
+        }
+        const unsigned char *p = raw;
+        uint32_t declared_length;
+        varint32(&p, raw + size, &declared_length);
+        int header = (int)(p - raw);
+        int got = LZ4_decompress_safe((const char *)p, dst, (int)size - header, length);
+        clean = got == length;
+    }
+    Py_END_ALLOW_THREADS
+    result = clean ? Py_BuildValue("(OL)", blocks, declared) : Py_NewRef(Py_None);
+done:
+    Py_XDECREF(blocks);
+    PyMem_RawFree(hs);
+    PyBuffer_Release(&table);
+    PyBuffer_Release(&index);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Sorted runs: RocksDB's tables (SSTs) merged by key as RocksDB reads them
+ * ------------------------------------------------------------------------------------------ */
+
+/* One table's data blocks (decoded, in file order), walked an entry at a time. An entry is
+ * shared, non_shared, value_length (varint32 each), the key's unshared bytes and the value;
+ * keys are internal keys: the user key, then sequence << 8 | type (uint64, little-endian).
+ * Restart offsets (uint32) and their count end a block. The current key and the one before
+ * it are kept whole, in two buffers that swap. */
+typedef struct {
+    const Py_buffer *blocks;
+    Py_ssize_t nblocks, next;
+    const unsigned char *p, *end;
+    unsigned char *key, *prev;
+    size_t klen, plen, cap, shareable;
+    int started;
+    const unsigned char *val;
+    uint32_t vlen;
+    uint64_t tag;
+} Run;
+
+/* RocksDB's order of internal keys (bytewise comparator): user keys ascending, then the
+ * newer entry (higher sequence number) first. */
+static inline int
+internal_cmp(const unsigned char *a, size_t alen, uint64_t atag, const unsigned char *b,
+             size_t blen, uint64_t btag)
+{
+    size_t n = alen < blen ? alen : blen;
+    int c = n ? memcmp(a, b, n) : 0;
+    if (c != 0)
+        return c;
+    if (alen != blen)
+        return alen < blen ? -1 : 1;
+    return atag > btag ? -1 : atag < btag ? 1 : 0;
+}
+
+/* Step to the run's next entry. 1 = an entry, 0 = the run's end, -1 = not clean (a damaged
+ * block, or entries out of order), -2 = out of memory. Runs without the GIL. */
+static int
+run_next(Run *r)
+{
+    while (r->p >= r->end) {
+        if (r->next >= r->nblocks)
+            return 0;
+        const Py_buffer *b = &r->blocks[r->next++];
+        const unsigned char *base = b->buf;
+        if (b->len < 4)
+            return -1;
+        uint32_t count = le32(base + b->len - 4);
+        /* The top bit marks a data block hash index, whose bytes sit between the restarts
+         * and the count: a layout the Python reader does not take either. */
+        if (count == 0 || (count & 0x80000000u) || (Py_ssize_t)count > (b->len - 4) / 4)
+            return -1;
+        r->p = base;
+        r->end = base + b->len - 4 - 4 * (Py_ssize_t)count;
+        r->shareable = 0; /* a block starts at a restart point */
+    }
+    uint32_t shared, non_shared, vlen;
+    if (!varint32(&r->p, r->end, &shared) || !varint32(&r->p, r->end, &non_shared) ||
+        !varint32(&r->p, r->end, &vlen))
+        return -1;
+    if (shared > r->shareable || (size_t)(r->end - r->p) < (size_t)non_shared + vlen)
+        return -1;
+    size_t klen = (size_t)shared + non_shared;
+    if (klen < 8)
+        return -1;
+    if (klen > r->cap) {
+        size_t cap = klen * 2;
+        unsigned char *a = PyMem_RawRealloc(r->key, cap), *b;
+        if (a == NULL)
+            return -2;
+        r->key = a;
+        b = PyMem_RawRealloc(r->prev, cap);
+        if (b == NULL)
+            return -2;
+        r->prev = b;
+        r->cap = cap;
+    }
+    unsigned char *swap = r->prev;
+    r->prev = r->key;
+    r->plen = r->klen;
+    r->key = swap;
+    memcpy(r->key, r->prev, shared);
+    memcpy(r->key + shared, r->p, non_shared);
+    r->klen = klen;
+    r->shareable = klen;
+    r->tag = le64(r->key + klen - 8);
+    r->val = r->p + non_shared;
+    r->vlen = vlen;
+    r->p += (size_t)non_shared + vlen;
+    if (r->started && internal_cmp(r->prev, r->plen - 8, le64(r->prev + r->plen - 8), r->key,
+                                   klen - 8, r->tag) >= 0)
+        return -1;
+    r->started = 1;
+    return 1;
+}
+
+static inline int
+run_before(const Run *a, const Run *b)
+{
+    return internal_cmp(a->key, a->klen - 8, a->tag, b->key, b->klen - 8, b->tag) < 0;
+}
+
+static void
+heap_down(Run **heap, Py_ssize_t n, Py_ssize_t i)
+{
+    for (;;) {
+        Py_ssize_t least = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && run_before(heap[l], heap[least]))
+            least = l;
+        if (r < n && run_before(heap[r], heap[least]))
+            least = r;
+        if (least == i)
+            return;
+        Run *t = heap[i];
+        heap[i] = heap[least];
+        heap[least] = t;
+        i = least;
+    }
+}
+
+/* Arrow large_binary buffers grown as rows come: int64 offsets and the bytes. */
+typedef struct {
+    int64_t *at;
+    unsigned char *data;
+    size_t rows, at_cap, len, cap;
+} Column;
+
+static int
+column_put(Column *c, const unsigned char *bytes, size_t size)
+{
+    if (c->rows + 2 > c->at_cap) {
+        size_t cap = c->at_cap ? c->at_cap * 2 : 1 << 12;
+        int64_t *at = PyMem_RawRealloc(c->at, cap * sizeof(int64_t));
+        if (at == NULL)
+            return -2;
+        if (c->at == NULL)
+            at[0] = 0;
+        c->at = at;
+        c->at_cap = cap;
+    }
+    if (c->len + size > c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 1 << 16;
+        while (cap < c->len + size)
+            cap *= 2;
+        unsigned char *data = PyMem_RawRealloc(c->data, cap);
+        if (data == NULL)
+            return -2;
+        c->data = data;
+        c->cap = cap;
+    }
+    if (size)
+        memcpy(c->data + c->len, bytes, size);
+    c->len += size;
+    c->at[++c->rows] = (int64_t)c->len;
+    return 0;
+}
+
+static void
+column_free(Column *c)
+{
+    PyMem_RawFree(c->at);
+    PyMem_RawFree(c->data);
+}
+
+#define TYPE_DELETION 0x0
+#define TYPE_VALUE 0x1
+#define TYPE_SINGLE_DELETION 0x7
+
+/* Merge the runs as a read of the newest state does: per user key, the entry with the
+ * highest sequence number decides (a value is a row, a deletion none). The live rows' keys
+ * and values go into `keys` and `values` (either NULL: not wanted), past a leading version
+ * byte 0 on both sides when `strip`. 1 = merged, 0 = not clean (an entry that is neither a
+ * value nor a deletion, such as a merge operand; two entries of one key with one sequence
+ * number; a pair not starting with byte 0 under `strip`; a damaged run), -2 = out of
+ * memory. Runs without the GIL. */
+static int
+runs_merge(Run *runs, Py_ssize_t k, int strip, Column *keys, Column *values, Py_ssize_t *rows)
+{
+    Run **heap = PyMem_RawMalloc((size_t)(k ? k : 1) * sizeof(Run *));
+    unsigned char *last = NULL;
+    size_t last_cap = 0;
+    int rc = 1;
+    if (heap == NULL)
+        return -2;
+    Py_ssize_t n = 0;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        int got = run_next(&runs[i]);
+        if (got < 0) {
+            rc = got == -1 ? 0 : -2;
+            goto done;
+        }
+        if (got)
+            heap[n++] = &runs[i];
+    }
+    for (Py_ssize_t i = n / 2 - 1; i >= 0; i--)
+        heap_down(heap, n, i);
+    while (n > 0) {
+        Run *top = heap[0];
+        size_t ulen = top->klen - 8;
+        uint64_t seq = top->tag >> 8;
+        unsigned char type = (unsigned char)(top->tag & 0xff);
+        if (type == TYPE_VALUE) {
+            const unsigned char *key = top->key, *val = top->val;
+            size_t klen = ulen, vlen = top->vlen;
+            if (strip) {
+                if (klen == 0 || vlen == 0 || key[0] != 0 || val[0] != 0) {
+                    rc = 0;
+                    goto done;
+                }
+                key++, klen--, val++, vlen--;
+            }
+            if ((keys != NULL && column_put(keys, key, klen) < 0) ||
+                (values != NULL && column_put(values, val, vlen) < 0)) {
+                rc = -2;
+                goto done;
+            }
+            (*rows)++;
+        }
+        else if (type != TYPE_DELETION && type != TYPE_SINGLE_DELETION) {
+            rc = 0;
+            goto done;
+        }
+        if (ulen > last_cap) {
+            unsigned char *grown = PyMem_RawRealloc(last, ulen * 2);
+            if (grown == NULL) {
+                rc = -2;
+                goto done;
+            }
+            last = grown;
+            last_cap = ulen * 2;
+        }
+        if (ulen)
+            memcpy(last, top->key, ulen);
+        /* Every older entry of this key, in any run, is shadowed: step past them all. */
+        int first = 1;
+        while (n > 0) {
+            Run *r = heap[0];
+            if (!first) {
+                if (r->klen - 8 != ulen || (ulen && memcmp(r->key, last, ulen) != 0))
+                    break;
+                if ((r->tag >> 8) == seq) {
+                    rc = 0;
+                    goto done;
+                }
+            }
+            first = 0;
+            int got = run_next(r);
+            if (got < 0) {
+                rc = got == -1 ? 0 : -2;
+                goto done;
+            }
+            if (!got)
+                heap[0] = heap[--n];
+            heap_down(heap, n, 0);
+        }
+    }
+done:
+    PyMem_RawFree(heap);
+    PyMem_RawFree(last);
+    return rc;
+}
+
+/* A column's buffers as (offsets, data) bytes; an unwanted column (NULL) is None. */
+static PyObject *
+column_buffers(const Column *c, Py_ssize_t rows)
+{
+    if (c == NULL)
+        return Py_NewRef(Py_None);
+    PyObject *offsets = NULL;
+    if (c->at == NULL) {
+        int64_t zero = 0;
+        offsets = PyBytes_FromStringAndSize((const char *)&zero, sizeof(zero));
+    }
+    else {
+        offsets = PyBytes_FromStringAndSize((const char *)c->at,
+                                            (rows + 1) * (Py_ssize_t)sizeof(int64_t));
+    }
+    if (offsets == NULL)
+        return NULL;
+    PyObject *data = PyBytes_FromStringAndSize(c->data ? (const char *)c->data : "",
+                                               (Py_ssize_t)c->len);
+    if (data == NULL) {
+        Py_DECREF(offsets);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", offsets, data);
+}
+
+/* runs_columns(runs, keys, values, strip_version): RocksDB's tables, each a list of its
+ * decoded data blocks, merged as a read of the newest state does; the live rows' keys and
+ * values as Arrow columns in key order, without a Python object a row and without the GIL.
+ * None where the merge is not clean (see runs_merge): RocksDB itself then reads them. */
+static PyObject *
+runs_columns(PyObject *self, PyObject *args)
+{
+    PyObject *runs_arg;
+    int want_keys, want_values, strip;
+    if (!PyArg_ParseTuple(args, "Oppp:runs_columns", &runs_arg, &want_keys, &want_values,
+                          &strip))
+        return NULL;
+    PyObject *outer = PySequence_Fast(runs_arg, "runs_columns: runs must be a sequence");
+    if (outer == NULL)
+        return NULL;
+    Py_ssize_t k = PySequence_Fast_GET_SIZE(outer), held = 0, total = 0;
+    PyObject **inner = PyMem_Calloc((size_t)(k ? k : 1), sizeof(PyObject *));
+    Run *runs = PyMem_Calloc((size_t)(k ? k : 1), sizeof(Run));
+    Py_buffer *views = NULL;
+    PyObject *result = NULL;
+    Column keys = {0}, values = {0};
+    if (inner == NULL || runs == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < k; i++) {
+        inner[i] = PySequence_Fast(PySequence_Fast_GET_ITEM(outer, i),
+                                   "runs_columns: a run must be a sequence of blocks");
+        if (inner[i] == NULL)
+            goto done;
+        total += PySequence_Fast_GET_SIZE(inner[i]);
+    }
+    views = PyMem_Calloc((size_t)(total ? total : 1), sizeof(Py_buffer));
+    if (views == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < k; i++) {
+        Py_ssize_t nb = PySequence_Fast_GET_SIZE(inner[i]);
+        runs[i].blocks = views + held;
+        runs[i].nblocks = nb;
+        for (Py_ssize_t j = 0; j < nb; j++) {
+            if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(inner[i], j), &views[held],
+                                   PyBUF_SIMPLE) < 0)
+                goto done;
+            held++;
+        }
+    }
+    Py_ssize_t rows = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = runs_merge(runs, k, strip, want_keys ? &keys : NULL, want_values ? &values : NULL,
+                    &rows);
+    Py_END_ALLOW_THREADS
+    if (rc == -2) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (rc == 0) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    PyObject *kb = column_buffers(want_keys ? &keys : NULL, rows);
+    PyObject *vb = kb == NULL ? NULL : column_buffers(want_values ? &values : NULL, rows);
+    if (vb != NULL)
+        result = Py_BuildValue("(nNN)", rows, kb, vb);
+    else
+        Py_XDECREF(kb);
+done:
+    for (Py_ssize_t i = 0; i < held; i++)
+        PyBuffer_Release(&views[i]);
+    for (Py_ssize_t i = 0; runs != NULL && i < k; i++) {
+        PyMem_RawFree(runs[i].key);
+        PyMem_RawFree(runs[i].prev);
+    }
+    for (Py_ssize_t i = 0; inner != NULL && i < k; i++)
+        Py_XDECREF(inner[i]);
+    PyMem_Free(views);
+    PyMem_Free(runs);
+    PyMem_Free(inner);
+    column_free(&keys);
+    column_free(&values);
+    Py_DECREF(outer);
+    return result;
+}
+
 /* Reading a store allocates and frees buffers of megabytes for every partition (decompressed
  * files, rendered text). glibc hands those back to the kernel and takes fresh zeroed pages the
  * next time: a page fault each 4 KiB, more system time than the rendering itself. Kept, they
@@ -1537,6 +2199,14 @@ static PyMethodDef methods[] = {
     {"chain_columns", chain_columns, METH_VARARGS,
      "chain_columns(snapshot or None, deltas, keys, values) -> (rows, key buffers or None, "
      "value buffers or None), each (int64 offsets, data), or None if a stream is not clean."},
+    {"sst_data_blocks", sst_data_blocks, METH_VARARGS,
+     "sst_data_blocks(table, index_block, format_version, checksum_type, budget) -> (blocks, "
+     "bytes declared): a RocksDB table's data blocks checked and decompressed, or None "
+     "where parsers/sst.py must read it."},
+    {"runs_columns", runs_columns, METH_VARARGS,
+     "runs_columns(runs, keys, values, strip_version) -> (rows, key buffers or None, value "
+     "buffers or None), each (int64 offsets, data), from RocksDB tables' decoded data "
+     "blocks merged by key, or None if the merge is not clean."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1560,5 +2230,6 @@ PyInit__speedups(void)
         PyErr_SetString(PyExc_ImportError, "STATEGLASS_PURE is set: using pure Python");
         return NULL;
     }
+    crc32c_init();
     return PyModule_Create(&module);
 }

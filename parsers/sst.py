@@ -1,9 +1,12 @@
-"""RocksDB block-based table files (``SSTs/*.sst``): the user key of every entry.
+"""RocksDB block-based table files (``SSTs/*.sst``): their entries, for reads that need no RocksDB.
 
 What the diff of two RocksDB versions needs from an SST: which keys it holds (puts, deletes
-and merge operands alike); the values are read through RocksDB itself. Growth attribution
-also reads whole entries (:func:`sst_entries`: key, sequence number and type, value) of the
-SSTs a flush added, which are that batch's writes. Layout (RocksDB's
+and merge operands alike). Growth attribution also reads whole entries (:func:`sst_entries`:
+key, sequence number and type, value) of the SSTs a flush added, which are that batch's
+writes. A whole version is read from its tables' decoded data blocks (:func:`sst_sorted_run`),
+merged in C by key and sequence number as RocksDB's iterator reads them, where each table's
+properties allow (the default column family, the bytewise comparator, no merge operands or
+range deletions); otherwise, through RocksDB itself. Layout (RocksDB's
 ``table/format.h``, ``table/block_based/block.h``; Spark writes ``format_version=5``):
 
 * a footer in the last 53 bytes: checksum type (1 byte), the metaindex and index block
@@ -54,6 +57,11 @@ from stateglass.parsers.errors import ChecksumMismatch, CorruptData, Truncated, 
 from stateglass.parsers.limits import DEFAULT_LIMITS, Allowance, DecodeLimits
 from stateglass.parsers.rowchecksum import crc32c
 from stateglass.parsers.varint import uvarint
+
+try:
+    from stateglass.parsers import _speedups
+except ImportError:  # not built, or STATEGLASS_PURE: every block is read here
+    _speedups = None  # type: ignore[assignment]
 
 MAGIC = 0x88E241B785F4CFF7
 FOOTER_SIZE = 53  # 1 + 2 * 20 (two padded handles) + 4 + 8
@@ -296,6 +304,68 @@ def sst_entries(
     return out
 
 
+# What a table's properties must say for a plain merge of its entries to read it as RocksDB
+# does: the default column family, keys in bytewise order (no user timestamps), no merge
+# operands (whose combination is RocksDB's merge operator's business).
+_PLAIN_PROPERTIES = {
+    b"rocksdb.column.family.id": b"\x00",
+    b"rocksdb.comparator": b"leveldb.BytewiseComparator",
+    b"rocksdb.merge.operands": b"\x00",
+}
+
+
+def sst_sorted_run(data: Data, limits: DecodeLimits = DEFAULT_LIMITS) -> list[bytes] | None:
+    """The data blocks of a table, decoded and in file order, for a compiled merge of
+    tables by key and sequence number (``_speedups.runs_columns``); None for a table that
+    merge does not read as RocksDB would (another column family or comparator, merge
+    operands or range deletions, per its properties). ``LimitExceeded`` when its blocks
+    expand past ``limits``; a damaged block raises as :func:`sst_entries` does.
+
+    Example::
+
+        blocks = sst_sorted_run(data, limits)   # [b"...", ...] or None
+    """
+    table = _Table(data, limits)
+    handles = {name: (offset, size) for name, offset, size in table.meta_handles}
+    if b"rocksdb.range_del" in handles or b"rocksdb.properties" not in handles:
+        return None
+    found = _properties(table.block(*handles[b"rocksdb.properties"], "properties block"))
+    if any(found.get(name) != want for name, want in _PLAIN_PROPERTIES.items()):
+        return None
+    compiled = getattr(_speedups, "sst_data_blocks", None)
+    if compiled is not None:
+        # RocksDB checks the blocks it opens a table with (filter, properties) even where a
+        # scan then never reads them; so does this path, as Python's claims them all.
+        for name, offset, size in table.meta_handles:
+            table.checked(offset, size, f"{name.decode('latin-1')} block")
+        index = table.block(*table.index, "index block")
+        blocks = compiled(data, index, table.version, table.checksum, table.allowance.left)
+        if blocks is not None:
+            table.allowance.claim("SST", blocks[1], 0)
+            return blocks[0]
+    # Another codec, or something to name: block by block, each checked here.
+    return list(table.data_blocks())
+
+
+def _properties(block: bytes) -> dict[bytes, bytes]:
+    """The name -> raw value of every entry of a properties block (numbers are varints)."""
+    end, _ = _restarts(block)
+    pos = 0
+    name = b""
+    found: dict[bytes, bytes] = {}
+    while pos < end:
+        shared, pos = _varint(block, pos, end)
+        non_shared, pos = _varint(block, pos, end)
+        value_len, pos = _varint(block, pos, end)
+        if shared > len(name) or pos + non_shared + value_len > end:
+            raise CorruptData("properties entry runs past its block", pos)
+        name = name[:shared] + block[pos : pos + non_shared]
+        pos += non_shared
+        found[name] = block[pos : pos + value_len]
+        pos += value_len
+    return found
+
+
 def sst_keys(data: Data, limits: DecodeLimits = DEFAULT_LIMITS) -> list[bytes]:
     """The user key of every entry of the table, in file order (a key may repeat);
     ``LimitExceeded`` when its blocks expand past ``limits``."""
@@ -386,5 +456,6 @@ __all__ = [
     "sst_entries",
     "sst_expanded_size",
     "sst_keys",
+    "sst_sorted_run",
     "verify_sst",
 ]

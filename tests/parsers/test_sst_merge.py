@@ -1,0 +1,279 @@
+"""RocksDB's tables read in C: their data blocks (``_speedups.sst_data_blocks``) as the Python
+reader decodes them, and tables merged by key (``_speedups.runs_columns``) as RocksDB itself
+reads the newest state. On every SST of the samples and the corpus, and on random workloads
+written by RocksDB (rocksdict) with flushes and compactions between them."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+import rocksdict
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from stateglass.parsers.errors import ParseError
+from stateglass.parsers.limits import DEFAULT_LIMITS
+from stateglass.parsers.sst import FOOTER_SIZE, _properties, _Table, sst_sorted_run
+from tests.conftest import SAMPLES
+
+_speedups = pytest.importorskip("stateglass.parsers._speedups")
+_LZ4 = 4
+_MERGE_OPERANDS = b"rocksdb.merge.operands"
+
+
+@pytest.fixture(scope="module")
+def tables(fixture_corpus: Path) -> list[tuple[str, bytes]]:
+    """Every SST of the samples and the corpus, by name."""
+    paths = sorted(SAMPLES.glob("spark-*/**/SSTs/*.sst"))
+    paths += sorted(fixture_corpus.glob("*/*/checkpoint/state/**/SSTs/*.sst"))
+    return [(str(p), p.read_bytes()) for p in paths]
+
+
+def python_blocks(data: bytes) -> list[bytes]:
+    return list(_Table(data, DEFAULT_LIMITS).data_blocks())
+
+
+def compiled_blocks(data: bytes, budget: int = 1 << 40) -> list[bytes] | None:
+    table = _Table(data, DEFAULT_LIMITS)
+    index = table.block(*table.index, "index block")
+    found = _speedups.sst_data_blocks(data, index, table.version, table.checksum, budget)
+    return None if found is None else found[0]
+
+
+def compression(data: bytes) -> int:
+    table = _Table(data, DEFAULT_LIMITS)
+    offset, size = table.data_handles[0]
+    return data[offset + size]
+
+
+def test_compiled_blocks_are_the_python_readers(tables: list[tuple[str, bytes]]) -> None:
+    """LZ4 tables (Spark 4) are read in C, block for block what Python decodes; Snappy
+    tables (Spark 3.5) are left to Python."""
+    read = 0
+    for name, data in tables:
+        got = compiled_blocks(data)
+        if compression(data) == _LZ4:
+            assert got == python_blocks(data), name
+            read += 1
+        else:
+            assert got is None, name
+    assert read > 100
+
+
+def test_the_budget_refuses_before_decoding(tables: list[tuple[str, bytes]]) -> None:
+    name, data = next((n, d) for n, d in tables if compression(d) == _LZ4)
+    declared = sum(len(b) for b in python_blocks(data))
+    assert compiled_blocks(data, declared) is not None, name
+    assert compiled_blocks(data, declared - 1) is None, name
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_a_damaged_table_is_refused_or_read_as_python_reads_it(
+    tables: list[tuple[str, bytes]], data: st.DataObject
+) -> None:
+    """A flipped bit anywhere before the footer: the compiled path refuses or raises (Python
+    or RocksDB then names the damage), or reads the blocks Python reads."""
+    lz4 = [d for _, d in tables if compression(d) == _LZ4]
+    table = data.draw(st.sampled_from(lz4[:50]), label="table")
+    at = data.draw(st.integers(0, len(table) - FOOTER_SIZE - 1), label="byte")
+    flipped = bytearray(table)
+    flipped[at] ^= 1 << data.draw(st.integers(0, 7), label="bit")
+    damaged = bytes(flipped)
+    try:
+        got: list[bytes] | None = sst_sorted_run(damaged)
+    except ParseError:
+        got = None  # named, and RocksDB's own read is left to say it
+    try:
+        want = python_blocks(damaged)
+    except ParseError:
+        assert got is None
+        return
+    # Stricter than the Python walk is allowed: a damaged filter block RocksDB also refuses.
+    assert got is None or got == want
+
+
+def test_tables_with_merge_operands_are_left_to_rocksdb(tables: list[tuple[str, bytes]]) -> None:
+    """Spark's list state appends with RocksDB's merge operator: such a table is refused."""
+    seen = 0
+    for name, data in tables:
+        table = _Table(data, DEFAULT_LIMITS)
+        handles = {n: (o, s) for n, o, s in table.meta_handles}
+        operands = _properties(table.block(*handles[b"rocksdb.properties"]))[_MERGE_OPERANDS]
+        if operands != b"\x00":
+            assert sst_sorted_run(data) is None, name
+            seen += 1
+        else:
+            assert sst_sorted_run(data) is not None, name
+    assert seen > 10
+
+
+# ---- merging: random workloads RocksDB wrote ------------------------------------------------
+
+KEYS = st.binary(min_size=0, max_size=12)
+Op = tuple[bytes, bytes | None]  # (key, value) or (key, None): a delete
+
+
+def merged(
+    runs: Sequence[Sequence[bytes]], strip: bool = False
+) -> list[tuple[bytes, bytes]] | None:
+    found = _speedups.runs_columns([list(r) for r in runs], True, True, strip)
+    if found is None:
+        return None
+    rows, (koff, kdata), (voff, vdata) = found
+    keys = pa.Array.from_buffers(
+        pa.large_binary(), rows, [None, pa.py_buffer(koff), pa.py_buffer(kdata)]
+    )
+    values = pa.Array.from_buffers(
+        pa.large_binary(), rows, [None, pa.py_buffer(voff), pa.py_buffer(vdata)]
+    )
+    return list(zip(keys.to_pylist(), values.to_pylist(), strict=True))
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How RocksDB lays its tables out: Spark's ``format_version`` 5, blocks small enough
+    that a table has many, and every codec and checksum the C reader takes (Snappy is read
+    block by block in Python)."""
+
+    checksum: str
+    compression: str
+    block_size: int
+    restart_interval: int
+
+
+LAYOUTS = st.builds(
+    Layout,
+    st.sampled_from(["crc32c", "xxhash", "xxhash64", "xxh3", "no_checksum"]),
+    st.sampled_from(["lz4", "lz4hc", "none", "snappy"]),
+    st.sampled_from([64, 256, 4096]),
+    st.integers(1, 16),
+)
+SPARK = Layout("xxh3", "lz4", 4096, 16)
+
+
+def written(
+    tmp: Path, batches: list[list[Op]], compact_after: int | None, layout: Layout = SPARK
+) -> tuple[list[list[bytes]], list[tuple[bytes, bytes]]]:
+    """Each batch written and flushed into its own table (compacting all after batch
+    ``compact_after``): the live tables' sorted runs, and what RocksDB reads."""
+    table = rocksdict.BlockBasedOptions()
+    table.set_format_version(5)
+    table.set_block_size(layout.block_size)
+    table.set_block_restart_interval(layout.restart_interval)
+    table.set_checksum_type(getattr(rocksdict.ChecksumType, layout.checksum)())
+    table.set_bloom_filter(10, False)
+    options = rocksdict.Options(raw_mode=True)
+    options.create_if_missing(True)
+    options.set_disable_auto_compactions(True)
+    options.set_compression_type(getattr(rocksdict.DBCompressionType, layout.compression)())
+    options.set_block_based_table_factory(table)
+    db = rocksdict.Rdict(str(tmp), options=options)
+    try:
+        for i, batch in enumerate(batches):
+            for key, value in batch:
+                if value is None:
+                    del db[key]
+                else:
+                    db[key] = value
+            db.flush()
+            if compact_after == i:
+                db.compact_range(None, None)
+        names = [f["name"].lstrip("/") for f in db.live_files()]
+        want = list(db.items())
+    finally:
+        db.close()
+    runs = []
+    for name in names:
+        run = sst_sorted_run((tmp / name).read_bytes())
+        assert run is not None, name
+        runs.append(run)
+    return runs, want
+
+
+# Each example asks tmp_path_factory for a directory of its own.
+FRESH_DIRECTORIES = [HealthCheck.function_scoped_fixture]
+OPS = st.lists(
+    st.lists(st.tuples(KEYS, st.one_of(st.none(), st.binary(max_size=40))), max_size=60),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(batches=OPS, compact=st.one_of(st.none(), st.integers(0, 5)), layout=LAYOUTS)
+def test_merged_runs_are_what_rocksdb_reads(
+    tmp_path_factory: pytest.TempPathFactory,
+    batches: list[list[Op]],
+    compact: int | None,
+    layout: Layout,
+) -> None:
+    runs, want = written(tmp_path_factory.mktemp("db"), batches, compact, layout)
+    assert merged(runs) == want
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(batches=OPS)
+def test_stripped_runs_cut_the_version_byte_or_refuse(
+    tmp_path_factory: pytest.TempPathFactory, batches: list[list[Op]]
+) -> None:
+    """Spark's RocksDB rows start with encoding version 0 on both sides: cut, or (a pair
+    that does not) the merge refuses and RocksDB's own read is used."""
+    versioned = [[(b"\0" + k, None if v is None else b"\0" + v) for k, v in b] for b in batches]
+    runs, want = written(tmp_path_factory.mktemp("db"), versioned, None)
+    assert merged(runs, strip=True) == [(k[1:], v[1:]) for k, v in want]
+    runs, want = written(tmp_path_factory.mktemp("db"), batches, None)
+    plain = all(k[:1] == b"\0" and v[:1] == b"\0" for k, v in want)
+    assert merged(runs, strip=True) == ([(k[1:], v[1:]) for k, v in want] if plain else None)
+
+
+# ---- what the merge refuses -----------------------------------------------------------------
+# RocksDB's writers never make these tables from a plain workload, so the blocks are built here,
+# in the layout parsers/sst.py documents (every entry a restart point).
+
+
+def block(entries: Sequence[tuple[bytes, int, int, bytes]]) -> bytes:
+    """A data block of (user key, sequence, type, value) entries, keys whole."""
+    out = bytearray()
+    restarts = []
+    for key, seq, kind, value in entries:
+        restarts.append(len(out))
+        internal = key + struct.pack("<Q", seq << 8 | kind)
+        out += bytes([0, len(internal), len(value)]) + internal + value
+    for at in restarts:
+        out += struct.pack("<I", at)
+    return bytes(out + struct.pack("<I", len(restarts)))
+
+
+def test_the_newest_entry_of_a_key_decides() -> None:
+    older = [block([(b"a", 1, 1, b"old"), (b"b", 2, 1, b"kept")])]
+    newer = [block([(b"a", 5, 0, b""), (b"c", 6, 1, b"new")])]
+    assert merged([older, newer]) == [(b"b", b"kept"), (b"c", b"new")]
+    assert merged([newer, older]) == [(b"b", b"kept"), (b"c", b"new")]
+
+
+@pytest.mark.parametrize(
+    "runs",
+    [
+        pytest.param([[block([(b"a", 1, 2, b"operand")])]], id="merge-operand"),
+        pytest.param([[block([(b"a", 1, 0x11, b"blob")])]], id="blob-index"),
+        pytest.param(
+            [[block([(b"a", 3, 1, b"x")])], [block([(b"a", 3, 1, b"y")])]], id="sequence-tie"
+        ),
+        pytest.param([[block([(b"b", 1, 1, b"x"), (b"a", 2, 1, b"y")])]], id="out-of-order"),
+        pytest.param([[block([(b"a", 1, 1, b"x"), (b"a", 2, 1, b"y")])]], id="older-first"),
+        pytest.param([[b"\x00\x00"]], id="short-block"),
+        pytest.param([[block([(b"a", 1, 1, b"x")])[:-9] + struct.pack("<I", 1)]], id="cut"),
+    ],
+)
+def test_what_the_merge_cannot_resolve_alone_is_refused(runs: list[list[bytes]]) -> None:
+    assert merged(runs) is None
