@@ -524,8 +524,9 @@ class ParquetSink(Sink):
         self.rows_written += table.num_rows
 
     def write_state_partition(self, source: StateSource, partition: int, version: int) -> None:
-        # An HDFS chain goes from its files to Arrow in C; what that refuses, item by item.
-        tables = source.chain_tables(partition, version) if self.columnar else None
+        # An HDFS chain or RocksDB's tables go from their files to Arrow in C; what that
+        # refuses, item by item.
+        tables = source.merged_tables(partition, version) if self.columnar else None
         if tables is None:
             super().write_state_partition(source, partition, version)
             return

@@ -258,8 +258,59 @@ def chain_tables(
     want_key = columns is None or "key" in columns
     want_value = columns is None or "value" in columns
     merged = compiled(snapshot, list(deltas), want_key, want_value)
-    if merged is None:
+    return None if merged is None else _merged_tables(codec, partition, merged, chunk_rows)
+
+
+def run_tables(
+    codec: RowCodec,
+    partition: int,
+    runs: Sequence[Sequence[bytes]],
+    chunk_rows: int = 65_536,
+    columns: Collection[str] | None = None,
+) -> list[pa.Table] | None:
+    """Every row of one partition of a RocksDB store, from the decoded data blocks of the
+    tables of its version (``StateSource.sorted_runs``), as :func:`partition_tables` gives
+    them, ``chunk_rows`` rows a table.
+
+    The tables are merged by key and sequence number in C, as a RocksDB read of the newest
+    state is, and every row's payloads past their encoding version byte cut into columns,
+    with no Python object a row and without the GIL. None where that does not apply (no
+    compiled module, virtual column families or row checksums, a codec
+    :func:`columnar_supported` refuses, an entry the merge does not resolve alone such as a
+    merge operand, a pair not starting with version 0): RocksDB's own read then gives the
+    items.
+    """
+    compiled = getattr(_speedups, "runs_columns", None)
+    if compiled is None or not runs_mergeable(codec):
         return None
+    want_key = columns is None or "key" in columns
+    want_value = columns is None or "value" in columns
+    merged = compiled([list(run) for run in runs], want_key, want_value, True)
+    return None if merged is None else _merged_tables(codec, partition, merged, chunk_rows)
+
+
+def runs_mergeable(codec: RowCodec) -> bool:
+    """Whether :func:`run_tables` can read this store's rows from merged tables: rows in
+    RocksDB's layout with one column family and no row checksums, which the columnar
+    decoder reads (a caller asks before it reads the tables)."""
+    spec = codec.spec
+    return (
+        getattr(_speedups, "runs_columns", None) is not None
+        and spec.provider != "hdfs"
+        and spec.cf_id is None
+        and not spec.row_checksum
+        and columnar_supported(codec)
+    )
+
+
+def _merged_tables(
+    codec: RowCodec,
+    partition: int,
+    merged: tuple[int, tuple[bytes, bytes] | None, tuple[bytes, bytes] | None],
+    chunk_rows: int,
+) -> list[pa.Table] | None:
+    """The tables of a partition from the key and value buffers a compiled merge made,
+    ``chunk_rows`` rows a table; None when a row needs the Python decoder."""
     rows, key_buffers, value_buffers = merged
     keys = None if key_buffers is None else _large_binary(rows, key_buffers)
     values = None if value_buffers is None else _large_binary(rows, value_buffers)

@@ -33,7 +33,14 @@ from stateglass.collectors.fs import FileInfo
 from stateglass.collectors.stores import StoreContext, StoreReader, open_store, row_layout
 from stateglass.collectors.stores.base import Change
 from stateglass.parsers.errors import ParseError, UnsupportedFormat
-from stateglass.parsers.state_arrow import TextForm, chain_tables, partition_tables, plain_text
+from stateglass.parsers.state_arrow import (
+    TextForm,
+    chain_tables,
+    partition_tables,
+    plain_text,
+    run_tables,
+    runs_mergeable,
+)
 from stateglass.parsers.state_rows import (
     LIST_STATE,
     STATE_VARIABLE_TYPES,
@@ -326,11 +333,11 @@ class StateSource:
     ) -> Iterator[pa.Table]:
         """Every row of ``partition`` at ``version`` as Arrow tables of Spark's reader's
         columns (``columns``: those read, see :func:`partition_tables`), ``chunk_rows`` a
-        table. An HDFS chain is merged and cut into columns in C
-        (:func:`chain_tables`); what that refuses is loaded item by item, which names a
+        table. An HDFS chain or RocksDB's tables are merged and cut into columns in C
+        (:meth:`merged_tables`); what that refuses is loaded item by item, which names a
         damaged file or row."""
         with self.decoding(partition):
-            merged = self.chain_tables(partition, version, chunk_rows, columns)
+            merged = self.merged_tables(partition, version, chunk_rows, columns)
             if merged is not None:
                 yield from merged
                 return
@@ -339,19 +346,33 @@ class StateSource:
                 self.row_codec, partition, items, text_form, chunk_rows, columns
             )
 
-    def chain_tables(
+    def merged_tables(
         self,
         partition: int,
         version: int,
         chunk_rows: int = 65_536,
         columns: Collection[str] | None = None,
     ) -> list[pa.Table] | None:
-        """:meth:`tables` from an HDFS chain merged in C (:func:`chain_tables`); None where
-        that does not apply, or refuses what the record path must judge."""
+        """:meth:`tables` from an HDFS chain (:func:`chain_tables`) or RocksDB's tables
+        (:func:`run_tables`) merged in C; None where that does not apply, or refuses what
+        the item path must judge."""
         chain = self.chain_data(partition, version)
-        if chain is None:
-            return None
-        return chain_tables(self.row_codec, partition, *chain, chunk_rows, columns)
+        if chain is not None:
+            return chain_tables(self.row_codec, partition, *chain, chunk_rows, columns)
+        if not runs_mergeable(self.row_codec):
+            return None  # the tables would be read for nothing
+        runs = self.sorted_runs(partition, version)
+        if runs is not None:
+            return run_tables(self.row_codec, partition, runs, chunk_rows, columns)
+        return None
+
+    def sorted_runs(self, partition: int, version: int) -> list[list[bytes]] | None:
+        """The decoded tables that make ``version`` of ``partition``, for a compiled merge
+        (see :meth:`StoreReader.sorted_runs`); None where the provider's files are not that."""
+        try:
+            return self.reader(partition).sorted_runs(version)
+        except MissingVersion as exc:
+            raise self.explain_missing(version, exc) from exc
 
     def load_items(self, partition: int, version: int) -> list[tuple[bytes, bytes]]:
         """:meth:`load` as a list, without a generator step per item (a whole partition)."""

@@ -12,7 +12,8 @@ which versions exist            :meth:`versions` (rebuildable), :meth:`change_ve
                                 (a delta or changelog), :meth:`full_versions` (a snapshot
                                 or zip)
 the state at a version          :meth:`load`, :meth:`load_keys`, :meth:`lookup`,
-                                :meth:`chain_data` (files for the compiled merge, or None)
+                                :meth:`chain_data`, :meth:`sorted_runs` (files for a
+                                compiled merge, or None)
 the changes of a version        :meth:`changes`, :meth:`apply_keys` (counts, set semantics)
 keys that may differ            :meth:`differing_keys` (from the files two full versions
                                 do not share)
@@ -156,6 +157,12 @@ class StoreReader(Protocol):
     def chain_data(self, version: int) -> tuple[bytes | None, list[bytes]] | None:
         """The decompressed snapshot (or None) and deltas that make ``version``, for a
         compiled merge of record streams; None when it does not apply."""
+        ...
+
+    def sorted_runs(self, version: int) -> list[list[bytes]] | None:
+        """The decoded data blocks of every sorted table that makes full ``version``
+        (RocksDB's SSTs), for a compiled merge by key and sequence number; None when it
+        does not apply."""
         ...
 
     def load(self, version: int) -> Iterator[tuple[bytes, bytes]]:

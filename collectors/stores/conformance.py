@@ -69,6 +69,11 @@ from stateglass.collectors.errors import CheckpointError, MissingVersion
 from stateglass.collectors.fs import FileInfo
 from stateglass.collectors.stores import StoreContext, StoreReader, classify_name, reader_class
 
+try:
+    from stateglass.parsers import _speedups
+except ImportError:  # not built, or STATEGLASS_PURE: the compiled merge is not checked
+    _speedups = None  # type: ignore[assignment]
+
 ROW_LAYOUTS = ("hdfs", "rocksdb")
 # Names in a store directory that are no version of any provider's.
 FOREIGN_NAMES = ("", "_metadata", "schema", "1.delta.crc", ".1.zip.crc", "x.zip", "SSTs")
@@ -171,6 +176,21 @@ def runs(versions: list[int]) -> list[list[int]]:
         else:
             out.append([v])
     return out
+
+
+def merged_pairs(
+    rows: int, keys: tuple[bytes, bytes] | None, values: tuple[bytes, bytes] | None
+) -> list[tuple[bytes, bytes]]:
+    """The ``(key, value)`` rows of a compiled merge's columns, each ``(int64 offsets,
+    data)`` as Arrow's large_binary buffers."""
+
+    def side(buffers: tuple[bytes, bytes] | None) -> list[bytes]:
+        assert buffers is not None
+        offsets, data = buffers
+        at = memoryview(offsets).cast("q")
+        return [data[at[i] : at[i + 1]] for i in range(rows)]
+
+    return list(zip(side(keys), side(values), strict=True))
 
 
 def assert_one_line(exc: BaseException, where: str, names: tuple[str, ...]) -> None:
@@ -442,6 +462,26 @@ class StoreReaderConformance:
                     snapshot, deltas = data
                     assert snapshot is None or isinstance(snapshot, bytes), str(part)
                     assert all(isinstance(d, bytes) for d in deltas), str(part)
+                runs = part.reader.sorted_runs(version)
+                if runs is not None:
+                    assert all(isinstance(b, bytes) for run in runs for b in run), str(part)
+
+    def test_sorted_runs_merge_to_the_loaded_state(self, parts: list[StorePartition]) -> None:
+        """Tables a reader gives for the compiled merge hold what :meth:`load` reads."""
+        merge = getattr(_speedups, "runs_columns", None)
+        if merge is None:
+            pytest.skip("the compiled speedups are not built")
+        for part in parts:
+            for version in part.reader.versions():
+                runs = part.reader.sorted_runs(version)
+                if runs is None:
+                    continue
+                merged = merge(runs, True, True, False)
+                if merged is None:
+                    continue  # an entry only RocksDB resolves (a merge operand, say)
+                assert merged_pairs(*merged) == sorted(part.reader.load(version)), (
+                    f"{part} version {version}"
+                )
 
     # ---- what cannot be read ----------------------------------------------------------------
 

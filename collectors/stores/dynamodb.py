@@ -294,6 +294,9 @@ class DynamoStoreReader:
     def chain_data(self, version: int) -> tuple[bytes | None, list[bytes]] | None:
         return None
 
+    def sorted_runs(self, version: int) -> list[list[bytes]] | None:
+        return None
+
     def differing_keys(self, before: int, after: int) -> list[bytes] | None:
         return None  # no item is shared between versions: the manifests say what changed
 

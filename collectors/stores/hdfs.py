@@ -176,6 +176,9 @@ class HdfsStoreReader:
                 return None
         return (files.pop(0) if snapshot is not None else None), files
 
+    def sorted_runs(self, version: int) -> list[list[bytes]] | None:
+        return None  # delta and snapshot files are record streams: see chain_data
+
     def lookup(
         self, keys: Collection[bytes], versions: Sequence[int]
     ) -> Iterator[tuple[int, dict[bytes, bytes]]]:

@@ -45,6 +45,7 @@ from stateglass.parsers.sst import (
     sst_entries,
     sst_expanded_size,
     sst_keys,
+    sst_sorted_run,
 )
 
 _CHANGE_TYPES: dict[str, ChangeType] = {"put": "update", "delete": "delete", "merge": "append"}
@@ -340,8 +341,7 @@ class RocksDBStoreReader:
                 return None
             archive = _Zip(self.ctx, name)
             archive.close()
-            logs = [i for i in archive.infos if i.filename.endswith(".log") and i.file_size]
-            if logs or any(f.size_bytes for f in archive.meta.log_files):
+            if archive.has_wal:
                 return None
             files.append({f.dfs_sst_file_name: f.size_bytes for f in archive.meta.sst_files})
         return files
@@ -425,6 +425,32 @@ class RocksDBStoreReader:
     def chain_data(self, version: int) -> tuple[bytes | None, list[bytes]] | None:
         return None  # zips and SSTs are no record stream for the compiled merge
 
+    def sorted_runs(self, version: int) -> list[list[bytes]] | None:
+        """See :meth:`StoreReader.sorted_runs`: the data blocks of every SST ``version``'s
+        zip references, when the zip alone makes the version (no changelog to replay) and
+        holds no write-ahead log, and every SST is one a plain merge reads as RocksDB does
+        (:func:`sst_sorted_run`). A table the parser finds damaged or over its budget is
+        None too: RocksDB's own read then says what is wrong, as it always has."""
+        if version == 0:
+            return []
+        zip_name, replay = self._plan(version)
+        if zip_name is None or replay:
+            return None
+        archive = _Zip(self.ctx, zip_name)
+        archive.close()
+        if archive.has_wal:
+            return None
+        runs = []
+        for src, _info, _local in referenced_ssts(self.ctx, archive):
+            try:
+                run = sst_sorted_run(self.ctx.fs.read(src), self.ctx.limits)
+            except ParseError:
+                return None
+            if run is None:
+                return None
+            runs.append(run)
+        return runs
+
 
 # zipfile's ways of saying an archive is damaged: a bad directory or CRC (BadZipFile), a
 # damaged deflate stream (zlib.error), an unknown method (NotImplementedError), an encrypted
@@ -450,6 +476,7 @@ class _Zip:
     """
 
     def __init__(self, ctx: StoreContext, name: str) -> None:
+        self.name = name
         self.path = ctx.join(name)
         self.limits = ctx.limits
         raw = ctx.fs.read(self.path)
@@ -475,6 +502,15 @@ class _Zip:
                 self.path, "zip has no 'metadata' entry: not a Spark RocksDB checkpoint"
             )
         self.meta = self._metadata()
+
+    @property
+    def has_wal(self) -> bool:
+        """Whether the archive holds a write-ahead log with entries (RocksDB replays it on
+        open, so its SSTs alone are not the version). Spark flushes before it checkpoints:
+        the ``.log`` it zips is empty."""
+        return any(i.filename.endswith(".log") and i.file_size for i in self.infos) or any(
+            f.size_bytes for f in self.meta.log_files
+        )
 
     def _metadata(self) -> RocksDBCheckpointMetadata:
         try:
@@ -566,6 +602,39 @@ def check_sst_budget(
     _WITHIN_BUDGET[key] = None
 
 
+def referenced_ssts(ctx: StoreContext, archive: _Zip) -> list[tuple[str, FileInfo, str]]:
+    """``(path, listing, local name)`` of every SST ``archive`` references, each present in
+    ``SSTs/`` with the size the zip's metadata records; the zip's entries checked against
+    its metadata first (a flat directory, the sizes it records, no SST inside it)."""
+    zip_path, zip_name = archive.path, archive.name
+    entries = set(archive.names)
+    for entry in entries:
+        # Spark zips a flat directory; a nested name would not restore into one.
+        if "/" in entry or entry == ".":
+            raise CorruptFile(zip_path, f"zip entry {entry!r} is not a plain file name")
+    archive.check_against_metadata()
+    sst_dir = ctx.join("SSTs")
+    present = {f.name: f for f in ctx.fs.list(sst_dir)} if ctx.fs.is_dir(sst_dir) else {}
+    found = []
+    for sst in archive.meta.sst_files:
+        src = ctx.join("SSTs", sst.dfs_sst_file_name)
+        if sst.dfs_sst_file_name not in present:
+            raise MissingVersion(src, f"SST file referenced by {zip_name} is missing")
+        info = present[sst.dfs_sst_file_name]
+        if info.size != sst.size_bytes:
+            raise CorruptFile(
+                src,
+                f"size {info.size} differs from {sst.size_bytes} "
+                f"recorded in {zip_name} (half-written upload?)",
+            )
+        if sst.local_file_name in entries:
+            raise CorruptFile(
+                zip_path, f"SST {sst.local_file_name!r} is also a file inside the zip"
+            )
+        found.append((src, info, sst.local_file_name))
+    return found
+
+
 class restored_db:
     """A zip plus its SSTs restored into a private temporary directory, opened read-only.
 
@@ -593,40 +662,16 @@ class restored_db:
 
         zip_path = self.ctx.join(self.zip_name)
         archive = _Zip(self.ctx, self.zip_name)
-        meta = archive.meta
-        entries = set(archive.names)
-        for entry in entries:
-            # Spark zips a flat directory; a nested name would not restore into one.
-            if "/" in entry or entry == ".":
-                raise CorruptFile(zip_path, f"zip entry {entry!r} is not a plain file name")
-        archive.check_against_metadata()
+        ssts = referenced_ssts(self.ctx, archive)
         self.tmp = tempfile.mkdtemp(prefix="stateglass-rocksdb-")
-        sst_dir = self.ctx.join("SSTs")
-        present = (
-            {f.name: f for f in self.ctx.fs.list(sst_dir)} if self.ctx.fs.is_dir(sst_dir) else {}
-        )
         try:
             delimiter = self.ctx.merge_delimiter
             archive.extract_to(
                 self.tmp, {"OPTIONS-": lambda data: _pin_merge_operator(data, delimiter)}
             )
             archive.close()
-            for sst in meta.sst_files:
-                src = self.ctx.join("SSTs", sst.dfs_sst_file_name)
-                if sst.dfs_sst_file_name not in present:
-                    raise MissingVersion(src, f"SST file referenced by {self.zip_name} is missing")
-                info = present[sst.dfs_sst_file_name]
-                if info.size != sst.size_bytes:
-                    raise CorruptFile(
-                        src,
-                        f"size {info.size} differs from {sst.size_bytes} "
-                        f"recorded in {self.zip_name} (half-written upload?)",
-                    )
-                if sst.local_file_name in entries:
-                    raise CorruptFile(
-                        zip_path, f"SST {sst.local_file_name!r} is also a file inside the zip"
-                    )
-                dst = os.path.join(self.tmp, sst.local_file_name)
+            for src, info, local_name in ssts:
+                dst = os.path.join(self.tmp, local_name)
                 if self.ctx.fs is LOCAL:
                     check_sst_budget(self.ctx, src, info)
                     os.symlink(os.path.abspath(src), dst)

@@ -142,6 +142,9 @@ class Delegating:
     def chain_data(self, version: int) -> tuple[bytes | None, list[bytes]] | None:
         return self.of.chain_data(version)
 
+    def sorted_runs(self, version: int) -> list[list[bytes]] | None:
+        return self.of.sorted_runs(version)
+
 
 def _delegating(provider: str) -> type[StoreReader]:
     inner = READERS[provider]
