@@ -106,13 +106,36 @@ class Rows:
                 if not table.schema.equals(self.made):
                     table = table.cast(self.made)
                 if self.filter is not None:
-                    table = table.filter(self.filter)
+                    table = kept_rows(table, self.filter)
                 yield from table.select(out.names).to_batches(max_chunksize=CHUNK_ROWS)
         except BaseException as exc:
             # DuckDB re-raises it as flattened text; the session raises this one instead.
             if self.scope.failure is None:
                 self.scope.failure = exc
             raise
+
+
+def kept_rows(table: pa.Table, flt: pc.Expression) -> pa.Table:
+    """The rows of ``table`` that ``flt`` keeps (where it is null too, the row goes, as in
+    SQL). The predicate is evaluated to a mask first: a state query's filter often keeps
+    every row, and such a table is returned as it is, where ``Table.filter`` copies it
+    whole (a tenth of a 10M-row aggregate's time)."""
+    import pyarrow.acero as acero
+    import pyarrow.compute as pc
+
+    mask = (
+        acero.Declaration.from_sequence(
+            [
+                acero.Declaration("table_source", acero.TableSourceNodeOptions(table)),
+                acero.Declaration("project", acero.ProjectNodeOptions([flt], ["kept"])),
+            ]
+        )
+        .to_table()
+        .column(0)
+    )
+    if mask.null_count == 0 and pc.all(mask).as_py() is not False:
+        return table
+    return table.filter(mask)
 
 
 class SharedTable(ds.InMemoryDataset):
