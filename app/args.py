@@ -267,8 +267,9 @@ def add_storage_args(p: argparse.ArgumentParser) -> None:
 
 def apply_storage_args(args: argparse.Namespace) -> None:
     """Configure this process's storage settings from :func:`add_storage_args`' arguments."""
-    from stateglass.app.settings import settings_of
+    from stateglass.collectors.config_file import ConfigFile
     from stateglass.collectors.remote.settings import (
+        SECTION,
         StorageSettings,
         configure,
         merge,
@@ -276,7 +277,14 @@ def apply_storage_args(args: argparse.Namespace) -> None:
         parse_size,
     )
 
-    stored = settings_of(args).storage  # the [storage] table of --config
+    if getattr(args, "config", None) is None and getattr(args, "settings", None) is None:
+        # No --config: [storage] is its default, read without the health rules' sections
+        # (a short command such as one `sql` query never judges health; they cost 12 ms).
+        stored = ConfigFile().parse(SECTION)
+    else:
+        from stateglass.app.settings import settings_of
+
+        stored = settings_of(args).storage  # the [storage] table of --config
     base = StorageSettings()
     try:
         options = merge(base.options, stored.options)

@@ -67,8 +67,9 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Every command's subparser; those that read checkpoints also take the storage options."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Every command's subparser, or ``only`` that command's; those that read checkpoints also
+    take the storage options."""
     from stateglass.app.args import add_storage_args
 
     parser = argparse.ArgumentParser(
@@ -79,10 +80,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
+        if only is not None and command.name != only:
+            continue
         command.module().add_parser(sub)
         if Reads.CHECKPOINTS in command.reads:
             add_storage_args(sub.choices[command.name])
     return parser
+
+
+def _named_command(argv: Sequence[str] | None) -> str | None:
+    """The command the arguments start with, if they do (``stateglass sql …``): argparse then
+    hands every later argument to that command's subparser, so the others need not be built,
+    nor their modules imported (tens of milliseconds of a short command's start-up). Anything
+    else (``--help``, ``--version``, a misspelt command) gets every subparser."""
+    given = sys.argv[1:] if argv is None else argv
+    if given and given[0] in COMMANDS_BY_NAME:
+        return given[0]
+    return None
 
 
 def exit_status(exc: BaseException) -> int | None:
@@ -121,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from stateglass.app.args import apply_storage_args, print_counts
     from stateglass.app.atomic import interrupted_query, signals_unwind
 
-    args = build_parser().parse_args(argv)
+    args = build_parser(_named_command(argv)).parse_args(argv)
     if threading.current_thread() is threading.main_thread():
         # Long-running commands (watch, dashboard, metrics) run for months: `kill -USR1 PID`
         # prints every thread's stack to stderr, without stopping the process.

@@ -15,6 +15,7 @@ Example::
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -214,6 +215,20 @@ def _large_binary(rows: int, buffers: tuple[bytes, bytes]) -> pa.Array:
     )
 
 
+def constant_column(value: int, count: int, int_type: pa.DataType) -> pa.Array:
+    """``count`` copies of ``value`` as a column of the signed integer type ``int_type`` (a
+    partition or batch id beside decoded rows), with no validity buffer.
+
+    Built from bytes: ``pa.array`` of a NumPy array imports ``numpy.ma`` (20 ms of a short
+    query's start-up) and ``pa.repeat`` of a scalar asks pyarrow's pandas shim, which loads
+    pandas in a process that has not."""
+    import pyarrow as pa
+
+    width = int_type.byte_width
+    data = value.to_bytes(width, sys.byteorder, signed=True) * count
+    return pa.Array.from_buffers(int_type, count, [None, pa.py_buffer(data)])
+
+
 def columnar_partition(
     codec: RowCodec,
     partition: int,
@@ -334,7 +349,6 @@ def _columnar_table(
     codec: RowCodec, partition: int, keys: pa.Array | None, values: pa.Array | None, count: int
 ) -> pa.Table | None:
     """The table of :func:`columnar_partition` from the key and value UnsafeRows."""
-    import numpy as np
     import pyarrow as pa
 
     from stateglass.parsers.columnar import decode_struct
@@ -354,7 +368,7 @@ def _columnar_table(
         return None
     if any(column is None for _, column in made):
         return None
-    pid = pa.array(np.full(count, partition, dtype=np.int32), type=pa.int32())
+    pid = constant_column(partition, count, pa.int32())
     return pa.table(
         [column for _, column in made] + [pid],
         names=[name for name, _ in made] + ["partition_id"],

@@ -210,6 +210,13 @@ class _Builder:
         self.add(entry, arrow_schema, pieces)
 
     def history(self) -> None:
+        # DuckDB binds information_schema at its first use, about 10 ms: a session without
+        # the history database attached skips it.
+        attached = self.con.execute(
+            "SELECT 1 FROM duckdb_databases() WHERE database_name = ?", [HISTORY]
+        ).fetchall()
+        if not attached:
+            return
         rows = self.con.execute(
             "SELECT table_name FROM information_schema.tables "
             "WHERE table_catalog = ? ORDER BY table_schema, table_name",

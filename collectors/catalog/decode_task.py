@@ -21,6 +21,7 @@ from stateglass.parsers.errors import ParseError
 from stateglass.parsers.state_arrow import (
     TextForm,
     change_columns,
+    constant_column,
     partition_tables,
     plain_text,
     row_chunks,
@@ -96,7 +97,6 @@ def _write(task: DecodeTask, pieces: Iterator[pa.Table], target: str) -> int:
 def _pieces(
     task: DecodeTask, reader: StoreReader, codec: RowCodec, batch: int
 ) -> Iterator[pa.Table]:
-    import numpy as np
     import pyarrow as pa
 
     version = batch + 1
@@ -110,5 +110,4 @@ def _pieces(
         return
     items = list(reader.load(version))
     for piece in partition_tables(codec, task.partition, items, task.text_form, CHUNK_ROWS):
-        ids = np.full(piece.num_rows, batch, dtype=np.int64)
-        yield piece.append_column("batch_id", pa.array(ids, type=pa.int64()))
+        yield piece.append_column("batch_id", constant_column(batch, piece.num_rows, pa.int64()))

@@ -47,6 +47,7 @@ from stateglass.parsers.state_arrow import (
     TextForm,
     arrow_schema,
     change_columns,
+    constant_column,
     row_chunks,
     state_columns,
 )
@@ -171,11 +172,9 @@ class SharedTable(ds.InMemoryDataset):
     def _made(
         self, kept: Sequence[int], scope: QueryScope, flt: pc.Expression | None, needed: Needed
     ) -> Iterator[pa.Table]:
-        import numpy as np
-
         for number in kept:
             for piece in self._pieces[number](scope, flt, needed):
-                ids = pa.array(np.full(piece.num_rows, number, dtype=np.int32), type=pa.int32())
+                ids = constant_column(number, piece.num_rows, pa.int32())
                 yield piece.append_column(TABLE_ID, ids)
 
 
@@ -380,10 +379,7 @@ def decoded_ahead(decode: Callable[[T], R], items: Sequence[T], threads: int) ->
 
 
 def _with_batch(piece: pa.Table, batch: int) -> pa.Table:
-    import numpy as np
-
-    ids = pa.array(np.full(piece.num_rows, batch, dtype=np.int64), type=pa.int64())
-    return piece.append_column(BATCH_ID, ids)
+    return piece.append_column(BATCH_ID, constant_column(batch, piece.num_rows, pa.int64()))
 
 
 def _refuse_unreadable(

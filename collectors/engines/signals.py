@@ -10,7 +10,6 @@ worker could inherit the parent's Python handler, swallow the signal, and the po
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 from collections.abc import Iterator, Sequence
@@ -39,6 +38,9 @@ def die_with_parent(parent: int) -> None:
     """For a worker that writes: the kernel kills it with SIGKILL when ``parent`` dies
     (Linux's ``PR_SET_PDEATHSIG``), so no worker writes on after a killed run; a worker
     whose parent is already gone exits. Where there is no ``prctl``, nothing changes."""
+    # Only rewrite's writers ask: every command imports this module, few need ctypes.
+    import ctypes
+
     try:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):
