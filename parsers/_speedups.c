@@ -7,6 +7,7 @@
  *   render_chain(plan, snapshot | None, deltas, partition_id) -> (parts, rows) | None
  *   binary_column(pairs, index[, strip_version]) -> (offsets, data) | None
  *   chain_columns(snapshot | None, deltas, keys, values) -> (rows, columns...) | None
+ *   lz4_stream(data, budget) -> bytes | None
  *   sst_data_blocks(table, index_block, format_version, checksum_type, budget) -> (blocks, n) | None
  *   runs_columns(runs, keys, values, strip_version) -> (rows, columns...) | None
  *   keep_freed_memory() -> bool
@@ -1407,6 +1408,101 @@ done:
 }
 
 /* ------------------------------------------------------------------------------------------
+ * lz4-java's LZ4BlockOutputStream: Spark's default codec for state files and changelogs
+ * ------------------------------------------------------------------------------------------ */
+
+#define LZ4_STREAM_HEADER 21
+#define LZ4_METHOD_RAW 0x10
+#define LZ4_METHOD_LZ4 0x20
+#define LZ4_XXH32_SEED 0x9747B28Cu
+#define LZ4_CHECKSUM_MASK 0x0FFFFFFFu
+
+/* lz4_stream(data, budget): every block of every concatenated stream in `data`, decoded
+ * into one bytes object with each block's XXH32 checked, as parsers/compression/lz4.py's
+ * decompress does; no Python call a block and no GIL while decoding. None on anything that
+ * function would raise for (a header lz4-java refuses, a cut block, no end block, a checksum
+ * mismatch, damaged LZ4, more than `budget` bytes declared): it then names the problem. */
+static PyObject *
+lz4_stream(PyObject *self, PyObject *args)
+{
+    Py_buffer in;
+    long long budget;
+    if (!PyArg_ParseTuple(args, "y*L:lz4_stream", &in, &budget))
+        return NULL;
+    const unsigned char *p = in.buf;
+    Py_ssize_t size = in.len, pos = 0;
+    long long total = 0;
+    int ended = 0;
+    PyObject *result = NULL;
+    if (size == 0)
+        goto refuse;
+    /* Every header first, as lz4-java checks it: a bomb is refused before decoding. */
+    while (pos < size) {
+        if (size - pos < LZ4_STREAM_HEADER || memcmp(p + pos, "LZ4Block", 8) != 0)
+            goto refuse;
+        unsigned char token = p[pos + 8];
+        int method = token & 0xF0;
+        int32_t clen = (int32_t)le32(p + pos + 9), olen = (int32_t)le32(p + pos + 13);
+        uint32_t check = le32(p + pos + 17);
+        if ((method != LZ4_METHOD_RAW && method != LZ4_METHOD_LZ4) ||
+            (long long)olen > (1LL << (10 + (token & 0x0F))) || olen < 0 || clen < 0 ||
+            (olen == 0) != (clen == 0) || (method == LZ4_METHOD_RAW && olen != clen))
+            goto refuse;
+        if (olen == 0) {
+            if (check != 0)
+                goto refuse;
+            ended = 1;
+            pos += LZ4_STREAM_HEADER;
+            continue;
+        }
+        ended = 0;
+        if (clen > size - pos - LZ4_STREAM_HEADER)
+            goto refuse;
+        total += olen;
+        pos += LZ4_STREAM_HEADER + clen;
+    }
+    if (!ended || total > budget || total > PY_SSIZE_T_MAX)
+        goto refuse;
+    result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
+    if (result == NULL)
+        goto done;
+    unsigned char *out = (unsigned char *)PyBytes_AS_STRING(result);
+    int clean = 1;
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t at = 0;
+    pos = 0;
+    while (pos < size) {
+        int method = p[pos + 8] & 0xF0;
+        int32_t clen = (int32_t)le32(p + pos + 9), olen = (int32_t)le32(p + pos + 13);
+        uint32_t check = le32(p + pos + 17);
+        const unsigned char *payload = p + pos + LZ4_STREAM_HEADER;
+        pos += LZ4_STREAM_HEADER + clen;
+        if (olen == 0)
+            continue;
+        if (method == LZ4_METHOD_RAW)
+            memcpy(out + at, payload, (size_t)olen);
+        else if (LZ4_decompress_safe((const char *)payload, (char *)out + at, clen, olen) != olen) {
+            clean = 0;
+            break;
+        }
+        if ((XXH32(out + at, (size_t)olen, LZ4_XXH32_SEED) & LZ4_CHECKSUM_MASK) != check) {
+            clean = 0;
+            break;
+        }
+        at += olen;
+    }
+    Py_END_ALLOW_THREADS
+    if (clean)
+        goto done;
+    Py_CLEAR(result);
+refuse:
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&in);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------------
  * RocksDB table blocks: the index walked, every data block checked and decompressed
  * ------------------------------------------------------------------------------------------ */
 
@@ -2199,6 +2295,9 @@ static PyMethodDef methods[] = {
     {"chain_columns", chain_columns, METH_VARARGS,
      "chain_columns(snapshot or None, deltas, keys, values) -> (rows, key buffers or None, "
      "value buffers or None), each (int64 offsets, data), or None if a stream is not clean."},
+    {"lz4_stream", lz4_stream, METH_VARARGS,
+     "lz4_stream(data, budget) -> every LZ4Block stream in data decoded and checked, or None "
+     "where parsers/compression/lz4.py must read it."},
     {"sst_data_blocks", sst_data_blocks, METH_VARARGS,
      "sst_data_blocks(table, index_block, format_version, checksum_type, budget) -> (blocks, "
      "bytes declared): a RocksDB table's data blocks checked and decompressed, or None "

@@ -27,6 +27,11 @@ from stateglass.parsers.compression.codec import Block, Data
 from stateglass.parsers.errors import ChecksumMismatch, CorruptData, Truncated
 from stateglass.parsers.limits import DEFAULT_LIMITS, Allowance, DecodeLimits
 
+try:
+    from stateglass.parsers import _speedups
+except ImportError:  # not built, or STATEGLASS_PURE: every block is decoded here
+    _speedups = None  # type: ignore[assignment]
+
 NAME = "lz4"
 MAGIC = b"LZ4Block"
 HEADER = struct.Struct("<8sBiiI")  # magic, token, compressed length, original length, checksum
@@ -116,6 +121,19 @@ def decompress(data: Data, limits: DecodeLimits = DEFAULT_LIMITS) -> bytes:
     declared lengths add up to more than ``limits`` allow for a file of this size (checked
     before anything is decoded), ``CorruptData`` otherwise.
     """
+    compiled = getattr(_speedups, "lz4_stream", None)
+    if compiled is not None:
+        # The same checks and result in C, a block at a time without the GIL; None: what is
+        # wrong is named by the Python reader.
+        whole = compiled(data, limits.budget(len(data)))
+        if whole is not None:
+            return whole
+    return decompress_here(data, limits)
+
+
+def decompress_here(data: Data, limits: DecodeLimits = DEFAULT_LIMITS) -> bytes:
+    """:func:`decompress` in Python, block by block: the specification the compiled reader
+    agrees with, and what names a damaged stream."""
     view = memoryview(data)
     blocks = _blocks(view)
     limits.check(NAME, sum(b[3] for b in blocks), len(view))

@@ -24,6 +24,7 @@ from stateglass.parsers.errors import (
     Truncated,
     UnsupportedFormat,
 )
+from stateglass.parsers.limits import DEFAULT_LIMITS
 from tests.parsers.state_encoders import (
     LZ4_END_BLOCK,
     SNAPPY_HEADER,
@@ -183,6 +184,43 @@ def test_lz4_short_decode_is_corrupt() -> None:
     payload = lz4.block.compress(b"a" * 100, store_size=False)
     with pytest.raises(CorruptData, match="decoded to 100 bytes"):
         lz4_codec.decompress(_block(0x25, len(payload), 200, 0, payload) + LZ4_END_BLOCK)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(
+    frames=st.lists(payloads, min_size=1, max_size=3),
+    block_size=st.sampled_from([64, 1024, 32 * 1024]),
+    damage=st.one_of(
+        st.none(), st.tuples(st.integers(0, 1 << 16), st.integers(0, 7)), st.integers(0, 1 << 16)
+    ),
+)
+def test_the_compiled_stream_reader_agrees_with_python(
+    frames: list[bytes], block_size: int, damage: tuple[int, int] | int | None
+) -> None:
+    """``decompress`` takes the compiled reader first: on any stream (several concatenated,
+    a bit flipped, cut anywhere) it gives Python's bytes, or refuses where Python raises."""
+    stream = b"".join(encode_lz4(f, block_size) for f in frames)
+    if isinstance(damage, tuple):
+        flipped = bytearray(stream)
+        flipped[damage[0] % len(stream)] ^= 1 << damage[1]
+        stream = bytes(flipped)
+    elif damage is not None:
+        stream = stream[: damage % (len(stream) + 1)]
+    compiled = pytest.importorskip("stateglass.parsers._speedups").lz4_stream
+    got = compiled(stream, DEFAULT_LIMITS.budget(len(stream)))
+    try:
+        want = lz4_codec.decompress_here(stream)
+    except ParseError:
+        assert got is None
+        return
+    assert got == want
+
+
+def test_the_compiled_stream_reader_refuses_past_its_budget() -> None:
+    stream = encode_lz4(TEXT)
+    compiled = pytest.importorskip("stateglass.parsers._speedups").lz4_stream
+    assert compiled(stream, len(TEXT)) == TEXT
+    assert compiled(stream, len(TEXT) - 1) is None
 
 
 # ---------------------------------------------------------------- zstd
