@@ -204,10 +204,15 @@ def read_state(
 
 
 def sql_limits(
-    time_limit: float | None, memory_limit: str | int | None, jobs: int | None = None
+    time_limit: float | None,
+    memory_limit: str | int | None,
+    jobs: int | None = None,
+    keep_decoded: bool = True,
 ) -> SqlLimits:
     """The per-query limits: seconds, a size (``"512MiB"``) or bytes, and the partitions
-    decoded at once; None: the default.
+    decoded at once; None: the default. ``keep_decoded``: whether the session keeps decoded
+    partitions for its next queries (a session of one query has none: keeping them would
+    only hold its memory).
 
     The command line's ``--time-limit``, ``--memory-limit`` and ``--jobs`` are read here too.
     """
@@ -224,6 +229,7 @@ def sql_limits(
         time_s=defaults.time_s if time_limit is None else time_limit,
         memory_bytes=defaults.memory_bytes if memory is None else memory,
         decoders=defaults.decoders if jobs is None else jobs,
+        cache_bytes=defaults.cache_bytes if keep_decoded else 0,
     )
 
 

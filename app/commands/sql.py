@@ -210,9 +210,11 @@ def run(args: argparse.Namespace) -> int:
     from stateglass.collectors.catalog import SqlSession
     from stateglass.collectors.checkpoints.enclosing import refuse_inside_checkpoint
 
-    limits = sql_limits(args.time_limit, args.memory_limit, args.jobs)
     history = history_path(args.db)
     text = None if args.tables else query_text(args)
+    # Only the prompt runs a next query that decoded partitions could serve.
+    prompting = text is None and not args.tables
+    limits = sql_limits(args.time_limit, args.memory_limit, args.jobs, keep_decoded=prompting)
     if text is not None and not text.strip():
         raise AppError("no SQL to run (give -e SQL, -f FILE or SQL on stdin)")
     check_output(args.format, args.output, args.time_zone)
@@ -232,7 +234,7 @@ def run(args: argparse.Namespace) -> int:
             refuse_inside_checkpoint(args.output, "-o", found)
         if spark is not None:
             refuse_inside_checkpoint(spark.folder, "--scratch", found)
-        if text is None and not args.tables:
+        if prompting:
             from stateglass.app.sql_prompt import prompt
 
             return prompt(session, args)
