@@ -1789,15 +1789,14 @@ done:
 /* One table's data blocks (decoded, in file order), walked an entry at a time. An entry is
  * shared, non_shared, value_length (varint32 each), the key's unshared bytes and the value;
  * keys are internal keys: the user key, then sequence << 8 | type (uint64, little-endian).
- * Restart offsets (uint32) and their count end a block. The current key and the one before
- * it are kept whole, in two buffers that swap. */
+ * Restart offsets (uint32) and their count end a block. The current key is kept whole; the
+ * next one only writes its unshared bytes over it. */
 typedef struct {
     const Py_buffer *blocks;
     Py_ssize_t nblocks, next;
     const unsigned char *p, *end;
-    unsigned char *key, *prev;
-    size_t klen, plen, cap, shareable;
-    int started;
+    unsigned char *key;
+    size_t klen, cap, shareable;
     const unsigned char *val;
     uint32_t vlen;
     uint64_t tag;
@@ -1819,7 +1818,8 @@ internal_cmp(const unsigned char *a, size_t alen, uint64_t atag, const unsigned 
 }
 
 /* Step to the run's next entry. 1 = an entry, 0 = the run's end, -1 = not clean (a damaged
- * block, or entries out of order), -2 = out of memory. Runs without the GIL. */
+ * block), -2 = out of memory. Runs without the GIL. The order of entries is checked by the
+ * merge, across runs. */
 static int
 run_next(Run *r)
 {
@@ -1850,21 +1850,12 @@ run_next(Run *r)
         return -1;
     if (klen > r->cap) {
         size_t cap = klen * 2;
-        unsigned char *a = PyMem_RawRealloc(r->key, cap), *b;
-        if (a == NULL)
+        unsigned char *grown = PyMem_RawRealloc(r->key, cap);
+        if (grown == NULL)
             return -2;
-        r->key = a;
-        b = PyMem_RawRealloc(r->prev, cap);
-        if (b == NULL)
-            return -2;
-        r->prev = b;
+        r->key = grown;
         r->cap = cap;
     }
-    unsigned char *swap = r->prev;
-    r->prev = r->key;
-    r->plen = r->klen;
-    r->key = swap;
-    memcpy(r->key, r->prev, shared);
     memcpy(r->key + shared, r->p, non_shared);
     r->klen = klen;
     r->shareable = klen;
@@ -1872,10 +1863,6 @@ run_next(Run *r)
     r->val = r->p + non_shared;
     r->vlen = vlen;
     r->p += (size_t)non_shared + vlen;
-    if (r->started && internal_cmp(r->prev, r->plen - 8, le64(r->prev + r->plen - 8), r->key,
-                                   klen - 8, r->tag) >= 0)
-        return -1;
-    r->started = 1;
     return 1;
 }
 
@@ -1955,9 +1942,11 @@ column_free(Column *c)
  * highest sequence number decides (a value is a row, a deletion none). The live rows' keys
  * and values go into `keys` and `values` (either NULL: not wanted), past a leading version
  * byte 0 on both sides when `strip`. 1 = merged, 0 = not clean (an entry that is neither a
- * value nor a deletion, such as a merge operand; two entries of one key with one sequence
- * number; a pair not starting with byte 0 under `strip`; a damaged run), -2 = out of
- * memory. Runs without the GIL. */
+ * value nor a deletion, such as a merge operand; an older entry of a key before a newer
+ * one, or two with one sequence number; user keys out of order; a pair not starting with
+ * byte 0 under `strip`; a damaged run), -2 = out of memory. Runs without the GIL. Every run
+ * out of order somewhere puts a key on top of the heap after a greater one, or an older
+ * entry of a key before a newer: both are refused. */
 static int
 runs_merge(Run *runs, Py_ssize_t k, int strip, Column *keys, Column *values, Py_ssize_t *rows)
 {
@@ -1979,11 +1968,18 @@ runs_merge(Run *runs, Py_ssize_t k, int strip, Column *keys, Column *values, Py_
     }
     for (Py_ssize_t i = n / 2 - 1; i >= 0; i--)
         heap_down(heap, n, i);
+    int emitted = 0;
+    size_t last_len = 0;
     while (n > 0) {
         Run *top = heap[0];
         size_t ulen = top->klen - 8;
         uint64_t seq = top->tag >> 8;
         unsigned char type = (unsigned char)(top->tag & 0xff);
+        if (emitted && internal_cmp(last, last_len, 0, top->key, ulen, 0) >= 0) {
+            rc = 0; /* a key after a greater one: a run is out of order */
+            goto done;
+        }
+        emitted = 1;
         if (type == TYPE_VALUE) {
             const unsigned char *key = top->key, *val = top->val;
             size_t klen = ulen, vlen = top->vlen;
@@ -2016,6 +2012,7 @@ runs_merge(Run *runs, Py_ssize_t k, int strip, Column *keys, Column *values, Py_
         }
         if (ulen)
             memcpy(last, top->key, ulen);
+        last_len = ulen;
         /* Every older entry of this key, in any run, is shadowed: step past them all. */
         int first = 1;
         while (n > 0) {
@@ -2023,8 +2020,8 @@ runs_merge(Run *runs, Py_ssize_t k, int strip, Column *keys, Column *values, Py_
             if (!first) {
                 if (r->klen - 8 != ulen || (ulen && memcmp(r->key, last, ulen) != 0))
                     break;
-                if ((r->tag >> 8) == seq) {
-                    rc = 0;
+                if ((r->tag >> 8) >= seq) {
+                    rc = 0; /* a tie, or an older entry of the key before this newer one */
                     goto done;
                 }
             }
@@ -2142,10 +2139,8 @@ runs_columns(PyObject *self, PyObject *args)
 done:
     for (Py_ssize_t i = 0; i < held; i++)
         PyBuffer_Release(&views[i]);
-    for (Py_ssize_t i = 0; runs != NULL && i < k; i++) {
+    for (Py_ssize_t i = 0; runs != NULL && i < k; i++)
         PyMem_RawFree(runs[i].key);
-        PyMem_RawFree(runs[i].prev);
-    }
     for (Py_ssize_t i = 0; inner != NULL && i < k; i++)
         Py_XDECREF(inner[i]);
     PyMem_Free(views);
