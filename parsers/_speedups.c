@@ -7,6 +7,7 @@
  *   render_chain(plan, snapshot | None, deltas, partition_id) -> (parts, rows) | None
  *   binary_column(pairs, index[, strip_version]) -> (offsets, data) | None
  *   chain_columns(snapshot | None, deltas, keys, values) -> (rows, columns...) | None
+ *   fixed_struct(offsets, data, first, rows, sizes) -> [(values, validity, nulls)] | None
  *   lz4_stream(data, budget) -> bytes | None
  *   sst_data_blocks(table, index_block, format_version, checksum_type, budget) -> (blocks, n) | None
  *   runs_columns(runs, keys, values, strip_version) -> (rows, columns...) | None
@@ -1408,6 +1409,109 @@ done:
 }
 
 /* ------------------------------------------------------------------------------------------
+ * UnsafeRows of fixed-width fields, as Arrow columns
+ * ------------------------------------------------------------------------------------------ */
+
+/* fixed_struct(offsets, data, first, rows, sizes): the fields of `rows` UnsafeRows (Arrow
+ * large_binary buffers: int64 offsets from index `first`, and the bytes), every field a
+ * fixed-width value of sizes[i] bytes (1, 2, 4 or 8) in its slot, as Arrow buffers: per
+ * field (values, validity or None, null count), as parsers/columnar.py's numpy path makes
+ * them. None when a row is shorter than its null bitset and slots (that path then decides).
+ * The rows are read without the GIL. */
+static PyObject *
+fixed_struct(PyObject *self, PyObject *args)
+{
+    Py_buffer offsets, data;
+    Py_ssize_t first, n;
+    PyObject *sizes_arg;
+    if (!PyArg_ParseTuple(args, "y*y*nnO!:fixed_struct", &offsets, &data, &first, &n,
+                          &PyTuple_Type, &sizes_arg))
+        return NULL;
+    PyObject *result = NULL, *values = NULL, *valid = NULL;
+    Py_ssize_t nfields = PyTuple_GET_SIZE(sizes_arg);
+    int sizes[64];
+    if (nfields < 1 || nfields > 64 || first < 0 || n < 0 ||
+        (first + n + 1) * (Py_ssize_t)sizeof(int64_t) > offsets.len) {
+        PyErr_SetString(PyExc_ValueError, "fixed_struct: 1 to 64 fields, offsets for every row");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < nfields; i++) {
+        long size = PyLong_AsLong(PyTuple_GET_ITEM(sizes_arg, i));
+        if (size != 1 && size != 2 && size != 4 && size != 8) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "fixed_struct: sizes are 1, 2, 4 or 8");
+            goto done;
+        }
+        sizes[i] = (int)size;
+    }
+    values = PyList_New(nfields);
+    valid = values == NULL ? NULL : PyList_New(nfields);
+    if (valid == NULL)
+        goto done;
+    Py_ssize_t bitmap = (n + 7) / 8;
+    for (Py_ssize_t i = 0; i < nfields; i++) {
+        PyObject *v = PyBytes_FromStringAndSize(NULL, n * sizes[i]);
+        if (v == NULL)
+            goto done;
+        PyList_SET_ITEM(values, i, v);
+        PyObject *b = PyBytes_FromStringAndSize(NULL, bitmap);
+        if (b == NULL)
+            goto done;
+        memset(PyBytes_AS_STRING(b), 0, (size_t)bitmap);
+        PyList_SET_ITEM(valid, i, b);
+    }
+    const int64_t *at = (const int64_t *)offsets.buf + first;
+    const unsigned char *bytes = data.buf;
+    Py_ssize_t words = (nfields + 63) / 64, width = 8 * (words + nfields);
+    Py_ssize_t nulls[64] = {0};
+    unsigned char *out[64], *bits[64];
+    for (Py_ssize_t i = 0; i < nfields; i++) {
+        out[i] = (unsigned char *)PyBytes_AS_STRING(PyList_GET_ITEM(values, i));
+        bits[i] = (unsigned char *)PyBytes_AS_STRING(PyList_GET_ITEM(valid, i));
+    }
+    int clean = 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r = 0; r < n; r++) {
+        int64_t start = at[r], stop = at[r + 1];
+        if (start < 0 || stop > data.len || stop - start < width) {
+            clean = 0;
+            break;
+        }
+        const unsigned char *row = bytes + start;
+        for (Py_ssize_t i = 0; i < nfields; i++) {
+            memcpy(out[i] + r * sizes[i], row + 8 * (words + i), (size_t)sizes[i]);
+            if ((le64(row + 8 * (i >> 6)) >> (i & 63)) & 1)
+                nulls[i]++;
+            else
+                bits[i][r >> 3] |= (unsigned char)(1u << (r & 7));
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (!clean) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    result = PyList_New(nfields);
+    if (result == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < nfields; i++) {
+        PyObject *bits = nulls[i] ? PyList_GET_ITEM(valid, i) : Py_None;
+        PyObject *field = Py_BuildValue("(OOn)", PyList_GET_ITEM(values, i), bits, nulls[i]);
+        if (field == NULL) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyList_SET_ITEM(result, i, field);
+    }
+done:
+    Py_XDECREF(values);
+    Py_XDECREF(valid);
+    PyBuffer_Release(&offsets);
+    PyBuffer_Release(&data);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------------
  * lz4-java's LZ4BlockOutputStream: Spark's default codec for state files and changelogs
  * ------------------------------------------------------------------------------------------ */
 
@@ -2290,6 +2394,9 @@ static PyMethodDef methods[] = {
     {"chain_columns", chain_columns, METH_VARARGS,
      "chain_columns(snapshot or None, deltas, keys, values) -> (rows, key buffers or None, "
      "value buffers or None), each (int64 offsets, data), or None if a stream is not clean."},
+    {"fixed_struct", fixed_struct, METH_VARARGS,
+     "fixed_struct(offsets, data, first, rows, sizes) -> per field (values, validity or None, "
+     "null count) of UnsafeRows of fixed-width fields, or None if a row is too short."},
     {"lz4_stream", lz4_stream, METH_VARARGS,
      "lz4_stream(data, budget) -> every LZ4Block stream in data decoded and checked, or None "
      "where parsers/compression/lz4.py must read it."},

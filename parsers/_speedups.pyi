@@ -22,6 +22,14 @@ def binary_column(
 def chain_columns(
     snapshot: bytes | None, deltas: list[bytes], keys: bool, values: bool, /
 ) -> tuple[int, tuple[bytes, bytes] | None, tuple[bytes, bytes] | None] | None: ...
+def fixed_struct(
+    offsets: bytes | memoryview,
+    data: bytes | memoryview,
+    first: int,
+    rows: int,
+    sizes: tuple[int, ...],
+    /,
+) -> list[tuple[bytes, bytes | None, int]] | None: ...
 def lz4_stream(data: bytes | memoryview, budget: int, /) -> bytes | None: ...
 def sst_data_blocks(
     table: bytes, index_block: bytes, format_version: int, checksum_type: int, budget: int, /

@@ -46,6 +46,11 @@ from stateglass.parsers.sparktypes import (
 )
 from stateglass.parsers.unsaferow import MAX_LONG_DIGITS
 
+try:
+    from stateglass.parsers import _speedups
+except ImportError:  # not built, or STATEGLASS_PURE: every struct takes the numpy path
+    _speedups = None  # type: ignore[assignment]
+
 __all__ = ["arrow_type", "decode_struct", "supported", "unique_names"]
 
 # Spark atomic type -> numpy dtype of its first bytes in the slot (Arrow's type: arrow_type).
@@ -99,12 +104,37 @@ def decode_struct(schema: StructType, rows: pa.Array) -> pa.StructArray | None:
     n = len(rows)
     offsets = np.frombuffer(offsets_buf, dtype=np.int64)[rows.offset : rows.offset + n + 1]
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else _EMPTY
+    fixed = _fixed_fields(schema, offsets_buf, data_buf, rows.offset, n)
+    if fixed is not None:
+        return _struct_array(schema, n, fixed, None)
     start, stop = offsets[:-1], offsets[1:]
     try:
         children = _struct_fields(schema, data, start, stop, stop)
     except _Fallback:
         return None
     return _struct_array(schema, n, children, None)
+
+
+def _fixed_fields(
+    schema: StructType, offsets: pa.Buffer, data: pa.Buffer | None, first: int, n: int
+) -> list[pa.Array] | None:
+    """The columns of a struct whose every field is fixed-width (an aggregate's counts and
+    sums, say), each slot's value copied in C without the GIL; None where that does not
+    apply (no compiled module, another field type, a row too short: the numpy path)."""
+    compiled = getattr(_speedups, "fixed_struct", None)
+    found = [_fixed(f.data_type) for f in schema.fields]
+    if compiled is None or data is None or not found or len(found) > 64 or None in found:
+        return None
+    kinds = [kind for kind in found if kind is not None]
+    made = compiled(offsets, data, first, n, tuple(np.dtype(d).itemsize for _, d in kinds))
+    if made is None:
+        return None
+    return [
+        pa.Array.from_buffers(
+            typ, n, [None if bits is None else pa.py_buffer(bits), pa.py_buffer(values)], nulls
+        )
+        for (typ, _), (values, bits, nulls) in zip(kinds, made, strict=True)
+    ]
 
 
 _EMPTY = np.zeros(0, dtype=np.uint8)
