@@ -148,10 +148,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         start_from_env(args.command)
     reads_checkpoints = Reads.CHECKPOINTS in command.reads
-    if argv is None and args.command == "sql" and args.engine != "spark":
+    if argv is None:
         # NumPy's OpenBLAS starts a thread per core as it loads, which spins for a while
-        # after each use; nothing here does linear algebra, and the decoders want the cores.
+        # after each use; nothing here does linear algebra, and the decoders want the cores
+        # (it was a seventh of `state --format parquet`'s CPU on two cores).
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if argv is None and args.command == "sql" and args.engine != "spark":
         from stateglass.app.lean_arrow import load_datasets_without_pandas
 
         load_datasets_without_pandas()

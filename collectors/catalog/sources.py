@@ -167,7 +167,12 @@ class SharedTable(ds.InMemoryDataset):
         kept = tables_kept(self._schema, len(self._pieces), filter)
         needed = columns_needed(self._schema, columns, filter)
         pieces = self._made(kept, scope, filter, needed)
-        return Rows(self._schema, pieces, columns, filter, scope, needed)
+        # A view's own predicate (``_sg_table = k``) alone keeps every row of the tables
+        # kept: applying it again would cost a pass over each piece for nothing.
+        rows_filter = (
+            None if filter is None or _reads_only_table_id(self._schema, filter) else filter
+        )
+        return Rows(self._schema, pieces, columns, rows_filter, scope, needed)
 
     def _made(
         self, kept: Sequence[int], scope: QueryScope, flt: pc.Expression | None, needed: Needed
@@ -342,6 +347,11 @@ def columns_needed(
             if name not in needed and _filter_reads(schema, name, flt):
                 needed.add(name)
     return frozenset(needed)
+
+
+def _reads_only_table_id(schema: pa.Schema, flt: pc.Expression) -> bool:
+    """Whether ``flt`` names no column but the table number of a shared source."""
+    return not any(_filter_reads(schema, n, flt) for n in schema.names if n != TABLE_ID.name)
 
 
 def _filter_reads(schema: pa.Schema, name: str, flt: pc.Expression) -> bool:
