@@ -8,6 +8,7 @@
  *   binary_column(pairs, index[, strip_version]) -> (offsets, data) | None
  *   chain_columns(snapshot | None, deltas, keys, values) -> (rows, columns...) | None
  *   fixed_struct(offsets, data, first, rows, sizes) -> [(values, validity, nulls)] | None
+ *   gather_bytes(data, starts, sizes) -> (offsets, bytes) | None
  *   lz4_stream(data, budget) -> bytes | None
  *   sst_data_blocks(table, index_block, format_version, checksum_type, budget) -> (blocks, n) | None
  *   runs_columns(runs, keys, values, strip_version) -> (rows, columns...) | None
@@ -1511,6 +1512,57 @@ done:
     return result;
 }
 
+/* gather_bytes(data, starts, sizes): the bytes data[starts[i] : starts[i] + sizes[i]] of
+ * every row (int64 starts and sizes, native order) as Arrow large_binary buffers: (int64
+ * offsets, bytes), copied without the GIL. None when a span is outside data (the numpy
+ * path then decides). */
+static PyObject *
+gather_bytes(PyObject *self, PyObject *args)
+{
+    Py_buffer data, starts, sizes;
+    if (!PyArg_ParseTuple(args, "y*y*y*:gather_bytes", &data, &starts, &sizes))
+        return NULL;
+    PyObject *result = NULL, *offsets = NULL, *payload = NULL;
+    Py_ssize_t n = starts.len / (Py_ssize_t)sizeof(int64_t);
+    const int64_t *from = starts.buf, *size = sizes.buf;
+    if (sizes.len != starts.len || starts.len % (Py_ssize_t)sizeof(int64_t) != 0) {
+        PyErr_SetString(PyExc_ValueError, "gather_bytes: starts and sizes are int64, one a row");
+        goto done;
+    }
+    int64_t total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (size[i] < 0 || from[i] < 0 || from[i] > data.len || size[i] > data.len - from[i]) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        total += size[i];
+    }
+    offsets = PyBytes_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int64_t));
+    payload = offsets == NULL ? NULL : PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
+    if (payload == NULL)
+        goto done;
+    int64_t *at = (int64_t *)PyBytes_AS_STRING(offsets);
+    char *out = PyBytes_AS_STRING(payload);
+    const char *src = data.buf;
+    Py_BEGIN_ALLOW_THREADS
+    int64_t pos = 0;
+    at[0] = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        memcpy(out + pos, src + from[i], (size_t)size[i]);
+        pos += size[i];
+        at[i + 1] = pos;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_BuildValue("(OO)", offsets, payload);
+done:
+    Py_XDECREF(offsets);
+    Py_XDECREF(payload);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&sizes);
+    return result;
+}
+
 /* ------------------------------------------------------------------------------------------
  * lz4-java's LZ4BlockOutputStream: Spark's default codec for state files and changelogs
  * ------------------------------------------------------------------------------------------ */
@@ -2397,6 +2449,9 @@ static PyMethodDef methods[] = {
     {"fixed_struct", fixed_struct, METH_VARARGS,
      "fixed_struct(offsets, data, first, rows, sizes) -> per field (values, validity or None, "
      "null count) of UnsafeRows of fixed-width fields, or None if a row is too short."},
+    {"gather_bytes", gather_bytes, METH_VARARGS,
+     "gather_bytes(data, starts, sizes) -> (int64 offsets, bytes) of every row's span of data, "
+     "or None if a span is outside it."},
     {"lz4_stream", lz4_stream, METH_VARARGS,
      "lz4_stream(data, budget) -> every LZ4Block stream in data decoded and checked, or None "
      "where parsers/compression/lz4.py must read it."},

@@ -30,6 +30,9 @@ def fixed_struct(
     sizes: tuple[int, ...],
     /,
 ) -> list[tuple[bytes, bytes | None, int]] | None: ...
+def gather_bytes(
+    data: bytes | memoryview, starts: bytes | memoryview, sizes: bytes | memoryview, /
+) -> tuple[bytes, bytes] | None: ...
 def lz4_stream(data: bytes | memoryview, budget: int, /) -> bytes | None: ...
 def sst_data_blocks(
     table: bytes, index_block: bytes, format_version: int, checksum_type: int, budget: int, /

@@ -343,3 +343,27 @@ def test_binary_column_strips_version_bytes_or_refuses(
 @given(data=st.binary(max_size=70), seed=st.integers(-(2**31), 2**32 - 1))
 def test_murmur3_agrees(data: bytes, seed: int) -> None:
     assert _speedups.murmur3_bytes(data, seed) == _murmur3_hash_bytes(data, seed)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=st.binary(max_size=64),
+    spans=st.lists(st.tuples(st.integers(-2, 70), st.integers(-1, 70)), max_size=20),
+)
+def test_gathered_bytes_are_the_spans_or_refused(data: bytes, spans: list[tuple[int, int]]) -> None:
+    """``gather_bytes`` (a string column's values out of its rows) copies each span whole, or
+    refuses when one falls outside the data: numpy's path then decides."""
+    import array
+
+    starts = array.array("q", [s for s, _ in spans])
+    sizes = array.array("q", [n for _, n in spans])
+    got = _speedups.gather_bytes(data, starts.tobytes(), sizes.tobytes())
+    if any(n < 0 or s < 0 or s + n > len(data) for s, n in spans):
+        assert got is None
+        return
+    assert got is not None
+    offsets, payload = got
+    at = memoryview(offsets).cast("q")
+    assert [payload[at[i] : at[i + 1]] for i in range(len(spans))] == [
+        data[s : s + n] for s, n in spans
+    ]
