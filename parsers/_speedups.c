@@ -1662,28 +1662,12 @@ done:
  * RocksDB table blocks: the index walked, every data block checked and decompressed
  * ------------------------------------------------------------------------------------------ */
 
+/* A varint of at most max_shift / 7 + 1 bytes. 1 = read, 0 = cut short or too long. */
 static inline int
-varint32(const unsigned char **p, const unsigned char *end, uint32_t *out)
-{
-    uint32_t v = 0;
-    for (int shift = 0; shift <= 28; shift += 7) {
-        if (*p >= end)
-            return 0;
-        unsigned char b = *(*p)++;
-        v |= (uint32_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) {
-            *out = v;
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static inline int
-varint64(const unsigned char **p, const unsigned char *end, uint64_t *out)
+varint(const unsigned char **p, const unsigned char *end, int max_shift, uint64_t *out)
 {
     uint64_t v = 0;
-    for (int shift = 0; shift <= 63; shift += 7) {
+    for (int shift = 0; shift <= max_shift; shift += 7) {
         if (*p >= end)
             return 0;
         unsigned char b = *(*p)++;
@@ -1694,6 +1678,22 @@ varint64(const unsigned char **p, const unsigned char *end, uint64_t *out)
         }
     }
     return 0;
+}
+
+static inline int
+varint32(const unsigned char **p, const unsigned char *end, uint32_t *out)
+{
+    uint64_t v;
+    if (!varint(p, end, 28, &v) || v > UINT32_MAX)
+        return 0;
+    *out = (uint32_t)v;
+    return 1;
+}
+
+static inline int
+varint64(const unsigned char **p, const unsigned char *end, uint64_t *out)
+{
+    return varint(p, end, 63, out);
 }
 
 typedef struct {

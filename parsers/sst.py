@@ -252,7 +252,10 @@ def _data_handles(table: _Table) -> Iterator[tuple[int, int]]:
         yield offset, size
 
 
-def _block_keys(block: bytes, out: list[bytes]) -> None:
+def _entries(block: bytes, what: str, at: int | None = None) -> Iterator[tuple[bytes, int, int]]:
+    """``(key, value start, value end)`` of every entry of a block, each key made whole from
+    the prefix it shares with the one before; a damaged entry is ``CorruptData`` naming
+    ``what``, at ``at`` (default: where the entry is)."""
     end, _ = _restarts(block)
     pos = 0
     key = b""
@@ -261,31 +264,29 @@ def _block_keys(block: bytes, out: list[bytes]) -> None:
         non_shared, pos = _varint(block, pos, end)
         value_len, pos = _varint(block, pos, end)
         if shared > len(key) or pos + non_shared + value_len > end:
-            raise CorruptData("data block entry runs past its block", pos)
+            raise CorruptData(f"{what} entry runs past its block", pos if at is None else at)
         key = key[:shared] + block[pos : pos + non_shared]
+        pos += non_shared
+        yield key, pos, pos + value_len
+        pos += value_len
+
+
+def _internal_keys(block: bytes) -> Iterator[tuple[bytes, int, int]]:
+    """:func:`_entries` of a data block, whose keys end in 8 bytes of sequence and type."""
+    for key, start, stop in _entries(block, "data block"):
         if len(key) < INTERNAL_SUFFIX:
-            raise CorruptData("internal key shorter than its 8-byte suffix", pos)
-        out.append(key[:-INTERNAL_SUFFIX])
-        pos += non_shared + value_len
+            raise CorruptData("internal key shorter than its 8-byte suffix", start)
+        yield key, start, stop
+
+
+def _block_keys(block: bytes, out: list[bytes]) -> None:
+    out.extend(key[:-INTERNAL_SUFFIX] for key, _, _ in _internal_keys(block))
 
 
 def _block_entries(block: bytes, out: list[tuple[bytes, int, bytes]]) -> None:
-    end, _ = _restarts(block)
-    pos = 0
-    key = b""
-    while pos < end:
-        shared, pos = _varint(block, pos, end)
-        non_shared, pos = _varint(block, pos, end)
-        value_len, pos = _varint(block, pos, end)
-        if shared > len(key) or pos + non_shared + value_len > end:
-            raise CorruptData("data block entry runs past its block", pos)
-        key = key[:shared] + block[pos : pos + non_shared]
-        if len(key) < INTERNAL_SUFFIX:
-            raise CorruptData("internal key shorter than its 8-byte suffix", pos)
+    for key, start, stop in _internal_keys(block):
         tag = int.from_bytes(key[-INTERNAL_SUFFIX:], "little")
-        pos += non_shared
-        out.append((key[:-INTERNAL_SUFFIX], tag, block[pos : pos + value_len]))
-        pos += value_len
+        out.append((key[:-INTERNAL_SUFFIX], tag, block[start:stop]))
 
 
 def sst_entries(
@@ -349,21 +350,7 @@ def sst_sorted_run(data: Data, limits: DecodeLimits = DEFAULT_LIMITS) -> list[by
 
 def _properties(block: bytes) -> dict[bytes, bytes]:
     """The name -> raw value of every entry of a properties block (numbers are varints)."""
-    end, _ = _restarts(block)
-    pos = 0
-    name = b""
-    found: dict[bytes, bytes] = {}
-    while pos < end:
-        shared, pos = _varint(block, pos, end)
-        non_shared, pos = _varint(block, pos, end)
-        value_len, pos = _varint(block, pos, end)
-        if shared > len(name) or pos + non_shared + value_len > end:
-            raise CorruptData("properties entry runs past its block", pos)
-        name = name[:shared] + block[pos : pos + non_shared]
-        pos += non_shared
-        found[name] = block[pos : pos + value_len]
-        pos += value_len
-    return found
+    return {name: block[start:stop] for name, start, stop in _entries(block, "properties")}
 
 
 def sst_keys(data: Data, limits: DecodeLimits = DEFAULT_LIMITS) -> list[bytes]:
@@ -394,20 +381,10 @@ def _meta_handles(table: _Table) -> Iterator[tuple[bytes, int, int]]:
     """(name, offset, size) of every block the metaindex names (its keys are whole: restart
     interval 1, values are block handles)."""
     block = table.block(*table.metaindex, "metaindex block")
-    end, _ = _restarts(block)
-    pos = 0
-    name = b""
-    while pos < end:
-        shared, pos = _varint(block, pos, end)
-        non_shared, pos = _varint(block, pos, end)
-        value_len, pos = _varint(block, pos, end)
-        if shared > len(name) or pos + non_shared + value_len > end:
-            raise CorruptData("metaindex entry runs past its block", table.metaindex[0])
-        name = name[:shared] + block[pos : pos + non_shared]
-        offset, p = _varint(block, pos + non_shared, end)
-        size, _ = _varint(block, p, end)
+    for name, start, stop in _entries(block, "metaindex", table.metaindex[0]):
+        offset, p = _varint(block, start, stop)
+        size, _ = _varint(block, p, stop)
         yield name, offset, size
-        pos += non_shared + value_len
 
 
 @dataclass(frozen=True)

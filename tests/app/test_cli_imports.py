@@ -122,9 +122,10 @@ NOT_FOR_A_SQL_QUERY = (
 )
 
 
-def test_sql_process_imports_no_pandas() -> None:
+def sql_process(query: str) -> tuple[list[str], set[str]]:
+    """The CSV lines a whole ``stateglass sql`` process prints for ``query`` on the HDFS
+    aggregation sample, and the modules it had loaded when it ended."""
     cp = SAMPLES / "spark-4.3" / "agg-hdfs"
-    query = "SELECT count(*) AS n FROM agg_hdfs.op0_default WHERE value.count > 0"
     out = subprocess.run(
         [sys.executable, "-c", SQL_PROBE, "sql", str(cp), "-e", query, "--format", "csv"],
         capture_output=True,
@@ -133,23 +134,21 @@ def test_sql_process_imports_no_pandas() -> None:
     ).stdout.splitlines()
     found = json.loads(out[-1])
     assert found["status"] == 0
-    assert out[:2] == ["n", "14"]
-    modules = set(found["modules"])
+    return out[:-1], set(found["modules"])
+
+
+def test_sql_process_imports_no_pandas() -> None:
+    lines, modules = sql_process(
+        "SELECT count(*) AS n FROM agg_hdfs.op0_default WHERE value.count > 0"
+    )
+    assert lines[:2] == ["n", "14"]
     assert "pyarrow.dataset" in modules
     assert sorted(m for m in ("pandas", "plotly", "streamlit") if m in modules) == []
 
 
 def test_a_short_sql_query_imports_only_what_it_reads() -> None:
-    cp = SAMPLES / "spark-4.3" / "agg-hdfs"
-    query = "SELECT count(*) AS n FROM agg_hdfs.op0_default WHERE partition_id = 0"
-    out = subprocess.run(
-        [sys.executable, "-c", SQL_PROBE, "sql", str(cp), "-e", query, "--format", "csv"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.splitlines()
-    found = json.loads(out[-1])
-    assert found["status"] == 0
-    assert out[0] == "n"
-    modules = set(found["modules"])
+    lines, modules = sql_process(
+        "SELECT count(*) AS n FROM agg_hdfs.op0_default WHERE partition_id = 0"
+    )
+    assert lines[0] == "n"
     assert sorted(m for m in NOT_FOR_A_SQL_QUERY if m in modules) == []
