@@ -38,6 +38,57 @@
 #endif
 
 /* ------------------------------------------------------------------------------------------
+ * Buffers handed to Python as they are
+ * ------------------------------------------------------------------------------------------ */
+
+/* Bytes a loop filled in its own memory, read through the buffer protocol (pyarrow's
+ * py_buffer takes them without a copy) and freed with the last reference. A column of a
+ * partition is megabytes: copying it into a bytes object costs a tenth of the merge. */
+typedef struct {
+    PyObject_HEAD
+    void *data;
+    Py_ssize_t len;
+} OwnedBytes;
+
+static int
+owned_getbuffer(PyObject *self, Py_buffer *view, int flags)
+{
+    OwnedBytes *o = (OwnedBytes *)self;
+    return PyBuffer_FillInfo(view, self, o->data, o->len, 1, flags);
+}
+
+static void
+owned_dealloc(PyObject *self)
+{
+    PyMem_RawFree(((OwnedBytes *)self)->data);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyBufferProcs owned_as_buffer = {owned_getbuffer, NULL};
+
+static PyTypeObject OwnedBytesType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "stateglass.parsers._speedups.OwnedBytes",
+    .tp_basicsize = sizeof(OwnedBytes),
+    .tp_dealloc = owned_dealloc,
+    .tp_as_buffer = &owned_as_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Bytes a compiled loop made, read through the buffer protocol.",
+};
+
+/* `len` bytes at `data` (from PyMem_RawMalloc, not NULL), owned by the new object from
+ * here on; NULL with a Python error, `data` then still the caller's. */
+static PyObject *
+owned_bytes(void *data, Py_ssize_t len)
+{
+    OwnedBytes *o = PyObject_New(OwnedBytes, &OwnedBytesType);
+    if (o == NULL)
+        return NULL;
+    o->data = data;
+    o->len = len;
+    return (PyObject *)o;
+}
+
+/* ------------------------------------------------------------------------------------------
  * Record streams: keySize:int32BE key valueSize:int32BE value ... -1:int32BE
  * ------------------------------------------------------------------------------------------ */
 
@@ -397,6 +448,17 @@ le64(const unsigned char *p)
     uint64_t v;
     memcpy(&v, p, 8);
 #if PY_BIG_ENDIAN
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
+static inline uint64_t
+be64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+#if !PY_BIG_ENDIAN
     v = __builtin_bswap64(v);
 #endif
     return v;
@@ -1074,6 +1136,10 @@ typedef struct {
      * rarely has to look at an entry (a cache miss each in a big partition). */
     uint64_t *slots;
     size_t mask;
+    /* The entries the table may come to hold: those it holds, and one for each record of
+     * the files still to merge, at the record size seen so far. A table that must grow
+     * grows to that at once (deltas of new keys would have it re-hashed twice a file). */
+    size_t expect;
 } Table;
 
 #define SLOT_TAG(h) ((h) & 0xFFFFFFFF00000000ULL)
@@ -1118,25 +1184,26 @@ table_grow(Table *t, size_t want)
     return 0;
 }
 
-/* Record the newest value of key (vlen -1: removed). 0 = done, -1 = out of memory (no Python
- * error set: a merge runs without the GIL). */
+/* Record the newest value of rec's key (vlen -1: removed), its hash already taken. 0 = done,
+ * -1 = out of memory (no Python error set: a merge runs without the GIL). */
 static int
-table_set(Table *t, const unsigned char *key, int32_t klen, const unsigned char *val,
-          int32_t vlen)
+table_set(Table *t, const Entry *rec)
 {
+    size_t want = t->expect > (size_t)t->n + 1 ? t->expect : (size_t)t->n + 1;
     if (t->slots == NULL || (size_t)(t->n + 1) * 2 > t->mask + 1) {
-        if (t->n >= 0x7fffffff || table_grow(t, 0) < 0)
+        if (t->n >= 0x7fffffff || table_grow(t, 2 * want) < 0)
             return -1;
     }
-    uint64_t h = hash_bytes(key, klen);
+    uint64_t h = rec->hash;
     size_t j = (size_t)h & t->mask;
     uint64_t slot;
     while ((slot = t->slots[j]) != 0) {
         if (SLOT_TAG(slot) == SLOT_TAG(h)) {
             Entry *e = &t->entries[(slot & 0xFFFFFFFFULL) - 1];
-            if (e->hash == h && e->klen == klen && memcmp(e->key, key, (size_t)klen) == 0) {
-                e->val = val;
-                e->vlen = vlen;
+            if (e->hash == h && e->klen == rec->klen &&
+                memcmp(e->key, rec->key, (size_t)rec->klen) == 0) {
+                e->val = rec->val;
+                e->vlen = rec->vlen;
                 return 0;
             }
         }
@@ -1144,22 +1211,78 @@ table_set(Table *t, const unsigned char *key, int32_t klen, const unsigned char 
     }
     if (t->n == t->cap) {
         Py_ssize_t cap = t->cap ? t->cap * 2 : 1 << 12;
+        if ((size_t)cap < want)
+            cap = want < 0x7fffffff ? (Py_ssize_t)want : 0x7fffffff;
         Entry *entries = PyMem_RawRealloc(t->entries, (size_t)cap * sizeof(Entry));
         if (entries == NULL)
             return -1;
         t->entries = entries;
         t->cap = cap;
     }
-    t->entries[t->n] = (Entry){key, val, h, klen, vlen};
+    t->entries[t->n] = *rec;
     t->slots[j] = SLOT_TAG(h) | (uint64_t)(++t->n);
     return 0;
 }
 
+/* Records applied to a table AHEAD behind the walk that finds them. A big partition's table
+ * is several times the cache, and a record that updates a key waits on memory three times
+ * in a row: its slot, the entry the slot names, that entry's key (in an older file). So
+ * each record's slot is fetched as it is found, its entry a third of the way to its turn,
+ * and the entry's key two thirds of the way: at its turn all three are in the cache (a
+ * 10M-key chain merged ~2x as fast). The records are still applied in file order; a fetch
+ * made stale by the table growing costs only its miss. */
+#define AHEAD 24
+#define AHEAD_RING 32 /* a power of two above AHEAD */
+
+typedef struct {
+    Entry rec;
+    uint32_t guess; /* the entry the record's slot named, + 1; 0 = none */
+} Pending;
+
+typedef struct {
+    Table *t;
+    Pending ring[AHEAD_RING];
+    uint64_t found;
+} Ahead;
+
 static int
-table_visit(void *ctx, const unsigned char *k, int32_t klen, const unsigned char *v,
+ahead_visit(void *ctx, const unsigned char *k, int32_t klen, const unsigned char *v,
             int32_t vlen)
 {
-    return table_set(ctx, k, klen, v, vlen);
+    Ahead *a = ctx;
+    Table *t = a->t;
+    uint64_t i = a->found++;
+    Pending *p = &a->ring[i % AHEAD_RING];
+    p->rec = (Entry){k, v, hash_bytes(k, klen), klen, vlen};
+    p->guess = 0;
+    __builtin_prefetch(&t->slots[p->rec.hash & t->mask]);
+    if (i >= AHEAD / 3) {
+        Pending *q = &a->ring[(i - AHEAD / 3) % AHEAD_RING];
+        uint64_t slot = t->slots[q->rec.hash & t->mask];
+        if (slot != 0 && SLOT_TAG(slot) == SLOT_TAG(q->rec.hash)) {
+            q->guess = (uint32_t)(slot & 0xFFFFFFFFULL);
+            __builtin_prefetch(&t->entries[q->guess - 1]);
+        }
+    }
+    if (i >= 2 * AHEAD / 3) {
+        Pending *q = &a->ring[(i - 2 * AHEAD / 3) % AHEAD_RING];
+        if (q->guess != 0 && q->guess <= t->n)
+            __builtin_prefetch(t->entries[q->guess - 1].key);
+    }
+    if (i >= AHEAD)
+        return table_set(t, &a->ring[(i - AHEAD) % AHEAD_RING].rec);
+    return 0;
+}
+
+/* Apply the records still waiting, in order. 0 = done, -1 = out of memory. */
+static int
+ahead_drain(Ahead *a)
+{
+    for (uint64_t i = a->found > AHEAD ? a->found - AHEAD : 0; i < a->found; i++)
+        if (table_set(a->t, &a->ring[i % AHEAD_RING].rec) < 0)
+            return -1;
+    a->found = 0;
+    return 0;
 }
 
 static void
@@ -1174,21 +1297,33 @@ table_free(Table *t)
 static int
 table_merge(Table *t, const Py_buffer *views, const int *held, Py_ssize_t nviews)
 {
+    Ahead ahead;
+    ahead.t = t;
+    ahead.found = 0;
+    Py_ssize_t rest = 0, walked = 0;
+    for (Py_ssize_t i = 0; i < nviews; i++)
+        rest += held[i] ? views[i].len : 0;
     for (Py_ssize_t i = 0; i < nviews; i++) {
         if (!held[i])
             continue;
+        /* At least 16 bytes a record, usually ~50: 24 until a file says. */
+        size_t record = ahead.found ? (size_t)walked / ahead.found : 24;
+        t->expect = (size_t)t->n + (size_t)rest / (record ? record : 1);
+        rest -= views[i].len;
+        walked += views[i].len;
         if (t->slots == NULL) {
             /* Sized for the first file's records (at least 16 bytes each, usually ~50):
              * growing a big table step by step re-hashes it each time. */
             if (table_grow(t, (size_t)(views[i].len / 24) + 16) < 0)
                 return -1;
         }
-        /* A snapshot holds no removals; a delta may. */
-        int rc = walk_stream(views[i].buf, views[i].len, i > 0, 0, table_visit, t);
+        /* A snapshot holds no removals; a delta may. The records of one file still
+         * waiting are applied before the next file's, in the ring's order. */
+        int rc = walk_stream(views[i].buf, views[i].len, i > 0, 0, ahead_visit, &ahead);
         if (rc <= 0)
             return rc;
     }
-    return 1;
+    return ahead_drain(&ahead) < 0 ? -1 : 1;
 }
 
 /* A chain's files held as buffers (views[0] the snapshot, unless None; then the deltas) and
@@ -1956,7 +2091,29 @@ typedef struct {
     const unsigned char *val;
     uint32_t vlen;
     uint64_t tag;
+    /* The key (numbered as the merge takes keys, from 1) and sequence number of the entry
+     * taken from this run last. */
+    Py_ssize_t taken_key;
+    uint64_t taken_seq;
 } Run;
+
+/* Two user keys in the bytewise comparator's order, eight bytes a step read as big-endian
+ * words: state keys are a few tens of bytes, on which memcmp's call costs as much as the
+ * comparing, and a merge compares each entry's key several times. */
+static inline int
+user_cmp(const unsigned char *a, size_t alen, const unsigned char *b, size_t blen)
+{
+    size_t n = alen < blen ? alen : blen;
+    for (; n >= 8; a += 8, b += 8, n -= 8) {
+        uint64_t x = be64(a), y = be64(b);
+        if (x != y)
+            return x < y ? -1 : 1;
+    }
+    for (; n > 0; a++, b++, n--)
+        if (*a != *b)
+            return *a < *b ? -1 : 1;
+    return alen < blen ? -1 : alen > blen ? 1 : 0;
+}
 
 /* RocksDB's order of internal keys (bytewise comparator): user keys ascending, then the
  * newer entry (higher sequence number) first. */
@@ -1964,12 +2121,9 @@ static inline int
 internal_cmp(const unsigned char *a, size_t alen, uint64_t atag, const unsigned char *b,
              size_t blen, uint64_t btag)
 {
-    size_t n = alen < blen ? alen : blen;
-    int c = n ? memcmp(a, b, n) : 0;
+    int c = user_cmp(a, alen, b, blen);
     if (c != 0)
         return c;
-    if (alen != blen)
-        return alen < blen ? -1 : 1;
     return atag > btag ? -1 : atag < btag ? 1 : 0;
 }
 
@@ -1996,8 +2150,13 @@ run_next(Run *r)
         r->shareable = 0; /* a block starts at a restart point */
     }
     uint32_t shared, non_shared, vlen;
-    if (!varint32(&r->p, r->end, &shared) || !varint32(&r->p, r->end, &non_shared) ||
-        !varint32(&r->p, r->end, &vlen))
+    if (r->end - r->p >= 3 && ((r->p[0] | r->p[1] | r->p[2]) & 0x80) == 0) {
+        /* All three lengths below 128, a byte each (RocksDB's own fast path). */
+        shared = r->p[0], non_shared = r->p[1], vlen = r->p[2];
+        r->p += 3;
+    }
+    else if (!varint32(&r->p, r->end, &shared) || !varint32(&r->p, r->end, &non_shared) ||
+             !varint32(&r->p, r->end, &vlen))
         return -1;
     if (shared > r->shareable || (size_t)(r->end - r->p) < (size_t)non_shared + vlen)
         return -1;
@@ -2020,6 +2179,20 @@ run_next(Run *r)
     r->vlen = vlen;
     r->p += (size_t)non_shared + vlen;
     return 1;
+}
+
+/* Take the run's head as an entry of key number `key` and step on, as run_next does;
+ * -1 too where the run holds an older entry of that key before a newer one (the merge
+ * across runs cannot see it when a third run's entry shadows both). */
+static inline int
+run_take(Run *r, Py_ssize_t key)
+{
+    uint64_t seq = r->tag >> 8;
+    if (r->taken_key == key && seq >= r->taken_seq)
+        return -1;
+    r->taken_key = key;
+    r->taken_seq = seq;
+    return run_next(r);
 }
 
 static inline int
@@ -2083,6 +2256,27 @@ column_put(Column *c, const unsigned char *bytes, size_t size)
     return 0;
 }
 
+/* Room for `rows` rows of `bytes` in all before the column first grows: a merge knows
+ * roughly what it will write (its tables' bytes), and growing a column of megabytes step by
+ * step copies it each time. 0 = done, -2 = out of memory. */
+static int
+column_reserve(Column *c, size_t rows, size_t bytes)
+{
+    int64_t *at = PyMem_RawMalloc((rows + 2) * sizeof(int64_t));
+    unsigned char *data = PyMem_RawMalloc(bytes ? bytes : 1);
+    if (at == NULL || data == NULL) {
+        PyMem_RawFree(at);
+        PyMem_RawFree(data);
+        return -2;
+    }
+    at[0] = 0;
+    c->at = at;
+    c->at_cap = rows + 2;
+    c->data = data;
+    c->cap = bytes ? bytes : 1;
+    return 0;
+}
+
 static void
 column_free(Column *c)
 {
@@ -2094,22 +2288,69 @@ column_free(Column *c)
 #define TYPE_VALUE 0x1
 #define TYPE_SINGLE_DELETION 0x7
 
-/* Merge the runs as a read of the newest state does: per user key, the entry with the
- * highest sequence number decides (a value is a row, a deletion none). The live rows' keys
- * and values go into `keys` and `values` (either NULL: not wanted), past a leading version
- * byte 0 on both sides when `strip`. 1 = merged, 0 = not clean (an entry that is neither a
- * value nor a deletion, such as a merge operand; an older entry of a key before a newer
- * one, or two with one sequence number; user keys out of order; a pair not starting with
- * byte 0 under `strip`; a damaged run), -2 = out of memory. Runs without the GIL. Every run
- * out of order somewhere puts a key on top of the heap after a greater one, or an older
- * entry of a key before a newer: both are refused. */
+/* The user key a merge emitted last (a copy: its run's key buffer moves on). */
+typedef struct {
+    unsigned char *bytes;
+    size_t len, cap;
+    uint64_t seq;
+} LastKey;
+
 static int
-runs_merge(Run *runs, Py_ssize_t k, int strip, Column *keys, Column *values, Py_ssize_t *rows)
+last_key_set(LastKey *last, const Run *r)
+{
+    size_t ulen = r->klen - 8;
+    if (ulen > last->cap) {
+        unsigned char *grown = PyMem_RawRealloc(last->bytes, ulen * 2);
+        if (grown == NULL)
+            return -2;
+        last->bytes = grown;
+        last->cap = ulen * 2;
+    }
+    if (ulen)
+        memcpy(last->bytes, r->key, ulen);
+    last->len = ulen;
+    last->seq = r->tag >> 8;
+    return 1;
+}
+
+/* The newest entry of a user key, the one that decides it: a value is a row (its key and
+ * value into `keys` and `values`, either NULL: not wanted, past a leading version byte 0
+ * on both sides when `strip`), a deletion none. 1 = taken, 0 = not clean (an entry that is
+ * neither, such as a merge operand; a pair not starting with byte 0 under `strip`),
+ * -2 = out of memory. */
+static inline int
+merge_take(const Run *top, int strip, Column *keys, Column *values, Py_ssize_t *rows)
+{
+    unsigned char type = (unsigned char)(top->tag & 0xff);
+    if (type == TYPE_DELETION || type == TYPE_SINGLE_DELETION)
+        return 1;
+    if (type != TYPE_VALUE)
+        return 0;
+    const unsigned char *key = top->key, *val = top->val;
+    size_t klen = top->klen - 8, vlen = top->vlen;
+    if (strip) {
+        if (klen == 0 || vlen == 0 || key[0] != 0 || val[0] != 0)
+            return 0;
+        key++, klen--, val++, vlen--;
+    }
+    if ((keys != NULL && column_put(keys, key, klen) < 0) ||
+        (values != NULL && column_put(values, val, vlen) < 0))
+        return -2;
+    (*rows)++;
+    return 1;
+}
+
+/* The merge of many runs: a heap of them by internal key. A run out of order somewhere puts
+ * a key on top of the heap after a greater one, or (run_take) an older entry of a key
+ * before a newer: both are refused. */
+static int
+runs_merge_heap(Run *runs, Py_ssize_t k, int strip, Column *keys, Column *values,
+                Py_ssize_t *rows)
 {
     Run **heap = PyMem_RawMalloc((size_t)(k ? k : 1) * sizeof(Run *));
-    unsigned char *last = NULL;
-    size_t last_cap = 0;
+    LastKey last = {0};
     int rc = 1;
+    Py_ssize_t emitted = 0;
     if (heap == NULL)
         return -2;
     Py_ssize_t n = 0;
@@ -2124,65 +2365,30 @@ runs_merge(Run *runs, Py_ssize_t k, int strip, Column *keys, Column *values, Py_
     }
     for (Py_ssize_t i = n / 2 - 1; i >= 0; i--)
         heap_down(heap, n, i);
-    int emitted = 0;
-    size_t last_len = 0;
     while (n > 0) {
         Run *top = heap[0];
-        size_t ulen = top->klen - 8;
-        uint64_t seq = top->tag >> 8;
-        unsigned char type = (unsigned char)(top->tag & 0xff);
-        if (emitted && internal_cmp(last, last_len, 0, top->key, ulen, 0) >= 0) {
+        if (emitted && user_cmp(last.bytes, last.len, top->key, top->klen - 8) >= 0) {
             rc = 0; /* a key after a greater one: a run is out of order */
             goto done;
         }
-        emitted = 1;
-        if (type == TYPE_VALUE) {
-            const unsigned char *key = top->key, *val = top->val;
-            size_t klen = ulen, vlen = top->vlen;
-            if (strip) {
-                if (klen == 0 || vlen == 0 || key[0] != 0 || val[0] != 0) {
-                    rc = 0;
-                    goto done;
-                }
-                key++, klen--, val++, vlen--;
-            }
-            if ((keys != NULL && column_put(keys, key, klen) < 0) ||
-                (values != NULL && column_put(values, val, vlen) < 0)) {
-                rc = -2;
-                goto done;
-            }
-            (*rows)++;
-        }
-        else if (type != TYPE_DELETION && type != TYPE_SINGLE_DELETION) {
-            rc = 0;
+        emitted++;
+        if ((rc = merge_take(top, strip, keys, values, rows)) != 1 ||
+            (rc = last_key_set(&last, top)) != 1)
             goto done;
-        }
-        if (ulen > last_cap) {
-            unsigned char *grown = PyMem_RawRealloc(last, ulen * 2);
-            if (grown == NULL) {
-                rc = -2;
-                goto done;
-            }
-            last = grown;
-            last_cap = ulen * 2;
-        }
-        if (ulen)
-            memcpy(last, top->key, ulen);
-        last_len = ulen;
         /* Every older entry of this key, in any run, is shadowed: step past them all. */
         int first = 1;
         while (n > 0) {
             Run *r = heap[0];
             if (!first) {
-                if (r->klen - 8 != ulen || (ulen && memcmp(r->key, last, ulen) != 0))
+                if (user_cmp(r->key, r->klen - 8, last.bytes, last.len) != 0)
                     break;
-                if ((r->tag >> 8) >= seq) {
+                if ((r->tag >> 8) >= last.seq) {
                     rc = 0; /* a tie, or an older entry of the key before this newer one */
                     goto done;
                 }
             }
             first = 0;
-            int got = run_next(r);
+            int got = run_take(r, emitted);
             if (got < 0) {
                 rc = got == -1 ? 0 : -2;
                 goto done;
@@ -2194,33 +2400,123 @@ runs_merge(Run *runs, Py_ssize_t k, int strip, Column *keys, Column *values, Py_
     }
 done:
     PyMem_RawFree(heap);
-    PyMem_RawFree(last);
+    PyMem_RawFree(last.bytes);
     return rc;
 }
 
-/* A column's buffers as (offsets, data) bytes; an unwanted column (NULL) is None. */
+/* The merge of a few runs (a version's tables are mostly a handful of L0 files, often
+ * holding many of the same keys): each step scans the runs' heads for the least user key,
+ * which runs hold it and its newest entry, then moves every one of them on. On four tables
+ * of 40,000 keys that is 12 ns an entry where the heap takes 20 when every key is in each,
+ * and 21 against 25 when each key is in one. Out of order is refused as the heap does it:
+ * a key after a greater one, an older entry of a key before a newer (run_take). */
+#define FEW_RUNS 8
+
+static int
+runs_merge_few(Run *runs, Py_ssize_t k, int strip, Column *keys, Column *values,
+               Py_ssize_t *rows)
+{
+    Run *live[FEW_RUNS];
+    LastKey last = {0};
+    int rc = 1;
+    Py_ssize_t emitted = 0;
+    Py_ssize_t n = 0;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        int got = run_next(&runs[i]);
+        if (got < 0)
+            return got == -1 ? 0 : -2;
+        if (got)
+            live[n++] = &runs[i];
+    }
+    while (n > 0) {
+        Run *best = live[0];
+        unsigned holders = 1;
+        for (Py_ssize_t i = 1; i < n; i++) {
+            Run *r = live[i];
+            int c = user_cmp(r->key, r->klen - 8, best->key, best->klen - 8);
+            if (c < 0) {
+                best = r;
+                holders = 1u << i;
+            }
+            else if (c == 0) {
+                holders |= 1u << i;
+                if (r->tag > best->tag)
+                    best = r;
+            }
+        }
+        uint64_t seq;
+        int c = emitted ? user_cmp(best->key, best->klen - 8, last.bytes, last.len) : 1;
+        if (c < 0) {
+            rc = 0; /* a key after a greater one: a run is out of order */
+            goto done;
+        }
+        if (c == 0) {
+            /* Older entries of the key taken last: shadowed, unless one is not older. */
+            seq = last.seq;
+            best = NULL;
+        }
+        else {
+            emitted++;
+            if ((rc = merge_take(best, strip, keys, values, rows)) != 1 ||
+                (rc = last_key_set(&last, best)) != 1)
+                goto done;
+            seq = last.seq;
+        }
+        /* Downwards: a finished run's place takes the last one, already moved on. */
+        for (Py_ssize_t i = n - 1; i >= 0; i--) {
+            if (!(holders & (1u << i)))
+                continue;
+            Run *r = live[i];
+            if (r != best && (r->tag >> 8) >= seq) {
+                rc = 0; /* a tie, or an older entry of the key before this newer one */
+                goto done;
+            }
+            int got = run_take(r, emitted);
+            if (got < 0) {
+                rc = got == -1 ? 0 : -2;
+                goto done;
+            }
+            if (!got)
+                live[i] = live[--n];
+        }
+    }
+done:
+    PyMem_RawFree(last.bytes);
+    return rc;
+}
+
+/* Merge the runs as a read of the newest state does: per user key, the entry with the
+ * highest sequence number decides (:c:func:`merge_take`). 1 = merged, 0 = not clean (what
+ * merge_take refuses; an older entry of a key before a newer one, or two with one sequence
+ * number; user keys out of order; a damaged run), -2 = out of memory. Runs without the
+ * GIL. */
+static int
+runs_merge(Run *runs, Py_ssize_t k, int strip, Column *keys, Column *values, Py_ssize_t *rows)
+{
+    if (k <= FEW_RUNS)
+        return runs_merge_few(runs, k, strip, keys, values, rows);
+    return runs_merge_heap(runs, k, strip, keys, values, rows);
+}
+
+/* A column's buffers as (offsets, data), handed over as they are (the column keeps
+ * neither); an unwanted column (NULL) is None. */
 static PyObject *
-column_buffers(const Column *c, Py_ssize_t rows)
+column_buffers(Column *c, Py_ssize_t rows)
 {
     if (c == NULL)
         return Py_NewRef(Py_None);
-    PyObject *offsets = NULL;
-    if (c->at == NULL) {
-        int64_t zero = 0;
-        offsets = PyBytes_FromStringAndSize((const char *)&zero, sizeof(zero));
-    }
-    else {
-        offsets = PyBytes_FromStringAndSize((const char *)c->at,
-                                            (rows + 1) * (Py_ssize_t)sizeof(int64_t));
-    }
+    if (c->at == NULL && column_reserve(c, 0, 0) < 0)
+        return PyErr_NoMemory();
+    PyObject *offsets = owned_bytes(c->at, (rows + 1) * (Py_ssize_t)sizeof(int64_t));
     if (offsets == NULL)
         return NULL;
-    PyObject *data = PyBytes_FromStringAndSize(c->data ? (const char *)c->data : "",
-                                               (Py_ssize_t)c->len);
+    c->at = NULL;
+    PyObject *data = owned_bytes(c->data, (Py_ssize_t)c->len);
     if (data == NULL) {
         Py_DECREF(offsets);
         return NULL;
     }
+    c->data = NULL;
     return Py_BuildValue("(NN)", offsets, data);
 }
 
@@ -2240,6 +2536,7 @@ runs_columns(PyObject *self, PyObject *args)
     if (outer == NULL)
         return NULL;
     Py_ssize_t k = PySequence_Fast_GET_SIZE(outer), held = 0, total = 0;
+    size_t bytes = 0;
     PyObject **inner = PyMem_Calloc((size_t)(k ? k : 1), sizeof(PyObject *));
     Run *runs = PyMem_Calloc((size_t)(k ? k : 1), sizeof(Run));
     Py_buffer *views = NULL;
@@ -2269,8 +2566,17 @@ runs_columns(PyObject *self, PyObject *args)
             if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(inner[i], j), &views[held],
                                    PyBUF_SIMPLE) < 0)
                 goto done;
+            bytes += (size_t)views[held].len;
             held++;
         }
+    }
+    /* A value is stored whole in its block, so the blocks' bytes bound the values; keys
+     * (prefix-compressed there) start from the same room. An entry is some 16 bytes or
+     * more: that bounds the rows, but for a few of the smallest (the offsets then grow). */
+    if ((want_keys && column_reserve(&keys, bytes / 16, bytes) < 0) ||
+        (want_values && column_reserve(&values, bytes / 16, bytes) < 0)) {
+        PyErr_NoMemory();
+        goto done;
     }
     Py_ssize_t rows = 0;
     int rc;
@@ -2487,5 +2793,7 @@ PyInit__speedups(void)
         return NULL;
     }
     crc32c_init();
+    if (PyType_Ready(&OwnedBytesType) < 0)
+        return NULL;
     return PyModule_Create(&module);
 }

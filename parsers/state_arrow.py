@@ -30,6 +30,7 @@ except ImportError:  # not built, or STATEGLASS_PURE=1: pyarrow builds the array
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from typing_extensions import Buffer
 
 # A type without an Arrow counterpart (``has_text_form``) -> its value as Spark's JSON text.
 TextForm = Callable[[DataType], Callable[[Any], Any]]
@@ -205,7 +206,7 @@ def _stripped_column(items: Sequence[tuple[bytes, bytes]], index: int) -> pa.Arr
     return None if buffers is None else _large_binary(len(items), buffers)
 
 
-def _large_binary(rows: int, buffers: tuple[bytes, bytes]) -> pa.Array:
+def _large_binary(rows: int, buffers: tuple[Buffer, Buffer]) -> pa.Array:
     """A large_binary array of ``rows`` over int64 ``offsets`` and ``data``, not copied."""
     import pyarrow as pa
 
@@ -321,7 +322,7 @@ def runs_mergeable(codec: RowCodec) -> bool:
 def _merged_tables(
     codec: RowCodec,
     partition: int,
-    merged: tuple[int, tuple[bytes, bytes] | None, tuple[bytes, bytes] | None],
+    merged: tuple[int, tuple[Buffer, Buffer] | None, tuple[Buffer, Buffer] | None],
     chunk_rows: int,
 ) -> list[pa.Table] | None:
     """The tables of a partition from the key and value buffers a compiled merge made,

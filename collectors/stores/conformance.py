@@ -60,6 +60,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -73,6 +74,9 @@ try:
     from stateglass.parsers import _speedups
 except ImportError:  # not built, or STATEGLASS_PURE: the compiled merge is not checked
     _speedups = None  # type: ignore[assignment]
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 ROW_LAYOUTS = ("hdfs", "rocksdb")
 # Names in a store directory that are no version of any provider's.
@@ -179,16 +183,16 @@ def runs(versions: list[int]) -> list[list[int]]:
 
 
 def merged_pairs(
-    rows: int, keys: tuple[bytes, bytes] | None, values: tuple[bytes, bytes] | None
+    rows: int, keys: tuple[Buffer, Buffer] | None, values: tuple[Buffer, Buffer] | None
 ) -> list[tuple[bytes, bytes]]:
     """The ``(key, value)`` rows of a compiled merge's columns, each ``(int64 offsets,
     data)`` as Arrow's large_binary buffers."""
 
-    def side(buffers: tuple[bytes, bytes] | None) -> list[bytes]:
+    def side(buffers: tuple[Buffer, Buffer] | None) -> list[bytes]:
         assert buffers is not None
         offsets, data = buffers
-        at = memoryview(offsets).cast("q")
-        return [data[at[i] : at[i + 1]] for i in range(rows)]
+        at, held = memoryview(offsets).cast("q"), memoryview(data)
+        return [bytes(held[at[i] : at[i + 1]]) for i in range(rows)]
 
     return list(zip(side(keys), side(values), strict=True))
 

@@ -269,6 +269,45 @@ def test_a_big_chain_grows_its_table() -> None:
     assert got[1].count(b"\n") == 3000 + 30_000 - 1500 - 1000
 
 
+@settings(max_examples=60, deadline=None, database=None)
+@given(
+    pool=st.integers(1, 80),
+    files=st.lists(
+        st.lists(st.tuples(st.integers(0, 79), st.booleans()), max_size=400), min_size=1, max_size=5
+    ),
+    with_snapshot=st.booleans(),
+)
+def test_long_chains_with_keys_repeated_close_together(
+    pool: int, files: list[list[tuple[int, bool]]], with_snapshot: bool
+) -> None:
+    """Records are applied some way behind the walk that finds them, their memory fetched
+    meanwhile: a key put, removed and put again a few records apart, in one file or across
+    two, and a table that grows mid-file, still merge as ``dict.update`` file by file does."""
+    key = StructType((StructField("k", AtomicType("long")),))
+    value = StructType((StructField("n", AtomicType("long")),))
+
+    def records(spec: list[tuple[int, bool]], removes: bool) -> Records:
+        return [
+            (encode_row(key, (k % pool,)), None if removes and gone else encode_row(value, (i,)))
+            for i, (k, gone) in enumerate(spec)
+        ]
+
+    snap, deltas = streams(
+        records(files[0], False) if with_snapshot else None,
+        [records(spec, True) for spec in files[with_snapshot:]],
+    )
+    assert compiled_chain(key, value, snap, deltas, 0) == python_chain(key, value, snap, deltas, 0)
+    expected = merged_pairs(snap, deltas)
+    got = _speedups.chain_columns(snap, deltas, True, True)
+    assert got is not None and expected[0] == "ok"
+    from stateglass.parsers.state_arrow import _large_binary
+
+    rows, keys, values = got
+    assert rows == len(expected[1])
+    assert _large_binary(rows, keys).to_pylist() == [k for k, _ in expected[1]]
+    assert _large_binary(rows, values).to_pylist() == [v for _, v in expected[1]]
+
+
 def test_files_that_are_not_bytes_are_a_type_error() -> None:
     key = StructType((StructField("k", AtomicType("string")),))
     chain = state_chain_encoder(key, key, "UTC")

@@ -5,6 +5,7 @@ written by RocksDB (rocksdict) with flushes and compactions between them."""
 
 from __future__ import annotations
 
+import itertools
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -277,3 +278,106 @@ def test_the_newest_entry_of_a_key_decides() -> None:
 )
 def test_what_the_merge_cannot_resolve_alone_is_refused(runs: list[list[bytes]]) -> None:
     assert merged(runs) is None
+
+
+# A version made of more tables than the merge scans in a row (eight) is merged through a
+# heap: the same cases again, with nine tables of other keys beside them.
+FILLER = [[block([(b"~%d" % i, 100 + i, 1, b"f")])] for i in range(9)]
+
+
+@pytest.mark.parametrize(
+    "runs",
+    [
+        pytest.param([[block([(b"a", 3, 1, b"x")])], [block([(b"a", 3, 1, b"y")])]], id="tie"),
+        pytest.param([[block([(b"b", 1, 1, b"x"), (b"a", 2, 1, b"y")])]], id="out-of-order"),
+        pytest.param([[block([(b"a", 1, 1, b"x"), (b"a", 2, 1, b"y")])]], id="older-first"),
+        pytest.param([[block([(b"a", 1, 2, b"operand")])]], id="merge-operand"),
+        pytest.param(
+            [[block([(b"a", 3, 0, b"")])], [block([(b"a", 1, 0, b""), (b"a", 2, 0, b"")])]],
+            id="older-first-behind-a-newer-table",
+        ),
+    ],
+)
+def test_many_tables_refuse_as_few_do(runs: list[list[bytes]]) -> None:
+    assert merged(runs) is None
+    assert merged(runs + FILLER) is None
+    assert merged(FILLER + runs) is None
+
+
+Entry = tuple[bytes, int, int, bytes]  # user key, sequence, type, value
+
+
+@st.composite
+def sorted_runs(draw: st.DrawFn) -> list[list[Entry]]:
+    """1 to 20 tables of entries over a few keys, each table in RocksDB's order (keys
+    ascending, a key's newer entries first), sequence numbers unique across them."""
+    count = draw(st.integers(1, 20))
+    entries = draw(
+        st.lists(
+            st.tuples(st.binary(max_size=3), st.sampled_from([0, 1, 1, 7]), st.binary(max_size=6)),
+            max_size=150,
+        )
+    )
+    sequences = draw(st.permutations(range(1, len(entries) + 1)))
+    runs: list[list[Entry]] = [[] for _ in range(count)]
+    for (key, kind, value), seq in zip(entries, sequences, strict=True):
+        runs[draw(st.integers(0, count - 1))].append((key, seq, kind, value))
+    for run in runs:
+        run.sort(key=lambda e: (e[0], -e[1]))
+    return runs
+
+
+def in_blocks(run: list[Entry], cuts: list[int]) -> list[bytes]:
+    """A table's entries in data blocks cut at ``cuts`` (an empty block is never written)."""
+    at = sorted({0, len(run), *(c % (len(run) + 1) for c in cuts)})
+    return [block(run[a:b]) for a, b in itertools.pairwise(at) if b > a]
+
+
+@settings(max_examples=300, deadline=None)
+@given(runs=sorted_runs(), cuts=st.lists(st.integers(0, 150), max_size=5))
+def test_any_number_of_tables_merges_to_each_keys_newest_entry(
+    runs: list[list[Entry]], cuts: list[int]
+) -> None:
+    """Whether the merge scans the tables' heads in a row or keeps a heap of them: per user
+    key the highest sequence decides (a value is a row, a deletion none), keys ascending."""
+    newest: dict[bytes, Entry] = {}
+    for entry in (e for run in runs for e in run):
+        if entry[0] not in newest or entry[1] > newest[entry[0]][1]:
+            newest[entry[0]] = entry
+    want = [(key, e[3]) for key, e in sorted(newest.items()) if e[2] == 1]
+    assert merged([in_blocks(run, cuts) for run in runs]) == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(runs=sorted_runs(), data=st.data())
+def test_a_table_out_of_order_anywhere_is_refused(
+    runs: list[list[Entry]], data: st.DataObject
+) -> None:
+    """Two neighbouring entries of one table swapped (keys descending, or a key's older entry
+    first): refused, however many tables there are."""
+    swappable = [(r, i) for r, run in enumerate(runs) for i in range(len(run) - 1)]
+    if not swappable:
+        return
+    r, i = data.draw(st.sampled_from(swappable))
+    run = runs[r]
+    run[i], run[i + 1] = run[i + 1], run[i]
+    assert merged([[block(run)] if run else [] for run in runs]) is None
+
+
+def test_merged_columns_are_read_only_and_outlive_their_tuple() -> None:
+    """The merge hands its buffers over without a copy: Arrow reads them after the result is
+    gone, and nothing writes into them."""
+    import ctypes
+    import gc
+
+    found = _speedups.runs_columns([[block([(b"k", 1, 1, b"v")])]], True, True, False)
+    assert found is not None
+    rows, (offsets, data), _ = found
+    with pytest.raises(TypeError):  # not writable
+        ctypes.c_char.from_buffer(data)
+    array = pa.Array.from_buffers(
+        pa.large_binary(), rows, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
+    del found, offsets, data
+    gc.collect()
+    assert array.to_pylist() == [b"k"]
