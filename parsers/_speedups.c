@@ -7,7 +7,7 @@
  *   render_chain(plan, snapshot | None, deltas, partition_id) -> (parts, rows) | None
  *   binary_column(pairs, index[, strip_version]) -> (offsets, data) | None
  *   chain_columns(snapshot | None, deltas, keys, values) -> (rows, columns...) | None
- *   fixed_struct(offsets, data, first, rows, sizes) -> [(values, validity, nulls)] | None
+ *   flat_struct(offsets, data, first, rows, sizes) -> [(values, validity, nulls, offsets)] | None
  *   gather_bytes(data, starts, sizes) -> (offsets, bytes) | None
  *   lz4_stream(data, budget) -> bytes | None
  *   sst_data_blocks(table, index_block, format_version, checksum_type, budget) -> (blocks, n) | None
@@ -1545,94 +1545,145 @@ done:
 }
 
 /* ------------------------------------------------------------------------------------------
- * UnsafeRows of fixed-width fields, as Arrow columns
+ * UnsafeRows of fixed-width and byte-string fields, as Arrow columns
  * ------------------------------------------------------------------------------------------ */
 
-/* fixed_struct(offsets, data, first, rows, sizes): the fields of `rows` UnsafeRows (Arrow
- * large_binary buffers: int64 offsets from index `first`, and the bytes), every field a
- * fixed-width value of sizes[i] bytes (1, 2, 4 or 8) in its slot, as Arrow buffers: per
- * field (values, validity or None, null count), as parsers/columnar.py's numpy path makes
- * them. None when a row is shorter than its null bitset and slots (that path then decides).
- * The rows are read without the GIL. */
+/* flat_struct(offsets, data, first, rows, sizes): the fields of `rows` UnsafeRows (Arrow
+ * large_binary buffers: int64 offsets from index `first`, and the bytes), as Arrow buffers,
+ * per field (values, validity or None, null count, offsets or None), as parsers/columnar.py's
+ * numpy path makes them. sizes[i] is a fixed-width field's size in its slot (1, 2, 4 or 8),
+ * or 0 for a string or binary field: its slot is (offset << 32) | size, the offset from the
+ * row's start, and it comes out as int32 offsets and the bytes (an empty span where null).
+ * None when a row is shorter than its null bitset and slots, a span runs past its row, or a
+ * field's bytes outgrow int32 offsets (that path then decides). The rows are read without
+ * the GIL; a string's UTF-8 is left for the caller to check. */
 static PyObject *
-fixed_struct(PyObject *self, PyObject *args)
+flat_struct(PyObject *self, PyObject *args)
 {
     Py_buffer offsets, data;
     Py_ssize_t first, n;
     PyObject *sizes_arg;
-    if (!PyArg_ParseTuple(args, "y*y*nnO!:fixed_struct", &offsets, &data, &first, &n,
+    if (!PyArg_ParseTuple(args, "y*y*nnO!:flat_struct", &offsets, &data, &first, &n,
                           &PyTuple_Type, &sizes_arg))
         return NULL;
-    PyObject *result = NULL, *values = NULL, *valid = NULL;
+    PyObject *result = NULL, *values = NULL, *valid = NULL, *spans = NULL;
     Py_ssize_t nfields = PyTuple_GET_SIZE(sizes_arg);
     int sizes[64];
+    int variable = 0;
     if (nfields < 1 || nfields > 64 || first < 0 || n < 0 ||
         (first + n + 1) * (Py_ssize_t)sizeof(int64_t) > offsets.len) {
-        PyErr_SetString(PyExc_ValueError, "fixed_struct: 1 to 64 fields, offsets for every row");
+        PyErr_SetString(PyExc_ValueError, "flat_struct: 1 to 64 fields, offsets for every row");
         goto done;
     }
     for (Py_ssize_t i = 0; i < nfields; i++) {
         long size = PyLong_AsLong(PyTuple_GET_ITEM(sizes_arg, i));
-        if (size != 1 && size != 2 && size != 4 && size != 8) {
+        if (size != 0 && size != 1 && size != 2 && size != 4 && size != 8) {
             if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_ValueError, "fixed_struct: sizes are 1, 2, 4 or 8");
+                PyErr_SetString(PyExc_ValueError, "flat_struct: sizes are 0, 1, 2, 4 or 8");
             goto done;
         }
         sizes[i] = (int)size;
-    }
-    values = PyList_New(nfields);
-    valid = values == NULL ? NULL : PyList_New(nfields);
-    if (valid == NULL)
-        goto done;
-    Py_ssize_t bitmap = (n + 7) / 8;
-    for (Py_ssize_t i = 0; i < nfields; i++) {
-        PyObject *v = PyBytes_FromStringAndSize(NULL, n * sizes[i]);
-        if (v == NULL)
-            goto done;
-        PyList_SET_ITEM(values, i, v);
-        PyObject *b = PyBytes_FromStringAndSize(NULL, bitmap);
-        if (b == NULL)
-            goto done;
-        memset(PyBytes_AS_STRING(b), 0, (size_t)bitmap);
-        PyList_SET_ITEM(valid, i, b);
+        variable |= size == 0;
     }
     const int64_t *at = (const int64_t *)offsets.buf + first;
     const unsigned char *bytes = data.buf;
     Py_ssize_t words = (nfields + 63) / 64, width = 8 * (words + nfields);
-    Py_ssize_t nulls[64] = {0};
-    unsigned char *out[64], *bits[64];
-    for (Py_ssize_t i = 0; i < nfields; i++) {
-        out[i] = (unsigned char *)PyBytes_AS_STRING(PyList_GET_ITEM(values, i));
-        bits[i] = (unsigned char *)PyBytes_AS_STRING(PyList_GET_ITEM(valid, i));
-    }
+    /* A first pass checks every row and sums each string field's bytes, so that the second
+     * writes into buffers sized once. */
+    int64_t totals[64] = {0};
     int clean = 1;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t r = 0; r < n; r++) {
+    for (Py_ssize_t r = 0; r < n && clean; r++) {
         int64_t start = at[r], stop = at[r + 1];
         if (start < 0 || stop > data.len || stop - start < width) {
             clean = 0;
             break;
         }
+        if (!variable)
+            continue;
         const unsigned char *row = bytes + start;
         for (Py_ssize_t i = 0; i < nfields; i++) {
-            memcpy(out[i] + r * sizes[i], row + 8 * (words + i), (size_t)sizes[i]);
-            if ((le64(row + 8 * (i >> 6)) >> (i & 63)) & 1)
-                nulls[i]++;
-            else
-                bits[i][r >> 3] |= (unsigned char)(1u << (r & 7));
+            if (sizes[i] != 0 || (le64(row + 8 * (i >> 6)) >> (i & 63)) & 1)
+                continue;
+            uint64_t slot = le64(row + 8 * (words + i));
+            int64_t size = (int64_t)(slot & 0xFFFFFFFFu);
+            if ((int64_t)(slot >> 32) + size > stop - start) {
+                clean = 0;
+                break;
+            }
+            totals[i] += size;
         }
     }
     Py_END_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < nfields && clean; i++)
+        clean = totals[i] <= INT32_MAX;
     if (!clean) {
         result = Py_NewRef(Py_None);
         goto done;
     }
+    values = PyList_New(nfields);
+    valid = values == NULL ? NULL : PyList_New(nfields);
+    spans = valid == NULL ? NULL : PyList_New(nfields);
+    if (spans == NULL)
+        goto done;
+    Py_ssize_t bitmap = (n + 7) / 8;
+    unsigned char *out[64], *bits[64];
+    int32_t *ends[64];
+    for (Py_ssize_t i = 0; i < nfields; i++) {
+        Py_ssize_t len = sizes[i] ? n * sizes[i] : (Py_ssize_t)totals[i];
+        PyObject *v = PyBytes_FromStringAndSize(NULL, len);
+        if (v == NULL)
+            goto done;
+        PyList_SET_ITEM(values, i, v);
+        out[i] = (unsigned char *)PyBytes_AS_STRING(v);
+        PyObject *b = PyBytes_FromStringAndSize(NULL, bitmap);
+        if (b == NULL)
+            goto done;
+        memset(PyBytes_AS_STRING(b), 0, (size_t)bitmap);
+        PyList_SET_ITEM(valid, i, b);
+        bits[i] = (unsigned char *)PyBytes_AS_STRING(b);
+        PyObject *e = sizes[i] ? Py_NewRef(Py_None)
+                               : PyBytes_FromStringAndSize(NULL, (n + 1) * sizeof(int32_t));
+        if (e == NULL)
+            goto done;
+        PyList_SET_ITEM(spans, i, e);
+        ends[i] = sizes[i] ? NULL : (int32_t *)PyBytes_AS_STRING(e);
+        if (ends[i] != NULL)
+            ends[i][0] = 0;
+    }
+    Py_ssize_t nulls[64] = {0};
+    int32_t filled[64] = {0};
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r = 0; r < n; r++) {
+        const unsigned char *row = bytes + at[r];
+        for (Py_ssize_t i = 0; i < nfields; i++) {
+            const unsigned char *slot = row + 8 * (words + i);
+            int null = (le64(row + 8 * (i >> 6)) >> (i & 63)) & 1;
+            if (null)
+                nulls[i]++;
+            else
+                bits[i][r >> 3] |= (unsigned char)(1u << (r & 7));
+            if (sizes[i]) {
+                memcpy(out[i] + r * sizes[i], slot, (size_t)sizes[i]);
+                continue;
+            }
+            if (!null) {
+                uint64_t span = le64(slot);
+                uint32_t size = (uint32_t)(span & 0xFFFFFFFFu);
+                memcpy(out[i] + filled[i], row + (span >> 32), size);
+                filled[i] += (int32_t)size;
+            }
+            ends[i][r + 1] = filled[i];
+        }
+    }
+    Py_END_ALLOW_THREADS
     result = PyList_New(nfields);
     if (result == NULL)
         goto done;
     for (Py_ssize_t i = 0; i < nfields; i++) {
-        PyObject *bits = nulls[i] ? PyList_GET_ITEM(valid, i) : Py_None;
-        PyObject *field = Py_BuildValue("(OOn)", PyList_GET_ITEM(values, i), bits, nulls[i]);
+        PyObject *mask = nulls[i] ? PyList_GET_ITEM(valid, i) : Py_None;
+        PyObject *field = Py_BuildValue("(OOnO)", PyList_GET_ITEM(values, i), mask, nulls[i],
+                                        PyList_GET_ITEM(spans, i));
         if (field == NULL) {
             Py_CLEAR(result);
             goto done;
@@ -1642,6 +1693,7 @@ fixed_struct(PyObject *self, PyObject *args)
 done:
     Py_XDECREF(values);
     Py_XDECREF(valid);
+    Py_XDECREF(spans);
     PyBuffer_Release(&offsets);
     PyBuffer_Release(&data);
     return result;
@@ -2752,9 +2804,10 @@ static PyMethodDef methods[] = {
     {"chain_columns", chain_columns, METH_VARARGS,
      "chain_columns(snapshot or None, deltas, keys, values) -> (rows, key buffers or None, "
      "value buffers or None), each (int64 offsets, data), or None if a stream is not clean."},
-    {"fixed_struct", fixed_struct, METH_VARARGS,
-     "fixed_struct(offsets, data, first, rows, sizes) -> per field (values, validity or None, "
-     "null count) of UnsafeRows of fixed-width fields, or None if a row is too short."},
+    {"flat_struct", flat_struct, METH_VARARGS,
+     "flat_struct(offsets, data, first, rows, sizes) -> per field (values, validity or None, "
+     "null count, int32 offsets or None) of UnsafeRows of fixed-width (size 1, 2, 4 or 8) and "
+     "string or binary (size 0) fields, or None if a row is not clean."},
     {"gather_bytes", gather_bytes, METH_VARARGS,
      "gather_bytes(data, starts, sizes) -> (int64 offsets, bytes) of every row's span of data, "
      "or None if a span is outside it."},

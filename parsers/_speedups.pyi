@@ -24,14 +24,14 @@ def binary_column(
 def chain_columns(
     snapshot: bytes | None, deltas: list[bytes], keys: bool, values: bool, /
 ) -> tuple[int, tuple[bytes, bytes] | None, tuple[bytes, bytes] | None] | None: ...
-def fixed_struct(
+def flat_struct(
     offsets: bytes | memoryview,
     data: bytes | memoryview,
     first: int,
     rows: int,
     sizes: tuple[int, ...],
     /,
-) -> list[tuple[bytes, bytes | None, int]] | None: ...
+) -> list[tuple[bytes, bytes | None, int, bytes | None]] | None: ...
 def gather_bytes(
     data: bytes | memoryview, starts: bytes | memoryview, sizes: bytes | memoryview, /
 ) -> tuple[bytes, bytes] | None: ...

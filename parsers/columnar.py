@@ -104,9 +104,9 @@ def decode_struct(schema: StructType, rows: pa.Array) -> pa.StructArray | None:
     n = len(rows)
     offsets = np.frombuffer(offsets_buf, dtype=np.int64)[rows.offset : rows.offset + n + 1]
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else _EMPTY
-    fixed = _fixed_fields(schema, offsets_buf, data_buf, rows.offset, n)
-    if fixed is not None:
-        return _struct_array(schema, n, fixed, None)
+    flat = _flat_fields(schema, offsets_buf, data_buf, rows.offset, n)
+    if flat is not None:
+        return _struct_array(schema, n, flat, None)
     start, stop = offsets[:-1], offsets[1:]
     try:
         children = _struct_fields(schema, data, start, stop, stop)
@@ -115,26 +115,52 @@ def decode_struct(schema: StructType, rows: pa.Array) -> pa.StructArray | None:
     return _struct_array(schema, n, children, None)
 
 
-def _fixed_fields(
+def _flat_fields(
     schema: StructType, offsets: pa.Buffer, data: pa.Buffer | None, first: int, n: int
 ) -> list[pa.Array] | None:
-    """The columns of a struct whose every field is fixed-width (an aggregate's counts and
-    sums, say), each slot's value copied in C without the GIL; None where that does not
-    apply (no compiled module, another field type, a row too short: the numpy path)."""
-    compiled = getattr(_speedups, "fixed_struct", None)
-    found = [_fixed(f.data_type) for f in schema.fields]
+    """The columns of a struct whose every field is fixed-width or a string or binary (an
+    aggregate's counts and sums, a key of names), each row's slots copied in C without the
+    GIL; None where that does not apply (no compiled module, another field type, a row not
+    clean: the numpy path decides)."""
+    compiled = getattr(_speedups, "flat_struct", None)
+    found = [_flat(f.data_type) for f in schema.fields]
     if compiled is None or data is None or not found or len(found) > 64 or None in found:
         return None
     kinds = [kind for kind in found if kind is not None]
-    made = compiled(offsets, data, first, n, tuple(np.dtype(d).itemsize for _, d in kinds))
+    made = compiled(offsets, data, first, n, tuple(size for _, size in kinds))
     if made is None:
         return None
-    return [
-        pa.Array.from_buffers(
-            typ, n, [None if bits is None else pa.py_buffer(bits), pa.py_buffer(values)], nulls
+    columns = []
+    for (typ, size), (values, bits, nulls, ends) in zip(kinds, made, strict=True):
+        mask = None if bits is None else pa.py_buffer(bits)
+        if size:
+            columns.append(pa.Array.from_buffers(typ, n, [mask, pa.py_buffer(values)], nulls))
+            continue
+        binary = pa.Array.from_buffers(
+            pa.binary(), n, [mask, pa.py_buffer(ends), pa.py_buffer(values)], nulls
         )
-        for (typ, _), (values, bits, nulls) in zip(kinds, made, strict=True)
-    ]
+        if typ == pa.binary():
+            columns.append(binary)
+            continue
+        try:
+            # Arrow's check is as strict as Python's decode(): malformed text goes to the
+            # Python decoder, which repairs it as Java does.
+            columns.append(binary.cast(typ))
+        except pa.ArrowInvalid:
+            return None
+    return columns
+
+
+def _flat(dt: DataType) -> tuple[Any, int] | None:
+    """A field's Arrow type and its size in the compiled loop's terms (0: a string or
+    binary); None for a type it does not take."""
+    fixed = _fixed(dt)
+    if fixed is not None:
+        typ, dtype = fixed
+        return typ, np.dtype(dtype).itemsize
+    if _is_string(dt) or (isinstance(dt, AtomicType) and dt.name == "binary"):
+        return arrow_type(dt), 0
+    return None
 
 
 _EMPTY = np.zeros(0, dtype=np.uint8)
@@ -247,7 +273,7 @@ def _field(
         return _large_decimal(dt, data, starts, sizes, nulls, mask, null_count)
     sizes[nulls] = 0
     binary = _gather_bytes(data, starts, sizes, mask, null_count)
-    if isinstance(dt, StringLikeType) or (isinstance(dt, AtomicType) and dt.name == "string"):
+    if _is_string(dt):
         try:
             # Arrow's check is as strict as Python's decode(): malformed text goes to the
             # Python decoder, which repairs it as Java does.
@@ -267,6 +293,10 @@ def _fixed(dt: DataType) -> tuple[Any, str] | None:
     else:
         return None
     return None if dtype is None else (arrow_type(dt), dtype)
+
+
+def _is_string(dt: DataType) -> bool:
+    return isinstance(dt, StringLikeType) or (isinstance(dt, AtomicType) and dt.name == "string")
 
 
 def _gather_bytes(

@@ -137,8 +137,8 @@ def test_columns_agree_with_the_python_decoder(case: Any) -> None:
     _assert_same_parquet(ours, _python_column(schema, rows))
 
 
-FIXED_TYPES = ["byte", "short", "integer", "long", "float", "double", "date", "timestamp"]
-fixed_structs = st.lists(st.sampled_from(FIXED_TYPES), min_size=1, max_size=70).map(
+FLAT_TYPES = [*columnar._FIXED, "string", "binary"]
+flat_structs = st.lists(st.sampled_from(FLAT_TYPES), min_size=1, max_size=70).map(
     lambda names: StructType(
         tuple(StructField(f"f{i}", AtomicType(n)) for i, n in enumerate(names))
     )
@@ -147,21 +147,49 @@ fixed_structs = st.lists(st.sampled_from(FIXED_TYPES), min_size=1, max_size=70).
 
 @FAST
 @given(
-    schema=fixed_structs,
+    schema=flat_structs,
     data=st.data(),
     count=st.integers(0, 20),
     skip=st.integers(0, 3),
 )
-def test_structs_of_fixed_width_fields_agree_with_the_python_decoder(
+def test_structs_of_fixed_width_and_string_fields_agree_with_the_python_decoder(
     schema: StructType, data: st.DataObject, count: int, skip: int
 ) -> None:
-    """Every field fixed-width (an aggregate's value): copied slot by slot in C, nulls and
-    all, from a slice of the rows as from the whole (up to 64 fields; more: numpy)."""
+    """Every field fixed-width or a string or binary (an aggregate's value, a key of names):
+    copied row by row in C, nulls and all, from a slice of the rows as from the whole (up
+    to 64 fields; more: numpy)."""
     rows = [encode_row(schema, draw_row(data.draw, schema)) for _ in range(count + skip)]
     sliced = pa.array(rows, type=pa.large_binary()).slice(skip)
+    _, offsets, payload = sliced.buffers()
+    compiled = columnar._flat_fields(schema, offsets, payload, sliced.offset, len(sliced))
+    if len(schema.fields) <= 64 and payload is not None:
+        assert compiled is not None
     ours = columnar.decode_struct(schema, sliced)
     assert ours is not None
     _assert_same_parquet(ours, _python_column(schema, rows[skip:]))
+
+
+@settings(max_examples=60, deadline=None, database=None)
+@given(field=st.integers(0, 2), past=st.integers(49, 1 << 20), high=st.booleans())
+def test_a_string_past_its_row_is_refused_by_the_compiled_loop(
+    field: int, past: int, high: bool
+) -> None:
+    """A span that runs past its row (by its size, or by an offset 2**30 bytes on) is not
+    read from the next row: the loop refuses, and so does the numpy path. (The row is 56
+    bytes: a span 49 bytes longer ends past it from any slot.)"""
+    schema = StructType(tuple(StructField(f"s{i}", AtomicType("string")) for i in range(3)))
+    row = bytearray(encode_row(schema, ("a", "bc", "def")))
+    slot = 8 + 8 * field
+    span = int.from_bytes(row[slot : slot + 8], "little")
+    if high:
+        span += 1 << 62
+    else:
+        span += past
+    row[slot : slot + 8] = span.to_bytes(8, "little")
+    rows = pa.array([bytes(row), encode_row(schema, ("x", "y", "z"))], type=pa.large_binary())
+    _, offsets, payload = rows.buffers()
+    assert columnar._flat_fields(schema, offsets, payload, 0, 2) is None
+    assert columnar.decode_struct(schema, rows) is None
 
 
 @FAST
