@@ -6,12 +6,12 @@
  *   render_lines(plan, pairs, partition_id[, skip]) -> (bytes, pending pair | None, rows)
  *   render_chain(plan, snapshot | None, deltas, partition_id) -> (parts, rows) | None
  *   binary_column(pairs, index[, strip_version]) -> (offsets, data) | None
- *   chain_columns(snapshot | None, deltas, keys, values) -> (rows, columns...) | None
+ *   chain_columns(snapshot | None, deltas, keys, values[, value_sizes]) -> (rows, columns...) | None
  *   flat_struct(offsets, data, first, rows, sizes) -> [(values, validity, nulls, offsets)] | None
  *   gather_bytes(data, starts, sizes) -> (offsets, bytes) | None
  *   lz4_stream(data, budget) -> bytes | None
  *   sst_data_blocks(table, index_block, format_version, checksum_type, budget) -> (blocks, n) | None
- *   runs_columns(runs, keys, values, strip_version) -> (rows, columns...) | None
+ *   runs_columns(runs, keys, values, strip_version[, value_sizes]) -> (rows, columns...) | None
  *   keep_freed_memory() -> bool
  *
  * Every function refuses rather than guesses: on anything unusual (damaged stream, a row
@@ -1509,44 +1509,158 @@ table_column(const Table *t, int side, Py_ssize_t rows)
     return Py_BuildValue("(NN)", offsets, data);
 }
 
-/* chain_columns(snapshot, deltas, keys, values): an HDFS chain merged as a dict updated file
- * by file would be (first appearance order, last record winning, removed keys gone), its
- * live rows' keys and values as Arrow columns, without a Python object a row. The merge runs
- * without the GIL, so partitions decode in parallel threads. */
-static PyObject *
-chain_columns(PyObject *self, PyObject *args)
-{
-    PyObject *snapshot, *deltas;
-    int want_keys, want_values;
-    if (!PyArg_ParseTuple(args, "OOpp:chain_columns", &snapshot, &deltas, &want_keys,
-                          &want_values))
-        return NULL;
-    Chain c = {0};
-    PyObject *result = NULL, *keys = NULL, *values = NULL;
-    int rc = chain_merge(&c, snapshot, deltas, "chain_columns: deltas must be a sequence");
-    if (rc < 0)
-        goto done;
-    if (rc == 0) {
-        result = Py_NewRef(Py_None); /* not clean: the careful parser names the problem */
-        goto done;
-    }
-    Py_ssize_t rows = 0;
-    for (Py_ssize_t i = 0; i < c.t.n; i++)
-        rows += c.t.entries[i].vlen >= 0;
-    keys = want_keys ? table_column(&c.t, 0, rows) : Py_NewRef(Py_None);
-    values = keys == NULL ? NULL : want_values ? table_column(&c.t, 1, rows) : Py_NewRef(Py_None);
-    if (values != NULL)
-        result = Py_BuildValue("(nOO)", rows, keys, values);
-done:
-    Py_XDECREF(keys);
-    Py_XDECREF(values);
-    chain_release(&c);
-    return result;
-}
-
 /* ------------------------------------------------------------------------------------------
  * UnsafeRows of fixed-width and byte-string fields, as Arrow columns
  * ------------------------------------------------------------------------------------------ */
+
+/* The field sizes of `sizes` (a tuple) into `out`: 1, 2, 4 or 8 for a fixed-width field, 0
+ * (where `variable` allows it) for a string or binary. The field count (1 to 64), or -1
+ * with a ValueError. */
+static Py_ssize_t
+field_sizes(PyObject *sizes, int *out, int variable, const char *who)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(sizes);
+    if (n < 1 || n > 64) {
+        PyErr_Format(PyExc_ValueError, "%s: 1 to 64 fields", who);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long size = PyLong_AsLong(PyTuple_GET_ITEM(sizes, i));
+        if ((size != 0 || !variable) && size != 1 && size != 2 && size != 4 && size != 8) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_ValueError, "%s: a size is %s1, 2, 4 or 8", who,
+                             variable ? "0, " : "");
+            return -1;
+        }
+        out[i] = (int)size;
+    }
+    return n;
+}
+
+/* Field i of the UnsafeRow at `row` (of `words` null-bitset words) into row r of its
+ * column: its null bit into `bits` (set: valid), and for a fixed-width field (size > 0) its
+ * slot's first `size` bytes into `out`. 1 when the field is null. */
+static inline int
+field_take(const unsigned char *row, Py_ssize_t words, Py_ssize_t i, int size,
+           unsigned char *out, unsigned char *bits, Py_ssize_t r)
+{
+    int null = (le64(row + 8 * (i >> 6)) >> (i & 63)) & 1;
+    if (!null)
+        bits[r >> 3] |= (unsigned char)(1u << (r & 7));
+    if (size)
+        memcpy(out + r * size, row + 8 * (words + i), (size_t)size);
+    return null;
+}
+
+/* The values a merge takes when every field of their rows is fixed-width: each field's
+ * column and validity (a bit set: valid), filled as the rows come, so that no column of
+ * whole rows is written only to be decoded after. `rows` so far, room for `cap`. */
+typedef struct {
+    Py_ssize_t nfields, words, width, rows, cap;
+    int sizes[64];
+    unsigned char *out[64], *bits[64];
+    Py_ssize_t nulls[64];
+} Fields;
+
+/* Room for `cap` rows (more than now). 0 = done, -2 = out of memory. */
+static int
+fields_grow(Fields *f, Py_ssize_t cap)
+{
+    size_t had = (size_t)(f->cap + 7) / 8, bytes = (size_t)(cap + 7) / 8;
+    for (Py_ssize_t i = 0; i < f->nfields; i++) {
+        unsigned char *out = PyMem_RawRealloc(f->out[i], (size_t)(cap * f->sizes[i]));
+        if (out == NULL)
+            return -2;
+        f->out[i] = out;
+        unsigned char *bits = PyMem_RawRealloc(f->bits[i], bytes);
+        if (bits == NULL)
+            return -2;
+        memset(bits + had, 0, bytes - had);
+        f->bits[i] = bits;
+    }
+    f->cap = cap;
+    return 0;
+}
+
+/* The fields of one value row. 1 = taken, 0 = a row shorter than its null bitset and
+ * slots (not clean), -2 = out of memory. */
+static inline int
+fields_put(Fields *f, const unsigned char *row, size_t len)
+{
+    if ((Py_ssize_t)len < f->width)
+        return 0;
+    if (f->rows == f->cap && fields_grow(f, f->cap * 2) < 0)
+        return -2;
+    Py_ssize_t r = f->rows++;
+    for (Py_ssize_t i = 0; i < f->nfields; i++)
+        f->nulls[i] += field_take(row, f->words, i, f->sizes[i], f->out[i], f->bits[i], r);
+    return 1;
+}
+
+/* `f` for value rows of the fields `sizes` (a tuple; fixed-width sizes only). 0, or -1
+ * with a Python error. */
+static int
+fields_setup(Fields *f, PyObject *sizes, const char *who)
+{
+    if (!PyTuple_Check(sizes)) {
+        PyErr_Format(PyExc_TypeError, "%s: value_sizes must be a tuple or None", who);
+        return -1;
+    }
+    f->nfields = field_sizes(sizes, f->sizes, 0, who);
+    if (f->nfields < 0) {
+        f->nfields = 0;
+        return -1;
+    }
+    f->words = (f->nfields + 63) / 64;
+    f->width = 8 * (f->words + f->nfields);
+    return 0;
+}
+
+static void
+fields_free(Fields *f)
+{
+    for (Py_ssize_t i = 0; i < f->nfields; i++) {
+        PyMem_RawFree(f->out[i]);
+        PyMem_RawFree(f->bits[i]);
+    }
+}
+
+/* Per field (values, validity or None, null count, None), as flat_struct gives them,
+ * handed over as they are (the Fields keeps none of them). */
+static PyObject *
+fields_buffers(Fields *f)
+{
+    PyObject *result = PyList_New(f->nfields);
+    for (Py_ssize_t i = 0; result != NULL && i < f->nfields; i++) {
+        PyObject *values = owned_bytes(f->out[i], f->rows * f->sizes[i]);
+        if (values == NULL) {
+            Py_CLEAR(result);
+            break;
+        }
+        f->out[i] = NULL;
+        PyObject *valid = Py_None;
+        if (f->nulls[i]) {
+            valid = owned_bytes(f->bits[i], (f->rows + 7) / 8);
+            if (valid == NULL) {
+                Py_DECREF(values);
+                Py_CLEAR(result);
+                break;
+            }
+            f->bits[i] = NULL;
+        }
+        else
+            Py_INCREF(valid);
+        PyObject *field = Py_BuildValue("(OOnO)", values, valid, f->nulls[i], Py_None);
+        Py_DECREF(values);
+        Py_DECREF(valid);
+        if (field == NULL) {
+            Py_CLEAR(result);
+            break;
+        }
+        PyList_SET_ITEM(result, i, field);
+    }
+    return result;
+}
 
 /* flat_struct(offsets, data, first, rows, sizes): the fields of `rows` UnsafeRows (Arrow
  * large_binary buffers: int64 offsets from index `first`, and the bytes), as Arrow buffers,
@@ -1567,24 +1681,17 @@ flat_struct(PyObject *self, PyObject *args)
                           &PyTuple_Type, &sizes_arg))
         return NULL;
     PyObject *result = NULL, *values = NULL, *valid = NULL, *spans = NULL;
-    Py_ssize_t nfields = PyTuple_GET_SIZE(sizes_arg);
     int sizes[64];
     int variable = 0;
-    if (nfields < 1 || nfields > 64 || first < 0 || n < 0 ||
-        (first + n + 1) * (Py_ssize_t)sizeof(int64_t) > offsets.len) {
-        PyErr_SetString(PyExc_ValueError, "flat_struct: 1 to 64 fields, offsets for every row");
+    Py_ssize_t nfields = field_sizes(sizes_arg, sizes, 1, "flat_struct");
+    if (nfields < 0)
+        goto done;
+    if (first < 0 || n < 0 || (first + n + 1) * (Py_ssize_t)sizeof(int64_t) > offsets.len) {
+        PyErr_SetString(PyExc_ValueError, "flat_struct: offsets for every row");
         goto done;
     }
-    for (Py_ssize_t i = 0; i < nfields; i++) {
-        long size = PyLong_AsLong(PyTuple_GET_ITEM(sizes_arg, i));
-        if (size != 0 && size != 1 && size != 2 && size != 4 && size != 8) {
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_ValueError, "flat_struct: sizes are 0, 1, 2, 4 or 8");
-            goto done;
-        }
-        sizes[i] = (int)size;
-        variable |= size == 0;
-    }
+    for (Py_ssize_t i = 0; i < nfields; i++)
+        variable |= sizes[i] == 0;
     const int64_t *at = (const int64_t *)offsets.buf + first;
     const unsigned char *bytes = data.buf;
     Py_ssize_t words = (nfields + 63) / 64, width = 8 * (words + nfields);
@@ -1657,18 +1764,12 @@ flat_struct(PyObject *self, PyObject *args)
     for (Py_ssize_t r = 0; r < n; r++) {
         const unsigned char *row = bytes + at[r];
         for (Py_ssize_t i = 0; i < nfields; i++) {
-            const unsigned char *slot = row + 8 * (words + i);
-            int null = (le64(row + 8 * (i >> 6)) >> (i & 63)) & 1;
-            if (null)
-                nulls[i]++;
-            else
-                bits[i][r >> 3] |= (unsigned char)(1u << (r & 7));
-            if (sizes[i]) {
-                memcpy(out[i] + r * sizes[i], slot, (size_t)sizes[i]);
+            int null = field_take(row, words, i, sizes[i], out[i], bits[i], r);
+            nulls[i] += null;
+            if (sizes[i])
                 continue;
-            }
             if (!null) {
-                uint64_t span = le64(slot);
+                uint64_t span = le64(row + 8 * (words + i));
                 uint32_t size = (uint32_t)(span & 0xFFFFFFFFu);
                 memcpy(out[i] + filled[i], row + (span >> 32), size);
                 filled[i] += (int32_t)size;
@@ -1696,6 +1797,75 @@ done:
     Py_XDECREF(spans);
     PyBuffer_Release(&offsets);
     PyBuffer_Release(&data);
+    return result;
+}
+
+/* The live values of a merged chain as their fields (each value row's fields fixed-width,
+ * `f` set up for them): flat_struct's fields, without a column of whole rows between. None
+ * when a row is shorter than its fields. */
+static PyObject *
+table_fields(const Table *t, Py_ssize_t rows, Fields *f)
+{
+    if (fields_grow(f, rows ? rows : 1) < 0)
+        return PyErr_NoMemory();
+    int rc = 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < t->n && rc == 1; i++) {
+        const Entry *e = &t->entries[i];
+        if (e->vlen >= 0)
+            rc = fields_put(f, e->val, (size_t)e->vlen);
+    }
+    Py_END_ALLOW_THREADS
+    if (rc == 0)
+        return Py_NewRef(Py_None);
+    return rc < 0 ? PyErr_NoMemory() : fields_buffers(f);
+}
+
+/* chain_columns(snapshot, deltas, keys, values[, value_sizes]): an HDFS chain merged as a
+ * dict updated file by file would be (first appearance order, last record winning, removed
+ * keys gone), its live rows' keys and values as Arrow columns, without a Python object a
+ * row. With value_sizes (the value rows' fields all fixed-width, their sizes as flat_struct
+ * takes them) the values come as flat_struct gives their fields. The merge runs without the
+ * GIL, so partitions decode in parallel threads. None where a stream is not clean (or, with
+ * value_sizes, a value row is too short for its fields). */
+static PyObject *
+chain_columns(PyObject *self, PyObject *args)
+{
+    PyObject *snapshot, *deltas, *sizes_arg = Py_None;
+    int want_keys, want_values;
+    if (!PyArg_ParseTuple(args, "OOpp|O:chain_columns", &snapshot, &deltas, &want_keys,
+                          &want_values, &sizes_arg))
+        return NULL;
+    Fields fields = {0};
+    int by_field = want_values && sizes_arg != Py_None;
+    if (by_field && fields_setup(&fields, sizes_arg, "chain_columns") < 0)
+        return NULL;
+    Chain c = {0};
+    PyObject *result = NULL, *keys = NULL, *values = NULL;
+    int rc = chain_merge(&c, snapshot, deltas, "chain_columns: deltas must be a sequence");
+    if (rc < 0)
+        goto done;
+    if (rc == 0) {
+        result = Py_NewRef(Py_None); /* not clean: the careful parser names the problem */
+        goto done;
+    }
+    Py_ssize_t rows = 0;
+    for (Py_ssize_t i = 0; i < c.t.n; i++)
+        rows += c.t.entries[i].vlen >= 0;
+    keys = want_keys ? table_column(&c.t, 0, rows) : Py_NewRef(Py_None);
+    values = keys == NULL     ? NULL
+             : by_field       ? table_fields(&c.t, rows, &fields)
+             : want_values    ? table_column(&c.t, 1, rows)
+                              : Py_NewRef(Py_None);
+    if (values == Py_None && by_field)
+        result = Py_NewRef(Py_None);
+    else if (values != NULL)
+        result = Py_BuildValue("(nOO)", rows, keys, values);
+done:
+    Py_XDECREF(keys);
+    Py_XDECREF(values);
+    fields_free(&fields);
+    chain_release(&c);
     return result;
 }
 
@@ -2366,12 +2536,13 @@ last_key_set(LastKey *last, const Run *r)
 }
 
 /* The newest entry of a user key, the one that decides it: a value is a row (its key and
- * value into `keys` and `values`, either NULL: not wanted, past a leading version byte 0
- * on both sides when `strip`), a deletion none. 1 = taken, 0 = not clean (an entry that is
- * neither, such as a merge operand; a pair not starting with byte 0 under `strip`),
- * -2 = out of memory. */
+ * value into `keys` and `values`, or the value's fields into `fields`; NULL: not wanted;
+ * past a leading version byte 0 on both sides when `strip`), a deletion none. 1 = taken,
+ * 0 = not clean (an entry that is neither, such as a merge operand; a pair not starting
+ * with byte 0 under `strip`; a value row too short for `fields`), -2 = out of memory. */
 static inline int
-merge_take(const Run *top, int strip, Column *keys, Column *values, Py_ssize_t *rows)
+merge_take(const Run *top, int strip, Column *keys, Column *values, Fields *fields,
+           Py_ssize_t *rows)
 {
     unsigned char type = (unsigned char)(top->tag & 0xff);
     if (type == TYPE_DELETION || type == TYPE_SINGLE_DELETION)
@@ -2388,6 +2559,11 @@ merge_take(const Run *top, int strip, Column *keys, Column *values, Py_ssize_t *
     if ((keys != NULL && column_put(keys, key, klen) < 0) ||
         (values != NULL && column_put(values, val, vlen) < 0))
         return -2;
+    if (fields != NULL) {
+        int rc = fields_put(fields, val, vlen);
+        if (rc != 1)
+            return rc;
+    }
     (*rows)++;
     return 1;
 }
@@ -2397,7 +2573,7 @@ merge_take(const Run *top, int strip, Column *keys, Column *values, Py_ssize_t *
  * before a newer: both are refused. */
 static int
 runs_merge_heap(Run *runs, Py_ssize_t k, int strip, Column *keys, Column *values,
-                Py_ssize_t *rows)
+                Fields *fields, Py_ssize_t *rows)
 {
     Run **heap = PyMem_RawMalloc((size_t)(k ? k : 1) * sizeof(Run *));
     LastKey last = {0};
@@ -2424,7 +2600,7 @@ runs_merge_heap(Run *runs, Py_ssize_t k, int strip, Column *keys, Column *values
             goto done;
         }
         emitted++;
-        if ((rc = merge_take(top, strip, keys, values, rows)) != 1 ||
+        if ((rc = merge_take(top, strip, keys, values, fields, rows)) != 1 ||
             (rc = last_key_set(&last, top)) != 1)
             goto done;
         /* Every older entry of this key, in any run, is shadowed: step past them all. */
@@ -2466,7 +2642,7 @@ done:
 
 static int
 runs_merge_few(Run *runs, Py_ssize_t k, int strip, Column *keys, Column *values,
-               Py_ssize_t *rows)
+               Fields *fields, Py_ssize_t *rows)
 {
     Run *live[FEW_RUNS];
     LastKey last = {0};
@@ -2509,7 +2685,7 @@ runs_merge_few(Run *runs, Py_ssize_t k, int strip, Column *keys, Column *values,
         }
         else {
             emitted++;
-            if ((rc = merge_take(best, strip, keys, values, rows)) != 1 ||
+            if ((rc = merge_take(best, strip, keys, values, fields, rows)) != 1 ||
                 (rc = last_key_set(&last, best)) != 1)
                 goto done;
             seq = last.seq;
@@ -2543,11 +2719,12 @@ done:
  * number; user keys out of order; a damaged run), -2 = out of memory. Runs without the
  * GIL. */
 static int
-runs_merge(Run *runs, Py_ssize_t k, int strip, Column *keys, Column *values, Py_ssize_t *rows)
+runs_merge(Run *runs, Py_ssize_t k, int strip, Column *keys, Column *values, Fields *fields,
+           Py_ssize_t *rows)
 {
     if (k <= FEW_RUNS)
-        return runs_merge_few(runs, k, strip, keys, values, rows);
-    return runs_merge_heap(runs, k, strip, keys, values, rows);
+        return runs_merge_few(runs, k, strip, keys, values, fields, rows);
+    return runs_merge_heap(runs, k, strip, keys, values, fields, rows);
 }
 
 /* A column's buffers as (offsets, data), handed over as they are (the column keeps
@@ -2572,17 +2749,24 @@ column_buffers(Column *c, Py_ssize_t rows)
     return Py_BuildValue("(NN)", offsets, data);
 }
 
-/* runs_columns(runs, keys, values, strip_version): RocksDB's tables, each a list of its
- * decoded data blocks, merged as a read of the newest state does; the live rows' keys and
- * values as Arrow columns in key order, without a Python object a row and without the GIL.
- * None where the merge is not clean (see runs_merge): RocksDB itself then reads them. */
+/* runs_columns(runs, keys, values, strip_version[, value_sizes]): RocksDB's tables, each a
+ * list of its decoded data blocks, merged as a read of the newest state does; the live
+ * rows' keys and values as Arrow columns in key order, without a Python object a row and
+ * without the GIL. With value_sizes (the value rows' fields all fixed-width, their sizes as
+ * flat_struct takes them) the values come as flat_struct gives their fields, decoded as
+ * they are taken. None where the merge is not clean (see runs_merge): RocksDB itself then
+ * reads them (or, a value row too short for its fields, the rows' own decoder). */
 static PyObject *
 runs_columns(PyObject *self, PyObject *args)
 {
-    PyObject *runs_arg;
+    PyObject *runs_arg, *sizes_arg = Py_None;
     int want_keys, want_values, strip;
-    if (!PyArg_ParseTuple(args, "Oppp:runs_columns", &runs_arg, &want_keys, &want_values,
-                          &strip))
+    if (!PyArg_ParseTuple(args, "Oppp|O:runs_columns", &runs_arg, &want_keys, &want_values,
+                          &strip, &sizes_arg))
+        return NULL;
+    Fields fields = {0};
+    int by_field = want_values && sizes_arg != Py_None;
+    if (by_field && fields_setup(&fields, sizes_arg, "runs_columns") < 0)
         return NULL;
     PyObject *outer = PySequence_Fast(runs_arg, "runs_columns: runs must be a sequence");
     if (outer == NULL)
@@ -2625,16 +2809,18 @@ runs_columns(PyObject *self, PyObject *args)
     /* A value is stored whole in its block, so the blocks' bytes bound the values; keys
      * (prefix-compressed there) start from the same room. An entry is some 16 bytes or
      * more: that bounds the rows, but for a few of the smallest (the offsets then grow). */
+    /* A value row of fields is at least `width` bytes, stored whole: that bounds the rows. */
     if ((want_keys && column_reserve(&keys, bytes / 16, bytes) < 0) ||
-        (want_values && column_reserve(&values, bytes / 16, bytes) < 0)) {
+        (want_values && !by_field && column_reserve(&values, bytes / 16, bytes) < 0) ||
+        (by_field && fields_grow(&fields, (Py_ssize_t)bytes / fields.width + 1) < 0)) {
         PyErr_NoMemory();
         goto done;
     }
     Py_ssize_t rows = 0;
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = runs_merge(runs, k, strip, want_keys ? &keys : NULL, want_values ? &values : NULL,
-                    &rows);
+    rc = runs_merge(runs, k, strip, want_keys ? &keys : NULL,
+                    want_values && !by_field ? &values : NULL, by_field ? &fields : NULL, &rows);
     Py_END_ALLOW_THREADS
     if (rc == -2) {
         PyErr_NoMemory();
@@ -2645,7 +2831,9 @@ runs_columns(PyObject *self, PyObject *args)
         goto done;
     }
     PyObject *kb = column_buffers(want_keys ? &keys : NULL, rows);
-    PyObject *vb = kb == NULL ? NULL : column_buffers(want_values ? &values : NULL, rows);
+    PyObject *vb = kb == NULL ? NULL
+                   : by_field ? fields_buffers(&fields)
+                              : column_buffers(want_values ? &values : NULL, rows);
     if (vb != NULL)
         result = Py_BuildValue("(nNN)", rows, kb, vb);
     else
@@ -2662,6 +2850,7 @@ done:
     PyMem_Free(inner);
     column_free(&keys);
     column_free(&values);
+    fields_free(&fields);
     Py_DECREF(outer);
     return result;
 }
@@ -2802,8 +2991,9 @@ static PyMethodDef methods[] = {
      "render_chain(plan, snapshot or None, deltas, partition_id) -> (parts, rows), or None "
      "if a stream is not clean; parts are bytes and (key, value) pairs left for Python."},
     {"chain_columns", chain_columns, METH_VARARGS,
-     "chain_columns(snapshot or None, deltas, keys, values) -> (rows, key buffers or None, "
-     "value buffers or None), each (int64 offsets, data), or None if a stream is not clean."},
+     "chain_columns(snapshot or None, deltas, keys, values[, value_sizes]) -> (rows, key "
+     "buffers or None, value buffers or None), each (int64 offsets, data), the values as "
+     "flat_struct's fields with value_sizes; or None if a stream is not clean."},
     {"flat_struct", flat_struct, METH_VARARGS,
      "flat_struct(offsets, data, first, rows, sizes) -> per field (values, validity or None, "
      "null count, int32 offsets or None) of UnsafeRows of fixed-width (size 1, 2, 4 or 8) and "
@@ -2819,9 +3009,10 @@ static PyMethodDef methods[] = {
      "bytes declared): a RocksDB table's data blocks checked and decompressed, or None "
      "where parsers/sst.py must read it."},
     {"runs_columns", runs_columns, METH_VARARGS,
-     "runs_columns(runs, keys, values, strip_version) -> (rows, key buffers or None, value "
-     "buffers or None), each (int64 offsets, data), from RocksDB tables' decoded data "
-     "blocks merged by key, or None if the merge is not clean."},
+     "runs_columns(runs, keys, values, strip_version[, value_sizes]) -> (rows, key buffers "
+     "or None, value buffers or None), each (int64 offsets, data), from RocksDB tables' "
+     "decoded data blocks merged by key, the values as flat_struct's fields with "
+     "value_sizes; or None if the merge is not clean."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -22,8 +22,20 @@ def binary_column(
     pairs: list[Any], index: int, strip_version: bool = False, /
 ) -> tuple[bytes, bytes] | None: ...
 def chain_columns(
-    snapshot: bytes | None, deltas: list[bytes], keys: bool, values: bool, /
-) -> tuple[int, tuple[bytes, bytes] | None, tuple[bytes, bytes] | None] | None: ...
+    snapshot: bytes | None,
+    deltas: list[bytes],
+    keys: bool,
+    values: bool,
+    value_sizes: tuple[int, ...] | None = None,
+    /,
+) -> (
+    tuple[
+        int,
+        tuple[bytes, bytes] | None,
+        tuple[bytes, bytes] | list[tuple[Buffer, Buffer | None, int, None]] | None,
+    ]
+    | None
+): ...
 def flat_struct(
     offsets: bytes | memoryview,
     data: bytes | memoryview,
@@ -40,7 +52,19 @@ def sst_data_blocks(
     table: bytes, index_block: bytes, format_version: int, checksum_type: int, budget: int, /
 ) -> tuple[list[bytes], int] | None: ...
 def runs_columns(
-    runs: list[list[bytes]], keys: bool, values: bool, strip_version: bool, /
-) -> tuple[int, tuple[Buffer, Buffer] | None, tuple[Buffer, Buffer] | None] | None: ...
+    runs: list[list[bytes]],
+    keys: bool,
+    values: bool,
+    strip_version: bool,
+    value_sizes: tuple[int, ...] | None = None,
+    /,
+) -> (
+    tuple[
+        int,
+        tuple[Buffer, Buffer] | None,
+        tuple[Buffer, Buffer] | list[tuple[Buffer, Buffer | None, int, None]] | None,
+    ]
+    | None
+): ...
 def keep_freed_memory() -> bool: ...
 def murmur3_bytes(buf: bytes, seed: int, /) -> int: ...

@@ -123,13 +123,47 @@ def _flat_fields(
     GIL; None where that does not apply (no compiled module, another field type, a row not
     clean: the numpy path decides)."""
     compiled = getattr(_speedups, "flat_struct", None)
-    found = [_flat(f.data_type) for f in schema.fields]
-    if compiled is None or data is None or not found or len(found) > 64 or None in found:
+    kinds = _flat_kinds(schema)
+    if compiled is None or data is None or kinds is None:
         return None
-    kinds = [kind for kind in found if kind is not None]
     made = compiled(offsets, data, first, n, tuple(size for _, size in kinds))
-    if made is None:
+    return None if made is None else _flat_columns(kinds, n, made)
+
+
+def fixed_field_sizes(schema: StructType) -> tuple[int, ...] | None:
+    """Each field's size in the compiled loops' terms when every field of ``schema`` is
+    fixed-width (an aggregate's value): a RocksDB merge then decodes such rows as it takes
+    them (:func:`struct_of_fields` makes the struct). None otherwise."""
+    kinds = _flat_kinds(schema)
+    if kinds is None or any(size == 0 for _, size in kinds):
         return None
+    return tuple(size for _, size in kinds)
+
+
+def struct_of_fields(
+    schema: StructType, n: int, made: list[tuple[Any, Any, int, Any]]
+) -> pa.StructArray:
+    """The struct array of ``n`` rows of ``schema`` from the fields a compiled loop decoded
+    (per field: values, validity or None, null count, offsets or None)."""
+    kinds = _flat_kinds(schema)
+    columns = None if kinds is None else _flat_columns(kinds, n, made)
+    # Only a string can fail its check, and a merge decodes fixed-width fields alone.
+    assert columns is not None, "not a struct of fixed-width fields"
+    return _struct_array(schema, n, columns, None)
+
+
+def _flat_kinds(schema: StructType) -> list[tuple[Any, int]] | None:
+    found = [_flat(f.data_type) for f in schema.fields]
+    if not found or len(found) > 64 or None in found:
+        return None
+    return [kind for kind in found if kind is not None]
+
+
+def _flat_columns(
+    kinds: list[tuple[Any, int]], n: int, made: list[tuple[Any, Any, int, Any]]
+) -> list[pa.Array] | None:
+    """Arrow arrays over the compiled loop's buffers, not copied; None where a string is
+    not UTF-8 (the Python decoder repairs it as Java does)."""
     columns = []
     for (typ, size), (values, bits, nulls, ends) in zip(kinds, made, strict=True):
         mask = None if bits is None else pa.py_buffer(bits)
@@ -143,8 +177,7 @@ def _flat_fields(
             columns.append(binary)
             continue
         try:
-            # Arrow's check is as strict as Python's decode(): malformed text goes to the
-            # Python decoder, which repairs it as Java does.
+            # Arrow's check is as strict as Python's decode().
             columns.append(binary.cast(typ))
         except pa.ArrowInvalid:
             return None

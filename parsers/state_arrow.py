@@ -32,6 +32,13 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from typing_extensions import Buffer
 
+    # A compiled merge's rows: (count, key buffers, value buffers or the values' fields).
+    Merged = tuple[
+        int,
+        tuple[Buffer, Buffer] | None,
+        tuple[Buffer, Buffer] | list[tuple[Buffer, Buffer | None, int, None]] | None,
+    ]
+
 # A type without an Arrow counterpart (``has_text_form``) -> its value as Spark's JSON text.
 TextForm = Callable[[DataType], Callable[[Any], Any]]
 ArrowValue = Callable[[Any], Any]
@@ -273,7 +280,9 @@ def chain_tables(
         return None
     want_key = columns is None or "key" in columns
     want_value = columns is None or "value" in columns
-    merged = compiled(snapshot, list(deltas), want_key, want_value)
+    merged = _merged_values_decoded(
+        compiled, (snapshot, list(deltas), want_key, want_value), codec if want_value else None
+    )
     return None if merged is None else _merged_tables(codec, partition, merged, chunk_rows)
 
 
@@ -301,8 +310,29 @@ def run_tables(
         return None
     want_key = columns is None or "key" in columns
     want_value = columns is None or "value" in columns
-    merged = compiled([list(run) for run in runs], want_key, want_value, True)
+    merged = _merged_values_decoded(
+        compiled,
+        ([list(run) for run in runs], want_key, want_value, True),
+        codec if want_value else None,
+    )
     return None if merged is None else _merged_tables(codec, partition, merged, chunk_rows)
+
+
+def _merged_values_decoded(
+    merge: Callable[..., Merged | None], args: tuple[Any, ...], codec: RowCodec | None
+) -> Merged | None:
+    """``merge(*args)``, a compiled merge; where ``codec``'s value rows are all fixed-width
+    fields (an aggregate's), the values decoded into their fields as the merge takes them.
+    A value row too short for its fields refuses that: the merge of whole rows follows, and
+    the rows' own decoder judges it (or that merge is refused too)."""
+    from stateglass.parsers.columnar import fixed_field_sizes
+
+    sizes = None if codec is None else fixed_field_sizes(codec.value_schema)
+    if sizes is not None:
+        merged = merge(*args, sizes)
+        if merged is not None:
+            return merged
+    return merge(*args)
 
 
 def runs_mergeable(codec: RowCodec) -> bool:
@@ -320,16 +350,20 @@ def runs_mergeable(codec: RowCodec) -> bool:
 
 
 def _merged_tables(
-    codec: RowCodec,
-    partition: int,
-    merged: tuple[int, tuple[Buffer, Buffer] | None, tuple[Buffer, Buffer] | None],
-    chunk_rows: int,
+    codec: RowCodec, partition: int, merged: Merged, chunk_rows: int
 ) -> list[pa.Table] | None:
-    """The tables of a partition from the key and value buffers a compiled merge made,
-    ``chunk_rows`` rows a table; None when a row needs the Python decoder."""
+    """The tables of a partition from the key and value buffers a compiled merge made (the
+    values as rows, or as their fields' columns), ``chunk_rows`` rows a table; None when a
+    row needs the Python decoder."""
+    from stateglass.parsers.columnar import struct_of_fields
+
     rows, key_buffers, value_buffers = merged
     keys = None if key_buffers is None else _large_binary(rows, key_buffers)
-    values = None if value_buffers is None else _large_binary(rows, value_buffers)
+    values: pa.Array | None = None
+    if isinstance(value_buffers, list):
+        values = struct_of_fields(codec.value_schema, rows, value_buffers)
+    elif value_buffers is not None:
+        values = _large_binary(rows, value_buffers)
     tables = []
     for start in range(0, rows, chunk_rows):
         n = min(chunk_rows, rows - start)
@@ -349,14 +383,15 @@ def _merged_tables(
 def _columnar_table(
     codec: RowCodec, partition: int, keys: pa.Array | None, values: pa.Array | None, count: int
 ) -> pa.Table | None:
-    """The table of :func:`columnar_partition` from the key and value UnsafeRows."""
+    """The table of :func:`columnar_partition` from the key and value UnsafeRows (or
+    values a merge decoded already: a struct array)."""
     import pyarrow as pa
 
     from stateglass.parsers.columnar import decode_struct
 
     try:
         made = [
-            (name, decode_struct(schema, rows))
+            (name, rows if pa.types.is_struct(rows.type) else decode_struct(schema, rows))
             for name, schema, rows in (
                 ("key", codec.key_schema, keys),
                 ("value", codec.value_schema, values),

@@ -225,6 +225,47 @@ def test_chain_columns_are_the_merged_pairs(case: Any, data: st.DataObject) -> N
         assert column.to_pylist() == [pair[side] for pair in expected[1]]
 
 
+@settings(max_examples=150, deadline=None, database=None)
+@given(
+    case=chains(),
+    sizes=st.lists(st.sampled_from([1, 2, 4, 8]), min_size=1, max_size=64).map(tuple),
+    data=st.data(),
+)
+def test_chain_values_decoded_as_fields_are_flat_structs_of_the_rows(
+    case: Any, sizes: tuple[int, ...], data: st.DataObject
+) -> None:
+    """With the value rows' field sizes, ``chain_columns`` gives each field's column as
+    ``flat_struct`` makes it from the merged values; a live value too short for its fields
+    refuses it (None), as ``flat_struct`` refuses the rows (a removed or overwritten one
+    does not)."""
+    _, _, snapshot, deltas = case
+    width = 8 * ((len(sizes) + 63) // 64 + len(sizes))
+
+    def sized(records: Records) -> Records:
+        out: Records = []
+        for key, value in records:
+            if value is not None:
+                short = data.draw(st.integers(0, 20)) == 0
+                size = data.draw(st.integers(0, width - 1) if short else st.just(width))
+                value = data.draw(st.binary(min_size=size, max_size=size))
+            out.append((key, value))
+        return out
+
+    snap, dels = streams(None if snapshot is None else sized(snapshot), [sized(d) for d in deltas])
+    whole = _speedups.chain_columns(snap, dels, False, True)
+    assert whole is not None
+    rows, _, (offsets, values) = whole
+    want = _speedups.flat_struct(offsets, values, 0, rows, sizes)
+    got = _speedups.chain_columns(snap, dels, False, True, sizes)
+    if want is None:
+        assert got is None
+        return
+    assert got is not None and got[:2] == (rows, None)
+    assert [(bytes(v), None if b is None else bytes(b), n, e) for v, b, n, e in got[2]] == [
+        (bytes(v), None if b is None else bytes(b), n, e) for v, b, n, e in want
+    ]
+
+
 def test_a_remove_in_a_snapshot_is_refused() -> None:
     key = StructType((StructField("k", AtomicType("string")),))
     snap = encode_records([(encode_row(key, ("a",)), None)])

@@ -242,6 +242,14 @@ def test_stripped_runs_cut_the_version_byte_or_refuse(
 # in the layout parsers/sst.py documents (every entry a restart point).
 
 
+def uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    return bytes(out + bytes([n]))
+
+
 def block(entries: Sequence[tuple[bytes, int, int, bytes]]) -> bytes:
     """A data block of (user key, sequence, type, value) entries, keys whole."""
     out = bytearray()
@@ -249,7 +257,7 @@ def block(entries: Sequence[tuple[bytes, int, int, bytes]]) -> bytes:
     for key, seq, kind, value in entries:
         restarts.append(len(out))
         internal = key + struct.pack("<Q", seq << 8 | kind)
-        out += bytes([0, len(internal), len(value)]) + internal + value
+        out += b"\0" + uvarint(len(internal)) + uvarint(len(value)) + internal + value
     for at in restarts:
         out += struct.pack("<I", at)
     return bytes(out + struct.pack("<I", len(restarts)))
@@ -381,3 +389,61 @@ def test_merged_columns_are_read_only_and_outlive_their_tuple() -> None:
     del found, offsets, data
     gc.collect()
     assert array.to_pylist() == [b"k"]
+
+
+# ---- values decoded as the merge takes them -------------------------------------------------
+
+
+@st.composite
+def fixed_value_runs(draw: st.DrawFn) -> tuple[list[list[Entry]], tuple[int, ...]]:
+    """Tables as ``sorted_runs`` makes them, their values UnsafeRows of fixed-width fields
+    of ``sizes`` (random bytes: null bits and slots alike), now and then one too short."""
+    runs = draw(sorted_runs())
+    sizes = tuple(draw(st.lists(st.sampled_from([1, 2, 4, 8]), min_size=1, max_size=64)))
+    width = 8 * ((len(sizes) + 63) // 64 + len(sizes))
+    short = draw(st.integers(0, 30))  # one chance in 31 that a value is too short
+    for run in runs:
+        for i, (key, seq, kind, _) in enumerate(run):
+            if draw(st.integers(0, 30)) == short:
+                size = draw(st.one_of(st.just(width - 1), st.integers(0, width - 1)))
+            else:
+                size = draw(st.integers(width, width + 9))
+            run[i] = (key, seq, kind, draw(st.binary(min_size=size, max_size=size)))
+    return runs, sizes
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=fixed_value_runs(), cuts=st.lists(st.integers(0, 150), max_size=5))
+def test_values_decoded_as_taken_are_the_fields_of_the_rows(
+    case: tuple[list[list[Entry]], tuple[int, ...]], cuts: list[int]
+) -> None:
+    """With the value rows' field sizes, the merge gives each field's column as
+    ``flat_struct`` makes it from the merged rows; a live row too short for its fields
+    refuses the merge, as ``flat_struct`` refuses the rows (a shadowed one does not)."""
+    runs, sizes = case
+    blocks = [in_blocks(run, cuts) for run in runs]
+    whole = _speedups.runs_columns(blocks, False, True, False)
+    fused = _speedups.runs_columns(blocks, False, True, False, sizes)
+    assert whole is not None
+    rows, _, (offsets, data) = whole
+    want = _speedups.flat_struct(offsets, data, 0, rows, sizes)
+    if want is None:
+        assert fused is None
+        return
+    assert fused is not None
+    got_rows, no_keys, fields = fused
+    assert (got_rows, no_keys) == (rows, None)
+    assert [
+        (bytes(values), None if bits is None else bytes(bits), nulls, ends)
+        for values, bits, nulls, ends in fields
+    ] == [(bytes(v), b if b is None else bytes(b), n, e) for v, b, n, e in want]
+
+
+def test_field_sizes_are_checked() -> None:
+    runs = [[block([(b"k", 1, 1, bytes(16))])]]
+    with pytest.raises(ValueError, match="1, 2, 4 or 8"):
+        _speedups.runs_columns(runs, False, True, False, (8, 0))
+    with pytest.raises(ValueError, match="1 to 64 fields"):
+        _speedups.runs_columns(runs, False, True, False, ())
+    with pytest.raises(TypeError, match="tuple"):
+        _speedups.runs_columns(runs, False, True, False, [8])
