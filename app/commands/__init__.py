@@ -39,6 +39,10 @@ class CommandModule(Protocol):
 class Command:
     name: str
     reads: Reads
+    # Nothing is left open when ``run`` returns (its output and any session are closed in
+    # ``with`` blocks, and it holds no database writer), so the process may end at once
+    # without tearing its modules down (see ``stateglass.app.cli.console``).
+    quick_exit: bool = False
 
     def module(self) -> CommandModule:
         """``stateglass.app.commands.<name>`` (``-`` spelled ``_``), imported on first use."""
@@ -48,10 +52,10 @@ class Command:
 
 # In the order ``stateglass --help`` lists them.
 COMMANDS = (
-    Command("info", Reads.CHECKPOINTS),
-    Command("state", Reads.CHECKPOINTS),
-    Command("changes", Reads.CHECKPOINTS),
-    Command("sql", Reads.CHECKPOINTS | Reads.DATABASE),
+    Command("info", Reads.CHECKPOINTS, quick_exit=True),
+    Command("state", Reads.CHECKPOINTS, quick_exit=True),
+    Command("changes", Reads.CHECKPOINTS, quick_exit=True),
+    Command("sql", Reads.CHECKPOINTS | Reads.DATABASE, quick_exit=True),
     Command("dashboard", Reads.CHECKPOINTS | Reads.DATABASE),
     Command("collect", Reads.CHECKPOINTS | Reads.DATABASE),
     Command("watch", Reads.CHECKPOINTS | Reads.DATABASE),
@@ -60,8 +64,8 @@ COMMANDS = (
     Command("export", Reads.DATABASE),
     Command("metrics", Reads.DATABASE),
     Command("maintain", Reads.DATABASE),
-    Command("compat", Reads.CHECKPOINTS),
-    Command("plan-partitions", Reads.CHECKPOINTS),
+    Command("compat", Reads.CHECKPOINTS, quick_exit=True),
+    Command("plan-partitions", Reads.CHECKPOINTS, quick_exit=True),
     Command("rewrite", Reads.CHECKPOINTS),
 )
 COMMANDS_BY_NAME = {c.name: c for c in COMMANDS}

@@ -152,6 +152,29 @@ def test_outputs_to_files(listing: list[dict[str, object]], tmp_path: Path) -> N
     assert "partition_id" in shown.splitlines()[0] and "rows)" in shown
 
 
+def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path: Path) -> None:
+    """`stateglass sql … | head`: the command ends at once and well (status 0, nothing on
+    stderr), its session's temporary folder removed though the process skips its teardown."""
+    env = {**os.environ, "HOME": str(tmp_path), "TMPDIR": str(tmp_path)}
+    query = "SELECT range AS n FROM range(3000000)"
+    argv = ["sql", str(SESSIONS), "--format", "csv", "-e", query]
+    with subprocess.Popen(
+        [sys.executable, "-m", "stateglass.app.cli", *argv],
+        cwd=tmp_path,
+        env={**env, "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        first = proc.stdout.readline()
+        proc.stdout.close()
+        stderr = proc.stderr.read()
+        status = proc.wait(timeout=300)
+    assert first.split() == [b"n"]
+    assert (status, stderr) == (0, b"")
+    assert [p.name for p in tmp_path.iterdir()] == []
+
+
 @pytest.mark.parametrize(
     "argv",
     [
