@@ -139,6 +139,28 @@ def test_parquet_keeps_the_result_types(tmp_path: Path, capsys: pytest.CaptureFi
     assert pa.types.is_struct(out.schema.field("key").type)
 
 
+def test_parquet_row_groups_gather_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DuckDB's batches are gathered whole into row groups of up to ROW_GROUP_ROWS rows (or
+    as many as ROW_GROUP_BYTES hold), every row kept in order."""
+    import stateglass.app.sql_output as sql_output
+
+    monkeypatch.setattr(sql_output, "ROW_GROUP_ROWS", 10)
+    batches = [pa.record_batch({"n": list(range(at, at + 4))}) for at in range(0, 36, 4)]
+    reader = pa.RecordBatchReader.from_batches(batches[0].schema, iter(batches))
+    _written("parquet", reader, tmp_path / "rows.parquet")
+    meta = pq.ParquetFile(tmp_path / "rows.parquet").metadata
+    groups = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    assert groups == [8, 8, 8, 8, 4]  # a third batch of 4 would pass 10
+    assert pq.read_table(tmp_path / "rows.parquet").column("n").to_pylist() == list(range(36))
+
+    monkeypatch.setattr(sql_output, "ROW_GROUP_ROWS", 1 << 20)
+    monkeypatch.setattr(sql_output, "ROW_GROUP_BYTES", 2 * batches[0].nbytes)
+    reader = pa.RecordBatchReader.from_batches(batches[0].schema, iter(batches))
+    _written("parquet", reader, tmp_path / "bytes.parquet")
+    meta = pq.ParquetFile(tmp_path / "bytes.parquet").metadata
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [8] * 4 + [4]
+
+
 def test_a_failed_query_leaves_no_file(tmp_path: Path) -> None:
     def failing() -> Iterator[pa.RecordBatch]:
         yield pa.record_batch({"n": [1, 2]})
