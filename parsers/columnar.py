@@ -132,8 +132,8 @@ def _flat_fields(
 
 def fixed_field_sizes(schema: StructType) -> tuple[int, ...] | None:
     """Each field's size in the compiled loops' terms when every field of ``schema`` is
-    fixed-width (an aggregate's value): a RocksDB merge then decodes such rows as it takes
-    them (:func:`struct_of_fields` makes the struct). None otherwise."""
+    fixed-width (an aggregate's value): the compiled merges then decode such rows as they
+    take them (:func:`struct_of_fields` makes the struct). None otherwise."""
     kinds = _flat_kinds(schema)
     if kinds is None or any(size == 0 for _, size in kinds):
         return None
