@@ -2,7 +2,8 @@
 and private copies of them, the corpus of real Spark checkpoints (unpacked once per test
 session), every sample checkpoint collected once into one database, and one SparkSession for
 the whole test session (Spark's own reader is the oracle; the Spark engine runs on it too)
-with ``spark_conf`` to change its settings for one query.
+with ``spark_conf`` to change its settings for one query. A test session is one xdist
+worker's under ``make test``: each builds these once, for the tests it is given.
 
 Test modules import the plain helpers from here (``from tests.conftest import SAMPLES``):
 ``tests`` is a package, so no test folder can shadow an installed library of the same name.
@@ -137,6 +138,25 @@ def spark_conf(spark: Any, conf: dict[str, str]) -> Iterator[None]:
                 spark.conf.unset(k)
             else:
                 spark.conf.set(k, v)
+
+
+def _cost(item: pytest.Item) -> int:
+    """A guess at a test's cost: most of the time goes to Spark, and the slowest are marked."""
+    return 2 if item.get_closest_marker("slow") else int("spark" in item.fixturenames)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """On an xdist worker (``make pytest``: ``--dist loadfile --no-loadscope-reorder``), the
+    files in the order the workers are to take them: the costly first, so that the last file
+    a worker takes is short and neither waits long for the other at the end."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+    ordered = sorted(files.values(), key=lambda f: (-max(map(_cost, f)), -len(f)))
+    items[:] = [item for f in ordered for item in f]
 
 
 @pytest.fixture(scope="session")
