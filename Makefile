@@ -39,8 +39,13 @@ $(SPARK35):
 	$(VENV35)/bin/pip install --quiet 'pyspark==3.5.9'
 	touch $(SPARK35)
 
+# Two xdist workers, one per core of CI's machine; a file's tests run on one worker (its module
+# fixtures are built once), the costly files first (tests/conftest.py).
+PYTEST_WORKERS ?= 2
+
 pytest: install $(SPARK35)
-	SPARK35_PYTHON=$(CURDIR)/$(VENV35)/bin/python $(BIN)/pytest
+	SPARK35_PYTHON=$(CURDIR)/$(VENV35)/bin/python $(BIN)/pytest -n $(PYTEST_WORKERS) \
+		--dist loadfile --no-loadscope-reorder
 
 test: lint typecheck pytest
 

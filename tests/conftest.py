@@ -2,7 +2,8 @@
 and private copies of them, the corpus of real Spark checkpoints (unpacked once per test
 session), every sample checkpoint collected once into one database, and one SparkSession for
 the whole test session (Spark's own reader is the oracle; the Spark engine runs on it too)
-with ``spark_conf`` to change its settings for one query.
+with ``spark_conf`` to change its settings for one query. A test session is one xdist
+worker's under ``make test``: each builds these once, for the tests it is given.
 
 Test modules import the plain helpers from here (``from tests.conftest import SAMPLES``):
 ``tests`` is a package, so no test folder can shadow an installed library of the same name.
@@ -29,6 +30,14 @@ import pytest
 pytest_plugins = ["tests.progress_fixtures", "tests.dynamodb_fixtures"]
 
 ROOT = Path(__file__).resolve().parents[1]
+# The JVMs the suite starts (its SparkSession, Spark 3.5's driver, the standalone cluster) run
+# many short queries, each with freshly generated classes, and few long loops: C2's compiles
+# cost more CPU than the code they speed up, and a 2-core machine has none to spare (a third
+# of a session's CPU). C1 alone reserves a 48 MB code cache by default, which a session's
+# generated code fills: Spark then fails tasks ("Out of space in CodeCache for method handle
+# intrinsic"), so the cache gets the tiered default back. The serial collector leaves the
+# cores to the tests: the heaps are small.
+JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC"
 SAMPLES = ROOT / "sample_checkpoints"
 # The corpus of real checkpoints lives in ``shared/`` beside the clone (CI: ``../shared``; a
 # worktree under ``wt/`` finds it one level further up).
@@ -139,6 +148,63 @@ def spark_conf(spark: Any, conf: dict[str, str]) -> Iterator[None]:
                 spark.conf.set(k, v)
 
 
+def _cost(item: pytest.Item) -> int:
+    """A guess at a test's cost: most of the time goes to Spark, and the slowest are marked."""
+    return 2 if item.get_closest_marker("slow") else int("spark" in item.fixturenames)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """On an xdist worker (``make pytest``: ``--dist loadfile --no-loadscope-reorder``), the
+    files in the order the workers are to take them: the costly first, so that the last file
+    a worker takes is short and neither waits long for the other at the end."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+    ordered = sorted(files.values(), key=lambda f: (-max(map(_cost, f)), -len(f)))
+    items[:] = [item for f in ordered for item in f]
+
+
+# Files whose tests share a session fixture that costs Spark minutes: one xdist worker takes
+# them together (one work unit), so that it alone builds the fixture. xdist's own
+# ``loadgroup`` cannot do this under pytest 9, which no longer lets it rename the tests.
+WORKER_GROUPS = {
+    file: group
+    for group, files in {
+        "eviction queries": ("eviction/test_join_evidence.py", "eviction/test_queries.py"),
+        "progress runs": (
+            "app/test_figures_progress.py",
+            "app/test_metrics_cmd.py",
+            "app/test_pages_progress.py",
+            "health/test_progress_rules.py",
+        ),
+        "dynamodb runs": (
+            "dynamodb/test_conformance.py",
+            "dynamodb/test_fidelity.py",
+            "app/test_pages_dynamodb.py",
+        ),
+    }.items()
+    for file in (f"tests/{name}" for name in files)
+}
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile``, a file's tests on one worker, with the files of a
+    :data:`WORKER_GROUPS` group on one worker too."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileOrGroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = nodeid.split("::", 1)[0]
+            return WORKER_GROUPS.get(file, file)
+
+    return FileOrGroupScheduling(config, log)
+
+
 @pytest.fixture(scope="session")
 def fixture_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The ``out`` directory of the corpus: ``out/<version>/<scenario>/checkpoint``."""
@@ -187,6 +253,7 @@ def spark() -> Iterator[Any]:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.memory", "2g")
+        .config("spark.driver.extraJavaOptions", JVM_OPTIONS)
         # Spark starts one maintenance task per session, at the interval the first stateful
         # query asks for; tests that need snapshots and purges while they watch would
         # otherwise wait out the default 60 s, and see none.

@@ -1,5 +1,6 @@
 """Set-ups that run beside the suite: started as soon as the suite is collected, if a selected
-test needs them, and waited for by the fixture that hands them out.
+test needs them (on xdist workers, when the first of them asks), and waited for by the fixture
+that hands them out.
 
 Only work done in child processes belongs here (the wheel and its virtualenv, a Spark query
 in its own JVM): the thread that waits on a child holds no lock the tests need, so the
@@ -38,17 +39,25 @@ class Prebuild(Generic[T]):
         self.build = build
         self._future: Future[T] | None = None
         self._directory: Path | None = None
+        self._environment: dict[str, str] | None = None
 
     def start(self) -> None:
         if self._future is None:
             self._directory = Path(tempfile.mkdtemp(prefix=f"stateglass-{self.folder.name}-"))
-            self._future = _WORKER.submit(self.build, self._directory, dict(os.environ))
+            environment = self._environment or dict(os.environ)
+            self._future = _WORKER.submit(self.build, self._directory, environment)
 
     def start_if_needed(self, session: pytest.Session) -> None:
         """Start if a selected test lies under ``folder`` and the tests are to run."""
         if session.config.option.collectonly:
             return
-        if any(self.folder in Path(item.path).parents for item in session.items):
+        if not any(self.folder in Path(item.path).parents for item in session.items):
+            return
+        self._environment = dict(os.environ)
+        # Every xdist worker collects every test, but only the one given the folder's tests
+        # needs the build (they are one file, and `--dist loadfile` keeps a file on one
+        # worker): it starts there when they ask.
+        if not os.environ.get("PYTEST_XDIST_WORKER"):
             self.start()
 
     def result(self) -> T:

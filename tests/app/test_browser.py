@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from stateglass.app.report.pdf import BROWSER_FLAGS
+from tests.conftest import SamplesDb
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = list(BROWSER_FLAGS)
@@ -37,8 +38,8 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server(samples_db: str) -> Iterator[str]:
-    with dashboard_server(samples_db) as url:
+def server(all_samples_db: SamplesDb) -> Iterator[str]:
+    with dashboard_server(all_samples_db.path) as url:
         yield url
 
 

@@ -23,6 +23,7 @@ from tests.app.test_browser import (
     chromium_tab,
     dashboard_server,
 )
+from tests.conftest import SamplesDb
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed (.ci/run installs it)"
@@ -53,11 +54,11 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def server(samples_db: str, workdir: Path) -> Iterator[str]:
+def server(all_samples_db: SamplesDb, workdir: Path) -> Iterator[str]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(TIME_LIMIT_ENV, str(TIME_LIMIT_S))
         mp.chdir(workdir)
-        with dashboard_server(samples_db) as url:
+        with dashboard_server(all_samples_db.path) as url:
             yield url
 
 

@@ -23,7 +23,7 @@ from stateglass.app.analysis.clock import file_times
 from stateglass.app.metrics import METRIC_NAMES
 from stateglass.collectors.db.read import read_query, reader
 from tests import progress_queries as pq
-from tests.conftest import ROOT
+from tests.conftest import ROOT, SamplesDb
 from tests.progress_fixtures import collect_run
 
 GRAFANA = ROOT / "docs" / "grafana" / "stateglass.json"
@@ -95,8 +95,8 @@ def scrape(server: Server) -> dict[str, list[tuple[dict[str, str], float]]]:
 
 
 @pytest.fixture(scope="module")
-def server(samples_db: str) -> Iterator[Server]:
-    running = start(samples_db)
+def server(all_samples_db: SamplesDb) -> Iterator[Server]:
+    running = start(all_samples_db.path)
     yield running
     stop(running)
 

@@ -95,10 +95,10 @@ def test_overview_cards_show_input_rate_and_lag_trend(
 
 
 def test_without_progress_each_place_says_how_to_add_it(
-    samples_db: str, monkeypatch: pytest.MonkeyPatch
+    samples_db: str,
 ) -> None:
-    # The samples' database, whatever another fixture of this module points the pages at.
-    monkeypatch.setenv(DB_ENV, samples_db)
+    # The samples' database (``samples_db`` points the pages at it for this test), whatever
+    # another fixture of this module points them at.
     cp = checkpoint_of("spark-4.3/agg-hdfs")
     assert queries.NO_PROGRESS in infos(page("query", cp))
     assert queries.NO_PROGRESS in infos(page("state", cp, "0 stateStoreSave / default"))

@@ -14,16 +14,20 @@ from stateglass.app.queries.eviction import newest_watermarks
 from stateglass.collectors.catalog import SqlSession
 from stateglass.collectors.catalog.names import schema_names
 from stateglass.collectors.db.read import read_query
+from tests.conftest import SamplesDb
 
 
 @pytest.fixture(scope="module")
-def roots(samples_db: str) -> list[str]:
-    return [r[0] for r in read_query(samples_db, "SELECT checkpoint FROM checkpoints ORDER BY 1")]
+def roots(all_samples_db: SamplesDb) -> list[str]:
+    return [
+        r[0]
+        for r in read_query(all_samples_db.path, "SELECT checkpoint FROM checkpoints ORDER BY 1")
+    ]
 
 
 @pytest.fixture(scope="module")
-def session(samples_db: str, roots: list[str]) -> Iterator[SqlSession]:
-    with SqlSession(roots, history=samples_db, copy_history=True) as opened:
+def session(all_samples_db: SamplesDb, roots: list[str]) -> Iterator[SqlSession]:
+    with SqlSession(roots, history=all_samples_db.path, copy_history=True) as opened:
         yield opened
 
 

@@ -2,7 +2,7 @@
 
 Usage::
 
-    $SPARK35_PYTHON tests/rewrite/spark35_driver.py WORKDIR STATEGLASS > result.json
+    $SPARK35_PYTHON tests/rewrite/spark35_driver.py WORKDIR STATEGLASS [JVM_OPTIONS] > result.json
 
 For each query (aggregation, dropDuplicates with a watermark, a stream-stream join) on each
 provider (HDFS, RocksDB): the query runs two batches on SRC (2 partitions); SRC is copied to
@@ -110,6 +110,7 @@ def main() -> None:
     from pyspark.sql import SparkSession
 
     work, stateglass = Path(sys.argv[1]), sys.argv[2]
+    jvm_options = sys.argv[3] if len(sys.argv) > 3 else ""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (
         SparkSession.builder.master("local[2]")
@@ -117,6 +118,7 @@ def main() -> None:
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.extraJavaOptions", jvm_options)
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import JVM_OPTIONS, ROOT
 from tests.rewrite.test_rewrite_spark import _rows, _spark_partitions
 
 DRIVER = Path(__file__).with_name("spark35_driver.py")
@@ -47,7 +47,7 @@ def spark35(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     work = tmp_path_factory.mktemp("rewrite-spark35")
     stateglass = str(Path(sys.executable).with_name("stateglass"))
     done = subprocess.run(
-        [PYTHON, str(DRIVER), str(work), stateglass],
+        [PYTHON, str(DRIVER), str(work), stateglass, JVM_OPTIONS],
         capture_output=True,
         text=True,
         env={**os.environ, "PYSPARK_PYTHON": PYTHON},
