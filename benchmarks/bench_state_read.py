@@ -45,6 +45,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -212,11 +213,23 @@ def timed(
     ):
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env)
+        # The end is taken as the process ends, by a thread waiting for it: the sampling
+        # loop's sleep would add up to its interval to every wall time (a tenth of a
+        # half-second process).
+        ended: list[float] = []
+        done = threading.Event()
+
+        def wait() -> None:
+            proc.wait()
+            ended.append(time.perf_counter())
+            done.set()
+
+        threading.Thread(target=wait, daemon=True).start()
         peak = 0
-        while proc.poll() is None:
+        while not done.is_set():
             peak = max(peak, _tree_rss_kib(proc.pid))
-            time.sleep(0.05)
-        wall = time.perf_counter() - start
+            done.wait(0.05)
+        wall = ended[0] - start
         if proc.returncode != 0:
             err.seek(0)
             raise SystemExit(f"{' '.join(cmd)} failed:\n{err.read()[-3000:]}")
