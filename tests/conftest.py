@@ -190,6 +190,8 @@ WORKER_GROUPS = {
 }
 
 
+# Optional, so the suite still runs with ``-p no:xdist`` in one process.
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist loadfile``, a file's tests on one worker, with the files of a
     :data:`WORKER_GROUPS` group on one worker too."""
