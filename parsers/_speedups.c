@@ -11,6 +11,7 @@
  *   gather_bytes(data, starts, sizes) -> (offsets, bytes) | None
  *   lz4_stream(data, budget) -> bytes | None
  *   sst_data_blocks(table, index_block, format_version, checksum_type, budget) -> (blocks, n) | None
+ *   block_entries(block) -> [(key, value start, value end)] | None
  *   runs_columns(runs, keys, values, strip_version[, value_sizes]) -> (rows, columns...) | None
  *   keep_freed_memory() -> bool
  *
@@ -2295,6 +2296,76 @@ done:
     return result;
 }
 
+/* block_entries(block): parsers/sst.py's _entries of a whole block, (key, value start, value
+ * end) of every entry, each key made whole from the prefix it shares with the one before. A
+ * table's properties are some forty entries: walking them in Python was 7% of the CPU of a
+ * 1M-key query on RocksDB. None where Python must name what is wrong: a restart array that
+ * does not fit, a varint past the entries or longer than RocksDB's varint32, a shared prefix
+ * longer than the key before, an entry past the entries' end. */
+static PyObject *
+block_entries(PyObject *self, PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const unsigned char *b = view.buf;
+    Py_ssize_t len = view.len;
+    PyObject *entries = NULL, *result = NULL;
+    unsigned char *key = NULL;
+    size_t klen = 0, cap = 0;
+    if (len < 4)
+        goto refuse;
+    uint32_t count = le32(b + len - 4) & 0x7fffffffu;
+    if (count == 0 || (Py_ssize_t)count > (len - 4) / 4)
+        goto refuse;
+    const unsigned char *p = b, *end = b + len - 4 - 4 * (Py_ssize_t)count;
+    entries = PyList_New(0);
+    if (entries == NULL)
+        goto done;
+    while (p < end) {
+        uint32_t shared, non_shared, value_len;
+        if (!varint32(&p, end, &shared) || !varint32(&p, end, &non_shared) ||
+            !varint32(&p, end, &value_len))
+            goto refuse;
+        if (shared > klen || (uint64_t)(end - p) < (uint64_t)non_shared + value_len)
+            goto refuse;
+        size_t need = (size_t)shared + non_shared;
+        if (need > cap) {
+            size_t grown_cap = need > 2 * cap ? need : 2 * cap;
+            unsigned char *grown = PyMem_RawRealloc(key, grown_cap ? grown_cap : 1);
+            if (grown == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            key = grown;
+            cap = grown_cap;
+        }
+        memcpy(key + shared, p, non_shared);
+        klen = need;
+        p += non_shared;
+        Py_ssize_t start = p - b;
+        /* y# makes None of a NULL pointer: an empty first key has no buffer yet. */
+        const char *whole = key ? (const char *)key : "";
+        PyObject *entry =
+            Py_BuildValue("(y#nn)", whole, (Py_ssize_t)klen, start, start + (Py_ssize_t)value_len);
+        if (entry == NULL || PyList_Append(entries, entry) < 0) {
+            Py_XDECREF(entry);
+            goto done;
+        }
+        Py_DECREF(entry);
+        p += value_len;
+    }
+    result = Py_NewRef(entries);
+    goto done;
+refuse:
+    result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(entries);
+    PyMem_RawFree(key);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 /* ------------------------------------------------------------------------------------------
  * Sorted runs: RocksDB's tables (SSTs) merged by key as RocksDB reads them
  * ------------------------------------------------------------------------------------------ */
@@ -3008,6 +3079,9 @@ static PyMethodDef methods[] = {
      "sst_data_blocks(table, index_block, format_version, checksum_type, budget) -> (blocks, "
      "bytes declared): a RocksDB table's data blocks checked and decompressed, or None "
      "where parsers/sst.py must read it."},
+    {"block_entries", block_entries, METH_O,
+     "block_entries(block) -> [(key, value start, value end)] of every entry of a RocksDB "
+     "block, or None where parsers/sst.py must read it."},
     {"runs_columns", runs_columns, METH_VARARGS,
      "runs_columns(runs, keys, values, strip_version[, value_sizes]) -> (rows, key buffers "
      "or None, value buffers or None), each (int64 offsets, data), from RocksDB tables' "

@@ -256,6 +256,17 @@ def _entries(block: bytes, what: str, at: int | None = None) -> Iterator[tuple[b
     """``(key, value start, value end)`` of every entry of a block, each key made whole from
     the prefix it shares with the one before; a damaged entry is ``CorruptData`` naming
     ``what``, at ``at`` (default: where the entry is)."""
+    compiled = getattr(_speedups, "block_entries", None)
+    found = None if compiled is None else compiled(block)
+    if found is not None:
+        return iter(found)
+    return _walked_entries(block, what, at)
+
+
+def _walked_entries(
+    block: bytes, what: str, at: int | None = None
+) -> Iterator[tuple[bytes, int, int]]:
+    """:func:`_entries` in Python: the specification, and what names a damaged entry."""
     end, _ = _restarts(block)
     pos = 0
     key = b""

@@ -131,7 +131,9 @@ def kept_rows(table: pa.Table, flt: pc.Expression) -> pa.Table:
                 acero.Declaration("project", acero.ProjectNodeOptions([flt], ["kept"])),
             ]
         )
-        .to_table()
+        # In this thread: Arrow's pool is shared with the decoders, and a hop through it
+        # cost more than the predicate on a piece.
+        .to_table(use_threads=False)
         .column(0)
     )
     if mask.null_count == 0 and pc.all(mask).as_py() is not False:
