@@ -13,6 +13,10 @@ Usage::
    (target: at most 2 requests per partition plus one per new file).
 3. Discovery of ``--fleet`` checkpoints under one prefix (each a minimal checkpoint:
    ``metadata``, ``offsets/0``, ``commits/0``): wall time and LISTs.
+4. ``sql`` on ``bench_sql.py``'s ``--sql-keys`` counter checkpoints of 64 partitions (HDFS and
+   RocksDB, cached under ``--workdir``), uploaded: ``bench_sql.py``'s aggregate cold, cached,
+   and filtered to one partition (its GETs: that partition's files and the checkpoint's own),
+   against the same query on local disk.
 
 Every figure is printed with the load average before it; the machine is shared.
 """
@@ -41,7 +45,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
 from bench_collect import ensure_checkpoint, machine, run_query, write_source_file  # noqa: E402
-from bench_state_read import WRITE_CHECKPOINT, load_average  # noqa: E402
+from bench_state_read import WRITE_CHECKPOINT, checkpoint, load_average  # noqa: E402
 
 BUCKET = "bench"
 COUNTS = re.compile(r"requests: (\d+) LIST, (\d+) GET, (\d+) HEAD .*cache: (\d+) hits")
@@ -188,13 +192,57 @@ def bench_fleet(client: Any, count: int) -> None:
         )
 
 
+def bench_sql(client: Any, keys: int, workdir: str, cache: str) -> None:
+    from bench_sql import AGGREGATE, NO_LIMIT
+
+    print(f"\n### `sql` aggregate of {keys:,} keys, 64 partitions")
+    print("| provider | run | wall (s) | LIST | GET | HEAD | cache hits | load before |")
+    print("|---|---|---|---|---|---|---|---|")
+    for provider in ("hdfs", "rocksdb"):
+        cp = checkpoint(workdir, "counter", provider, keys, 64)
+        prefix = f"sql-{provider}"
+        n = upload(client, cp, prefix)
+        table = f"{prefix.replace('-', '_')}.op0_default"
+        local_table = f"{os.path.basename(cp).replace('-', '_')}.op0_default"
+        own = tempfile.mkdtemp(prefix="sg-bench-cache-", dir=os.path.dirname(cache))
+        try:
+            runs = []
+            for name, root, t, extra, at in (
+                ("cold", f"s3://{BUCKET}/{prefix}", table, "", own),
+                ("cached", f"s3://{BUCKET}/{prefix}", table, "", own),
+                (
+                    "one partition, cold",
+                    f"s3://{BUCKET}/{prefix}",
+                    table,
+                    " AND partition_id = 0",
+                    cache,
+                ),
+                ("local disk", cp, local_table, "", own),
+            ):
+                load = load_average()
+                query = AGGREGATE.format(t=t, extra=extra)
+                wall, c = stateglass("sql", root, *NO_LIMIT, "--cache-dir", at, "-e", query)
+                runs.append((name, wall, c, load))
+        finally:
+            shutil.rmtree(own, ignore_errors=True)
+        for name, wall, c, load in runs:
+            print(
+                f"| {provider} ({n} objects) | {name} | {wall:.2f} | {c['list']} | {c['get']} "
+                f"| {c['head']} | {c['cache_hits']} | {load} |"
+            )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--keys", type=int, default=1_000_000)
     ap.add_argument("--partitions", type=int, default=200)
     ap.add_argument("--batches", type=int, default=3)
     ap.add_argument("--fleet", type=int, default=500)
-    ap.add_argument("--skip", action="append", default=[], choices=("state", "collect", "fleet"))
+    ap.add_argument("--sql-keys", type=int, default=1_000_000)
+    ap.add_argument("--workdir", default="/work/bench-data", help="bench_sql.py's checkpoints")
+    ap.add_argument(
+        "--skip", action="append", default=[], choices=("state", "collect", "fleet", "sql")
+    )
     args = ap.parse_args()
     import boto3
     from moto.server import ThreadedMotoServer
@@ -222,6 +270,8 @@ def main() -> None:
             bench_incremental(client, args.partitions, args.batches, cache)
         if "fleet" not in args.skip:
             bench_fleet(client, args.fleet)
+        if "sql" not in args.skip:
+            bench_sql(client, args.sql_keys, args.workdir, cache)
     finally:
         server.stop()
         shutil.rmtree(cache, ignore_errors=True)

@@ -234,13 +234,16 @@ class StoreTables:
             def made(pair: tuple[int, int]) -> tuple[list[pa.Table], bool]:
                 partition, batch = pair
                 scope.check_time(f"{where} partition {partition}")
+                pieces = self._decode(source, partition, batch, needed)
+                if not decoded.max_bytes:
+                    # A key is a listing of the partition (a LIST on an object store): a
+                    # cache that keeps nothing (a one-shot query's) needs none.
+                    return list(pieces), False
                 key = decoded.key(self.view, cp, source.store, partition, batch, needed)
                 held = decoded.get(key)
                 if held is not None:
                     return held, True
-                return list(
-                    decoded.keep(key, self._decode(source, partition, batch, needed))
-                ), False
+                return list(decoded.keep(key, pieces)), False
 
             for (partition, batch), (tables, held) in zip(
                 kept, decoded_ahead(made, kept, self.decoders), strict=True

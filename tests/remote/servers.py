@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
 
 # Azurite's documented development account (public, in Microsoft's docs; not a secret).
 AZURITE_ACCOUNT = "devstoreaccount1"
@@ -196,6 +197,19 @@ def served_requests() -> Iterator[ServedRequests]:
         log.removeHandler(handler)
         log.setLevel(level)
         log.propagate = propagate
+
+
+def sent(served: ServedRequests, bucket: str, since: int = 0) -> tuple[list[str], list[str]]:
+    """The prefixes listed and the keys read, by requests after the first ``since``."""
+    listed, read = [], []
+    for method, target in served.requests[since:]:
+        parts = urlsplit(target)
+        query = parse_qs(parts.query)
+        if "list-type" in query or "prefix" in query:
+            listed.append(query.get("prefix", [""])[0])
+        elif method == "GET":
+            read.append(unquote(parts.path).removeprefix(f"/{bucket}/"))
+    return listed, read
 
 
 def env_for(endpoint: str) -> dict[str, str]:

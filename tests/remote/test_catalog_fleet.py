@@ -8,14 +8,14 @@ The time it takes is measured by ``benchmarks/bench_sql_fleet.py``, not here."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from stateglass.collectors.catalog import SqlSession
 from tests.conftest import SAMPLES
 from tests.remote.conftest import BUCKET, S3
-from tests.remote.servers import ServedRequests, fill_fleet, last_batch_files, served_requests
+from tests.remote.servers import ServedRequests, fill_fleet, last_batch_files, sent, served_requests
 
 FLEET = 500
 PREFIX = "fleet500"
@@ -38,26 +38,13 @@ def opened(fleet: tuple[str, int]) -> Iterator[tuple[SqlSession, ServedRequests]
         yield session, served
 
 
-def _sent(served: ServedRequests, since: int = 0) -> tuple[list[str], list[str]]:
-    """The prefixes listed and the keys read, by requests after the first ``since``."""
-    listed, read = [], []
-    for method, target in served.requests[since:]:
-        parts = urlsplit(target)
-        query = parse_qs(parts.query)
-        if "list-type" in query or "prefix" in query:
-            listed.append(query.get("prefix", [""])[0])
-        elif method == "GET":
-            read.append(unquote(parts.path).removeprefix(f"/{BUCKET}/"))
-    return listed, read
-
-
 @pytest.mark.slow  # 500 checkpoints put in moto
 def test_a_fleet_lists_in_a_few_pages_and_reads_no_state(
     fleet: tuple[str, int], opened: tuple[SqlSession, ServedRequests]
 ) -> None:
     session, served = opened
     _, objects = fleet
-    listed, read = _sent(served)
+    listed, read = sent(served, BUCKET)
     state = [e for e in session.tables() if e.kind == "state"]
     assert {e.schema for e in state} == {f"job_{i:04d}" for i in range(FLEET)}
     assert {e.table for e in state} == {"op0_default"}
@@ -80,7 +67,7 @@ def test_a_query_on_one_of_the_fleet_sends_requests_for_it_alone(
     before = len(served.requests)
     result = session.execute("SELECT count(*) AS n FROM job_0007.op0_default")
     assert result.table.column("n").to_pylist()[0] > 0
-    listed, read = _sent(served, before)
+    listed, read = sent(served, BUCKET, before)
     own = f"{PREFIX}/job-0007/"
     assert [k for k in read if k.endswith(".snapshot")], read
     assert all(k.startswith(own) for k in read), read
@@ -88,7 +75,7 @@ def test_a_query_on_one_of_the_fleet_sends_requests_for_it_alone(
     assert {d.schema for d in session.last_decoded} == {"job_0007"}
     before = len(served.requests)
     assert [n for n, _ in session.columns("job_0003", "op0_default")][:2] == ["key", "value"]
-    listed, read = _sent(served, before)
+    listed, read = sent(served, BUCKET, before)
     assert read and all(k.startswith(f"{PREFIX}/job-0003/") for k in read), read
     assert not [k for k in read if k.endswith(STATE_FILES)]
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stateglass.collectors.catalog import SqlSession
+from stateglass.collectors.catalog import SqlLimits, SqlSession
 from stateglass.collectors.catalog.names import quoted
 from stateglass.collectors.remote import COUNTS
 from tests.collectors.test_catalog_fidelity import rows
 from tests.conftest import SAMPLES, copy_until
 from tests.remote.conftest import BUCKET, S3, upload
+from tests.remote.servers import sent, served_requests
 
 
 def test_an_s3_prefix_is_the_same_catalog_as_its_local_copy(s3: S3) -> None:
@@ -63,3 +64,18 @@ def test_a_new_commit_on_s3_is_seen_by_the_next_query(s3: S3, tmp_path: Path) ->
         assert session.execute(sql).table.column("batch_id").to_pylist() == [4]
         upload(s3.client, BUCKET, sample, prefix)
         assert session.execute(sql).table.column("batch_id").to_pylist() == [11]
+
+
+def test_a_one_shot_query_lists_each_partition_once(s3: S3) -> None:
+    """A session that keeps no decoded partitions (the CLI's ``-e``) needs no listing to key
+    them by: the reader's own listing of each partition's folder is the only one."""
+    prefix = "catalog-one-shot/agg-hdfs"
+    upload(s3.client, BUCKET, SAMPLES / "spark-4.3" / "agg-hdfs", prefix)
+    one_shot = SqlSession([f"s3://{BUCKET}/{prefix}"], limits=SqlLimits(cache_bytes=0))
+    # Opened before the recording starts: only the query's requests are counted.
+    with one_shot as session, served_requests() as served:
+        session.execute("SELECT count(*) FROM agg_hdfs.op0_default")
+    listed, _ = sent(served, BUCKET)
+    partitions = [p for p in listed if p.startswith(f"{prefix}/state/0/") and "_" not in p]
+    # Partition 0's folder was listed when the session opened, to name the store.
+    assert sorted(partitions) == [f"{prefix}/state/0/{p}/" for p in (1, 2, 3)], listed
