@@ -218,11 +218,15 @@ def run(args: argparse.Namespace) -> int:
     if text is not None and not text.strip():
         raise AppError("no SQL to run (give -e SQL, -f FILE or SQL on stdin)")
     check_output(args.format, args.output, args.time_zone)
+    if args.max_rows < 1:
+        raise AppError(f"--max-rows: must be 1 or more, got {args.max_rows}")
     spark = spark_decoding(args)
     keep_freed_memory()
     with SqlSession(
         args.roots,
         history=history,
+        # The prompt stays open: a copy, so that the collector can go on writing the file.
+        copy_history=prompting,
         limits=limits,
         discovery=discovery.limits(args),
         text_form=spark_text(args.time_zone),

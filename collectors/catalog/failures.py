@@ -7,6 +7,8 @@ what ``stateglass state`` says.
 
 from __future__ import annotations
 
+import re
+
 import duckdb
 
 from stateglass.collectors.catalog.scope import QueryScope
@@ -21,6 +23,17 @@ from stateglass.collectors.errors import (
 
 # InvalidInputException texts of a refusal rather than of a bad query.
 _REFUSED = ("configuration has been locked", "attached in read-only mode", "disabled by")
+# An error DuckDB raised while the rows were being read reaches Python through Arrow's
+# stream reader as an OSError whose text is DuckDB's: "<Kind> Error: <message>".
+_STREAMED = re.compile(r"(?P<kind>[A-Za-z][A-Za-z ]*?) Error: ")
+_STREAMED_KINDS: dict[str, type[duckdb.Error]] = {
+    "INTERRUPT": duckdb.InterruptException,
+    "Out of Memory": duckdb.OutOfMemoryException,
+    "Permission": duckdb.PermissionException,
+    "Invalid Input": duckdb.InvalidInputException,
+}
+# DuckDB's hint on a misspelt name, on the line after its error.
+_DID_YOU_MEAN = re.compile(r"^Did you mean .*", re.MULTILINE)
 
 
 def first_line(exc: BaseException) -> str:
@@ -28,6 +41,18 @@ def first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     line = text.splitlines()[0] if text else type(exc).__name__
     return line.split(". Detail:", 1)[0]
+
+
+def streamed_error(exc: BaseException) -> duckdb.Error | None:
+    """DuckDB's error inside an ``OSError`` raised by a result's Arrow stream (a query that
+    failed after its first rows: a time limit, a cast of a value); None for any other."""
+    if not isinstance(exc, OSError) or exc.errno is not None:
+        return None
+    found = _STREAMED.match(str(exc).strip())
+    if found is None:
+        return None
+    kind = _STREAMED_KINDS.get(found.group("kind"), duckdb.Error)
+    return kind(str(exc).strip())
 
 
 def sql_error(
@@ -40,9 +65,12 @@ def sql_error(
         return failure
     if isinstance(exc, CollectorError):
         return exc
+    exc = streamed_error(exc) or exc
     if not isinstance(exc, duckdb.Error):
         return exc
     line = first_line(exc)
+    if isinstance(exc, duckdb.CatalogException) and (hint := _DID_YOU_MEAN.search(str(exc))):
+        line = f"{line} {hint.group().strip()}"
     if isinstance(exc, duckdb.InterruptException):
         limit = f" of {time_s:g}s" if time_s else ""
         return QueryTimeLimit(f"stopped at the time limit{limit}")
@@ -60,4 +88,4 @@ def sql_error(
     return QueryFailed(line)
 
 
-__all__ = ["SqlError", "first_line", "sql_error"]
+__all__ = ["SqlError", "first_line", "sql_error", "streamed_error"]

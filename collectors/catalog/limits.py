@@ -12,6 +12,10 @@ from dataclasses import dataclass, field
 
 from stateglass.collectors.errors import BadConfig
 
+# A year: a limit past it (or infinite) is no limit, and DuckDB's own backstop holds its
+# milliseconds in 64 bits.
+MAX_TIME_S = 365 * 86400
+
 
 @dataclass(frozen=True)
 class SqlLimits:
@@ -35,8 +39,11 @@ class SqlLimits:
     decoders: int = field(default_factory=lambda: min(4, os.cpu_count() or 1))
 
     def __post_init__(self) -> None:
-        if not self.time_s > 0:
-            raise BadConfig("time limit", f"must be more than 0 seconds, got {self.time_s}")
+        if not 0 < self.time_s <= MAX_TIME_S:
+            raise BadConfig(
+                "time limit",
+                f"must be more than 0 and at most {MAX_TIME_S} seconds, got {self.time_s}",
+            )
         if self.memory_bytes < 16 << 20:
             raise BadConfig("memory limit", f"must be at least 16MiB, got {self.memory_bytes}")
         if self.temp_bytes < 0:

@@ -109,8 +109,9 @@ class Rows:
                 if self.filter is not None:
                     table = kept_rows(table, self.filter)
                 yield from table.select(out.names).to_batches(max_chunksize=CHUNK_ROWS)
-        except BaseException as exc:
+        except Exception as exc:
             # DuckDB re-raises it as flattened text; the session raises this one instead.
+            # (Not GeneratorExit: DuckDB closing the scan after its own error is no failure.)
             if self.scope.failure is None:
                 self.scope.failure = exc
             raise

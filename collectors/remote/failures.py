@@ -100,4 +100,8 @@ def storage_error(
     if any(code in text for code in _UNREACHABLE) or isinstance(exc, OSError):
         detail = redact(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, secrets)
         return StorageUnavailable(url, f"storage unreachable or connection lost ({detail[:160]})")
+    if isinstance(exc, TypeError) and "unexpected keyword argument" in str(exc):
+        # s3fs makes its client at the first request, with the options as keyword arguments.
+        detail = redact(str(exc).splitlines()[0], secrets)
+        return StorageError(url, f"a storage option the client does not take ({detail[:160]})")
     return None

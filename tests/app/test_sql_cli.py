@@ -183,10 +183,35 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path: Path) -> N
         pytest.param(["-e", "SELECT 1", "--format", "parquet"], id="parquet without -o"),
         pytest.param(["-e", "SELECT 1", "--memory-limit", "lots"], id="bad size"),
         pytest.param(["-e", "   "], id="no SQL"),
+        pytest.param(["-e", "SELECT 1", "--time-limit", "inf"], id="endless time limit"),
+        pytest.param(["-e", "SELECT 1", "--time-limit", "1e30"], id="huge time limit"),
+        pytest.param(["-e", "SELECT 1", "--max-rows", "-1"], id="negative max rows"),
+        pytest.param(
+            ["-e", "SELECT CASE WHEN i > 5000 THEN error('boom') END FROM range(10000) t(i)"],
+            id="an error after the first rows",
+        ),
     ],
 )
 def test_mistakes_are_one_line(argv: list[str], tmp_path: Path) -> None:
     _one_line_error(sg("sql", str(ROOT), *argv, cwd=tmp_path))
+
+
+def test_a_misspelt_table_gets_duckdbs_hint(
+    listing: list[dict[str, object]], tmp_path: Path
+) -> None:
+    table = _table(listing, SESSIONS, kind="state", store_name="default")
+    proc = sg("sql", str(ROOT), "-e", f"SELECT * FROM {table}x", cwd=tmp_path)
+    assert f'Did you mean "{table.split(".")[1]}' in _one_line_error(proc)
+
+
+def test_a_value_duckdb_cannot_convert_is_named(
+    listing: list[dict[str, object]], tmp_path: Path
+) -> None:
+    # DuckDB closes the state table's scan when the cast fails: its error is the one said.
+    table = _table(listing, SESSIONS, kind="state", store_name="default")
+    query = f'SELECT CAST(key."user" AS INTEGER) FROM {table}'
+    said = _one_line_error(sg("sql", str(ROOT), "-e", query, cwd=tmp_path))
+    assert "Conversion Error" in said and "GeneratorExit" not in said
 
 
 def test_a_purged_batch_says_what_state_says(
@@ -223,15 +248,24 @@ def test_hostile_queries_are_refused_in_one_line_and_write_nothing(
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    ("select", "output"),
+    [
+        pytest.param("count(*)", [], id="counted"),
+        # Rows stream out before the limit: DuckDB's interrupt then comes through Arrow.
+        pytest.param("a.key, h.range", ["--format", "jsonl"], id="rows-to-stdout"),
+        pytest.param("a.key, h.range", ["--format", "csv", "-o", "out.csv"], id="rows-to-file"),
+    ],
+)
 def test_a_cross_join_of_two_stores_stops_at_the_limit(
-    listing: list[dict[str, object]], tmp_path: Path
+    listing: list[dict[str, object]], tmp_path: Path, select: str, output: list[str]
 ) -> None:
     table = _table(listing, SESSIONS, kind="state", store_name="default")
-    query = (
-        f"SELECT count(*) FROM {table} a, {table} b, {table} c, {table} d, {table} e, "
-        f"{table} f, {table} g, range(1000000000) h"
-    )
-    proc = sg("sql", str(ROOT), "-e", query, "--time-limit", "2", cwd=tmp_path)
+    joined = f"{table} a, {table} b, {table} c, {table} d, {table} e, {table} f, {table} g"
+    # Rows come at once from a store and a range; seven stores first would come as none.
+    sources = joined if select == "count(*)" else table + " a"
+    query = f"SELECT {select} FROM {sources}, range(1000000000) h"
+    proc = sg("sql", str(ROOT), "-e", query, "--time-limit", "2", *output, cwd=tmp_path)
     assert "time limit" in _one_line_error(proc)
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 

@@ -59,6 +59,13 @@ def test_missing_checkpoint_in_a_bucket(s3: S3, cli: Any) -> None:
     assert "s3://cps/samples/nothing-here: no such" in _one_line(r.err)
 
 
+def test_an_option_the_client_does_not_take_is_one_line(s3: S3, cli: Any) -> None:
+    # s3fs makes its client at the first request, with the options as keyword arguments.
+    r = cli("info", s3.url("spark-4.3/agg-hdfs"), "--storage-option", "client_kwargs.bad=1")
+    assert r.code == 2
+    assert "a storage option the client does not take" in _one_line(r.err)
+
+
 def test_secrets_never_reach_output_db_or_report(s3: S3, cli: Any, tmp_path: Path) -> None:
     user, in_url, in_query, option = (
         "AKIAUSERPART",
