@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import duckdb
+
 from stateglass.app.sql_prompt import Completer, statements
 from tests.conftest import SAMPLES
 
@@ -104,3 +106,48 @@ def test_the_prompt_on_a_terminal_runs_queries_and_keeps_history(tmp_path: Path)
     assert "answer" in text and "42" in text and "Traceback" not in text
     history = (tmp_path / ".stateglass" / "sql_history").read_text()
     assert "2 AS answer;" in history
+
+
+def test_the_prompt_leaves_the_history_free_and_outlives_a_time_limit(tmp_path: Path) -> None:
+    """A prompt stays open for as long as its user likes: it queries a copy of the history,
+    so the collector can write the file meanwhile, and a query stopped mid-stream (rows
+    already coming when the limit comes) is one line, after which the prompt goes on."""
+    sample = ROOT / "session-rocks-cl"
+    db = tmp_path / "h.duckdb"
+    subprocess.run(
+        [sys.executable, "-m", "stateglass.app.cli", "collect", str(sample), "--db", str(db)],
+        check=True,
+        capture_output=True,
+    )
+    parent, child = pty.openpty()
+    env = {**os.environ, "HOME": str(tmp_path), "TERM": "dumb"}
+    # Rows enough that the table is still taking them when the limit comes.
+    argv = ["sql", str(sample), "--db", str(db), "--time-limit", "2", "--max-rows", "1000000000"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "stateglass.app.cli", *argv],
+        stdin=child,
+        stdout=child,
+        stderr=child,
+        cwd=tmp_path,
+        env=env,
+    )
+    os.close(child)
+    seen = bytearray()
+    try:
+        _read_until(parent, b"sql> ", seen)
+        with duckdb.connect(str(db)) as writer:  # refused at once if the prompt held it
+            writer.execute("CREATE TABLE written_meanwhile AS SELECT 1 AS x")
+        os.write(parent, b"SELECT a.key, h.range FROM session_rocks_cl.op0_default a, ")
+        os.write(parent, b"range(1000000000) h;\n")
+        _read_until(parent, b"time limit", seen)
+        _read_until(parent, b"sql> ", seen, since=seen.rfind(b"time limit"))
+        os.write(parent, b"SELECT count(*) AS n FROM history.checkpoints;\n")
+        _read_until(parent, b"(1 rows)", seen)
+        os.write(parent, b"\x04")  # Ctrl+D
+        assert proc.wait(PROMPT_DEADLINE_S) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(parent)
+    assert "Traceback" not in seen.decode(errors="replace")
