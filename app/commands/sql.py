@@ -30,17 +30,21 @@ FORMATS = ("table", "csv", "jsonl", "parquet")
 DEFAULT_MAX_ROWS = 1000  # rows a text table holds: it is printed whole, so it is kept in memory
 
 BATCH_HELP = """\
-Every checkpoint is a schema, named for its folder (orders-v2 -> orders_v2; a name taken
-twice gets _2), every store a table: SCHEMA.op<operator>_<store> (op0_default,
-op0_left_keytonumvalues; transformWithState: op0_<variable>, op0_timers),
-SCHEMA.<table>_changes its change feed, SCHEMA.state_metadata, .batches, .offsets,
-.commits; the history database is `history`. --tables lists them all.
+Every checkpoint is a schema, named for its folder (orders-v2 -> orders_v2; where two
+folders share a name, their parents join in: orders_checkpoint, clicks_checkpoint; so a
+name depends on the other checkpoints found), every store a table:
+SCHEMA.op<operator>_<store> (op0_default, op0_left_keytonumvalues; transformWithState:
+op0_<variable>, op0_timers), SCHEMA.<table>_changes its change feed,
+SCHEMA.state_metadata, .batches, .offsets, .commits; the history database is `history`.
+--tables lists them all.
 
 A state table reads the last committed batch. To read another retained batch, pick it
 with its batch_id column and a constant (=, IN, BETWEEN): the one way.
     SELECT * FROM orders.op0_default WHERE batch_id = 41
-A batch_id compared with a subquery or a join picks nothing: the table reads the last
-batch. A predicate on partition_id reads only those partitions:
+The constant must be an integer: batch_id compared with a subquery, a join, a cast of
+batch_id or a decimal (= 41.0) picks no batch, so the table reads the last one and the
+filter keeps rows only if that is the batch it names. A predicate on partition_id reads
+only those partitions:
     SELECT count(*) FROM orders.op0_default WHERE partition_id = 3
 
 With --engine spark the stores a query reads are decoded by the Spark engine of
@@ -50,8 +54,9 @@ reuses the files; they are removed at exit unless --keep-scratch.
     stateglass sql /data/checkpoints --engine spark --master spark://HOST:7077 -e "..."
 
 The session is read-only and confined to the roots: no file reads outside them, no
-COPY … TO, ATTACH, INSTALL or LOAD, no SET that loosens a limit; each query has a time
-and a memory limit. A refused or stopped query prints one line and exits with status 2.
+COPY … TO, ATTACH of a file, INSTALL or LOAD, no SET that loosens a limit; each query has
+a time and a memory limit (tables a query creates live in the session's memory, under the
+same limit). A refused or stopped query prints one line and exits with status 2.
 """
 
 
