@@ -32,7 +32,7 @@ from stateglass.app.output import (
     cell_text,
     write_text_table,
 )
-from stateglass.app.render.arrow_rows import decoded_rows
+from stateglass.app.render.arrow_rows import decoded_batch
 from stateglass.app.render.rows_to_json import render_row
 from stateglass.app.render.spark_text import TimeZoneSpec
 from stateglass.collectors.catalog.names import CATALOG_SCHEMA
@@ -78,6 +78,15 @@ class _TextWriter(ResultWriter):
         super().__init__(path, time_zone)
         self.text = TextOut(path, stream)
         self.out: IO[str] = self.text.file
+        self.made: dict[tuple[Column, ...], Any] = {}
+
+    def made_for(self, columns: tuple[Column, ...], make: Callable[[], Any]) -> Any:
+        """What ``make`` builds for ``columns``, built once: a batch holding one of DuckDB's
+        infinities gives its column another type (:func:`decoded_batch`)."""
+        found = self.made.get(columns)
+        if found is None:
+            found = self.made[columns] = make()
+        return found
 
     def close(self) -> None:
         self.text.commit()
@@ -89,14 +98,10 @@ class _TextWriter(ResultWriter):
 class JsonLinesWriter(_TextWriter):
     """One JSON object per row, as Spark's ``toJSON()`` writes it (null columns left out)."""
 
-    render: Callable[[tuple[Any, ...]], str]
-
-    def start(self, schema: Any) -> None:
-        self.render = render_row(as_struct(result_columns(schema)), self.time_zone)
-
     def write_batch(self, batch: Any) -> None:
-        render = self.render
-        lines = [render(row) for row in decoded_rows(batch)]
+        columns, rows = decoded_batch(batch, self.time_zone)
+        render = self.made_for(columns, lambda: render_row(as_struct(columns), self.time_zone))
+        lines = [render(row) for row in rows]
         if lines:
             lines.append("")
             self.out.write("\n".join(lines))
@@ -119,16 +124,16 @@ class CsvWriter(_TextWriter):
     """A header and one line per row; structs split into one column per leaf, lists and
     maps as JSON, timestamps as Spark's text in the session time zone."""
 
-    columns: FlatColumns
-
     def start(self, schema: Any) -> None:
-        self.columns = FlatColumns(result_columns(schema), self.time_zone)
+        columns = result_columns(schema)
+        self.made[columns] = FlatColumns(columns, self.time_zone)
         self.csv = csv.writer(self.out, lineterminator="\n")
-        self.csv.writerow(self.columns.names)
+        self.csv.writerow(self.made[columns].names)
 
     def write_batch(self, batch: Any) -> None:
-        cells = self.columns.cells
-        self.csv.writerows([cell_text(c) for c in cells(row)] for row in decoded_rows(batch))
+        columns, rows = decoded_batch(batch, self.time_zone)
+        cells = self.made_for(columns, lambda: FlatColumns(columns, self.time_zone)).cells
+        self.csv.writerows([cell_text(c) for c in cells(row)] for row in rows)
 
 
 def csv_bytes(table: Any, time_zone: str = "UTC") -> bytes:
@@ -172,11 +177,14 @@ class TableWriter(_TextWriter):
                 break
 
     def start(self, schema: Any) -> None:
-        self.columns = FlatColumns(result_columns(schema), self.time_zone)
+        columns = result_columns(schema)
+        self.columns = self.made[columns] = FlatColumns(columns, self.time_zone)
 
     def write_batch(self, batch: Any) -> None:
-        for row in decoded_rows(batch):
-            texts = (cell_text(c) for c in self.columns.cells(row))
+        columns, rows = decoded_batch(batch, self.time_zone)
+        cells = self.made_for(columns, lambda: FlatColumns(columns, self.time_zone)).cells
+        for row in rows:
+            texts = (cell_text(c) for c in cells(row))
             self.rows.append(
                 [t if len(t) <= TABLE_CELL else t[: TABLE_CELL - 1] + "…" for t in texts]
             )
