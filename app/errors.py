@@ -4,6 +4,7 @@ Hierarchy::
 
     AppError                 a user-facing problem with the command line or an output file
     ├── OutputError          the output file cannot be written
+    ├── UnprintableValue     a result's column holds a value no text output can print
     └── ReportError          a report cannot be made (unknown suffix, no Chromium for PDF)
 
 Collector errors (``collectors.errors.CollectorError``) pass through unchanged: they already
@@ -19,6 +20,16 @@ class AppError(Exception):
 
 class OutputError(AppError):
     """The output file cannot be written."""
+
+
+class UnprintableValue(AppError):
+    """A column of a SQL result holds a value no text output (table, CSV, JSON lines) can
+    print; the message names the column and says to cast it."""
+
+    def __init__(self, column: str, why: str) -> None:
+        super().__init__(f"column {column!r}: {why}; cast it to VARCHAR")
+        self.column = column
+        self.why = why
 
 
 class ReportError(AppError):

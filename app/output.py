@@ -63,11 +63,11 @@ def _open_text(path: str) -> AtomicText:
 
 class TextOut:
     """Text for ``path``, put in place whole by :meth:`commit` (``stateglass.app.atomic``), or
-    for stdout when ``path`` is None."""
+    for ``stream`` (stdout when None) when ``path`` is None."""
 
-    def __init__(self, path: str | None) -> None:
+    def __init__(self, path: str | None, stream: IO[str] | None = None) -> None:
         self.target = _open_text(path) if path is not None else None
-        self.file: IO[str] = self.target.file if self.target is not None else sys.stdout
+        self.file: IO[str] = self.target.file if self.target is not None else stream or sys.stdout
 
     def commit(self) -> None:
         self.file.flush()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import io
 import json
 import os
 from collections.abc import Callable
@@ -31,7 +32,7 @@ from stateglass.app.output import (
     cell_text,
     write_text_table,
 )
-from stateglass.app.render.arrow_rows import decoded_rows
+from stateglass.app.render.arrow_rows import decoded_batch
 from stateglass.app.render.rows_to_json import render_row
 from stateglass.app.render.spark_text import TimeZoneSpec
 from stateglass.collectors.catalog.names import CATALOG_SCHEMA
@@ -71,12 +72,21 @@ class ResultWriter(Output):
 
 
 class _TextWriter(ResultWriter):
-    """A writer of text: stdout, or a file replaced whole at the end."""
+    """A writer of text: stdout (or ``stream``), or a file replaced whole at the end."""
 
-    def __init__(self, path: str | None, time_zone: str) -> None:
+    def __init__(self, path: str | None, time_zone: str, stream: IO[str] | None = None) -> None:
         super().__init__(path, time_zone)
-        self.text = TextOut(path)
+        self.text = TextOut(path, stream)
         self.out: IO[str] = self.text.file
+        self.made: dict[tuple[Column, ...], Any] = {}
+
+    def made_for(self, columns: tuple[Column, ...], make: Callable[[], Any]) -> Any:
+        """What ``make`` builds for ``columns``, built once: a batch holding one of DuckDB's
+        infinities gives its column another type (:func:`decoded_batch`)."""
+        found = self.made.get(columns)
+        if found is None:
+            found = self.made[columns] = make()
+        return found
 
     def close(self) -> None:
         self.text.commit()
@@ -88,14 +98,10 @@ class _TextWriter(ResultWriter):
 class JsonLinesWriter(_TextWriter):
     """One JSON object per row, as Spark's ``toJSON()`` writes it (null columns left out)."""
 
-    render: Callable[[tuple[Any, ...]], str]
-
-    def start(self, schema: Any) -> None:
-        self.render = render_row(as_struct(result_columns(schema)), self.time_zone)
-
     def write_batch(self, batch: Any) -> None:
-        render = self.render
-        lines = [render(row) for row in decoded_rows(batch)]
+        columns, rows = decoded_batch(batch, self.time_zone)
+        render = self.made_for(columns, lambda: render_row(as_struct(columns), self.time_zone))
+        lines = [render(row) for row in rows]
         if lines:
             lines.append("")
             self.out.write("\n".join(lines))
@@ -118,16 +124,32 @@ class CsvWriter(_TextWriter):
     """A header and one line per row; structs split into one column per leaf, lists and
     maps as JSON, timestamps as Spark's text in the session time zone."""
 
-    columns: FlatColumns
-
     def start(self, schema: Any) -> None:
-        self.columns = FlatColumns(result_columns(schema), self.time_zone)
+        columns = result_columns(schema)
+        self.made[columns] = FlatColumns(columns, self.time_zone)
         self.csv = csv.writer(self.out, lineterminator="\n")
-        self.csv.writerow(self.columns.names)
+        self.csv.writerow(self.made[columns].names)
 
     def write_batch(self, batch: Any) -> None:
-        cells = self.columns.cells
-        self.csv.writerows([cell_text(c) for c in cells(row)] for row in decoded_rows(batch))
+        columns, rows = decoded_batch(batch, self.time_zone)
+        cells = self.made_for(columns, lambda: FlatColumns(columns, self.time_zone)).cells
+        self.csv.writerows([cell_text(c) for c in cells(row)] for row in rows)
+
+
+def csv_bytes(table: Any, time_zone: str = "UTC") -> bytes:
+    """``table`` (a ``pyarrow.Table``) as ``stateglass sql --format csv`` writes it, in UTF-8.
+
+    The dashboard's download is made here, so that a file saved from the page and one a
+    script wrote hold the same text for the same query.
+
+    Example::
+
+        data = csv_bytes(session.execute("SELECT * FROM orders.op0_default").table)
+    """
+    text = io.StringIO()
+    with CsvWriter(None, time_zone, stream=text) as out:
+        out.write(table.to_reader())
+    return text.getvalue().encode()
 
 
 class TableWriter(_TextWriter):
@@ -155,11 +177,14 @@ class TableWriter(_TextWriter):
                 break
 
     def start(self, schema: Any) -> None:
-        self.columns = FlatColumns(result_columns(schema), self.time_zone)
+        columns = result_columns(schema)
+        self.columns = self.made[columns] = FlatColumns(columns, self.time_zone)
 
     def write_batch(self, batch: Any) -> None:
-        for row in decoded_rows(batch):
-            texts = (cell_text(c) for c in self.columns.cells(row))
+        columns, rows = decoded_batch(batch, self.time_zone)
+        cells = self.made_for(columns, lambda: FlatColumns(columns, self.time_zone)).cells
+        for row in rows:
+            texts = (cell_text(c) for c in cells(row))
             self.rows.append(
                 [t if len(t) <= TABLE_CELL else t[: TABLE_CELL - 1] + "…" for t in texts]
             )

@@ -23,6 +23,7 @@ connection that runs the query).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -59,6 +60,26 @@ class QueryResult:
     table: pa.Table
     truncated: bool
     seconds: float
+
+
+# Arrow has no time of day with an offset: DuckDB hands a TIMETZ over as its local time
+# and the offset is lost. DuckDB's text of it (``10:00:00+02``) keeps both.
+_TIMETZ = re.compile(r"\bTIME WITH TIME ZONE\b")
+
+
+def with_offsets_kept(relation: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
+    """``relation`` with every TIMETZ in its columns (nested ones too) as DuckDB's text."""
+    types = [str(t) for t in relation.types]
+    if not any(_TIMETZ.search(t) for t in types):
+        return relation
+    # By position: a result may repeat a column's name.
+    picks = [
+        f"CAST(#{i} AS {_TIMETZ.sub('VARCHAR', t)}) AS {quoted(name)}"
+        if _TIMETZ.search(t)
+        else f"#{i}"
+        for i, (name, t) in enumerate(zip(relation.columns, types, strict=True), start=1)
+    ]
+    return relation.project(", ".join(picks))
 
 
 class SqlSession:
@@ -231,7 +252,7 @@ class SqlSession:
             if relation is None:
                 yield pa.RecordBatchReader.from_batches(pa.schema([]), iter(()))
                 return
-            reader = relation.to_arrow_reader()
+            reader = with_offsets_kept(relation).to_arrow_reader()
             try:
                 yield reader
             finally:

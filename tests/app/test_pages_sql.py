@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 from stateglass.app.dashboard.sql_link import QUERY_PARAM, sql_url
 from stateglass.app.dashboard.views.sql import csv_bytes, parquet_bytes
 from tests.app.test_pages_core import TIMEOUT_S, _page, run_page
+from tests.conftest import SAMPLES
 
 RANGE = "SELECT n, n * n AS square FROM range(120) AS t(n) ORDER BY n"
 
@@ -107,18 +108,53 @@ def test_an_example_fills_the_editor_with_real_names_and_runs(samples_db: str) -
     assert len(at.dataframe) == 2
 
 
-def test_downloads_keep_every_row_and_nested_values() -> None:
+# Every kind of cell a result holds: state columns (a struct of a window, a binary
+# aggregate) beside a decimal, a timestamp, a float and nested literals.
+EVERY_CELL = (
+    "SELECT key, value.max_3 AS b, 123.45::DECIMAL(5, 2) AS d, "
+    "TIMESTAMPTZ '2024-01-01 00:46:02+00' AS ts, 0.938::FLOAT AS f, "
+    "{'a': 1, 'b': 'y,z'} AS s, [1, 2] AS l, MAP {'k': 'v'} AS m "
+    "FROM agg_hdfs.op0_default ORDER BY key"
+)
+
+
+def test_the_csv_download_is_what_stateglass_sql_writes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from stateglass.app.cli import main
+    from stateglass.app.render.arrow_values import spark_text
+    from stateglass.collectors.catalog import SqlSession
+
+    agg = str(SAMPLES / "spark-4.3" / "agg-hdfs")
+    # Opened as the page opens its session.
+    with SqlSession([agg], text_form=spark_text()) as session:
+        table = session.execute(EVERY_CELL, max_rows=100).table
+    assert main(["sql", agg, "-e", EVERY_CELL, "--format", "csv"]) == 0
+    cli = capsys.readouterr().out
+    assert csv_bytes(table).decode() == cli
+    rows = list(csv.DictReader(io.StringIO(cli)))
+    assert len(rows) == table.num_rows > 3
+    first = rows[0]
+    # Spark's forms: base64 binary, an unquoted decimal, a timestamp in UTC, a float's
+    # shortest text, a struct a column per field, lists and maps as JSON.
+    assert first["b"] == "AAADiw==" and first["d"] == "123.45" and first["f"] == "0.938"
+    assert first["ts"] == "2024-01-01T00:46:02.000Z"
+    assert first["key.window.start"] == "2024-01-01T00:40:00.000Z"
+    assert (first["s.a"], first["s.b"], first["l"], first["m"]) == (
+        "1",
+        "y,z",
+        "[1,2]",
+        '{"k":"v"}',
+    )
+
+
+def test_the_parquet_download_keeps_every_type() -> None:
     table = pa.table(
         {
             "key": pa.array([{"a": 1, "b": "x"}, {"a": 2, "b": "y,z"}]),
             "n": pa.array([1, 2], type=pa.int64()),
         }
     )
-    rows = list(csv.DictReader(io.StringIO(csv_bytes(table).decode())))
-    assert rows == [
-        {"key": '{"a": 1, "b": "x"}', "n": "1"},
-        {"key": '{"a": 2, "b": "y,z"}', "n": "2"},
-    ]
     assert pq.read_table(io.BytesIO(parquet_bytes(table))).equals(table)
 
 

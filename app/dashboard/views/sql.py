@@ -13,16 +13,13 @@ with ``st.dataframe`` (never as HTML) and paged; they download as CSV or Parquet
 from __future__ import annotations
 
 import io
-import json
 import os
 import time
 import weakref
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
 
 import pyarrow as pa
-import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import streamlit as st
 
@@ -33,6 +30,7 @@ from stateglass.app.errors import AppError
 from stateglass.app.escape import md_code
 from stateglass.app.figures.sql import numeric_columns, result_chart
 from stateglass.app.render.arrow_values import spark_text
+from stateglass.app.sql_output import csv_bytes
 from stateglass.collectors.catalog import SqlLimits, SqlSession, TableEntry
 from stateglass.collectors.catalog.names import quoted
 from stateglass.collectors.errors import BadConfig, CollectorError
@@ -322,7 +320,7 @@ def _page(table: pa.Table, run: int) -> None:
 
 # Each download: its label, what it keeps, how it is made, its file suffix and media type.
 DOWNLOADS = (
-    ("CSV", "nested values as JSON text", "csv", "text/csv"),
+    ("CSV", "as `stateglass sql --format csv` writes it", "csv", "text/csv"),
     ("Parquet", "every type kept", "parquet", "application/vnd.apache.parquet"),
 )
 
@@ -342,32 +340,11 @@ def _downloads(table: pa.Table) -> None:
         )
 
 
-def csv_bytes(table: pa.Table) -> bytes:
-    """``table`` as CSV with a header; nested values (structs, lists, maps) as JSON text."""
-    out = io.BytesIO()
-    pa_csv.write_csv(_flat_for_csv(table), out)
-    return out.getvalue()
-
-
 def parquet_bytes(table: pa.Table) -> bytes:
     """``table`` as one Parquet file, every type kept."""
     out = io.BytesIO()
     pq.write_table(table, out)
     return out.getvalue()
-
-
-def _flat_for_csv(table: pa.Table) -> pa.Table:
-    for i, field in enumerate(table.schema):
-        if pa.types.is_nested(field.type) or pa.types.is_decimal(field.type):
-            text = [None if v is None else _json_text(v) for v in table.column(i).to_pylist()]
-            table = table.set_column(i, field.name, pa.array(text, type=pa.string()))
-    return table
-
-
-def _json_text(value: Any) -> str:
-    if isinstance(value, str | int | float | bool):
-        return str(value)
-    return json.dumps(value, default=str, ensure_ascii=False)
 
 
 def _chart(table: pa.Table, run: int) -> None:
