@@ -33,6 +33,8 @@ setup(
         "stateglass.docs": "docs",
     },
     package_data={
+        # PEP 561: the notebook API's types reach the users' type checkers.
+        "stateglass": ["py.typed"],
         "stateglass.parsers": ["*.pyi"],
         # The plotly.js bundle the HTML report inlines, and its licence.
         "stateglass.app.report": ["vendor/*"],

@@ -125,7 +125,7 @@ def prompt(session: Any, args: argparse.Namespace) -> int:
     tables, columns = catalog_names(session)
     save = _setup_readline(Completer(tables, columns))
     print(
-        f"stateglass sql: {len({s for s, _ in tables})} checkpoint(s), {len(tables)} table(s). "
+        f"stateglass sql: {len(session.schemas())} checkpoint(s), {len(tables)} table(s). "
         "End statements with ;  .tables lists them, Ctrl+D leaves.",
         file=sys.stderr,
     )

@@ -248,6 +248,17 @@ def _table_names(labels: Sequence[tuple[int, str]]) -> tuple[list[str], list[str
     return names[: len(state)], names[len(state) : 2 * len(state)]
 
 
+def _as_given(root: str, given: str, canonical: str) -> str:
+    """``root``, found at or under the root the user gave as ``given`` (``canonical`` once
+    resolved), written from ``given``: a relative root lists relative checkpoints."""
+    base = canonical.rstrip("/")
+    if root in (canonical, base):
+        return given
+    if base and root.startswith(base + "/"):
+        return given.rstrip("/") + root[len(base) :]
+    return root
+
+
 def _listed_entries(schema: str, given: str, stores: Sequence[tuple[int, str]]) -> list[TableEntry]:
     """A checkpoint's tables as registering it lists them, for stores named by their folders
     (one view each: no state variables, no column families)."""
@@ -388,9 +399,7 @@ def build_catalog(
         fs, canonical = open_location(given)
         fleet = _list_fleet(fs, canonical)
         for root in checkpoints_at(fs, given, discovery, say):
-            # A checkpoint named directly keeps the name it was given.
-            shown = given if root in (canonical, canonical.rstrip("/")) else root
-            found.setdefault(root, (shown, fs))
+            found.setdefault(root, (_as_given(root, given, canonical), fs))
             if fleet:
                 in_fleet.add(root)
     builder = _Builder(con, text_form, scopes, say, decoded, spark, decoders)

@@ -123,9 +123,19 @@ def test_polars_missing_is_one_line_naming_it(
     assert str(caught.value) == "Result.pl() needs polars: pip install polars"
 
 
-def test_catalog_lists_without_decoding(session: Any) -> None:
-    entries = session.tables()
-    assert {e.kind for e in entries} >= {"state", "changes", "metadata"}
+def test_catalog_lists_without_decoding(monkeypatch: pytest.MonkeyPatch) -> None:
+    from stateglass.collectors.checkpoints.state_reader import StateSource
+
+    def refused(*_: object, **__: object) -> None:
+        raise AssertionError("a store was decoded to list the catalog")
+
+    for reads in ("tables", "merged_tables", "load_items", "load", "changes"):
+        monkeypatch.setattr(StateSource, reads, refused)
+    with stateglass.connect(str(ROOT)) as opened:
+        entries = opened.tables()
+        assert {e.kind for e in entries} >= {"state", "changes", "metadata", "timers"}
+        with pytest.raises(CollectorError, match="a store was decoded"):
+            opened.sql("SELECT count(*) FROM agg_hdfs.op0_default").arrow()
 
 
 @pytest.mark.parametrize("query", HOSTILE)

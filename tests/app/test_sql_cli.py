@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, copy_checkpoint
 
 ROOT = SAMPLES / "spark-4.3"
 JOIN = ROOT / "join-hdfs"
@@ -78,6 +78,13 @@ def test_tables_lists_one_object_per_table(listing: list[dict[str, object]]) -> 
     assert {"stats", "by_kind", "recent"} <= tws
     plain = [e for e in listing if e["kind"] == "state" and e["checkpoint"] == str(JOIN)]
     assert plain and all(e["state_var"] is None for e in plain)
+
+
+def test_a_relative_root_lists_its_checkpoints_relative() -> None:
+    listed = _ok(sg("sql", "spark-4.3", "--tables", "--format", "jsonl", cwd=SAMPLES))
+    paths = {json.loads(line)["checkpoint"] for line in listed.splitlines()}
+    assert "spark-4.3/agg-hdfs" in paths
+    assert all(p.startswith("spark-4.3/") for p in paths), paths
 
 
 @pytest.mark.parametrize(
@@ -214,13 +221,23 @@ def test_a_value_duckdb_cannot_convert_is_named(
     assert "Conversion Error" in said and "GeneratorExit" not in said
 
 
-def test_a_purged_batch_says_what_state_says(
+def test_an_uncommitted_batch_says_what_state_says(
     listing: list[dict[str, object]], tmp_path: Path
 ) -> None:
     table = _table(listing, SESSIONS, kind="state", store_name="default")
     state = sg("state", str(SESSIONS), "--batch-id", "999", cwd=tmp_path)
     sql = sg("sql", str(ROOT), "-e", f"SELECT * FROM {table} WHERE batch_id = 999", cwd=tmp_path)
     assert _one_line_error(sql) == _one_line_error(state)
+
+
+def test_a_purged_batch_says_what_state_says(tmp_path: Path) -> None:
+    cp = copy_checkpoint(ROOT / "agg-hdfs", tmp_path / "agg-hdfs")
+    for delta in cp.glob("state/0/*/[12].delta"):
+        delta.unlink()
+    state = sg("state", str(cp), "--batch-id", "0", cwd=tmp_path)
+    query = "SELECT * FROM agg_hdfs.op0_default WHERE batch_id = 0"
+    said = _one_line_error(sg("sql", str(cp), "-e", query, cwd=tmp_path))
+    assert "purged" in said and said == _one_line_error(state)
 
 
 HOSTILE = [

@@ -80,6 +80,7 @@ def test_the_wheel_carries_the_speedups_listener_grafana_and_docs(wheel: Path) -
     } <= names
     assert any(n.startswith("stateglass/parsers/_speedups.") for n in names)
     assert "stateglass/__init__.py" in names  # the notebook API's names (stateglass.connect)
+    assert "stateglass/py.typed" in names  # its types, for the users' type checkers
     assert not any(n.split("/", 1)[0] in ("app", "collectors", "parsers", "tests") for n in names)
 
 
