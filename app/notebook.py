@@ -83,7 +83,9 @@ class Session:
     ``sql(text)`` gives a :class:`Result` (``.df()``, ``.arrow()``, ``.pl()``), or None for
     a statement without rows; ``tables()`` lists the catalog; ``catalog`` is the underlying
     :class:`~stateglass.collectors.catalog.SqlSession` (``stream``, ``columns``, ``schemas``).
-    Every error is one line: a :class:`~stateglass.collectors.errors.CollectorError`.
+    Every error is one line: a :class:`~stateglass.collectors.errors.CollectorError` from the
+    checkpoints or the query, an :class:`~stateglass.app.errors.AppError` for what the call
+    itself asks (a limit that is not a size, ``.pl()`` without polars).
     """
 
     def __init__(self, catalog: SqlSession) -> None:

@@ -80,7 +80,12 @@ def add_parser(subparsers: Any) -> None:
         help="checkpoint directories or URLs, or folders of them (searched as collect does)",
     )
     query = p.add_mutually_exclusive_group()
-    query.add_argument("-e", "--execute", metavar="SQL", help="run SQL (statements end with ;)")
+    query.add_argument(
+        "-e",
+        "--execute",
+        metavar="SQL",
+        help="run SQL (statements end with ;, each runs, the last one's rows are printed)",
+    )
     query.add_argument("-f", "--file", metavar="FILE", help="run the SQL in FILE")
     query.add_argument(
         "--tables",
