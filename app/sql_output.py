@@ -36,7 +36,7 @@ from stateglass.app.render.arrow_rows import decoded_batch
 from stateglass.app.render.rows_to_json import render_row
 from stateglass.app.render.spark_text import TimeZoneSpec
 from stateglass.collectors.catalog.names import CATALOG_SCHEMA
-from stateglass.parsers.arrow_types import spark_type
+from stateglass.parsers.arrow_types import RepeatedNames, spark_names, spark_type
 from stateglass.parsers.errors import ParseError
 from stateglass.parsers.state_rows import Column
 
@@ -96,15 +96,28 @@ class _TextWriter(ResultWriter):
 
 
 class JsonLinesWriter(_TextWriter):
-    """One JSON object per row, as Spark's ``toJSON()`` writes it (null columns left out)."""
+    """One JSON object per row, as Spark's ``toJSON()`` writes it (null columns left out).
+    ``names``: the state tables' structs whose field names repeat (``SqlSession.
+    repeated_names``), printed with Spark's names (``"sum":…,"sum":…``) as ``stateglass
+    state`` prints them."""
+
+    def __init__(
+        self, path: str | None, time_zone: str, names: RepeatedNames | None = None
+    ) -> None:
+        super().__init__(path, time_zone)
+        self.names: RepeatedNames = names if names is not None else {}
 
     def write_batch(self, batch: Any) -> None:
         columns, rows = decoded_batch(batch, self.time_zone)
-        render = self.made_for(columns, lambda: render_row(as_struct(columns), self.time_zone))
+        render = self.made_for(columns, lambda: self._render(columns))
         lines = [render(row) for row in rows]
         if lines:
             lines.append("")
             self.out.write("\n".join(lines))
+
+    def _render(self, columns: tuple[Column, ...]) -> Callable[[Any], str]:
+        shown = [(name, spark_names(dt, self.names)) for name, dt in columns]
+        return render_row(as_struct(shown), self.time_zone)
 
 
 class ListingJsonLines(_TextWriter):
@@ -286,18 +299,25 @@ def check_output(fmt: str, path: str | None, time_zone: str) -> None:
 
 
 def open_result(
-    fmt: str, path: str | None, time_zone: str, max_rows: int, listing: bool = False
+    fmt: str,
+    path: str | None,
+    time_zone: str,
+    max_rows: int,
+    listing: bool = False,
+    names: RepeatedNames | None = None,
 ) -> ResultWriter:
     """The writer for ``--format fmt`` into ``path`` (stdout when None); ``listing``: the
-    catalog's listing, whose JSON lines keep null fields."""
+    catalog's listing, whose JSON lines keep null fields; ``names``: the session's repeated
+    field names, which JSON lines print as Spark does (:class:`JsonLinesWriter`)."""
     check_output(fmt, path, time_zone)
     if listing and fmt == "jsonl":
         return ListingJsonLines(path, time_zone)
     if fmt == "table":
         return TableWriter(path, time_zone, max_rows)
+    if fmt == "jsonl":
+        return JsonLinesWriter(path, time_zone, names)
     writers: dict[str, Callable[[str | None, str], ResultWriter]] = {
         "csv": CsvWriter,
-        "jsonl": JsonLinesWriter,
         "parquet": ParquetWriter,
     }
     return writers[fmt](path, time_zone)

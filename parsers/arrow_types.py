@@ -60,6 +60,62 @@ def unique_names(names: list[str]) -> list[str]:
     return out
 
 
+# The field names of a struct whose names repeat, as Arrow names it (``unique_names``) ->
+# as Spark names it.
+RepeatedNames = dict[tuple[str, ...], tuple[str, ...]]
+
+
+def repeated_names(dt: DataType) -> RepeatedNames:
+    """Every struct in ``dt`` (nested ones too) whose field names repeat, by the names Arrow
+    gives its fields: what :func:`spark_names` puts back.
+
+    Example::
+
+        repeated_names(parse_datatype(value_of_an_aggregate))
+        # {("count", "sum", "sum_1"): ("count", "sum", "sum")}
+    """
+    found: RepeatedNames = {}
+    todo = [dt]
+    while todo:
+        at = todo.pop()
+        if isinstance(at, StructType):
+            names = [f.name for f in at.fields]
+            if len(set(names)) < len(names):
+                found[tuple(unique_names(names))] = tuple(names)
+            todo.extend(f.data_type for f in at.fields)
+        elif isinstance(at, ArrayType):
+            todo.append(at.element_type)
+        elif isinstance(at, MapType):
+            todo.extend((at.key_type, at.value_type))
+    return found
+
+
+def spark_names(dt: DataType, names: RepeatedNames) -> DataType:
+    """``dt`` with the field names Spark gives each struct in ``names`` (see
+    :func:`repeated_names`): a SQL result's state column prints its repeated fields as
+    ``stateglass state`` and Spark's ``toJSON()`` do (``"sum":…,"sum":…``)."""
+    if not names:
+        return dt
+    if isinstance(dt, StructType):
+        given = tuple(f.name for f in dt.fields)
+        shown = names.get(given, given)
+        return StructType(
+            tuple(
+                StructField(name, spark_names(f.data_type, names), f.nullable)
+                for name, f in zip(shown, dt.fields, strict=True)
+            )
+        )
+    if isinstance(dt, ArrayType):
+        return ArrayType(spark_names(dt.element_type, names), dt.contains_null)
+    if isinstance(dt, MapType):
+        return MapType(
+            spark_names(dt.key_type, names),
+            spark_names(dt.value_type, names),
+            dt.value_contains_null,
+        )
+    return dt
+
+
 def has_text_form(dt: DataType) -> bool:
     """Types without an Arrow counterpart (calendar intervals, variants) go out as text."""
     return (

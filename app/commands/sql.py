@@ -255,7 +255,9 @@ def run(args: argparse.Namespace) -> int:
         query = CATALOG_LISTING if args.tables else str(text)
         fmt, path, zone = args.format, args.output, args.time_zone
         with (
-            open_result(fmt, path, zone, args.max_rows, listing=args.tables) as out,
+            open_result(
+                fmt, path, zone, args.max_rows, listing=args.tables, names=session.repeated_names
+            ) as out,
             session.stream(query) as reader,
         ):
             out.write(reader)

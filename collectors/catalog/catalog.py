@@ -39,6 +39,7 @@ from stateglass.collectors.checkpoints.discover import Limits, checkpoints_at, i
 from stateglass.collectors.checkpoints.state_views import StateView, views_of
 from stateglass.collectors.errors import CheckpointError
 from stateglass.collectors.fs import FileSystem
+from stateglass.parsers.arrow_types import RepeatedNames
 from stateglass.parsers.state_arrow import TextForm
 
 if TYPE_CHECKING:
@@ -78,6 +79,8 @@ class Catalog:
     entries: tuple[TableEntry, ...]
     schemas: dict[str, str]
     lazy: LazySchemas
+    # Grows as schemas register (a fleet's, when a query names them).
+    repeated_names: RepeatedNames
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,8 @@ class _Builder:
         self.warn = warn
         self.sources = SourceCache(decoded)
         self.entries: list[TableEntry] = []
+        # The repeated field names of every state table's structs (see SqlSession).
+        self.repeated_names: RepeatedNames = {}
         # One registered source per Arrow schema (see SharedTable), by its serialized form.
         self._shared: dict[bytes, tuple[str, SharedTable]] = {}
 
@@ -193,6 +198,7 @@ class _Builder:
             schema, found.table, given, view.operator_id, store_name, state_var, kind
         )
         self.add(entry, tables.state_schema, tables.state_pieces(found.table))
+        self.repeated_names.update(tables.repeated_names)
         if view.read_timers:
             return  # Spark has no change feed of the registered timers
         entry = TableEntry(
@@ -437,4 +443,4 @@ def build_catalog(
     builder.history()
     builder.listing()
     schemas = {schema: found[root][0] for root, schema in names.items()}
-    return Catalog(tuple(builder.entries), schemas, lazy)
+    return Catalog(tuple(builder.entries), schemas, lazy, builder.repeated_names)

@@ -45,6 +45,7 @@ from stateglass.collectors.catalog.scope import Decoded, DecodedCache, QueryScop
 from stateglass.collectors.checkpoints.discover import Limits
 from stateglass.collectors.db.connection import DEFAULT_LOCK_TIMEOUT_S, connect, existing_database
 from stateglass.collectors.errors import DatabaseError
+from stateglass.parsers.arrow_types import RepeatedNames
 from stateglass.parsers.state_arrow import TextForm, plain_text
 
 if TYPE_CHECKING:
@@ -200,6 +201,13 @@ class SqlSession:
     def tables(self) -> list[TableEntry]:
         """Every table of the catalog, checkpoints' and history's; decodes nothing."""
         return list(self.catalog.entries)
+
+    @property
+    def repeated_names(self) -> RepeatedNames:
+        """The state tables' structs whose field names repeat (aggregation buffers: ``sum``
+        twice), by the unique names their columns have here (``sum``, ``sum_1``) -> Spark's;
+        it grows as schemas register. JSON lines print state as Spark does with it."""
+        return self.catalog.repeated_names
 
     def schemas(self) -> dict[str, str]:
         """Checkpoint schema name → the checkpoint's path as given."""

@@ -43,6 +43,8 @@ from stateglass.collectors.checkpoints.state_reader import StateSource, refuse_r
 from stateglass.collectors.checkpoints.state_views import StateView
 from stateglass.collectors.errors import MissingVersion, NotFound
 from stateglass.collectors.fs import FileSystem
+from stateglass.parsers.arrow_types import repeated_names
+from stateglass.parsers.sparktypes import StructField, StructType
 from stateglass.parsers.state_arrow import (
     TextForm,
     arrow_schema,
@@ -210,6 +212,11 @@ class StoreTables:
         codec = opened.output_codec
         self.state_schema = arrow_schema(state_columns(codec)).append(BATCH_ID)
         self.change_schema = arrow_schema(change_columns(codec))
+        # Structs whose field names repeat (aggregation buffers) have them made unique in
+        # the tables; the names Spark gives them, for printing them as Spark does.
+        self.repeated_names = repeated_names(
+            StructType(tuple(StructField(n, dt) for n, dt in state_columns(codec)))
+        )
 
     def _source(self, scope: QueryScope) -> tuple[Checkpoint, StateSource]:
         cp = scope.checkpoint(self.view.checkpoint, self.fs)

@@ -98,6 +98,8 @@ def test_a_relative_root_lists_its_checkpoints_relative() -> None:
         ),
         pytest.param(SESSIONS, {"operator_id": 0, "store_name": "default"}, [], id="rocks"),
         pytest.param(TWS, {"state_var": "by_kind"}, ["--state-var", "by_kind"], id="tws-map"),
+        # An aggregate's buffer repeats field names ("sum" twice): Spark prints them so.
+        pytest.param(ROOT / "agg-hdfs", {"operator_id": 0}, [], id="repeated-names"),
     ],
 )
 def test_jsonl_rows_are_state_rows(
