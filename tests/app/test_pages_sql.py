@@ -14,8 +14,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from stateglass.app.dashboard.sql_link import QUERY_PARAM, sql_url
-from stateglass.app.dashboard.views.sql import csv_bytes, parquet_bytes
+from stateglass.app.dashboard.views.sql import TIME_LIMIT_ENV, csv_bytes, parquet_bytes
 from tests.app.test_pages_core import TIMEOUT_S, _page, run_page
+from tests.app.test_sql_cli import HOSTILE
 from tests.conftest import SAMPLES
 
 RANGE = "SELECT n, n * n AS square FROM range(120) AS t(n) ORDER BY n"
@@ -74,12 +75,20 @@ def test_the_catalog_is_listed_beside_the_editor(samples_db: str) -> None:
     assert {"key", "value", "partition_id", "batch_id"} <= set(columns["column"])
 
 
+# Every seven-way join of a store with itself and a billion-row range: decoding and joining
+# outlast the limit.
+CROSS_JOIN = (
+    "SELECT count(*) FROM "
+    + ", ".join(f"healthy.op0_default t{n}" for n in range(7))
+    + ", range(1000000000) r"
+)
+
+
 @pytest.mark.parametrize(
     "query",
     [
-        pytest.param("SELECT * FROM read_csv('/etc/passwd')", id="read-file"),
-        pytest.param("COPY (SELECT 1) TO 'x.csv'", id="copy-to"),
-        pytest.param("SET memory_limit='100GB'", id="loosen-memory"),
+        *HOSTILE,
+        pytest.param(CROSS_JOIN, id="cross-join"),
         pytest.param("SELECT * FROM no_such_table", id="unknown-table"),
         pytest.param("SELEC 1", id="syntax"),
     ],
@@ -88,6 +97,7 @@ def test_a_refused_or_bad_query_is_one_line(
     samples_db: str, query: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(TIME_LIMIT_ENV, "3")  # the endless ones stop soon
     at = _submit(run_page("sql"), query)
     (error,) = at.error
     assert "\n" not in error.value and "Traceback" not in error.value
