@@ -190,10 +190,9 @@ def history_path(db: str | None) -> str | None:
     if db is None:
         default = os.path.expanduser(DEFAULT_DB)
         return default if os.path.exists(default) else None
-    path = os.path.expanduser(db)
-    if not os.path.exists(path):
-        raise AppError(f"{db}: no such history database (run stateglass collect first)")
-    return path
+    from stateglass.collectors.db.connection import existing_database
+
+    return existing_database(db)
 
 
 def query_text(args: argparse.Namespace) -> str | None:
