@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pyspark
 
-from tests.conftest import JVM_OPTIONS
+from tests.conftest import JVM_OPTIONS, SPARK_CONF
 
 SPARK_HOME = Path(pyspark.__file__).parent
 # The interpreter the venv was made from: same version, none of the venv's packages.
@@ -158,6 +158,7 @@ def spark_env(conf_dir: Path, python_path: list[str], **conf: str) -> dict[str, 
         "spark.stateglass.executorTimeout": "60",
         "spark.driver.extraJavaOptions": JVM_OPTIONS,
         "spark.executor.extraJavaOptions": JVM_OPTIONS,
+        **SPARK_CONF,
         **conf,
     }
     (conf_dir / "spark-defaults.conf").write_text(

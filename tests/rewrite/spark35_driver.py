@@ -119,6 +119,14 @@ def main() -> None:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.extraJavaOptions", jvm_options)
+        # As the suite's Spark 4.3 session (tests/conftest.py, SPARK_CONF): Hadoop's FileContext
+        # forks a child process for most files it writes; this class is Spark 3.5's name for
+        # the manager that writes the same files through Hadoop's FileSystem.
+        .config(
+            "spark.sql.streaming.checkpointFileManagerClass",
+            "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager",
+        )
+        .config("spark.sql.codegen.wholeStage", "false")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
