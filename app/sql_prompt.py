@@ -120,6 +120,7 @@ def statements(read: Callable[[str], str]) -> Iterable[str]:
 
 def prompt(session: Any, args: argparse.Namespace) -> int:
     """Read statements until Ctrl+D, running each and printing its result as a table."""
+    from stateglass.app.commands.sql import unpicked_batch_note
     from stateglass.app.sql_output import CATALOG_LISTING, open_result
 
     tables, columns = catalog_names(session)
@@ -141,6 +142,9 @@ def prompt(session: Any, args: argparse.Namespace) -> int:
                     session.stream(query) as reader,
                 ):
                     out.write(reader)
+                note = unpicked_batch_note(query, session.last_batch_read)
+                if note is not None:
+                    print(note, file=sys.stderr)
             except CollectorError as exc:
                 print(f"stateglass: error: {exc}", file=sys.stderr)
             except KeyboardInterrupt:

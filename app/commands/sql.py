@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from stateglass.app import discovery
@@ -42,9 +44,9 @@ A state table reads the last committed batch. To read another retained batch, pi
 with its batch_id column and a constant (=, IN, BETWEEN): the one way.
     SELECT * FROM orders.op0_default WHERE batch_id = 41
 The constant must be an integer: batch_id compared with a subquery, a join, a cast of
-batch_id or a decimal (= 41.0) picks no batch, so the table reads the last one and the
-filter keeps rows only if that is the batch it names. A predicate on partition_id reads
-only those partitions:
+batch_id or a decimal (= 41.0) picks no batch, so the table reads the last one (a note on
+stderr says so) and the filter keeps rows only if that is the batch it names. A predicate
+on partition_id reads only those partitions:
     SELECT count(*) FROM orders.op0_default WHERE partition_id = 3
 
 With --engine spark the stores a query reads are decoded by the Spark engine of
@@ -184,6 +186,24 @@ def spark_decoding(args: argparse.Namespace) -> SparkDecoding | None:
     return SparkDecoding(args.master, args.scratch, args.keep_scratch)
 
 
+# A comparison of batch_id in the query's text: where a table still read its last batch,
+# the comparison did not reach its scan (a cast, a decimal, a subquery), which is worth a note.
+_BATCH_COMPARED = re.compile(r"\bbatch_id\b\s*(?:[=<>!]|\bIN\b|\bBETWEEN\b)", re.IGNORECASE)
+
+
+def unpicked_batch_note(text: str, last_batch_read: Sequence[tuple[str, int]]) -> str | None:
+    """A note for stderr when ``text`` compares ``batch_id`` yet a state table read its last
+    committed batch (``SqlSession.last_batch_read``): the filter then keeps rows only if it
+    names that batch, and an empty result would not say why."""
+    if not last_batch_read or not _BATCH_COMPARED.search(text):
+        return None
+    tables = ", ".join(f"{table} (batch {batch})" for table, batch in last_batch_read)
+    return (
+        f"stateglass: note: no batch was picked for {tables}: it read its last committed batch. "
+        "batch_id picks another only compared with an integer constant (=, IN, BETWEEN)"
+    )
+
+
 def history_path(db: str | None) -> str | None:
     """The history database to attach: ``--db`` (which must exist), else the default if it
     exists."""
@@ -260,6 +280,9 @@ def run(args: argparse.Namespace) -> int:
             session.stream(query) as reader,
         ):
             out.write(reader)
+        note = unpicked_batch_note(query, session.last_batch_read)
+        if note is not None:
+            print(note, file=sys.stderr)
         if spark is not None and spark.keep and spark.jobs:
             print(f"stateglass: the decoded Parquet is kept in {spark.folder}", file=sys.stderr)
     return 0

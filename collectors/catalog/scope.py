@@ -51,6 +51,9 @@ class QueryScope:
         self.time_s = time_s
         self.failure: BaseException | None = None
         self.decoded: list[Decoded] = []
+        # State tables read at their last committed batch because no batch predicate
+        # reached their scan: (schema.table, that batch).
+        self.last_batch_read: list[tuple[str, int]] = []
         self._checkpoints: dict[str, Checkpoint] = {}
         self._lock = threading.Lock()
 

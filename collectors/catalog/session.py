@@ -113,6 +113,8 @@ class SqlSession:
         self._scope: QueryScope | None = None
         self._loose: QueryScope | None = None
         self.last_decoded: list[Decoded] = []
+        # The last query's state tables read at their last batch, no batch picked.
+        self.last_batch_read: list[tuple[str, int]] = []
         self._tmp = tempfile.mkdtemp(prefix="stateglass-sql-")
         try:
             self._con = duckdb.connect(
@@ -245,6 +247,7 @@ class SqlSession:
             timer.join()
             self._scope = None
             self.last_decoded = scope.decoded
+            self.last_batch_read = scope.last_batch_read
 
     @contextmanager
     def stream(self, sql: str) -> Iterator[pa.RecordBatchReader]:

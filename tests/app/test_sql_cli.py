@@ -137,6 +137,30 @@ def test_batch_id_picks_an_earlier_batch(listing: list[dict[str, object]], tmp_p
         assert sorted(got.splitlines()) == sorted(state.splitlines()), batch
 
 
+@pytest.mark.parametrize(
+    ("where", "noted"),
+    [
+        pytest.param("WHERE batch_id = 1.0", True, id="a decimal picks no batch"),
+        pytest.param("WHERE batch_id = (SELECT 1)", True, id="a subquery picks no batch"),
+        pytest.param("WHERE batch_id = 1", False, id="an integer picks it"),
+        pytest.param("", False, id="no batch asked for"),
+    ],
+)
+def test_a_batch_id_comparison_that_picks_no_batch_is_noted(
+    listing: list[dict[str, object]], tmp_path: Path, where: str, noted: bool
+) -> None:
+    table = _table(listing, SESSIONS, kind="state", store_name="default")
+    query = f"SELECT count(*) AS n FROM {table} {where}"
+    proc = sg("sql", str(ROOT), "--format", "csv", "-e", query, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    if noted:
+        assert proc.stdout.splitlines() == ["n", "0"]  # the last batch's rows, none kept
+        (note,) = proc.stderr.splitlines()
+        assert note.startswith(f"stateglass: note: no batch was picked for {table} (batch ")
+    else:
+        assert int(proc.stdout.splitlines()[1]) > 0 and proc.stderr == ""
+
+
 def test_sql_from_a_file_and_from_stdin(listing: list[dict[str, object]], tmp_path: Path) -> None:
     table = _table(listing, JOIN, kind="state", store_name="left-keyWithIndexToValue")
     query = f"SELECT count(*) AS n FROM {table};"
