@@ -18,7 +18,8 @@ import csv
 import io
 import json
 import os
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 from stateglass.app.atomic import put_in_place, temp_name
@@ -286,6 +287,24 @@ class ParquetWriter(ResultWriter):
                 self.writer.close()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.tmp)
+
+
+# A comparison of batch_id in the query's text: where a table still read its last batch,
+# the comparison did not reach its scan (a cast, a decimal, a subquery), which is worth a note.
+_BATCH_COMPARED = re.compile(r"\bbatch_id\b\s*(?:[=<>!]|\bIN\b|\bBETWEEN\b)", re.IGNORECASE)
+
+
+def unpicked_batch_note(text: str, last_batch_read: Sequence[tuple[str, int]]) -> str | None:
+    """A note for stderr when ``text`` compares ``batch_id`` yet a state table read its last
+    committed batch (``SqlSession.last_batch_read``): the filter then keeps rows only if it
+    names that batch, and an empty result would not say why."""
+    if not last_batch_read or not _BATCH_COMPARED.search(text):
+        return None
+    tables = ", ".join(f"{table} (batch {batch})" for table, batch in last_batch_read)
+    return (
+        f"stateglass: note: no batch was picked for {tables}: it read its last committed batch. "
+        "batch_id picks another only compared with an integer constant (=, IN, BETWEEN)"
+    )
 
 
 def check_output(fmt: str, path: str | None, time_zone: str) -> None:

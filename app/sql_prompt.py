@@ -120,8 +120,7 @@ def statements(read: Callable[[str], str]) -> Iterable[str]:
 
 def prompt(session: Any, args: argparse.Namespace) -> int:
     """Read statements until Ctrl+D, running each and printing its result as a table."""
-    from stateglass.app.commands.sql import unpicked_batch_note
-    from stateglass.app.sql_output import CATALOG_LISTING, open_result
+    from stateglass.app.sql_output import CATALOG_LISTING, open_result, unpicked_batch_note
 
     tables, columns = catalog_names(session)
     save = _setup_readline(Completer(tables, columns))

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from stateglass.app import discovery
@@ -186,24 +184,6 @@ def spark_decoding(args: argparse.Namespace) -> SparkDecoding | None:
     return SparkDecoding(args.master, args.scratch, args.keep_scratch)
 
 
-# A comparison of batch_id in the query's text: where a table still read its last batch,
-# the comparison did not reach its scan (a cast, a decimal, a subquery), which is worth a note.
-_BATCH_COMPARED = re.compile(r"\bbatch_id\b\s*(?:[=<>!]|\bIN\b|\bBETWEEN\b)", re.IGNORECASE)
-
-
-def unpicked_batch_note(text: str, last_batch_read: Sequence[tuple[str, int]]) -> str | None:
-    """A note for stderr when ``text`` compares ``batch_id`` yet a state table read its last
-    committed batch (``SqlSession.last_batch_read``): the filter then keeps rows only if it
-    names that batch, and an empty result would not say why."""
-    if not last_batch_read or not _BATCH_COMPARED.search(text):
-        return None
-    tables = ", ".join(f"{table} (batch {batch})" for table, batch in last_batch_read)
-    return (
-        f"stateglass: note: no batch was picked for {tables}: it read its last committed batch. "
-        "batch_id picks another only compared with an integer constant (=, IN, BETWEEN)"
-    )
-
-
 def history_path(db: str | None) -> str | None:
     """The history database to attach: ``--db`` (which must exist), else the default if it
     exists."""
@@ -235,7 +215,12 @@ def run(args: argparse.Namespace) -> int:
     from stateglass.app.memory import keep_freed_memory
     from stateglass.app.notebook import sql_limits
     from stateglass.app.render.arrow_values import spark_text
-    from stateglass.app.sql_output import CATALOG_LISTING, check_output, open_result
+    from stateglass.app.sql_output import (
+        CATALOG_LISTING,
+        check_output,
+        open_result,
+        unpicked_batch_note,
+    )
     from stateglass.collectors.catalog import SqlSession
     from stateglass.collectors.checkpoints.enclosing import refuse_inside_checkpoint
 
