@@ -231,6 +231,7 @@ def sql_limits(
         time_s=defaults.time_s if time_limit is None else time_limit,
         memory_bytes=defaults.memory_bytes if memory is None else memory,
         decoders=defaults.decoders if jobs is None else jobs,
+        remote_decoders=defaults.remote_decoders if jobs is None else jobs,
         cache_bytes=defaults.cache_bytes if keep_decoded else 0,
     )
 

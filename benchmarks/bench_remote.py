@@ -16,7 +16,13 @@ Usage::
 4. ``sql`` on ``bench_sql.py``'s ``--sql-keys`` counter checkpoints of 64 partitions (HDFS and
    RocksDB, cached under ``--workdir``), uploaded: ``bench_sql.py``'s aggregate cold, cached,
    and filtered to one partition (its GETs: that partition's files and the checkpoint's own),
-   against the same query on local disk.
+   against the same query on local disk; with ``--sql-jobs 1,4,16`` the cold query once per
+   ``--jobs``.
+
+``--latency-ms`` puts a proxy between StateGlass and moto that holds each request that long,
+as a store's round trip would: on loopback a request costs moto's CPU and no waiting, so
+without it what more threads would overlap is not there to overlap. Uploads go to moto
+directly.
 
 Every figure is printed with the load average before it; the machine is shared.
 """
@@ -192,7 +198,7 @@ def bench_fleet(client: Any, count: int) -> None:
         )
 
 
-def bench_sql(client: Any, keys: int, workdir: str, cache: str) -> None:
+def bench_sql(client: Any, keys: int, workdir: str, cache: str, jobs: list[int]) -> None:
     from bench_sql import AGGREGATE, NO_LIMIT
 
     print(f"\n### `sql` aggregate of {keys:,} keys, 64 partitions")
@@ -207,6 +213,18 @@ def bench_sql(client: Any, keys: int, workdir: str, cache: str) -> None:
         own = tempfile.mkdtemp(prefix="sg-bench-cache-", dir=os.path.dirname(cache))
         try:
             runs = []
+            for j in jobs:
+                load = load_average()
+                query = AGGREGATE.format(t=table, extra="")
+                fresh = tempfile.mkdtemp(prefix="sg-bench-cache-", dir=os.path.dirname(cache))
+                try:
+                    wall, c = stateglass(
+                        "sql", f"s3://{BUCKET}/{prefix}", *NO_LIMIT, "--jobs", str(j),
+                        "--cache-dir", fresh, "-e", query,
+                    )  # fmt: skip
+                finally:
+                    shutil.rmtree(fresh, ignore_errors=True)
+                runs.append((f"cold, --jobs {j}", wall, c, load))
             for name, root, t, extra, at in (
                 ("cold", f"s3://{BUCKET}/{prefix}", table, "", own),
                 ("cached", f"s3://{BUCKET}/{prefix}", table, "", own),
@@ -241,40 +259,61 @@ def main() -> None:
     ap.add_argument("--sql-keys", type=int, default=1_000_000)
     ap.add_argument("--workdir", default="/work/bench-data", help="bench_sql.py's checkpoints")
     ap.add_argument(
+        "--sql-jobs",
+        default="",
+        help="comma-separated --jobs values to time the cold sql query with (default: none)",
+    )
+    ap.add_argument(
+        "--latency-ms",
+        type=float,
+        default=0.0,
+        help="hold each request this long in a proxy before moto (default 0: none)",
+    )
+    ap.add_argument(
         "--skip", action="append", default=[], choices=("state", "collect", "fleet", "sql")
     )
     args = ap.parse_args()
     import boto3
     from moto.server import ThreadedMotoServer
 
+    from tests.remote.servers import Proxy
+
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
     endpoint = f"http://{host}:{port}"
-    os.environ.update(
-        AWS_ENDPOINT_URL=endpoint,
-        AWS_ACCESS_KEY_ID="bench",
-        AWS_SECRET_ACCESS_KEY="bench",
-        AWS_DEFAULT_REGION="us-east-1",
-        AWS_EC2_METADATA_DISABLED="true",
-    )
     cache = tempfile.mkdtemp(prefix="sg-bench-cache-")
     try:
-        client = boto3.client("s3", endpoint_url=endpoint)
-        client.create_bucket(Bucket=BUCKET)
-        print(f"date {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {machine()}, moto on {endpoint}")
-        if "state" not in args.skip:
-            bench_state(client, args.keys, cache)
-        if "collect" not in args.skip:
-            bench_incremental(client, args.partitions, args.batches, cache)
-        if "fleet" not in args.skip:
-            bench_fleet(client, args.fleet)
-        if "sql" not in args.skip:
-            bench_sql(client, args.sql_keys, args.workdir, cache)
+        with Proxy(endpoint, delay_s=args.latency_ms / 1000) as proxy:
+            os.environ.update(
+                AWS_ENDPOINT_URL=proxy.url if args.latency_ms else endpoint,
+                AWS_ACCESS_KEY_ID="bench",
+                AWS_SECRET_ACCESS_KEY="bench",
+                AWS_DEFAULT_REGION="us-east-1",
+                AWS_EC2_METADATA_DISABLED="true",
+            )
+            run(args, boto3.client("s3", endpoint_url=endpoint), endpoint, cache)
     finally:
         server.stop()
         shutil.rmtree(cache, ignore_errors=True)
+
+
+def run(args: argparse.Namespace, client: Any, endpoint: str, cache: str) -> None:
+    client.create_bucket(Bucket=BUCKET)
+    print(
+        f"date {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {machine()}, moto on {endpoint}, "
+        f"{args.latency_ms:g} ms added to each request"
+    )
+    if "state" not in args.skip:
+        bench_state(client, args.keys, cache)
+    if "collect" not in args.skip:
+        bench_incremental(client, args.partitions, args.batches, cache)
+    if "fleet" not in args.skip:
+        bench_fleet(client, args.fleet)
+    if "sql" not in args.skip:
+        jobs = [int(j) for j in args.sql_jobs.split(",") if j]
+        bench_sql(client, args.sql_keys, args.workdir, cache, jobs)
 
 
 if __name__ == "__main__":

@@ -126,8 +126,8 @@ def add_parser(subparsers: Any) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="store partitions a query decodes at once, in threads (default: one per CPU "
-        "core, at most 4; 1 = one after the other)",
+        help="store partitions a query decodes at once, in threads (default: a core each, at "
+        f"most 4; {limits.remote_decoders} on an object store; 1 = one after the other)",
     )
     p.add_argument(
         "--max-rows",

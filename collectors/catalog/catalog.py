@@ -39,6 +39,7 @@ from stateglass.collectors.checkpoints.discover import Limits, checkpoints_at, i
 from stateglass.collectors.checkpoints.state_views import StateView, views_of
 from stateglass.collectors.errors import CheckpointError
 from stateglass.collectors.fs import FileSystem
+from stateglass.collectors.remote.urls import is_url
 from stateglass.parsers.arrow_types import RepeatedNames
 from stateglass.parsers.state_arrow import TextForm
 
@@ -114,10 +115,12 @@ class _Builder:
         decoded: DecodedCache,
         spark: SparkDecoding | None,
         decoders: int,
+        remote_decoders: int,
     ) -> None:
         self.con = con
         self.spark = spark
         self.decoders = decoders
+        self.remote_decoders = remote_decoders
         self.text_form = text_form
         self.scopes = scopes
         self.warn = warn
@@ -172,7 +175,7 @@ class _Builder:
                     self.text_form,
                     source,
                     self.spark,
-                    self.decoders,
+                    self.remote_decoders if is_url(root) else self.decoders,
                 )
             except CheckpointError as exc:
                 said.append(f"{given}: {schema}.{table} is left out: {exc}")
@@ -391,11 +394,13 @@ def build_catalog(
     decoded: DecodedCache,
     spark: SparkDecoding | None = None,
     decoders: int = 1,
+    remote_decoders: int = 1,
 ) -> Catalog:
     """Find the checkpoints under ``roots`` and register their tables on ``con`` (those of a
     fleet on an object store when a query names them: :class:`LazySchemas`); their sources
-    keep decoded partitions in ``decoded`` and decode ``decoders`` partitions at once, or
-    have ``spark`` decode them."""
+    keep decoded partitions in ``decoded`` and decode ``decoders`` partitions at once
+    (``remote_decoders`` for a checkpoint on an object store), or have ``spark`` decode
+    them."""
     from stateglass.collectors.remote import open_location
 
     say = warn or (lambda _line: None)
@@ -408,7 +413,7 @@ def build_catalog(
             found.setdefault(root, (_as_given(root, given, canonical), fs))
             if fleet:
                 in_fleet.add(root)
-    builder = _Builder(con, text_form, scopes, say, decoded, spark, decoders)
+    builder = _Builder(con, text_form, scopes, say, decoded, spark, decoders, remote_decoders)
     names = schema_names(found)
     ordered = sorted(names.items(), key=lambda kv: kv[1])
     workers = max(1, (discovery or Limits()).concurrency)

@@ -34,9 +34,12 @@ class SqlLimits:
     threads: int = 1
     # Decoded partitions a session keeps for its next queries (0: none are kept).
     cache_bytes: int = 256 << 20
-    # Store partitions a scan decodes at once, ahead of DuckDB (the compiled decoders let go
-    # of the GIL): one per core, at most 4; 1 decodes one partition after the other.
+    # Store partitions a scan decodes at once, ahead of DuckDB; 1 decodes one after the
+    # other. On local disk a partition is CPU (the compiled decoders let go of the GIL): one
+    # per core, at most 4. On an object store it mostly waits, a request after the other at
+    # tens of milliseconds each, so more overlap (docs/benchmarks.md: "sql on S3").
     decoders: int = field(default_factory=lambda: min(4, os.cpu_count() or 1))
+    remote_decoders: int = 16
 
     def __post_init__(self) -> None:
         if not 0 < self.time_s <= MAX_TIME_S:
@@ -52,5 +55,7 @@ class SqlLimits:
             raise BadConfig("cache limit", f"must be 0 or more bytes, got {self.cache_bytes}")
         if self.threads < 1:
             raise BadConfig("threads", f"must be 1 or more, got {self.threads}")
-        if self.decoders < 1:
-            raise BadConfig("jobs", f"must be 1 or more, got {self.decoders}")
+        if min(self.decoders, self.remote_decoders) < 1:
+            raise BadConfig(
+                "jobs", f"must be 1 or more, got {min(self.decoders, self.remote_decoders)}"
+            )

@@ -137,6 +137,7 @@ class SqlSession:
                 self.decoded,
                 spark,
                 self.limits.decoders,
+                self.limits.remote_decoders,
             )
             self._lock_down()
         except BaseException:

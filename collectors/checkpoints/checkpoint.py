@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -125,6 +126,9 @@ class Checkpoint:
         # opened, as the batch id lists are): pages ask them again for every retained version.
         self._commits: dict[int, CommitMetadata] = {}
         self._offsets: dict[int, OffsetSeq] = {}
+        # A query's partitions decode in threads that all ask for the same logs at once: one
+        # reads, the others wait for it rather than each sending its own request.
+        self._reading_logs = threading.Lock()
         self._partitions: dict[int, list[int]] = {}
         # Collecting sets this: an unreadable schema file or operator metadata becomes an entry
         # here (the store is still listed) instead of an error that hides every store.
@@ -219,20 +223,22 @@ class Checkpoint:
     def offsets(self, batch_id: int) -> OffsetSeq:
         if batch_id not in self.offset_batch_ids:
             raise NotFound(self.path("offsets", str(batch_id)), "no such batch in offsets/")
-        if batch_id not in self._offsets:
-            path = self.path("offsets", str(batch_id))
-            self._offsets[batch_id] = self.parse(path, OffsetSeq.from_bytes)
-        return self._offsets[batch_id]
+        with self._reading_logs:
+            if batch_id not in self._offsets:
+                path = self.path("offsets", str(batch_id))
+                self._offsets[batch_id] = self.parse(path, OffsetSeq.from_bytes)
+            return self._offsets[batch_id]
 
     def commit(self, batch_id: int) -> CommitMetadata:
         if batch_id not in self.commit_batch_ids:
             raise NotFound(self.path("commits", str(batch_id)), "batch not committed")
         # Read once: every partition's format-v2 unique ids come from the same commit files,
         # and on an object store each read is a request.
-        if batch_id not in self._commits:
-            path = self.path("commits", str(batch_id))
-            self._commits[batch_id] = self.parse(path, CommitMetadata.from_bytes)
-        return self._commits[batch_id]
+        with self._reading_logs:
+            if batch_id not in self._commits:
+                path = self.path("commits", str(batch_id))
+                self._commits[batch_id] = self.parse(path, CommitMetadata.from_bytes)
+            return self._commits[batch_id]
 
     @cached_property
     def conf(self) -> OffsetSeq | None:

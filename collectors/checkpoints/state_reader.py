@@ -32,6 +32,7 @@ from stateglass.collectors.errors import (
 from stateglass.collectors.fs import FileInfo
 from stateglass.collectors.stores import StoreContext, StoreReader, open_store, row_layout
 from stateglass.collectors.stores.base import Change
+from stateglass.collectors.stores.rocksdb import names_unique_id
 from stateglass.parsers.errors import ParseError, UnsupportedFormat
 from stateglass.parsers.state_arrow import (
     TextForm,
@@ -293,12 +294,14 @@ class StateSource:
             codec=self.codec_name,
             row_checksum=self.row_checksum,
             merge_delimiter=self.merge_delimiter,
-            unique_ids=self._unique_ids(partition),
         )
         files = self._listings.get(partition)
         if files is None:
             files = self._listings[partition] = tuple(ctx.listing())
-        return replace(ctx, files=files)
+        # Only format v2's files name a unique id. Spark keeps a hundred commits by default,
+        # and on an object store each is a request: a v1 store reads none of them.
+        v2 = any(names_unique_id(f.name) for f in files)
+        return replace(ctx, files=files, unique_ids=self._unique_ids(partition) if v2 else {})
 
     def load(self, partition: int, version: int) -> Iterator[tuple[bytes, bytes]]:
         """Every (key, value) of ``partition`` at ``version``; a purged version says so."""

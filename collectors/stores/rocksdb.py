@@ -68,6 +68,12 @@ def parse_rocksdb_name(name: str) -> tuple[int, str | None, str] | None:
     return int(version), (unique_id or None), ext
 
 
+def names_unique_id(name: str) -> bool:
+    """Whether ``name`` is a version's file of checkpoint format v2 (``V_<uniqueId>.zip``)."""
+    parsed = parse_rocksdb_name(name)
+    return parsed is not None and parsed[1] is not None
+
+
 def classify_rocksdb_name(name: str) -> tuple[int, str] | None:
     """``(version, "zip"|"changelog")`` for Spark's file names, else None."""
     parsed = parse_rocksdb_name(name)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import http.client
 import logging
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -49,12 +50,42 @@ def upload_tree(client: Any, bucket: str, local: Path, prefix: str) -> int:
     return n
 
 
+class Gate:
+    """Holds the requests whose path matches ``pattern`` until ``count`` of them wait at once,
+    then lets them all through, and every later one: proof that a client sends that many at
+    once. One that never does gets 504s once ``timeout_s`` has passed, and ``opened`` stays
+    False."""
+
+    def __init__(self, pattern: str, count: int, timeout_s: float = 30.0) -> None:
+        self.pattern = re.compile(pattern)
+        self.barrier = threading.Barrier(count)
+        self.timeout_s = timeout_s
+        self.opened = False
+
+    def passes(self, path: str) -> bool:
+        if self.opened or not self.pattern.search(path):
+            return True
+        try:
+            self.barrier.wait(self.timeout_s)
+        except threading.BrokenBarrierError:
+            return False
+        self.opened = True
+        return True
+
+
 class Proxy:
     """An HTTP proxy to ``target``; ``throttle`` requests get 503 SlowDown, and after
-    ``cut_after`` forwarded requests every connection is dropped without an answer."""
+    ``cut_after`` forwarded requests every connection is dropped without an answer.
 
-    def __init__(self, target: str) -> None:
+    ``delay_s`` holds every request that long before it is forwarded, as a store's round trip
+    would (loopback answers in well under a millisecond; S3 in tens of them). A ``gate``
+    holds some until enough of them wait at once.
+    """
+
+    def __init__(self, target: str, delay_s: float = 0.0, gate: Gate | None = None) -> None:
         self.target = target.removeprefix("http://")
+        self.delay_s = delay_s
+        self.gate = gate
         self.throttle = 0
         self.cut_after: int | None = None
         self.forwarded = 0
@@ -80,6 +111,13 @@ class Proxy:
                 if cut:
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if proxy.delay_s:
+                    time.sleep(proxy.delay_s)
+                if proxy.gate is not None and not proxy.gate.passes(self.path):
+                    self.send_response(504)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
                     return
                 if throttled:
                     self.send_response(503)

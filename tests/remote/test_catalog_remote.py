@@ -3,7 +3,10 @@ local copies, and a query on one checkpoint downloads state files of that one on
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+import pytest
 
 from stateglass.collectors.catalog import SqlLimits, SqlSession
 from stateglass.collectors.catalog.names import quoted
@@ -11,7 +14,7 @@ from stateglass.collectors.remote import COUNTS
 from tests.collectors.test_catalog_fidelity import rows
 from tests.conftest import SAMPLES, copy_until
 from tests.remote.conftest import BUCKET, S3, upload
-from tests.remote.servers import sent, served_requests
+from tests.remote.servers import Gate, Proxy, sent, served_requests
 
 
 def test_an_s3_prefix_is_the_same_catalog_as_its_local_copy(s3: S3) -> None:
@@ -79,3 +82,55 @@ def test_a_one_shot_query_lists_each_partition_once(s3: S3) -> None:
     partitions = [p for p in listed if p.startswith(f"{prefix}/state/0/") and "_" not in p]
     # Partition 0's folder was listed when the session opened, to name the store.
     assert sorted(partitions) == [f"{prefix}/state/0/{p}/" for p in (1, 2, 3)], listed
+
+
+@pytest.mark.parametrize(
+    ("sample", "commits_read"),
+    [
+        pytest.param("spark-4.3/agg-rocks", False, id="format-v1"),
+        pytest.param("4.0.5b/agg-rocks-cl-ckv2", True, id="format-v2"),
+    ],
+)
+def test_partitions_decoded_at_once_read_each_file_once(
+    s3: S3, fixture_corpus: Path, sample: str, commits_read: bool
+) -> None:
+    """Many decoding threads ask for the checkpoint's logs at once: each file is one request.
+    Only format v2 needs the commits' unique ids: a v1 store reads none of the commits Spark
+    keeps (a hundred by default)."""
+    local = SAMPLES / sample if sample.startswith("spark-") else fixture_corpus / sample
+    local = local / "checkpoint" if (local / "checkpoint").is_dir() else local
+    prefix = f"catalog-threads/{sample.replace('/', '-')}"
+    upload(s3.client, BUCKET, local, prefix)
+    threads = SqlSession([f"s3://{BUCKET}/{prefix}"], limits=SqlLimits(decoders=8, cache_bytes=0))
+    with threads as session, served_requests() as served:
+        (entry,) = [e for e in session.tables() if e.kind == "state"]
+        session.execute(f"SELECT count(*) FROM {quoted(entry.schema)}.{quoted(entry.table)}")
+    _, read = sent(served, BUCKET)
+    assert read and len(read) == len(set(read)), sorted(read)
+    commits = {k for k in read if k.startswith(f"{prefix}/commits/")}
+    names = [p.name for p in (local / "commits").iterdir() if p.name.isdigit()]
+    assert commits == ({f"{prefix}/commits/{n}" for n in names} if commits_read else set())
+
+
+def test_a_checkpoint_on_an_object_store_decodes_more_partitions_at_once(s3: S3) -> None:
+    """A partition on an object store mostly waits on its requests, so a session decodes more
+    of them at once there than it would on local disk."""
+    sample = SAMPLES / "spark-4.3" / "agg-hdfs"
+    sql = "SELECT count(*) AS n FROM agg_hdfs.op0_default"
+    with SqlSession([str(sample)]) as local:
+        counted = local.execute(sql).table.column("n").to_pylist()
+        partitions = len(local.last_decoded)
+    prefix = "catalog-overlap/agg-hdfs"
+    upload(s3.client, BUCKET, sample, prefix)
+    # Each partition's first state file is held until every partition has asked for one.
+    gate = Gate(rf"/{prefix}/state/0/\d+/\d+\.(delta|snapshot)", partitions)
+    limits = SqlLimits(decoders=1, cache_bytes=0)  # one at a time would never open the gate
+    assert 1 < partitions <= limits.remote_decoders
+    with Proxy(s3.endpoint, gate=gate) as proxy:
+        os.environ["AWS_ENDPOINT_URL"] = proxy.url
+        try:
+            with SqlSession([f"s3://{BUCKET}/{prefix}"], limits=limits) as session:
+                assert session.execute(sql).table.column("n").to_pylist() == counted
+        finally:
+            os.environ["AWS_ENDPOINT_URL"] = s3.endpoint
+    assert gate.opened
