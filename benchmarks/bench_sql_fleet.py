@@ -8,6 +8,8 @@ moto's S3 server runs in a child process on 127.0.0.1, filled through its backen
 ``--fleet`` copies of the last batch of ``spark-4.3/agg-hdfs`` (13 objects each). Each run
 is ``stateglass sql s3://…/fleet --tables`` as a user runs it (a whole process, its wall
 time and the requests ``--verbose`` counts), then ``SELECT count(*)`` on one checkpoint.
+``--latency-ms`` holds each request that long in a proxy before moto, as an object store's
+round trip would.
 Every figure is printed with the load average before it; the machine is shared.
 """
 
@@ -94,19 +96,25 @@ def stateglass(env: dict[str, str], *args: str) -> tuple[float, str]:
 
 
 def main() -> None:
-    from tests.remote.servers import env_for
+    from tests.remote.servers import Proxy, env_for
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fleet", type=int, default=500)
     parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--latency-ms", type=float, default=0.0)
     args = parser.parse_args()
     started = time.perf_counter()
     proc, endpoint = start_server(args.fleet)
     print(f"moto filled with {args.fleet} checkpoints in {time.perf_counter() - started:.1f} s")
     url = f"s3://{BUCKET}/fleet"
+    print(f"{args.latency_ms:g} ms added to each request")
     try:
-        with tempfile.TemporaryDirectory() as cache:
-            env = {**os.environ, **env_for(endpoint), "STATEGLASS_CACHE_DIR": cache}
+        with (
+            tempfile.TemporaryDirectory() as cache,
+            Proxy(endpoint, delay_s=args.latency_ms / 1000) as proxy,
+        ):
+            served = proxy.url if args.latency_ms else endpoint
+            env = {**os.environ, **env_for(served), "STATEGLASS_CACHE_DIR": cache}
             for run in range(args.runs):
                 load = load_average()
                 wall, counts = stateglass(env, "sql", url, "--tables", "--format", "jsonl")
