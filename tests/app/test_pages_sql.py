@@ -62,6 +62,29 @@ def test_the_url_restores_the_query_and_runs_it(samples_db: str) -> None:
     assert list(grid.value["answer"]) == [42]
 
 
+@pytest.mark.parametrize(
+    ("where", "noted"),
+    [
+        pytest.param("WHERE batch_id = 1.0", True, id="a decimal picks no batch"),
+        pytest.param("WHERE batch_id = 1", False, id="an integer picks it"),
+    ],
+)
+def test_a_batch_id_comparison_that_picks_no_batch_is_noted(
+    samples_db: str, where: str, noted: bool
+) -> None:
+    # The note `stateglass sql` prints on stderr, under the result.
+    at = _submit(run_page("sql"), f"SELECT count(*) AS n FROM healthy.op0_default {where}")
+    assert not at.error, [e.value for e in at.error]
+    assert len(_result(at).value) == 1
+    notes = [i.value for i in at.info]
+    if noted:
+        (note,) = notes
+        assert note.startswith("no batch was picked for healthy.op0_default (batch "), note
+        assert "integer constant" in note
+    else:
+        assert notes == []
+
+
 def test_the_catalog_is_listed_beside_the_editor(samples_db: str) -> None:
     at = run_page("sql")
     (schema,) = [s for s in at.selectbox if s.label == "Schema"]
