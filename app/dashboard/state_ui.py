@@ -18,6 +18,7 @@ from stateglass.app.browse import store as browse_store
 from stateglass.app.browse.cells import epoch_ms_as_timestamps
 from stateglass.app.browse.table import key_jsons
 from stateglass.app.dashboard import context, url_state
+from stateglass.app.render.arrow_rows import decoded_value, integer_type
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from stateglass.collectors.checkpoints.state_views import StateView, open_source, versions, views_of
 from stateglass.parsers.units import fmt_bytes
@@ -223,11 +224,17 @@ def frame(table: pa.Table, first_row: int = 1) -> pd.DataFrame:
     """An Arrow page as a DataFrame numbered from ``first_row`` (rows of the whole result).
 
     Decimals go as text (``str`` of a ``Decimal`` is Java's ``BigDecimal.toString``): the
-    browser would round them to doubles, and 38 digits do not fit in one.
+    browser would round them to doubles, and 38 digits do not fit in one. So do times of day,
+    as DuckDB's text: pandas' ``time`` has no ``24:00:00`` and no nanoseconds.
     """
     for i, f in enumerate(table.schema):
         if pa.types.is_decimal(f.type):
             text = [None if d is None else str(d) for d in table.column(i).to_pylist()]
+            table = table.set_column(i, f.name, pa.array(text, type=pa.string()))
+        elif pa.types.is_time(f.type):
+            convert = decoded_value(f.type)
+            held = table.column(i).cast(integer_type(f.type)).to_pylist()
+            text = [None if n is None else convert(n) for n in held]
             table = table.set_column(i, f.name, pa.array(text, type=pa.string()))
     df = table.to_pandas()
     df.index = pd.RangeIndex(first_row, first_row + len(df))

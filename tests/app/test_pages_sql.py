@@ -85,6 +85,12 @@ def test_a_batch_id_comparison_that_picks_no_batch_is_noted(
         assert notes == []
 
 
+def test_a_time_of_day_shows_as_duckdb_prints_it(samples_db: str) -> None:
+    at = _submit(run_page("sql"), "SELECT TIME '24:00:00' AS t, '12:34:56.123456789'::TIME_NS AS n")
+    grid = _result(at).value
+    assert (list(grid["t"]), list(grid["n"])) == (["24:00:00"], ["12:34:56.123456789"])
+
+
 def test_the_catalog_is_listed_beside_the_editor(samples_db: str) -> None:
     at = run_page("sql")
     (schema,) = [s for s in at.selectbox if s.label == "Schema"]
