@@ -86,9 +86,17 @@ def test_a_batch_id_comparison_that_picks_no_batch_is_noted(
 
 
 def test_a_time_of_day_shows_as_duckdb_prints_it(samples_db: str) -> None:
-    at = _submit(run_page("sql"), "SELECT TIME '24:00:00' AS t, '12:34:56.123456789'::TIME_NS AS n")
-    grid = _result(at).value
-    assert (list(grid["t"]), list(grid["n"])) == (["24:00:00"], ["12:34:56.123456789"])
+    query = (
+        "SELECT TIME '24:00:00' AS t, '12:34:56.123456789'::TIME_NS AS n, "
+        "['24:00:00'::TIME] AS l, {'at': '23:59:59.999999999'::TIME_NS, 'k': 1} AS s"
+    )
+    grid = _result(_submit(run_page("sql"), query)).value
+    assert grid.iloc[0].to_dict() == {
+        "t": "24:00:00",
+        "n": "12:34:56.123456789",
+        "l": '["24:00:00"]',  # nested: the column as `stateglass sql --format csv` prints it
+        "s": '{"at":"23:59:59.999999999","k":1}',
+    }
 
 
 def test_the_catalog_is_listed_beside_the_editor(samples_db: str) -> None:
