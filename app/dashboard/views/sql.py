@@ -7,7 +7,9 @@ holding the history file itself would keep the watcher from writing. "Refresh" t
 
 The query lives in the URL (``sql?q=…``), so a link restores it and runs it: the State,
 Browse and Health pages link here (``app/dashboard/sql_link.py``). Results are Arrow, shown
-with ``st.dataframe`` (never as HTML) and paged; they download as CSV or Parquet.
+with ``st.dataframe`` (never as HTML) and paged; they download as CSV or Parquet. A query
+that compares ``batch_id`` yet read a table's last batch gets the note ``stateglass sql``
+prints on stderr, under its result.
 """
 
 from __future__ import annotations
