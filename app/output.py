@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import io
 import itertools
-import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from decimal import Decimal
 from functools import cached_property
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, Self
@@ -35,7 +33,7 @@ from stateglass.app.render.bytes_to_json import (
     state_lines_encoder,
     state_prefixed_blob_encoder,
 )
-from stateglass.app.render.rows_to_json import render_row, to_python
+from stateglass.app.render.rows_to_json import json_text, render_row, to_python
 from stateglass.app.render.spark_text import EPOCH_MS_FIELDS, TimeZoneSpec, epoch_ms_text
 from stateglass.parsers.arrow_types import arrow_type, unique_names
 from stateglass.parsers.errors import ParseError
@@ -390,15 +388,13 @@ def _single_cell(name: str, dt: DataType, time_zone: str) -> Callable[[Any], lis
 
 
 def cell_text(v: Any) -> str:
-    """One cell of a flat column (:class:`FlatColumns`) as text: strings as they are, numbers
-    and decimals as Spark writes them, lists and maps as JSON; empty for null."""
+    """One cell of a flat column (:class:`FlatColumns`) as text: strings as they are, numbers,
+    lists and maps as Spark's JSON text of them (``to_json``); empty for null."""
     if v is None:
         return ""
     if isinstance(v, str):
         return v
-    if isinstance(v, Decimal):
-        return str(v)  # Spark's BigDecimal text, unquoted like any number
-    return json.dumps(v, default=str, ensure_ascii=False, separators=(",", ":"))
+    return json_text(v)
 
 
 def write_text_table(header: Sequence[str], rows: Sequence[Sequence[str]], out: IO[str]) -> None:

@@ -295,14 +295,15 @@ _BATCH_COMPARED = re.compile(r"\bbatch_id\b\s*(?:[=<>!]|\bIN\b|\bBETWEEN\b)", re
 
 
 def unpicked_batch_note(text: str, last_batch_read: Sequence[tuple[str, int]]) -> str | None:
-    """A note for stderr when ``text`` compares ``batch_id`` yet a state table read its last
-    committed batch (``SqlSession.last_batch_read``): the filter then keeps rows only if it
-    names that batch, and an empty result would not say why."""
+    """A note when ``text`` compares ``batch_id`` yet a state table read its last committed
+    batch (``SqlSession.last_batch_read``): the filter then keeps rows only if it names that
+    batch, and an empty result would not say why. The command and its prompt print it on
+    stderr (``stateglass: note: …``), the SQL page under the result."""
     if not last_batch_read or not _BATCH_COMPARED.search(text):
         return None
     tables = ", ".join(f"{table} (batch {batch})" for table, batch in last_batch_read)
     return (
-        f"stateglass: note: no batch was picked for {tables}: it read its last committed batch. "
+        f"no batch was picked for {tables}: it read its last committed batch. "
         "batch_id picks another only compared with an integer constant (=, IN, BETWEEN)"
     )
 

@@ -143,7 +143,7 @@ def prompt(session: Any, args: argparse.Namespace) -> int:
                     out.write(reader)
                 note = unpicked_batch_note(query, session.last_batch_read)
                 if note is not None:
-                    print(note, file=sys.stderr)
+                    print(f"stateglass: note: {note}", file=sys.stderr)
             except CollectorError as exc:
                 print(f"stateglass: error: {exc}", file=sys.stderr)
             except KeyboardInterrupt:

@@ -267,7 +267,7 @@ def run(args: argparse.Namespace) -> int:
             out.write(reader)
         note = unpicked_batch_note(query, session.last_batch_read)
         if note is not None:
-            print(note, file=sys.stderr)
+            print(f"stateglass: note: {note}", file=sys.stderr)
         if spark is not None and spark.keep and spark.jobs:
             print(f"stateglass: the decoded Parquet is kept in {spark.folder}", file=sys.stderr)
     return 0

@@ -18,8 +18,11 @@ from stateglass.app.browse import store as browse_store
 from stateglass.app.browse.cells import epoch_ms_as_timestamps
 from stateglass.app.browse.table import key_jsons
 from stateglass.app.dashboard import context, url_state
+from stateglass.app.render.arrow_rows import decoded_value, integer_type
+from stateglass.app.render.arrow_values import spark_text
 from stateglass.collectors.checkpoints.checkpoint import Checkpoint
 from stateglass.collectors.checkpoints.state_views import StateView, open_source, versions, views_of
+from stateglass.parsers.arrow_types import spark_type
 from stateglass.parsers.units import fmt_bytes
 
 T = TypeVar("T")
@@ -223,15 +226,39 @@ def frame(table: pa.Table, first_row: int = 1) -> pd.DataFrame:
     """An Arrow page as a DataFrame numbered from ``first_row`` (rows of the whole result).
 
     Decimals go as text (``str`` of a ``Decimal`` is Java's ``BigDecimal.toString``): the
-    browser would round them to doubles, and 38 digits do not fit in one.
+    browser would round them to doubles, and 38 digits do not fit in one. So do times of day,
+    as DuckDB's text: pandas' ``time`` has no ``24:00:00`` and no nanoseconds.
     """
     for i, f in enumerate(table.schema):
         if pa.types.is_decimal(f.type):
             text = [None if d is None else str(d) for d in table.column(i).to_pylist()]
             table = table.set_column(i, f.name, pa.array(text, type=pa.string()))
+        elif _holds_time(f.type):
+            # A time inside a list, map or struct: its column as Spark's JSON of it (as CSV
+            # prints it), each time in DuckDB's text.
+            nested = not pa.types.is_time(f.type)
+            shown = spark_text()(spark_type(f.type)) if nested else str
+            convert = decoded_value(f.type)
+            held = table.column(i).cast(integer_type(f.type)).to_pylist()
+            text = [None if v is None else shown(convert(v)) for v in held]
+            table = table.set_column(i, f.name, pa.array(text, type=pa.string()))
     df = table.to_pandas()
     df.index = pd.RangeIndex(first_row, first_row + len(df))
     return epoch_ms_as_timestamps(df)
+
+
+def _holds_time(at: pa.DataType) -> bool:
+    """Whether ``at`` is a time of day or holds one (in a list, map or struct)."""
+    t = pa.types
+    if t.is_time(at):
+        return True
+    if t.is_struct(at):
+        return any(_holds_time(f.type) for f in at)
+    if t.is_map(at):
+        return _holds_time(at.key_type) or _holds_time(at.item_type)
+    if t.is_list(at) or t.is_large_list(at) or t.is_fixed_size_list(at):
+        return _holds_time(at.value_type)
+    return False
 
 
 def table_height(rows: int, most: int = 20) -> int:

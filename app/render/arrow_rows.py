@@ -49,6 +49,27 @@ def _as_micros(unit: str, infinite: dict[int, str]) -> Callable[[int], int]:
     return micros
 
 
+# Digits of a second's fraction in each unit of an Arrow time of day.
+_FRACTION_DIGITS = {"s": 0, "ms": 3, "us": 6, "ns": 9}
+
+
+def _time_text(unit: str) -> Callable[[int], str]:
+    """DuckDB's text of a time of day held as ``unit``s since midnight (``24:00:00`` and
+    nanoseconds included, which Python's ``time`` has not): the fraction's trailing zeros
+    dropped, as DuckDB drops them."""
+    digits = _FRACTION_DIGITS[unit]
+    per_second = 10**digits
+
+    def text(n: int) -> str:
+        seconds, fraction = divmod(n, per_second)
+        minutes, second = divmod(seconds, 60)
+        hour, minute = divmod(minutes, 60)
+        clock = f"{hour:02d}:{minute:02d}:{second:02d}"
+        return f"{clock}.{fraction:0{digits}d}".rstrip("0") if fraction else clock
+
+    return text
+
+
 def _as_days(n: int) -> int:
     if n in _INFINITE_DATES:
         raise _Infinite(_INFINITE_DATES[n])
@@ -87,23 +108,25 @@ def decoded_value(at: Any) -> Callable[[Any], Any]:
         return _as_micros(at.unit, {})
     if t.is_interval(at):
         return lambda iv: (iv.months, iv.days, iv.nanoseconds // 1000)
+    if t.is_time(at):
+        return _time_text(at.unit)
     if spark_type(at) == _STRING and not (
         t.is_string(at) or t.is_large_string(at) or t.is_string_view(at)
     ):
-        return str  # a type Spark has no JSON for (a time of day, a UUID): its text
+        return str  # a type Spark has no JSON for (a UUID): its text
     return lambda v: v
 
 
 def integer_type(at: Any) -> Any:
-    """``at`` with every timestamp, date and duration in it (nested ones too) as the integer
-    Arrow stores it in: Python's ``datetime`` holds no nanoseconds, no year past 9999 and
-    no infinity, and Spark's renderers take the integers anyway."""
+    """``at`` with every timestamp, date, duration and time of day in it (nested ones too)
+    as the integer Arrow stores it in: Python's ``datetime`` holds no nanoseconds, no year
+    past 9999, no infinity and no ``24:00:00``, and the renderers take the integers anyway."""
     import pyarrow as pa
 
     t = pa.types
-    if t.is_timestamp(at) or t.is_duration(at) or t.is_date64(at):
+    if t.is_timestamp(at) or t.is_duration(at) or t.is_date64(at) or t.is_time64(at):
         return pa.int64()
-    if t.is_date32(at):
+    if t.is_date32(at) or t.is_time32(at):
         return pa.int32()
     if t.is_dictionary(at):
         return integer_type(at.value_type)

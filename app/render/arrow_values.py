@@ -5,11 +5,10 @@ variants): the renderers live here, the mapping in :mod:`stateglass.parsers.stat
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
-from stateglass.app.render.rows_to_json import to_python
+from stateglass.app.render.rows_to_json import json_text, to_python
 from stateglass.parsers.sparktypes import DataType, StructField, StructType
 from stateglass.parsers.state_arrow import TextForm
 from stateglass.parsers.state_arrow import arrow_value as _arrow_value
@@ -20,7 +19,7 @@ def spark_text(time_zone: str = "UTC") -> TextForm:
 
     def form(dt: DataType) -> Callable[[Any], Any]:
         py = to_python(StructType((StructField("v", dt),)), time_zone)
-        return lambda v: None if v is None else json.dumps(py((v,)).get("v"), default=str)
+        return lambda v: None if v is None else json_text(py((v,)).get("v"))
 
     return form
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
@@ -49,7 +50,7 @@ from stateglass.parsers.unsaferow import (
 )
 from stateglass.parsers.unsafewriter import encode_array, encode_row
 
-__all__ = ["JsonRenderer", "render_row", "to_python"]
+__all__ = ["JsonRenderer", "json_text", "render_row", "to_python"]
 
 _INF = float("inf")
 
@@ -229,3 +230,28 @@ def to_python(schema: StructType, zone: str = "UTC") -> Callable[[tuple[Any, ...
     """
     check_supported(schema)
     return _python_struct(schema, TimeZoneSpec(zone))
+
+
+def json_text(value: Any) -> str:
+    """The JSON text Spark writes for ``value``, one of :func:`to_python`'s objects (or a part
+    of one): the way back to Spark's text, which ``json.dumps`` does not give (it quotes a
+    decimal, and prints a double as Python does: ``1e-05`` for Spark's ``1.0E-5``)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json_quote(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        # A float field is already the double of its Float.toString text, which the
+        # double's own text repeats.
+        return double_json(value)
+    if isinstance(value, Decimal):
+        return decimal_json(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{json_quote(k)}:{json_text(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(json_text(v) for v in value) + "]"
+    return json_quote(str(value))

@@ -54,6 +54,8 @@ class QueryScope:
         # State tables read at their last committed batch because no batch predicate
         # reached their scan: (schema.table, that batch).
         self.last_batch_read: list[tuple[str, int]] = []
+        # State tables a scan of which a batch predicate reached (schema.table).
+        self.batch_picked: set[str] = set()
         self._checkpoints: dict[str, Checkpoint] = {}
         self._lock = threading.Lock()
 

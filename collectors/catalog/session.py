@@ -113,7 +113,7 @@ class SqlSession:
         self._scope: QueryScope | None = None
         self._loose: QueryScope | None = None
         self.last_decoded: list[Decoded] = []
-        # The last query's state tables read at their last batch, no batch picked.
+        # The last query's state tables read at their last batch, no scan of them picking one.
         self.last_batch_read: list[tuple[str, int]] = []
         self._tmp = tempfile.mkdtemp(prefix="stateglass-sql-")
         try:
@@ -248,7 +248,11 @@ class SqlSession:
             timer.join()
             self._scope = None
             self.last_decoded = scope.decoded
-            self.last_batch_read = scope.last_batch_read
+            # A table also read at a picked batch was read at its last one on purpose
+            # (``… EXCEPT SELECT key FROM t WHERE batch_id = 3``): only the others are news.
+            self.last_batch_read = list(
+                dict.fromkeys(r for r in scope.last_batch_read if r[0] not in scope.batch_picked)
+            )
 
     @contextmanager
     def stream(self, sql: str) -> Iterator[pa.RecordBatchReader]:

@@ -231,7 +231,9 @@ class StoreTables:
         ) -> Iterator[pa.Table]:
             cp, source = self._source(scope)
             batches = self._state_batches(cp, source, flt)
-            if not selects_batches(self.state_schema, flt):
+            if selects_batches(self.state_schema, flt):
+                scope.batch_picked.add(f"{self.schema_name}.{table}")
+            else:
                 scope.last_batch_read.append((f"{self.schema_name}.{table}", batches[0]))
             pairs = [(p, b) for b in batches for p in source.partitions_for(b)]
             kept = pairs_kept(self.state_schema, pairs, flt)

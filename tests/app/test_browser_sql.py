@@ -113,6 +113,18 @@ def test_typing_a_query_shows_its_rows_and_downloads_them(
     assert "3 row(s)" in _rows_caption(page)
 
 
+def test_a_batch_id_that_picks_no_batch_gets_a_note(page: Any, server: str) -> None:
+    _open(page, f"{server}/sql")
+    _run(page, "SELECT count(*) AS n FROM healthy.op0_default WHERE batch_id = 1.0")
+    assert "1 row(s)" in _rows_caption(page)
+    alert = page.locator('[data-testid="stAlert"]')
+    alert.first.wait_for()
+    # The note as its text, the table's name with it, no markup made of it.
+    text = alert.first.locator('[data-testid="stMarkdownContainer"]').inner_text().strip()
+    assert text.startswith("no batch was picked for healthy.op0_default (batch "), text
+    assert text.endswith("(=, IN, BETWEEN)"), text
+
+
 def test_the_health_page_links_to_the_keys_older_than_the_watermark(page: Any, server: str) -> None:
     _open(page, f"{server}/health")
     link = page.get_by_role("link", name="State leak: the keys older than the watermark")

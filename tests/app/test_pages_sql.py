@@ -62,6 +62,43 @@ def test_the_url_restores_the_query_and_runs_it(samples_db: str) -> None:
     assert list(grid.value["answer"]) == [42]
 
 
+@pytest.mark.parametrize(
+    ("where", "noted"),
+    [
+        pytest.param("WHERE batch_id = 1.0", True, id="a decimal picks no batch"),
+        pytest.param("WHERE batch_id = 1", False, id="an integer picks it"),
+    ],
+)
+def test_a_batch_id_comparison_that_picks_no_batch_is_noted(
+    samples_db: str, where: str, noted: bool
+) -> None:
+    # The note `stateglass sql` prints on stderr, under the result.
+    at = _submit(run_page("sql"), f"SELECT count(*) AS n FROM healthy.op0_default {where}")
+    assert not at.error, [e.value for e in at.error]
+    assert len(_result(at).value) == 1
+    notes = [i.value for i in at.info]
+    if noted:
+        (note,) = notes
+        assert note.startswith("no batch was picked for healthy.op0_default (batch "), note
+        assert "integer constant" in note
+    else:
+        assert notes == []
+
+
+def test_a_time_of_day_shows_as_duckdb_prints_it(samples_db: str) -> None:
+    query = (
+        "SELECT TIME '24:00:00' AS t, '12:34:56.123456789'::TIME_NS AS n, "
+        "['24:00:00'::TIME] AS l, {'at': '23:59:59.999999999'::TIME_NS, 'k': 1} AS s"
+    )
+    grid = _result(_submit(run_page("sql"), query)).value
+    assert grid.iloc[0].to_dict() == {
+        "t": "24:00:00",
+        "n": "12:34:56.123456789",
+        "l": '["24:00:00"]',  # nested: the column as `stateglass sql --format csv` prints it
+        "s": '{"at":"23:59:59.999999999","k":1}',
+    }
+
+
 def test_the_catalog_is_listed_beside_the_editor(samples_db: str) -> None:
     at = run_page("sql")
     (schema,) = [s for s in at.selectbox if s.label == "Schema"]

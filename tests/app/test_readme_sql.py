@@ -13,10 +13,24 @@ from stateglass.app.cli import main
 from tests.conftest import ROOT
 
 
+def sql_section() -> str:
+    """The README's "Ask the state in SQL" section."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    return readme.split("## Ask the state in SQL", 1)[1].split("\n## ", 1)[0]
+
+
+def notebook_example() -> tuple[str, str]:
+    """(code, output) of the section's notebook example: its Python block, and the block
+    right under it showing what that prints."""
+    code, after = sql_section().split("```python\n", 1)[1].split("```\n", 1)
+    shown = re.match(r"\s*```\n(.*?)^```$", after, re.M | re.S)
+    assert shown is not None, "the notebook example shows no output right under it"
+    return code, shown.group(1)
+
+
 def _examples() -> list[tuple[str, str]]:
     """(command, output) of each shell example in the section."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Ask the state in SQL", 1)[1].split("\n## ", 1)[0]
+    section = sql_section()
     found = []
     for lang, block in re.findall(r"^```(\w*)\n(.*?)^```$", section, re.M | re.S):
         if lang or not block.startswith("$ stateglass sql"):

@@ -143,6 +143,11 @@ def test_batch_id_picks_an_earlier_batch(listing: list[dict[str, object]], tmp_p
         pytest.param("WHERE batch_id = 1.0", True, id="a decimal picks no batch"),
         pytest.param("WHERE batch_id = (SELECT 1)", True, id="a subquery picks no batch"),
         pytest.param("WHERE batch_id = 1", False, id="an integer picks it"),
+        pytest.param(
+            "WHERE partition_id IN (SELECT partition_id FROM {table} WHERE batch_id = 1)",
+            False,
+            id="the last batch beside a picked one",
+        ),
         pytest.param("", False, id="no batch asked for"),
     ],
 )
@@ -150,7 +155,7 @@ def test_a_batch_id_comparison_that_picks_no_batch_is_noted(
     listing: list[dict[str, object]], tmp_path: Path, where: str, noted: bool
 ) -> None:
     table = _table(listing, SESSIONS, kind="state", store_name="default")
-    query = f"SELECT count(*) AS n FROM {table} {where}"
+    query = f"SELECT count(*) AS n FROM {table} {where.format(table=table)}"
     proc = sg("sql", str(ROOT), "--format", "csv", "-e", query, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     if noted:

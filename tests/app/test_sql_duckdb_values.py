@@ -1,7 +1,7 @@
 """`stateglass sql` prints every value DuckDB can make, in each text format: values Spark's
 types hold but Python's ``datetime`` does not (nanoseconds, years past 9999), DuckDB's
-infinities (its own text), and a time with an offset (its own text, offset kept). A value
-nothing prints is one line naming its column.
+infinities (its own text), and a time of day (its own text: ``24:00:00``, nanoseconds, an
+offset kept). A value nothing prints is one line naming its column.
 
 Each case runs the real command in a fresh process, as in ``test_sql_cli.py``: what a
 conversion does can depend on which modules the process has loaded (pyarrow gives a
@@ -34,6 +34,12 @@ VALUES = [
     # Spark's text of a year past 9999, as `stateglass state` prints one.
     pytest.param("SELECT '5877642-06-25'::DATE AS v", ["+5877642-06-25"], id="far-date"),
     pytest.param("SELECT TIMETZ '10:00:00+02' AS v", ["10:00:00+02"], id="time-with-offset"),
+    # A time of day as DuckDB prints it: Python's `time` has no 24:00:00 and no nanoseconds.
+    pytest.param("SELECT TIME '24:00:00' AS v", ["24:00:00"], id="end-of-day"),
+    pytest.param(
+        "SELECT '12:34:56.123456789'::TIME_NS AS v", ["12:34:56.123456789"], id="time-nanoseconds"
+    ),
+    pytest.param("SELECT TIME '00:00:00.5' AS v", ["00:00:00.5"], id="time-fraction"),
     # An infinity beside finite values: these print as they always did.
     pytest.param(
         "SELECT v FROM (VALUES (TIMESTAMPTZ '2024-01-01 00:46:02+00'), ('-infinity')) AS t(v) "
@@ -88,3 +94,27 @@ def test_a_time_with_an_offset_keeps_it_in_every_result() -> None:
         ["10:00:00+02"],
         [{"at": "23:00:00-05"}],
     ]
+
+
+def test_a_time_of_day_prints_nested_and_keeps_its_value_in_parquet(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    query = (
+        "SELECT TIME '24:00:00' AS t, '12:34:56.123456789'::TIME_NS AS n, "
+        "['24:00:00'::TIME] AS l, {'at': '23:59:59.999999999'::TIME_NS} AS s"
+    )
+    line = _ok(sg("sql", str(AGG), "-e", query, "--format", "jsonl", cwd=tmp_path))
+    assert json.loads(line) == {
+        "t": "24:00:00",
+        "n": "12:34:56.123456789",
+        "l": ["24:00:00"],
+        "s": {"at": "23:59:59.999999999"},
+    }
+    # Parquet keeps the times themselves, not their text.
+    _ok(sg("sql", str(AGG), "-e", query, "--format", "parquet", "-o", "t.parquet", cwd=tmp_path))
+    table = pq.read_table(tmp_path / "t.parquet")
+    assert [table.schema.field(n).type for n in ("t", "n")] == [pa.time64("us"), pa.time64("ns")]
+    assert table.column("l").type.value_type == pa.time64("us")
+    assert table.column("t").cast(pa.int64()).to_pylist() == [86_400_000_000]
+    assert table.column("n").cast(pa.int64()).to_pylist() == [45_296_123_456_789]

@@ -195,3 +195,33 @@ def test_every_duckdb_type_prints(tmp_path: Path) -> None:
     assert row["m"] == {"k": 1} and row["d"] == "NaN" and row["e"] == "a"
     assert cells.splitlines()[1].startswith("12:00:00,1 days,")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv", "out.jsonl"]
+
+
+# Numbers inside a list, map or struct, and the text Spark's `to_json` gives them (PySpark 4.3,
+# `to_json(array(cast(1.5 as decimal(10,2))))` and so on): decimals bare, doubles as Java
+# prints them. The table and CSV print a nested value as that JSON text.
+NESTED_NUMBERS = [
+    pytest.param("[1.5::DECIMAL(10,2)]", "[1.50]", id="decimal-in-list"),
+    pytest.param("MAP {'a': 2.25::DECIMAL(10,3)}", '{"a":2.250}', id="decimal-in-map"),
+    pytest.param("[{'d': 1.5::DECIMAL(10,2)}]", '[{"d":1.50}]', id="decimal-in-struct-in-list"),
+    pytest.param("[1e-5::DOUBLE, 1e20]", "[1.0E-5,1.0E20]", id="doubles-in-list"),
+    pytest.param("1e-5::DOUBLE", "1.0E-5", id="double"),
+]
+
+
+@pytest.mark.parametrize(("value", "spark"), NESTED_NUMBERS)
+def test_numbers_print_as_spark_to_json_in_every_text_format(
+    value: str, spark: str, tmp_path: Path
+) -> None:
+    query = f"SELECT {value} AS v"
+    con = duckdb.connect()
+    try:
+        texts = {
+            fmt: _written(fmt, con.sql(query).to_arrow_reader(), tmp_path / f"out.{fmt}")
+            for fmt in ("jsonl", "csv", "table")
+        }
+    finally:
+        con.close()
+    assert texts["jsonl"] == f'{{"v":{spark}}}\n'
+    assert list(csv.reader(io.StringIO(texts["csv"]))) == [["v"], [spark]]
+    assert texts["table"].splitlines()[2].rstrip() == spark

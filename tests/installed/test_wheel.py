@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.app.test_readme_sql import notebook_example
 from tests.conftest import SAMPLES
 from tests.installed.wheel_env import PREBUILT, Built, Venv
 from tests.remote.servers import env_for, free_port, upload_tree
@@ -261,22 +262,18 @@ def test_the_s3_extra_reads_a_checkpoint_from_moto(
     assert shutil.which("stateglass", path=str(venv.root / "bin"))
 
 
-def _readme_notebook_example() -> str:
-    """The README's notebook example: the Python block of "Ask the state in SQL"."""
-    readme = (SAMPLES.parent / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Ask the state in SQL", 1)[1].split("\n## ", 1)[0]
-    return section.split("```python\n", 1)[1].split("```", 1)[0]
-
-
-def test_the_readme_notebook_example_runs_on_the_wheel(venv: Venv, tmp_path: Path) -> None:
+def test_the_readme_notebook_example_prints_what_the_readme_shows(
+    venv: Venv, tmp_path: Path
+) -> None:
     # The example names sample_checkpoints/ as a clone has it; the virtualenv's folder gets a
     # link to them, so the example runs as written, against the installed package only.
     link = venv.home / "sample_checkpoints"
     if not link.exists():
         link.symlink_to(SAMPLES, target_is_directory=True)
+    code, shown = notebook_example()
     script = tmp_path / "example.py"
     where = "\nimport stateglass as _sg\nprint('stateglass from', _sg.__file__)\n"
-    script.write_text(_readme_notebook_example() + where)
+    script.write_text(code + where)
     proc = subprocess.run(
         [venv.python, str(script)],
         cwd=venv.home,
@@ -288,6 +285,8 @@ def test_the_readme_notebook_example_runs_on_the_wheel(venv: Venv, tmp_path: Pat
     )
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
-    installed = proc.stdout.splitlines()[-1].removeprefix("stateglass from ")
+    *printed, last = proc.stdout.splitlines(keepends=True)
+    installed = last.rstrip("\n").removeprefix("stateglass from ")
     assert Path(installed).is_relative_to(_site_packages(venv)), installed
-    assert len(proc.stdout.splitlines()) > 3
+    # The README shows exactly what the example prints (the sample checkpoints are fixed).
+    assert "".join(printed) == shown

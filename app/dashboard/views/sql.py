@@ -7,7 +7,9 @@ holding the history file itself would keep the watcher from writing. "Refresh" t
 
 The query lives in the URL (``sql?q=…``), so a link restores it and runs it: the State,
 Browse and Health pages link here (``app/dashboard/sql_link.py``). Results are Arrow, shown
-with ``st.dataframe`` (never as HTML) and paged; they download as CSV or Parquet.
+with ``st.dataframe`` (never as HTML) and paged; they download as CSV or Parquet. A query
+that compares ``batch_id`` yet read a table's last batch gets the note ``stateglass sql``
+prints on stderr, under its result.
 """
 
 from __future__ import annotations
@@ -27,10 +29,10 @@ from stateglass.app import sql_examples
 from stateglass.app.dashboard import context, state_ui
 from stateglass.app.dashboard.sql_link import QUERY_PARAM
 from stateglass.app.errors import AppError
-from stateglass.app.escape import md_code
+from stateglass.app.escape import md, md_code
 from stateglass.app.figures.sql import numeric_columns, result_chart
 from stateglass.app.render.arrow_values import spark_text
-from stateglass.app.sql_output import csv_bytes
+from stateglass.app.sql_output import csv_bytes, unpicked_batch_note
 from stateglass.collectors.catalog import SqlLimits, SqlSession, TableEntry
 from stateglass.collectors.catalog.names import quoted
 from stateglass.collectors.errors import BadConfig, CollectorError
@@ -270,6 +272,8 @@ class _Result:
     seconds: float
     # Which run: widgets about a result (page, chart axes) start afresh with a new one.
     run: int
+    # Why a comparison of batch_id found nothing: a table read its last batch instead.
+    note: str | None = None
 
 
 def _result(session: SqlSession, query: str) -> None:
@@ -280,7 +284,8 @@ def _result(session: SqlSession, query: str) -> None:
         try:
             with st.spinner("Running…"):
                 found = session.execute(query, max_rows=MAX_ROWS)
-            held = _Result(query, found.table, found.truncated, found.seconds, time.time_ns())
+            note = unpicked_batch_note(query, session.last_batch_read)
+            held = _Result(query, found.table, found.truncated, found.seconds, time.time_ns(), note)
         except ERRORS as exc:
             held = str(exc)
         st.session_state["sg_sql_result"] = held
@@ -294,6 +299,9 @@ def _result(session: SqlSession, query: str) -> None:
         f"**{table.num_rows:,}** row(s){more}, {table.num_columns} column(s), "
         f"in {held.seconds:.2f} s."
     )
+    if held.note is not None:
+        # Table names come from checkpoints' folders: shown as text, never as markup.
+        st.info(md(held.note), icon="ℹ️")
     if table.num_columns == 0:
         return
     _page(table, held.run)
