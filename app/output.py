@@ -12,6 +12,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import io
 import itertools
 import os
@@ -21,7 +22,7 @@ from functools import cached_property
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, Self
 
-from stateglass.app.atomic import AtomicText, replacing
+from stateglass.app.atomic import AtomicText, put_in_place, temp_name
 from stateglass.app.errors import AppError, OutputError
 from stateglass.app.render.arrow_values import arrow_value
 from stateglass.app.render.bytes_to_json import (
@@ -463,6 +464,84 @@ class TableSink(Sink):
         write_text_table(self.header, self.rows, out)
 
 
+# A Parquet row group gathers whole pieces up to this many rows, or until they hold this many
+# bytes. DuckDB hands a result over in batches of some 120,000 rows: a row group each is small
+# for Parquet's readers, and costs the writer a third more.
+ROW_GROUP_ROWS = 1 << 20
+ROW_GROUP_BYTES = 64 << 20
+
+
+class ParquetRowGroups:
+    """A Parquet file under a temporary name, written a row group at a time as Arrow pieces
+    (tables or record batches) arrive: memory holds one row group, not the output. The file
+    is renamed into place at :meth:`close`; :meth:`abort` leaves none."""
+
+    def __init__(self, path: str, schema: Any) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        self.path = path
+        self.tmp = temp_name(path)
+        self.held: list[Any] = []
+        self.held_rows = 0
+        self.held_bytes = 0
+        try:
+            self.writer = pq.ParquetWriter(self.tmp, schema)
+        except (OSError, pa.ArrowException) as exc:
+            # The writer may have made the file before it refused the schema.
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.tmp)
+            if isinstance(exc, OSError):
+                raise OutputError(f"{path}: cannot write parquet ({exc.strerror})") from exc
+            # A type Parquet has no column for (an INTERVAL): the user can cast it.
+            why = str(exc).splitlines()[0]
+            raise OutputError(f"{path}: cannot write parquet ({why}; cast it)") from exc
+
+    def write(self, piece: Any) -> None:
+        if self.held_rows + piece.num_rows > ROW_GROUP_ROWS:
+            self._write_held()
+        self.held.append(piece)
+        self.held_rows += piece.num_rows
+        self.held_bytes += piece.nbytes
+        if self.held_bytes >= ROW_GROUP_BYTES:
+            self._write_held()
+
+    def _write_held(self) -> None:
+        import pyarrow as pa
+
+        if not self.held:
+            return
+        held = self.held
+        self.held, self.held_rows, self.held_bytes = [], 0, 0
+        try:
+            if isinstance(held[0], pa.RecordBatch):
+                table = pa.Table.from_batches(held)
+            else:
+                table = pa.concat_tables(held)
+            self.writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
+        except (pa.ArrowException, ValueError) as exc:  # ValueError: a piece of another schema
+            why = str(exc).splitlines()[0]
+            raise OutputError(f"{self.path}: cannot write parquet ({why})") from exc
+
+    def close(self) -> None:
+        try:
+            self._write_held()
+            self.writer.close()
+            put_in_place(self.tmp, self.path)
+        except OutputError:
+            self.abort()
+            raise
+        except OSError as exc:
+            self.abort()
+            raise OutputError(f"{self.path}: cannot write parquet ({exc.strerror})") from exc
+
+    def abort(self) -> None:
+        with contextlib.suppress(Exception):
+            self.writer.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.tmp)
+
+
 class ParquetSink(Sink):
     """Parquet with one typed column per output column (nested structs, lists, maps).
 
@@ -479,7 +558,8 @@ class ParquetSink(Sink):
         self.columns: Sequence[Column] = ()
         self.values: list[list[Any]] = []
         self.convert: list[Callable[[Any], Any]] = []
-        self.chunks: list[Any] = []  # pa.Table pieces, in output order
+        # Opened at the first piece, with its schema (every piece of one output has it).
+        self.file: ParquetRowGroups | None = None
         # numpy and pyarrow load only for Parquet: JSON lines start faster without them.
         from stateglass.parsers.state_arrow import columnar_supported
 
@@ -516,7 +596,7 @@ class ParquetSink(Sink):
             super().write_partition(partition, items)
             return
         self._flush_values()
-        self.chunks.append(table)
+        self._write(table)
         self.rows_written += table.num_rows
 
     def write_state_partition(self, source: StateSource, partition: int, version: int) -> None:
@@ -528,8 +608,9 @@ class ParquetSink(Sink):
             return
         self._start(state_columns(self.codec))
         self._flush_values()
-        self.chunks.extend(tables)
-        self.rows_written += sum(table.num_rows for table in tables)
+        for table in tables:
+            self._write(table)
+            self.rows_written += table.num_rows
 
     def write_change_row(self, row: Row) -> None:
         self._start(change_columns(self.codec))
@@ -548,25 +629,28 @@ class ParquetSink(Sink):
             ]
         except pa.ArrowException as exc:
             raise OutputError(f"{self.path}: cannot write parquet ({exc})") from exc
-        self.chunks.append(pa.table(arrays, names=[name for name, _ in self.columns]))
+        self._write(pa.table(arrays, names=[name for name, _ in self.columns]))
         self.values = [[] for _ in self.columns]
+
+    def _write(self, table: Any) -> None:
+        if self.file is None:
+            self.file = ParquetRowGroups(self.path, table.schema)
+        self.file.write(table)
 
     def close(self) -> None:
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
         self._start(state_columns(self.codec))
-        try:
-            self._flush_values()
-            if self.chunks:
-                table = pa.concat_tables(self.chunks)
-            else:
-                schema = pa.schema([(name, arrow_type(dt)) for name, dt in self.columns])
-                table = schema.empty_table()
-            with replacing(self.path) as tmp:
-                pq.write_table(table, tmp)
-        except (OSError, pa.ArrowException) as exc:
-            raise OutputError(f"{self.path}: cannot write parquet ({exc})") from exc
+        self._flush_values()
+        if self.file is None:
+            schema = pa.schema([(name, arrow_type(dt)) for name, dt in self.columns])
+            self._write(schema.empty_table())
+        assert self.file is not None
+        self.file.close()
+
+    def abort(self) -> None:
+        if self.file is not None:
+            self.file.abort()
 
 
 SINKS: dict[str, Callable[[RowCodec, str, str | None], Sink]] = {

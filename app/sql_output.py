@@ -13,21 +13,19 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
-import os
 import re
 from collections.abc import Callable, Sequence
 from typing import IO, Any
 
-from stateglass.app.atomic import put_in_place, temp_name
-from stateglass.app.errors import AppError, OutputError
+from stateglass.app.errors import AppError
 from stateglass.app.output import (
     TABLE_CELL,
     FlatColumns,
     Output,
+    ParquetRowGroups,
     TextOut,
     as_struct,
     cell_text,
@@ -210,13 +208,6 @@ class TableWriter(_TextWriter):
         super().close()
 
 
-# A Parquet row group gathers whole batches up to this many rows, or until they hold this
-# many bytes. DuckDB hands a result over in batches of some 120,000 rows: a row group each
-# is small for Parquet's readers, and costs the writer a third more.
-ROW_GROUP_ROWS = 1 << 20
-ROW_GROUP_BYTES = 64 << 20
-
-
 class ParquetWriter(ResultWriter):
     """Parquet with the result's own Arrow types, written a row group at a time under a
     temporary name, renamed into place when the query ends well."""
@@ -226,67 +217,22 @@ class ParquetWriter(ResultWriter):
             raise AppError("--format parquet needs -o FILE")
         super().__init__(path, time_zone)
         self.final: str = path
-        self.tmp = temp_name(path)
-        self.writer: Any = None
-        self.held: list[Any] = []
-        self.held_rows = 0
-        self.held_bytes = 0
+        self.file: ParquetRowGroups | None = None
 
     def start(self, schema: Any) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        try:
-            self.writer = pq.ParquetWriter(self.tmp, schema)
-        except OSError as exc:
-            raise OutputError(f"{self.final}: cannot write parquet ({exc.strerror})") from exc
-        except pa.ArrowException as exc:
-            # A type Parquet has no column for (an INTERVAL): the user can cast it.
-            why = str(exc).splitlines()[0]
-            raise OutputError(f"{self.final}: cannot write parquet ({why}; cast it)") from exc
+        self.file = ParquetRowGroups(self.final, schema)
 
     def write_batch(self, batch: Any) -> None:
-        if self.held_rows + batch.num_rows > ROW_GROUP_ROWS:
-            self._write_held()
-        self.held.append(batch)
-        self.held_rows += batch.num_rows
-        self.held_bytes += batch.nbytes
-        if self.held_bytes >= ROW_GROUP_BYTES:
-            self._write_held()
-
-    def _write_held(self) -> None:
-        import pyarrow as pa
-
-        if not self.held:
-            return
-        table = pa.Table.from_batches(self.held)
-        self.held, self.held_rows, self.held_bytes = [], 0, 0
-        try:
-            self.writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
-        except pa.ArrowException as exc:
-            why = str(exc).splitlines()[0]
-            raise OutputError(f"{self.final}: cannot write parquet ({why})") from exc
+        assert self.file is not None
+        self.file.write(batch)
 
     def close(self) -> None:
-        if self.writer is None:
-            return
-        try:
-            self._write_held()
-            self.writer.close()
-            put_in_place(self.tmp, self.final)
-        except OutputError:
-            self.abort()
-            raise
-        except OSError as exc:
-            self.abort()
-            raise OutputError(f"{self.final}: cannot write parquet ({exc.strerror})") from exc
+        if self.file is not None:
+            self.file.close()
 
     def abort(self) -> None:
-        if self.writer is not None:
-            with contextlib.suppress(Exception):
-                self.writer.close()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.tmp)
+        if self.file is not None:
+            self.file.abort()
 
 
 # A comparison of batch_id in the query's text: where a table still read its last batch,

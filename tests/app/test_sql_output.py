@@ -142,9 +142,9 @@ def test_parquet_keeps_the_result_types(tmp_path: Path, capsys: pytest.CaptureFi
 def test_parquet_row_groups_gather_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """DuckDB's batches are gathered whole into row groups of up to ROW_GROUP_ROWS rows (or
     as many as ROW_GROUP_BYTES hold), every row kept in order."""
-    import stateglass.app.sql_output as sql_output
+    import stateglass.app.output as output
 
-    monkeypatch.setattr(sql_output, "ROW_GROUP_ROWS", 10)
+    monkeypatch.setattr(output, "ROW_GROUP_ROWS", 10)
     batches = [pa.record_batch({"n": list(range(at, at + 4))}) for at in range(0, 36, 4)]
     reader = pa.RecordBatchReader.from_batches(batches[0].schema, iter(batches))
     _written("parquet", reader, tmp_path / "rows.parquet")
@@ -153,8 +153,8 @@ def test_parquet_row_groups_gather_batches(tmp_path: Path, monkeypatch: pytest.M
     assert groups == [8, 8, 8, 8, 4]  # a third batch of 4 would pass 10
     assert pq.read_table(tmp_path / "rows.parquet").column("n").to_pylist() == list(range(36))
 
-    monkeypatch.setattr(sql_output, "ROW_GROUP_ROWS", 1 << 20)
-    monkeypatch.setattr(sql_output, "ROW_GROUP_BYTES", 2 * batches[0].nbytes)
+    monkeypatch.setattr(output, "ROW_GROUP_ROWS", 1 << 20)
+    monkeypatch.setattr(output, "ROW_GROUP_BYTES", 2 * batches[0].nbytes)
     reader = pa.RecordBatchReader.from_batches(batches[0].schema, iter(batches))
     _written("parquet", reader, tmp_path / "bytes.parquet")
     meta = pq.ParquetFile(tmp_path / "bytes.parquet").metadata
@@ -225,3 +225,22 @@ def test_numbers_print_as_spark_to_json_in_every_text_format(
     assert texts["jsonl"] == f'{{"v":{spark}}}\n'
     assert list(csv.reader(io.StringIO(texts["csv"]))) == [["v"], [spark]]
     assert texts["table"].splitlines()[2].rstrip() == spark
+
+
+def test_state_to_parquet_is_written_a_row_group_at_a_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``state --format parquet`` writes each row group as its partitions arrive (memory holds
+    one, not the store), and the file holds the same rows as one written whole."""
+    import stateglass.app.output as output
+
+    checkpoint = str(SAMPLES / "spark-4.3" / "agg-rocks")
+    whole, grouped = tmp_path / "whole.parquet", tmp_path / "grouped.parquet"
+    _state(capsys, checkpoint, "--format", "parquet", "-o", str(whole))
+    monkeypatch.setattr(output, "ROW_GROUP_ROWS", 3)
+    _state(capsys, checkpoint, "--format", "parquet", "-o", str(grouped))
+    rows = pq.read_table(whole)
+    assert rows.num_rows > 6
+    assert pq.ParquetFile(grouped).metadata.num_row_groups >= rows.num_rows // 3
+    assert pq.read_table(grouped).equals(rows)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grouped.parquet", "whole.parquet"]
