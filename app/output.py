@@ -477,25 +477,31 @@ class ParquetRowGroups:
     is renamed into place at :meth:`close`; :meth:`abort` leaves none."""
 
     def __init__(self, path: str, schema: Any) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
         self.path = path
+        self.schema = schema
         self.tmp = temp_name(path)
         self.held: list[Any] = []
         self.held_rows = 0
         self.held_bytes = 0
+        # Opened with the first row group: what the pieces before it fail on (a damaged
+        # row) is said before a type Parquet has no column for.
+        self.writer: Any = None
+
+    def _open(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         try:
-            self.writer = pq.ParquetWriter(self.tmp, schema)
+            self.writer = pq.ParquetWriter(self.tmp, self.schema)
         except (OSError, pa.ArrowException) as exc:
             # The writer may have made the file before it refused the schema.
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.tmp)
             if isinstance(exc, OSError):
-                raise OutputError(f"{path}: cannot write parquet ({exc.strerror})") from exc
+                raise OutputError(f"{self.path}: cannot write parquet ({exc.strerror})") from exc
             # A type Parquet has no column for (an INTERVAL): the user can cast it.
             why = str(exc).splitlines()[0]
-            raise OutputError(f"{path}: cannot write parquet ({why}; cast it)") from exc
+            raise OutputError(f"{self.path}: cannot write parquet ({why}; cast it)") from exc
 
     def write(self, piece: Any) -> None:
         if self.held_rows + piece.num_rows > ROW_GROUP_ROWS:
@@ -511,6 +517,8 @@ class ParquetRowGroups:
 
         if not self.held:
             return
+        if self.writer is None:
+            self._open()
         held = self.held
         self.held, self.held_rows, self.held_bytes = [], 0, 0
         try:
@@ -526,6 +534,8 @@ class ParquetRowGroups:
     def close(self) -> None:
         try:
             self._write_held()
+            if self.writer is None:
+                self._open()  # no piece at all: a file of the schema and no rows
             self.writer.close()
             put_in_place(self.tmp, self.path)
         except OutputError:
@@ -536,8 +546,9 @@ class ParquetRowGroups:
             raise OutputError(f"{self.path}: cannot write parquet ({exc.strerror})") from exc
 
     def abort(self) -> None:
-        with contextlib.suppress(Exception):
-            self.writer.close()
+        if self.writer is not None:
+            with contextlib.suppress(Exception):
+                self.writer.close()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.tmp)
 

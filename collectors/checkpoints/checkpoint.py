@@ -499,7 +499,15 @@ class Checkpoint:
         )
 
     def resolve_batch(self, batch_id: int | None) -> int:
-        """``batch_id``, or the last committed batch when it is None."""
+        """``batch_id``, or the last committed batch when it is None; its commit file is read,
+        so a damaged one is said (that one only: format v2 reads the others for their
+        unique ids, v1 needs none of them)."""
+        batch = self._resolved(batch_id)
+        if batch in self.commit_batch_ids:
+            self.commit(batch)
+        return batch
+
+    def _resolved(self, batch_id: int | None) -> int:
         if batch_id is None:
             if self.last_committed_batch is None:
                 raise NotFound(self.path("commits"), "no committed batch yet")

@@ -95,8 +95,8 @@ def test_partitions_decoded_at_once_read_each_file_once(
     s3: S3, fixture_corpus: Path, sample: str, commits_read: bool
 ) -> None:
     """Many decoding threads ask for the checkpoint's logs at once: each file is one request.
-    Only format v2 needs the commits' unique ids: a v1 store reads none of the commits Spark
-    keeps (a hundred by default)."""
+    Only format v2 needs the commits' unique ids: a v1 store reads the commit of the batch it
+    reads (so a damaged one is said), not all Spark keeps (a hundred by default)."""
     local = SAMPLES / sample if sample.startswith("spark-") else fixture_corpus / sample
     local = local / "checkpoint" if (local / "checkpoint").is_dir() else local
     prefix = f"catalog-threads/{sample.replace('/', '-')}"
@@ -106,10 +106,15 @@ def test_partitions_decoded_at_once_read_each_file_once(
         (entry,) = [e for e in session.tables() if e.kind == "state"]
         session.execute(f"SELECT count(*) FROM {quoted(entry.schema)}.{quoted(entry.table)}")
     _, read = sent(served, BUCKET)
-    assert read and len(read) == len(set(read)), sorted(read)
-    commits = {k for k in read if k.startswith(f"{prefix}/commits/")}
     names = [p.name for p in (local / "commits").iterdir() if p.name.isdigit()]
-    assert commits == ({f"{prefix}/commits/{n}" for n in names} if commits_read else set())
+    last = f"{prefix}/commits/{max(names, key=int)}"
+    # The last commit is the query's to check; v2's unique ids are read with the store's
+    # source, opened with the catalog and kept while no batch commits: twice at most.
+    twice = [k for k in set(read) if read.count(k) > 1]
+    assert read and twice in ([], [last] if commits_read else []), twice
+    assert max(read.count(k) for k in read) <= 2
+    commits = {k for k in read if k.startswith(f"{prefix}/commits/")}
+    assert commits == ({f"{prefix}/commits/{n}" for n in names} if commits_read else {last})
 
 
 def test_a_checkpoint_on_an_object_store_decodes_more_partitions_at_once(s3: S3) -> None:
