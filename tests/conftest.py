@@ -25,36 +25,19 @@ from typing import Any
 
 import pytest
 
+from tests.jvm import JVM_OPTIONS, jvm_options, session_builder, start_archive, wait_for_archive
+
 # Real queries' progress events, run only when a test asks for them; moto's DynamoDB
 # and the DynamoDB sample in it.
 pytest_plugins = ["tests.progress_fixtures", "tests.dynamodb_fixtures"]
 
 ROOT = Path(__file__).resolve().parents[1]
-# The JVMs the suite starts (its SparkSession, Spark 3.5's driver, the standalone cluster) run
-# many short queries, each with freshly generated classes, and few long loops: C2's compiles
-# cost more CPU than the code they speed up, and a 2-core machine has none to spare (a third
-# of a session's CPU). C1 alone reserves a 48 MB code cache by default, which a session's
-# generated code fills: Spark then fails tasks ("Out of space in CodeCache for method handle
-# intrinsic"), so the cache gets the tiered default back. The serial collector leaves the
-# cores to the tests: the heaps are small.
-JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC"
-# Spark 4.3's settings for the suite's sessions, each cutting CPU that the tests do not need.
-# Spark's default checkpoint manager writes through Hadoop's FileContext, which (with no native
-# Hadoop library) runs `readlink` or `chmod` in a child process of the JVM for most files it
-# creates or renames on a local disk: a third of a rewrite oracle's CPU. The FileSystem manager
-# writes the same files, .crc sidecars included, by the same write-to-temp-then-rename steps,
-# and forks far less. Whole-stage code generation compiles each micro-batch's plan with Janino,
-# which costs more than running the few rows a test's batch holds; it changes no result.
-SPARK_CONF = {
-    "spark.sql.streaming.checkpointFileManagerClass": (
-        "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
-    ),
-    "spark.sql.codegen.wholeStage": "false",
-}
 # The JVMs that tests start through spark-submit in other processes (the progress query, the
 # probes of the Spark engine, Spark 3.5's driver) take the same options: spark-submit adds
 # $SPARK_SUBMIT_OPTS to the driver's command line (the progress query: 26 s of CPU to 15 s).
+# The class-data archive joins them once it is made (pytest_runtest_setup).
 os.environ.setdefault("SPARK_SUBMIT_OPTS", JVM_OPTIONS)
+_SUBMIT_OPTS_OURS = os.environ["SPARK_SUBMIT_OPTS"] == JVM_OPTIONS
 SAMPLES = ROOT / "sample_checkpoints"
 # The corpus of real checkpoints lives in ``shared/`` beside the clone (CI: ``../shared``; a
 # worktree under ``wt/`` finds it one level further up).
@@ -165,6 +148,29 @@ def spark_conf(spark: Any, conf: dict[str, str]) -> Iterator[None]:
                 spark.conf.set(k, v)
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Under xdist, pytest's main process collects nothing and runs no test: it makes the
+    JVMs' class-data archive (tests/jvm.py) while the workers start."""
+    if not os.environ.get("PYTEST_XDIST_WORKER") and session.config.getoption("dist", "no") != "no":
+        start_archive()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER") or session.config.option.collectonly:
+        return
+    if any("spark" in item.fixturenames for item in session.items):
+        start_archive()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if _SUBMIT_OPTS_OURS:
+        os.environ["SPARK_SUBMIT_OPTS"] = jvm_options()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    wait_for_archive()
+
+
 def _cost(item: pytest.Item) -> int:
     """A guess at a test's cost: most of the time goes to Spark, and the slowest are marked."""
     return 2 if item.get_closest_marker("slow") else int("spark" in item.fixturenames)
@@ -260,25 +266,16 @@ def all_samples_db(tmp_path_factory: pytest.TempPathFactory) -> SamplesDb:
 def spark() -> Iterator[Any]:
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         pytest.skip("no Java: install openjdk-17 to run the Spark oracle tests")
-    from pyspark.sql import SparkSession
-
     # The Spark engine's Python tasks must run in this interpreter: it has our dependencies.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     session = (
-        SparkSession.builder.master("local[2]")
-        .appName("stateglass-oracle")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
+        session_builder("stateglass-oracle", jvm_options())
         .config("spark.driver.memory", "2g")
-        .config("spark.driver.extraJavaOptions", JVM_OPTIONS)
         # Spark starts one maintenance task per session, at the interval the first stateful
         # query asks for; tests that need snapshots and purges while they watch would
         # otherwise wait out the default 60 s, and see none.
         .config("spark.sql.streaming.stateStore.maintenanceInterval", "500ms")
         .config("spark.log.level", "ERROR")
-        .config(map=SPARK_CONF)
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

@@ -76,6 +76,7 @@ def page(demo: Demo) -> Iterator[Any]:
         yield tab
 
 
+@pytest.mark.slow
 def test_state_and_browse_pages_on_dynamodb_state(page: Any, demo: Demo, tmp_path: Path) -> None:
     _open(page, f"{demo.url}/state")
     assert _charts_rendered(page, 3) >= 3

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pyspark
 
-from tests.conftest import JVM_OPTIONS, SPARK_CONF
+from tests.jvm import SPARK_CONF, jvm_options
 
 SPARK_HOME = Path(pyspark.__file__).parent
 # The interpreter the venv was made from: same version, none of the venv's packages.
@@ -53,7 +53,7 @@ def jvm_env() -> dict[str, str]:
     env["SPARK_HOME"] = str(SPARK_HOME)
     env["SPARK_LOCAL_IP"] = "127.0.0.1"
     env["SPARK_DAEMON_MEMORY"] = "256m"
-    env["SPARK_DAEMON_JAVA_OPTS"] = JVM_OPTIONS
+    env["SPARK_DAEMON_JAVA_OPTS"] = jvm_options()
     return env
 
 
@@ -156,8 +156,8 @@ def spark_env(conf_dir: Path, python_path: list[str], **conf: str) -> dict[str, 
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.ui.enabled": "false",
         "spark.stateglass.executorTimeout": "60",
-        "spark.driver.extraJavaOptions": JVM_OPTIONS,
-        "spark.executor.extraJavaOptions": JVM_OPTIONS,
+        "spark.driver.extraJavaOptions": jvm_options(),
+        "spark.executor.extraJavaOptions": jvm_options(),
         **SPARK_CONF,
         **conf,
     }

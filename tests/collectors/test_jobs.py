@@ -67,6 +67,7 @@ def assert_same_tables(paths: list[str], tmp_path: Path) -> None:
     assert one["state_versions"] and one["state_files"]
 
 
+@pytest.mark.slow
 def test_samples_identical_to_jobs_1(tmp_path: Path) -> None:
     assert_same_tables([str(SAMPLES)], tmp_path)
 

@@ -29,6 +29,7 @@ spark.stop()
 """
 
 
+@pytest.mark.slow
 def test_a_long_stage_draws_no_progress_bar() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_")}
     proc = subprocess.run(

@@ -10,11 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.collectors.helpers import all_tables
 from tests.conftest import ROOT
 from tests.remote.conftest import S3
 
 
+@pytest.mark.slow
 def test_collect_jobs_2_matches_jobs_1(s3: S3, tmp_path: Path) -> None:
     url = s3.url("spark-4.3/join-hdfs")  # four stores: sixteen chains
     runs = {}

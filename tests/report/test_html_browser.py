@@ -92,6 +92,7 @@ def meta(text: str, name: str) -> str:
     return text[start : text.index('"', start)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("checkpoint", [pytest.param(p, id=sample_id(p)) for p in format_samples()])
 def test_report_renders_offline(opened: dict[str, Opened], checkpoint: str) -> None:
     seen = opened[checkpoint]

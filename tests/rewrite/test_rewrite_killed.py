@@ -104,6 +104,7 @@ EDITS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("edit", EDITS)
 def test_a_rewrite_killed_anywhere_leaves_no_checkpoint_and_the_next_run_succeeds(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: list[str]

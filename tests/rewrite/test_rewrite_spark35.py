@@ -50,7 +50,8 @@ def spark35(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         [PYTHON, str(DRIVER), str(work), stateglass, JVM_OPTIONS],
         capture_output=True,
         text=True,
-        env={**os.environ, "PYSPARK_PYTHON": PYTHON},
+        # Spark 3.5's jars: the suite's class-data archive holds Spark 4.3's.
+        env={**os.environ, "PYSPARK_PYTHON": PYTHON, "SPARK_SUBMIT_OPTS": JVM_OPTIONS},
     )
     assert done.returncode == 0, done.stderr[-3000:]
     result: dict[str, Any] = json.loads(done.stdout)
