@@ -75,6 +75,9 @@ def test_card_finding_and_query_page_agree_on_spark_clock(
     assert "no commit for" not in body
 
     _open(page, f"{url}/health")
+    # The findings' table can be drawn after the script's run is over: wait for its row
+    # rather than reading the page once.
+    page.get_by_text("no query writes to a copy", exact=False).first.wait_for(timeout=TIMEOUT_MS)
     body = page.inner_text("body")
     row = next(line for line in body.splitlines() if "no query writes to a copy" in line)
     assert f"{ran:%Y-%m-%d %H:%M:%S} UTC, Spark's batchTimestampMs" in row and age in row
